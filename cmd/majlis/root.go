@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// globalOptions are the flags every command accepts (CLI.md "Everywhere").
+type globalOptions struct {
+	Repo string
+	JSON bool
+
+	Stdout io.Writer
+	Stderr io.Writer
+	Stdin  io.Reader
+}
+
+// Main runs the majlis command line with os.Args and returns the exit code.
+func Main() ExitCode {
+	return run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) ExitCode {
+	g := &globalOptions{Stdout: stdout, Stderr: stderr, Stdin: stdin}
+	root := newRootCmd(g)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stderr) // help and usage are for people: stderr, so --json stdout stays clean
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	if cmd != nil && wantsHelp(err) {
+		return ExitOK
+	}
+	return g.fail(err)
+}
+
+func wantsHelp(err error) bool { return errors.Is(err, errHelpShown) }
+
+var errHelpShown = errors.New("help shown")
+
+func newRootCmd(g *globalOptions) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "majlis",
+		Short: "Give every task its own Git workspace, and take it back without losing work",
+		Long: `majlis gives every task (a person, a script, a coding agent) its own Git
+workspace on one machine, lets tasks declare what they will touch, and takes
+workspaces back without ever destroying anyone's files.
+
+Every command accepts --repo DIR (any worktree of the repository; default: the
+one containing the working directory) and --json (stdout gets exactly one JSON
+object, success or error). Exit codes are stable: see 'majlis help exit-codes'.`,
+		Example: `  majlis version
+  majlis help exit-codes
+  majlis version --json`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.Repo, "repo", "", "repository to act on (any of its worktrees; default: the one containing the working directory)")
+	root.PersistentFlags().BoolVar(&g.JSON, "json", false, "print exactly one JSON object on stdout (result or error)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+
+	root.AddCommand(
+		newVersionCmd(g),
+		newExitCodesTopic(),
+		newDebugCmd(g),
+	)
+	return root
+}
+
+// emit prints a successful result: the JSON object on stdout with --json,
+// else the human rendering.
+func (g *globalOptions) emit(obj any, human func(w io.Writer)) error {
+	if g.JSON {
+		enc := json.NewEncoder(g.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(obj)
+	}
+	human(g.Stdout)
+	return nil
+}
+
+// fail renders err as CLI.md requires and returns its exit code.
+func (g *globalOptions) fail(err error) ExitCode {
+	c := classify(err)
+	if g.JSON {
+		body := map[string]any{"code": c.code, "message": err.Error()}
+		if c.details != nil {
+			body["details"] = c.details
+		} else {
+			body["details"] = map[string]any{}
+		}
+		enc := json.NewEncoder(g.Stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(map[string]any{"error": body})
+		return c.exit
+	}
+	fmt.Fprintf(g.Stderr, "majlis: %v\n", err)
+	if c.exit == ExitUsage {
+		fmt.Fprintln(g.Stderr, "Run 'majlis --help' for usage.")
+	}
+	return c.exit
+}

@@ -1,0 +1,8 @@
+//go:build !failpoints
+
+package failpoint
+
+// Enabled reports whether this binary was built with the failpoints tag.
+const Enabled = false
+
+func inject(string) error { return nil }

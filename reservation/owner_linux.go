@@ -1,0 +1,108 @@
+package reservation
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// readSelfOwner establishes the identity of the calling process.
+func readSelfOwner() (Owner, error) {
+	var o Owner
+	var err error
+	if o.Hostname, err = os.Hostname(); err != nil {
+		return o, fmt.Errorf("hostname: %w", err)
+	}
+	if o.MachineID, err = readMachineID(); err != nil {
+		return o, err
+	}
+	if o.BootID, err = readTrimmed("/proc/sys/kernel/random/boot_id"); err != nil {
+		return o, err
+	}
+	if o.PIDNamespace, err = os.Readlink("/proc/self/ns/pid"); err != nil {
+		return o, fmt.Errorf("pid namespace: %w", err)
+	}
+	o.PID = os.Getpid()
+	info, err := readProc(o.PID)
+	if err != nil {
+		return o, err
+	}
+	o.StartTime = info.startTime
+	return o, nil
+}
+
+func readMachineID() (string, error) {
+	var firstErr error
+	for _, p := range []string{"/etc/machine-id", "/var/lib/dbus/machine-id"} {
+		id, err := readTrimmed(p)
+		if err == nil && id != "" {
+			return id, nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	return "", fmt.Errorf("no machine id in /etc/machine-id or /var/lib/dbus/machine-id (%v); create one with systemd-machine-id-setup or dbus-uuidgen --ensure", firstErr)
+}
+
+func readTrimmed(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// procInfo is what /proc/<pid>/stat says about a process.
+type procInfo struct {
+	state     byte   // R, S, D, Z, X, ...
+	startTime uint64 // clock ticks after boot
+}
+
+// errNoProcess means the kernel says no process has the pid.
+var errNoProcess = errors.New("no such process")
+
+// readProc reads /proc/<pid>/stat. The command name (field 2) may contain
+// spaces and parentheses, so fields are counted after its last ')'.
+func readProc(pid int) (procInfo, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return procInfo{}, errNoProcess
+		}
+		return procInfo{}, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return procInfo{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state); field 22 (starttime) is f[19].
+	if len(f) < 20 || len(f[0]) != 1 {
+		return procInfo{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	st, err := strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		return procInfo{}, fmt.Errorf("/proc/%d/stat: start time: %v", pid, err)
+	}
+	return procInfo{state: f[0][0], startTime: st}, nil
+}
+
+// pidExists asks the kernel whether any process has pid. It is not fooled
+// by a /proc mounted with hidepid: kill(pid, 0) fails with ESRCH only when
+// no such process exists.
+func pidExists(pid int) (bool, error) {
+	err := unix.Kill(pid, 0)
+	switch {
+	case err == nil, errors.Is(err, unix.EPERM):
+		return true, nil
+	case errors.Is(err, unix.ESRCH):
+		return false, nil
+	}
+	return false, err
+}
