@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -31,21 +30,30 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root := newRootCmd(g)
 	root.SetArgs(args)
 	root.SetIn(stdin)
-	root.SetOut(stderr) // help and usage are for people: stderr, so --json stdout stays clean
+	root.SetOut(stdout)
 	root.SetErr(stderr)
-	cmd, err := root.ExecuteContextC(ctx)
-	if err == nil {
-		return ExitOK
+	if _, err := root.ExecuteContextC(ctx); err != nil {
+		if !g.JSON {
+			// Cobra reports an unknown command before it parses flags, so
+			// --json may not have been seen yet.
+			g.JSON = jsonRequested(args)
+		}
+		return g.fail(err)
 	}
-	if cmd != nil && wantsHelp(err) {
-		return ExitOK
-	}
-	return g.fail(err)
+	return ExitOK
 }
 
-func wantsHelp(err error) bool { return errors.Is(err, errHelpShown) }
-
-var errHelpShown = errors.New("help shown")
+func jsonRequested(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "--json", "--json=true":
+			return true
+		}
+	}
+	return false
+}
 
 func newRootCmd(g *globalOptions) *cobra.Command {
 	root := &cobra.Command{

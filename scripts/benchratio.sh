@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Prints each majlis benchmark beside its floor and the ratio, from the
+# output of `go test -bench`. Pairs are listed here: majlis benchmark, floor.
+set -euo pipefail
+file=${1:-bench.txt}
+pairs=(
+  "BenchmarkAcquireRelease BenchmarkFloorSyscalls ns/op"
+  "BenchmarkAcquireReleaseContended4 BenchmarkFloorSyscallsContended4 total-ops/s"
+)
+metric() { # name unit
+  awk -v name="$1" -v unit="$2" '
+    { n=$1; sub(/-[0-9]+$/, "", n) }
+    n==name { for (i=2;i<NF;i++) if ($(i+1)==unit) { print $i; exit } }' "$file"
+}
+printf '\n%-40s %14s %14s %8s\n' "benchmark / floor" "majlis" "floor" "ratio"
+for p in "${pairs[@]}"; do
+  read -r ours floor unit <<<"$p"
+  a=$(metric "$ours" "$unit"); b=$(metric "$floor" "$unit")
+  [ -n "$a" ] && [ -n "$b" ] || continue
+  if [ "$unit" = "ns/op" ]; then r=$(awk -v a="$a" -v b="$b" 'BEGIN{printf "%.2fx", a/b}')
+  else r=$(awk -v a="$a" -v b="$b" 'BEGIN{printf "%.2fx", b/a}'); fi # rates: floor/ours = slowdown
+  printf '%-40s %14s %14s %8s  (%s)\n' "${ours#Benchmark}" "$a" "$b" "$r" "$unit"
+done
