@@ -109,16 +109,6 @@ func (c *child) kill() {
 	})
 }
 
-// wait waits for a child that is expected to exit (or die) by itself.
-func (c *child) wait() error {
-	var err error
-	c.once.Do(func() {
-		c.stdin.Close()
-		err = c.cmd.Wait()
-	})
-	return err
-}
-
 // childReply is what children print.
 type childReply struct {
 	OK        bool    `json:"ok"`

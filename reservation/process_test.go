@@ -1,7 +1,6 @@
 package reservation
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -413,6 +412,3 @@ func TestRecoverNeverRetiresAFreshLease(t *testing.T) {
 		t.Fatalf("recovering a live owner's expired lease: %v, want ErrOwnerAlive", err)
 	}
 }
-
-// The record a child prints is the same as what Inspect reads.
-var _ = json.Marshal

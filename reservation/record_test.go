@@ -153,7 +153,10 @@ func TestMalformedLeaseRefusesEverything(t *testing.T) {
 			t.Fatal(err)
 		}
 		ops := map[string]func() error{
-			"acquire": func() error { _, err := d.Acquire(t.Context(), Request{Resource: "res", Purpose: "p", TTL: time.Minute}); return err },
+			"acquire": func() error {
+				_, err := d.Acquire(t.Context(), Request{Resource: "res", Purpose: "p", TTL: time.Minute})
+				return err
+			},
 			"inspect": func() error { _, err := d.Inspect("res"); return err },
 			"assess":  func() error { _, err := d.Assess("res"); return err },
 			"recover": func() error { _, err := d.Recover(t.Context(), "res"); return err },

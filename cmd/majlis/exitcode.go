@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/majlis-dev/majlis/reservation"
@@ -26,10 +25,6 @@ type usageError struct{ err error }
 
 func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
-
-func usageErrorf(format string, args ...any) error {
-	return &usageError{fmt.Errorf(format, args...)}
-}
 
 // classification is what a failure looks like to a script.
 type classification struct {
