@@ -59,6 +59,8 @@ func classify(err error) classification {
 		return classification{ExitRefused, "not_owner", reservationDetails(err)}
 	case errors.Is(err, reservation.ErrChanged):
 		return classification{ExitRefused, "lease_changed", reservationDetails(err)}
+	case errors.Is(err, reservation.ErrExists):
+		return classification{ExitHeld, "exists", reservationDetails(err)}
 	case errors.Is(err, reservation.ErrNotFound):
 		return classification{ExitNotFound, "not_found", reservationDetails(err)}
 	case errors.As(err, &re):
