@@ -1,0 +1,7 @@
+//go:build !linux
+
+package pathid
+
+import "testing"
+
+func fileSystemType(*testing.T, string) string { return "" }

@@ -1,0 +1,284 @@
+package pathid
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+)
+
+// Physical returns the physical form of p: absolute, with every symlink
+// resolved the way the kernel resolves it (so "link/.." is the parent of
+// the link's target, not the directory holding the link). A relative p is
+// taken relative to the current working directory.
+//
+// For a path that does not exist yet, Physical resolves its closest
+// existing ancestor and appends the remaining components, so the answer is
+// where the path will be once it is created. It refuses, rather than
+// guesses, when that cannot be known: a symlink that does not resolve
+// (ErrDanglingSymlink), a ".." after a missing component (ErrUnresolvable),
+// a symlink cycle (ErrSymlinkLoop). Failures other than "does not exist",
+// such as a permission error or a file used as a directory, are returned
+// too, never taken to mean absence.
+//
+// The answer describes the file system at the moment of the call; a caller
+// about to act on it must check again just before acting.
+func Physical(p string) (string, error) {
+	abs, err := absolute("resolve", "", p)
+	if err != nil {
+		return "", err
+	}
+	r, err := resolve(p, abs, false)
+	return r.path, err
+}
+
+// PhysicalFrom is Physical with relative paths taken relative to base,
+// which must be absolute, instead of the working directory.
+func PhysicalFrom(base, p string) (string, error) {
+	abs, err := absolute("resolve", base, p)
+	if err != nil {
+		return "", err
+	}
+	r, err := resolve(p, abs, false)
+	return r.path, err
+}
+
+// A resolution is the outcome of a physical walk.
+type resolution struct {
+	path     string // the physical form
+	existing string // the longest existing prefix of path; equal to path when all of it exists
+
+	// ids, when the walk tracked them, holds the identity of existing and
+	// of each of its ancestors up to "/", nearest first.
+	ids []dirID
+}
+
+func (r resolution) exists() bool { return r.path == r.existing }
+
+// A dirID is the identity of one existing physical path.
+type dirID struct {
+	path string
+	id   FileID
+}
+
+// resolve walks the absolute path abs; input is the path as the caller
+// wrote it, for error messages. With track set it also records the
+// identities along the result, at no extra system call: the walk has
+// lstat'ed every component of it already.
+func resolve(input, abs string, track bool) (resolution, error) {
+	w := newWalker("resolve", input)
+	w.track = track
+	return w.walk("/", segment{rest: abs})
+}
+
+// A segment is a run of components still to be walked: the caller's path,
+// or the target of a symlink met on the way.
+type segment struct {
+	rest string // components separated by '/'; empty ones are skipped
+	link string // the symlink whose target this is; "" for the caller's path
+}
+
+// A walker resolves paths component by component, like the kernel does,
+// but goes on past the first missing component instead of failing. Its file
+// system calls are fields so tests can inject failures the test user cannot
+// provoke (a permission error, when tests run as root).
+type walker struct {
+	op, input string // for errors: the operation and the caller's path
+	root      string // for errors: the confinement root, if any
+
+	// fence, when set, is the physical root the walk must stay in (see
+	// Confine): every directory the walk passes through must lie inside
+	// fence or be one of its ancestors, and every symlink located inside
+	// fence must resolve inside fence.
+	fence string
+
+	// track asks for the identities along the result (see resolution.ids);
+	// the walk must then start at "/".
+	track bool
+
+	lstat    func(string) (fs.FileInfo, error)
+	readlink func(string) (string, error)
+	links    int // symlinks followed so far, shared by every segment
+}
+
+func newWalker(op, input string) *walker {
+	return &walker{op: op, input: input, lstat: os.Lstat, readlink: os.Readlink}
+}
+
+func (w *walker) fail(at, reason string, kind, err error) error {
+	return &Error{Op: w.op, Path: w.input, Root: w.root, At: at, Reason: reason, Kind: kind, Err: err}
+}
+
+// identify returns the identity of the file fi, read from the walk's own
+// lstat of path.
+func (w *walker) identify(path string, fi fs.FileInfo) (dirID, error) {
+	id, ok := sysFileID(fi)
+	if !ok || id.IsZero() {
+		return dirID{}, w.fail(path, "", ErrNoIdentity, nil)
+	}
+	return dirID{path, id}, nil
+}
+
+// walk resolves seg starting in dir, a physical directory ("/" for an
+// absolute path).
+func (w *walker) walk(dir string, seg segment) (resolution, error) {
+	dest := dir    // the physical path resolved so far
+	isDir := true  // whether dest is a directory
+	existing := "" // once a component is missing: the last existing prefix
+	// With w.track: the identities of "/" and of each component of dest
+	// (while it exists), root first, kept in step with dest.
+	var ids []dirID
+	if w.track {
+		fi, err := w.lstat("/")
+		if err != nil {
+			return resolution{}, w.fail("", "", nil, err)
+		}
+		d, err := w.identify("/", fi)
+		if err != nil {
+			return resolution{}, err
+		}
+		ids = []dirID{d}
+	}
+	stack := []segment{seg}
+	for len(stack) > 0 {
+		top := &stack[len(stack)-1]
+		if top.rest == "" {
+			// A symlink's target is fully walked: that is where the
+			// symlink resolves to.
+			if err := w.checkLink(top.link, dest); err != nil {
+				return resolution{}, err
+			}
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		var c string
+		c, top.rest, _ = strings.Cut(top.rest, "/")
+		if c == "" {
+			continue // a repeated or trailing slash
+		}
+
+		if existing != "" {
+			// Past the closest existing ancestor nothing can be resolved,
+			// so only plain names may follow. No symlink is expanded here,
+			// so these components are all the caller's own.
+			switch c {
+			case ".":
+			case "..":
+				return resolution{}, w.fail(existing, "'..' follows "+dest+", which does not exist", ErrUnresolvable, nil)
+			default:
+				dest = join(dest, c)
+			}
+			continue
+		}
+
+		if !isDir {
+			return resolution{}, w.fail("", "", nil, &fs.PathError{Op: "lstat", Path: join(dest, c), Err: syscall.ENOTDIR})
+		}
+		switch c {
+		case ".":
+			continue
+		case "..":
+			// dest holds no symlinks, so its lexical parent is its
+			// physical parent.
+			dest = filepath.Dir(dest)
+			if len(ids) > 1 {
+				ids = ids[:len(ids)-1]
+			}
+			if err := w.checkFence(dest, stack); err != nil {
+				return resolution{}, err
+			}
+			continue
+		}
+
+		next := join(dest, c)
+		fi, err := w.lstat(next)
+		if err != nil {
+			// Only ENOENT means absence; ENOTDIR, EACCES, ELOOP and the
+			// rest are real failures.
+			if !errors.Is(err, fs.ErrNotExist) {
+				return resolution{}, w.fail("", "", nil, err)
+			}
+			if top.link != "" {
+				return resolution{}, w.fail(top.link, "symlink "+top.link+" needs "+next+", which does not exist", ErrDanglingSymlink, nil)
+			}
+			existing = dest
+			dest = next
+			continue
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			dest = next
+			isDir = fi.IsDir()
+			if w.track {
+				d, err := w.identify(next, fi)
+				if err != nil {
+					return resolution{}, err
+				}
+				ids = append(ids, d)
+			}
+			if err := w.checkFence(dest, stack); err != nil {
+				return resolution{}, err
+			}
+			continue
+		}
+
+		w.links++
+		if w.links > maxSymlinks {
+			return resolution{}, w.fail(next, fmt.Sprintf("reached %s after following %d symlinks", next, maxSymlinks), ErrSymlinkLoop, syscall.ELOOP)
+		}
+		target, err := w.readlink(next)
+		if err != nil {
+			return resolution{}, w.fail("", "", nil, err)
+		}
+		if target == "" {
+			return resolution{}, w.fail(next, "symlink "+next+" has an empty target", ErrDanglingSymlink, nil)
+		}
+		if filepath.IsAbs(target) {
+			dest = "/"
+			ids = ids[:min(len(ids), 1)]
+		}
+		// A relative target is walked from the directory holding the
+		// link, which is dest as it stands.
+		stack = append(stack, segment{rest: target, link: next})
+	}
+	if existing == "" {
+		existing = dest
+	}
+	slices.Reverse(ids)
+	return resolution{path: dest, existing: existing, ids: ids}, nil
+}
+
+// checkFence enforces, during a confined walk, that the walk only passes
+// through the root, its descendants and its ancestors (an absolute symlink
+// target descends from "/" through the root's ancestors).
+func (w *walker) checkFence(dest string, stack []segment) error {
+	if w.fence == "" || Relate(w.fence, dest) != Disjoint {
+		return nil
+	}
+	link := ""
+	for i := len(stack) - 1; i >= 0 && link == ""; i-- {
+		link = stack[i].link
+	}
+	return w.fail(link, "symlink "+link+" leads to "+dest+", outside "+w.fence, ErrNotConfined, nil)
+}
+
+// checkLink enforces, during a confined walk, that a symlink inside the
+// root resolves inside the root. Symlinks outside it (among the root's
+// own ancestors) may resolve anywhere checkFence allows.
+func (w *walker) checkLink(link, dest string) error {
+	if w.fence == "" || link == "" || !Contains(w.fence, link) || Contains(w.fence, dest) {
+		return nil
+	}
+	return w.fail(link, "symlink "+link+" resolves to "+dest+", outside "+w.fence, ErrNotConfined, nil)
+}
+
+// join appends the name c to the physical directory dir.
+func join(dir, c string) string {
+	if dir == "/" {
+		return "/" + c
+	}
+	return dir + "/" + c
+}
