@@ -280,7 +280,7 @@ func (d *Dir) sweepOne(path string) bool {
 }
 
 func checkResource(res string) error {
-	if !resourceRE.MatchString(res) {
+	if !validResource(res) {
 		return fmt.Errorf("%w: invalid resource name %q: use letters, digits and ._:@+=- (not first), at most 200 characters", ErrInvalid, res)
 	}
 	return nil

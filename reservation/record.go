@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
+	"strings"
 	"time"
 )
 
@@ -89,11 +89,41 @@ var requiredKeys = []string{
 
 var requiredOwnerKeys = []string{"hostname", "machine_id", "boot_id", "pid_namespace", "pid", "start_time"}
 
-var (
-	resourceRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@+=-]{0,199}$`)
-	tokenRE    = regexp.MustCompile(`^[0-9a-f]{32}$`)
-	sha256RE   = regexp.MustCompile(`^[0-9a-f]{64}$`)
-)
+// ValidName reports whether s is 1 to max characters, the first a letter
+// or digit (or one of first), the rest letters, digits or one of rest.
+// (Hand-written: compiling regular expressions at start-up costs every
+// majlis invocation about a millisecond.)
+func ValidName(s string, max int, first, rest string) bool {
+	if len(s) == 0 || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if alnum {
+			continue
+		}
+		if i == 0 && !strings.ContainsRune(first, rune(c)) || i > 0 && !strings.ContainsRune(rest, rune(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+func validResource(s string) bool { return ValidName(s, 200, "", "._:@+=-") }
+
+// isLowerHex reports whether s is exactly n lower-case hex digits.
+func isLowerHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // decodeRecord parses and validates a lease file. Any deviation is an
 // error describing it; the caller wraps it as ErrMalformed with the path.
@@ -108,7 +138,7 @@ func decodeRecord(data []byte) (*Record, error) {
 	if len(env.Lease) == 0 || env.Lease[0] != '{' {
 		return nil, errors.New(`missing "lease" object`)
 	}
-	if !sha256RE.MatchString(env.SHA256) {
+	if !isLowerHex(env.SHA256, 64) {
 		return nil, errors.New(`missing or invalid "sha256"`)
 	}
 	sum := sha256.Sum256(env.Lease)
@@ -153,11 +183,11 @@ func decodeRecord(data []byte) (*Record, error) {
 // validate checks the values of a decoded record.
 func (r *Record) validate() error {
 	switch {
-	case !resourceRE.MatchString(r.Resource):
+	case !validResource(r.Resource):
 		return fmt.Errorf("invalid resource name %q", r.Resource)
 	case r.Purpose == "":
 		return errors.New("empty purpose")
-	case !tokenRE.MatchString(r.Token):
+	case !isLowerHex(r.Token, 32):
 		return fmt.Errorf("invalid token %q (want 32 lower-case hex digits)", r.Token)
 	case r.Generation == 0:
 		return errors.New("generation 0 (generations start at 1)")

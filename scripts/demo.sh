@@ -20,7 +20,20 @@ printf 'package app\n' > app.go && git add . && git commit -qm "initial commit"
 echo "scratch repository: $repo"
 
 run "$majlis" version
+run "$majlis" init
+run "$majlis" workspace allocate T-1 --intent 'src/auth/**'
+run "$majlis" workspace allocate T-2
+say "# an agent works in T-1: edits a tracked file, adds a new one"
+ws=$(dirname "$repo")/app.workspaces/T-1
+echo "// work in progress" >> "$ws/app.go"
+echo "notes" > "$ws/NOTES.md"
+run "$majlis" workspace show T-1
+run "$majlis" workspace salvage T-1
+say "git -C $ws status --short   # salvage touched nothing"
+git -C "$ws" status --short
+run git log --oneline -1 refs/majlis/salvage/T-1/1
+run "$majlis" workspace release T-2
+run "$majlis" workspace list
+say "$majlis workspace allocate T-1 --json   # T-1 is live: refused, exit 4"
+set +e; "$majlis" workspace allocate T-1 --json; echo "exit status: $?"; set -e
 run "$majlis" help exit-codes
-say "$majlis --json no-such-command   # a usage error, as a script sees it"
-set +e; "$majlis" --json no-such-command; echo "exit status: $?"; set -e
-run "$majlis" debug failpoints --json

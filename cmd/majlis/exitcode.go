@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/provider"
 	"github.com/majlis-dev/majlis/reservation"
 )
 
@@ -41,6 +43,13 @@ func classify(err error) classification {
 	switch {
 	case errors.As(err, &ue) || isCobraUsage(err):
 		return classification{ExitUsage, "usage", nil}
+	}
+	for _, m := range providerCodes {
+		if errors.Is(err, m.err) {
+			return classification{m.exit, m.code, providerDetails(err)}
+		}
+	}
+	switch {
 	case errors.Is(err, reservation.ErrInvalid):
 		return classification{ExitUsage, "invalid_request", reservationDetails(err)}
 	case errors.Is(err, reservation.ErrHeld):
@@ -65,8 +74,57 @@ func classify(err error) classification {
 		return classification{ExitNotFound, "not_found", reservationDetails(err)}
 	case errors.As(err, &re):
 		return classification{ExitError, "reservation_failed", reservationDetails(err)}
+	case errors.As(err, new(*gitops.Error)):
+		return classification{ExitError, "git_failed", gitDetails(err)}
 	}
 	return classification{ExitError, "internal", nil}
+}
+
+// providerCodes maps workspace errors, most specific first.
+var providerCodes = []struct {
+	err  error
+	exit ExitCode
+	code string
+}{
+	{provider.ErrInvalidBinding, ExitUsage, "invalid_binding"},
+	{provider.ErrInvalidArgument, ExitUsage, "invalid_argument"},
+	{provider.ErrNotRepository, ExitNotFound, "not_a_repository"},
+	{provider.ErrNotInitialized, ExitNotFound, "not_initialized"},
+	{provider.ErrNotFound, ExitNotFound, "not_found"},
+	{provider.ErrUnknownBase, ExitNotFound, "unknown_base"},
+	{provider.ErrBindingLive, ExitHeld, "binding_live"},
+	{provider.ErrAlreadyInit, ExitRefused, "already_initialized"},
+	{provider.ErrBranchExists, ExitRefused, "branch_exists"},
+	{provider.ErrPathExists, ExitRefused, "path_exists"},
+	{provider.ErrNested, ExitRefused, "nested_workspace"},
+	{provider.ErrReserved, ExitRefused, "reserved_target"},
+	{provider.ErrRequestConflict, ExitRefused, "request_conflict"},
+	{provider.ErrMalformed, ExitRefused, "malformed_record"},
+	{provider.ErrMissing, ExitRefused, "workspace_missing"},
+	{provider.ErrIdentity, ExitRefused, "identity_drift"},
+	{provider.ErrInterrupted, ExitRefused, "interrupted"},
+}
+
+func providerDetails(err error) map[string]any {
+	var pe *provider.Error
+	if !errors.As(err, &pe) {
+		return nil
+	}
+	d := map[string]any{"op": pe.Op}
+	for k, v := range map[string]string{"binding": pe.Binding, "path": pe.Path, "peer": pe.Peer, "reason": pe.Reason, "hint": pe.Hint} {
+		if v != "" {
+			d[k] = v
+		}
+	}
+	return d
+}
+
+func gitDetails(err error) map[string]any {
+	var ge *gitops.Error
+	if !errors.As(err, &ge) {
+		return nil
+	}
+	return map[string]any{"args": ge.Args, "exit_code": ge.ExitCode, "stderr": ge.Stderr}
 }
 
 // isCobraUsage recognises the usage errors that cobra returns as plain

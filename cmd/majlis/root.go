@@ -77,6 +77,8 @@ object, success or error). Exit codes are stable: see 'majlis help exit-codes'.`
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 
 	root.AddCommand(
+		newInitCmd(g),
+		newWorkspaceCmd(g),
 		newVersionCmd(g),
 		newExitCodesTopic(),
 		newDebugCmd(g),

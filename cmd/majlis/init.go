@@ -1,0 +1,43 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/majlis-dev/majlis/provider"
+	"github.com/spf13/cobra"
+)
+
+func newInitCmd(g *globalOptions) *cobra.Command {
+	var opts provider.InitOptions
+	cmd := &cobra.Command{
+		Use:   "init",
+		Short: "Register the repository with majlis",
+		Long: `Register the repository containing the working directory (or --repo) with
+majlis. Its state lives in <git-common-dir>/majlis/, shared by all its
+worktrees and never inside one. Running init again reports the existing
+registration.
+
+Workspaces go under --workspace-root, by default a folder beside the main
+worktree named <repository>.workspaces.`,
+		Example: `  majlis init
+  majlis init --workspace-root ~/work/app.workspaces --json`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			repo, err := provider.Init(cmd.Context(), g.Repo, opts)
+			if err != nil {
+				return err
+			}
+			return g.emit(map[string]any{"repository": repo}, func(w io.Writer) {
+				tw := table(w)
+				fmt.Fprintf(tw, "repository\t%s\n", repo.ID)
+				fmt.Fprintf(tw, "git common dir\t%s\n", repo.CommonDir)
+				fmt.Fprintf(tw, "state\t%s\n", repo.StateDir)
+				fmt.Fprintf(tw, "workspaces\t%s\n", repo.WorkspaceRoot)
+				tw.Flush()
+			})
+		},
+	}
+	cmd.Flags().StringVar(&opts.WorkspaceRoot, "workspace-root", "", "where workspaces go by default")
+	return cmd
+}

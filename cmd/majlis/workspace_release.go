@@ -1,0 +1,38 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+func newWorkspaceReleaseCmd(g *globalOptions) *cobra.Command {
+	var requestID string
+	cmd := &cobra.Command{
+		Use:   "release BINDING",
+		Short: "Record that the workspace's holder is done (files stay)",
+		Long: `Record that the holder of BINDING's workspace is done with it. Nothing is
+deleted: the files stay until the workspace is reclaimed. Releasing twice is
+harmless.`,
+		Example: `  majlis workspace release T-14
+  majlis workspace release T-14 --json`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := g.openProvider(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			ws, err := p.Release(cmd.Context(), args[0], requestID)
+			if err != nil {
+				return err
+			}
+			return g.emit(map[string]any{"workspace": ws}, func(w io.Writer) {
+				fmt.Fprintf(w, "released %s; its files stay at %s until reclaimed\n", ws.Binding, ws.Path)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&requestID, "request-id", "", "idempotency key: a retry returns the recorded result")
+	return cmd
+}

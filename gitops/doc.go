@@ -1,0 +1,60 @@
+// Package gitops is the only package that runs Git.
+//
+// Everything that changes repository state, or that must agree with
+// `git status`, runs the git CLI with a sanitised environment and strictly
+// parsed -z porcelain output. go-git is used read-only, in process, where it
+// is cheaper: resolving refs, reading commits and trees, listing refs. A git
+// failure is reported as an error carrying the command, its exit code and
+// its stderr.
+//
+// gitops knows nothing of workspaces, claims or leases.
+//
+// # Running git
+//
+// Every command runs as `git -C <dir> ...` with LC_ALL=C (messages are
+// stable, and failures are classified by them), GIT_TERMINAL_PROMPT=0,
+// GIT_PAGER=cat, stdin closed, and without the variables that would aim
+// git at another repository, index or object store (GIT_DIR,
+// GIT_WORK_TREE, GIT_INDEX_FILE, GIT_COMMON_DIR, GIT_OBJECT_DIRECTORY and
+// their kin), which leak in when majlis runs from a git hook or alias. The
+// user's configuration is kept: it carries core.excludesFile, identities
+// and the like. Read-only commands run with GIT_OPTIONAL_LOCKS=0, so that
+// reading status never rewrites the index. Cancelling the context
+// interrupts git (SIGINT, on which git removes its lock files) rather than
+// killing it.
+//
+// A failed command is an *Error with the arguments, exit status and
+// stderr. Failures that callers branch on unwrap to a sentinel
+// (ErrNotARepository, ErrRefExists, ErrWorktreeLocked, ...): test with
+// errors.Is, and get the facts with errors.As.
+//
+// # What it offers
+//
+//   - Discover: where a path is (worktree top level, its git dir, the
+//     common dir, the main worktree), in one git process.
+//   - Worktrees: AddWorktree (always locked), ListWorktrees (strictly
+//     parsed), RemoveWorktree, PruneWorktrees, LockWorktree,
+//     UnlockWorktree.
+//   - ReadStatus: `git status --porcelain=v2 -z` parsed into entries, with
+//     submodule state and counts by kind.
+//   - Snapshot: the salvage of a worktree's uncommitted state as a commit,
+//     touching nothing the user sees; UpdateRefCreate, UpdateRef and
+//     DeleteRef store and retire it with explicit expected values.
+//   - ResetHard, CleanUntracked, CheckIgnore: the destructive steps of a
+//     reclaim and the ignore check it needs. They check nothing but that
+//     they are given the top level of a worktree: callers establish that
+//     the effect is safe first.
+//   - Reader: read-only lookups (ResolveCommit, Refs, IsAncestor) with
+//     go-git, falling back to the CLI where go-git cannot open the
+//     repository or might answer differently from git.
+//
+// Never use go-git for the index, HEAD or branch changes, status, add,
+// commit, reset, checkout or prune: in linked worktrees it misreads ignore
+// rules, its Reset deletes untracked files, and it writes the index
+// without taking index.lock.
+//
+// Parsers never guess: output that does not parse strictly is an error
+// wrapping ErrUnexpectedOutput. The worktree list in particular refuses
+// attributes it does not know, because callers decide from it which files
+// belong to someone else.
+package gitops

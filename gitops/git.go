@@ -1,0 +1,302 @@
+package gitops
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Sentinel errors that callers branch on. Each is wrapped by an *Error (or
+// returned as is where no git process was involved), so test with
+// errors.Is.
+var (
+	// ErrNotARepository: the path is not inside a Git repository, or a
+	// worktree's .git file points nowhere.
+	ErrNotARepository = errors.New("gitops: not a git repository")
+
+	// ErrNotAWorkTree: the path is inside a repository but not inside a
+	// work tree (a bare repository, or a git directory).
+	ErrNotAWorkTree = errors.New("gitops: not inside a work tree")
+
+	// ErrNotTopLevel: a function that acts on a whole worktree was given a
+	// directory that is not the top level of one (it has no .git entry).
+	// Running git there would silently act on an enclosing repository.
+	ErrNotTopLevel = errors.New("gitops: not the top level of a worktree")
+
+	// ErrUnknownRevision: a revision does not name a commit.
+	ErrUnknownRevision = errors.New("gitops: unknown revision")
+
+	// ErrRefExists: a create-only ref update found the ref already there.
+	ErrRefExists = errors.New("gitops: reference already exists")
+
+	// ErrRefChanged: a ref update or deletion with an expected old value
+	// found the ref at another value, or missing.
+	ErrRefChanged = errors.New("gitops: reference is not at the expected value")
+
+	// ErrBranchExists: a worktree was to create a branch that already exists.
+	ErrBranchExists = errors.New("gitops: branch already exists")
+
+	// ErrPathExists: a worktree was to be created at a path that already
+	// exists or is registered as a (missing) worktree.
+	ErrPathExists = errors.New("gitops: worktree path already exists")
+
+	// ErrWorktreeLocked: a locked worktree cannot be removed; unlock it first.
+	ErrWorktreeLocked = errors.New("gitops: worktree is locked")
+
+	// ErrWorktreeDirty: a worktree with modified or untracked files cannot
+	// be removed without force.
+	ErrWorktreeDirty = errors.New("gitops: worktree has modified or untracked files")
+
+	// ErrUnexpectedOutput: git printed something the strict parsers do not
+	// accept. Nothing is guessed from output that does not parse.
+	ErrUnexpectedOutput = errors.New("gitops: unexpected git output")
+)
+
+// An Error is a failed git command. It records what ran, where, how it
+// ended and what git said, and unwraps to a sentinel above when the failure
+// is one callers branch on (or to the context or exec error when git did
+// not run to completion).
+type Error struct {
+	Dir      string   // the directory given to git -C
+	Args     []string // the arguments after -C Dir
+	ExitCode int      // git's exit status; -1 when it did not run or was killed
+	Stderr   string   // what git printed on stderr, trimmed
+	Err      error    // the classification, if any; see Unwrap
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("gitops: ")
+	b.WriteString(shellQuote(append([]string{"git"}, e.Args...)))
+	if e.Dir != "" {
+		fmt.Fprintf(&b, " in %s", e.Dir)
+	}
+	switch {
+	case e.ExitCode >= 0:
+		fmt.Fprintf(&b, " failed with exit status %d", e.ExitCode)
+	case e.Err != nil:
+		fmt.Fprintf(&b, " did not complete: %v", e.Err)
+	default:
+		b.WriteString(" failed")
+	}
+	if e.Stderr != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Stderr)
+	}
+	return b.String()
+}
+
+// Unwrap returns the sentinel that classifies the failure, or the
+// underlying error when git could not be run or was stopped.
+func (e *Error) Unwrap() error { return e.Err }
+
+// shellQuote renders a command line for messages, quoting (with Go's
+// syntax) only the arguments that need it, so that spaces, empty
+// arguments and newlines are visible.
+func shellQuote(args []string) string {
+	var b strings.Builder
+	for i, a := range args {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r == '/' || r == '-' || r == '_' || r == '.' || r == '=' || r == ':' || r == '^' || r == '{' || r == '}' || r == '@' ||
+				r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+		}) < 0 {
+			b.WriteString(a)
+			continue
+		}
+		b.WriteString(strconv.Quote(a))
+	}
+	return b.String()
+}
+
+// strippedEnv lists the variables that would point git at another
+// repository, index or object store than the one -C names, or change how
+// pathspecs are read. They leak in when majlis runs from a git hook or
+// alias; git must rediscover everything from the directory instead.
+var strippedEnv = map[string]bool{
+	"GIT_DIR":                          true,
+	"GIT_WORK_TREE":                    true,
+	"GIT_INDEX_FILE":                   true,
+	"GIT_COMMON_DIR":                   true,
+	"GIT_OBJECT_DIRECTORY":             true,
+	"GIT_ALTERNATE_OBJECT_DIRECTORIES": true,
+	"GIT_NAMESPACE":                    true,
+	"GIT_QUARANTINE_PATH":              true,
+	"GIT_PREFIX":                       true,
+	"GIT_LITERAL_PATHSPECS":            true,
+	"GIT_GLOB_PATHSPECS":               true,
+	"GIT_NOGLOB_PATHSPECS":             true,
+	"GIT_ICASE_PATHSPECS":              true,
+}
+
+// cmdOpts tune one git invocation.
+type cmdOpts struct {
+	// readOnly sets GIT_OPTIONAL_LOCKS=0 so that a read-only command
+	// (status) never refreshes and rewrites the index behind the caller.
+	readOnly bool
+	// indexFile, when set, is exported as GIT_INDEX_FILE: the salvage
+	// recipe works on a private copy of the index.
+	indexFile string
+	// ceiling, when set, is exported as GIT_CEILING_DIRECTORIES (replacing
+	// any inherited value) so that git cannot walk up from -C into an
+	// enclosing repository. Commands that act on a whole worktree set it
+	// to the parent of the worktree's top level.
+	ceiling string
+	// literalPathspecs makes every pathspec a literal path.
+	literalPathspecs bool
+	// okCodes are non-zero exit statuses that are answers, not failures
+	// (git check-ignore exits 1 for "not ignored").
+	okCodes []int
+}
+
+// result is the outcome of a git command that did not fail.
+type result struct {
+	stdout []byte
+	code   int
+}
+
+// maxStderr bounds how much of git's stderr an Error keeps.
+const maxStderr = 64 << 10
+
+// environ builds the environment for a git child: the inherited one
+// (which carries HOME, and so the user's global config and
+// core.excludesFile) minus strippedEnv, plus a stable locale and no
+// prompts or pagers.
+func environ(o cmdOpts) []string {
+	inherited := os.Environ()
+	env := make([]string, 0, len(inherited)+8)
+	for _, kv := range inherited {
+		k, _, _ := strings.Cut(kv, "=")
+		if strippedEnv[k] || k == "LC_ALL" || k == "GIT_TERMINAL_PROMPT" || k == "GIT_PAGER" || k == "GIT_OPTIONAL_LOCKS" ||
+			k == "GIT_CEILING_DIRECTORIES" && o.ceiling != "" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	// LC_ALL=C keeps messages in English, which the classification of
+	// failures below depends on.
+	env = append(env, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat")
+	if o.readOnly {
+		env = append(env, "GIT_OPTIONAL_LOCKS=0")
+	}
+	if o.indexFile != "" {
+		env = append(env, "GIT_INDEX_FILE="+o.indexFile)
+	}
+	if o.ceiling != "" {
+		env = append(env, "GIT_CEILING_DIRECTORIES="+o.ceiling)
+	}
+	if o.literalPathspecs {
+		env = append(env, "GIT_LITERAL_PATHSPECS=1")
+	}
+	return env
+}
+
+// gitBinary is the git executable; tests never replace it (git is never
+// mocked), but a missing git must fail with a clear error.
+const gitBinary = "git"
+
+// git runs `git -C dir args...`. A non-zero exit that is not listed in
+// o.okCodes, or a failure to run, is returned as an *Error carrying the
+// arguments, exit status and stderr; generic classifications (not a
+// repository, directory missing) are applied here, command-specific ones by
+// the caller.
+func git(ctx context.Context, dir string, o cmdOpts, args ...string) (result, error) {
+	full := make([]string, 0, len(args)+2)
+	full = append(full, "-C", dir)
+	full = append(full, args...)
+	cmd := exec.CommandContext(ctx, gitBinary, full...)
+	cmd.Env = environ(o)
+	// Interrupt rather than kill on cancellation: git removes its lock
+	// files (index.lock, ref locks) on SIGINT, but not on SIGKILL.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 10 * time.Second
+	var stdout bytes.Buffer
+	stderr := &cappedBuffer{max: maxStderr}
+	cmd.Stdout = &stdout
+	cmd.Stderr = stderr
+	err := cmd.Run()
+	if err == nil {
+		return result{stdout: stdout.Bytes()}, nil
+	}
+	e := &Error{Dir: dir, Args: args, ExitCode: -1, Stderr: strings.TrimSpace(stderr.String())}
+	var exit *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		e.Err = ctx.Err()
+	case errors.As(err, &exit) && exit.Exited():
+		e.ExitCode = exit.ExitCode()
+		for _, c := range o.okCodes {
+			if c == e.ExitCode {
+				return result{stdout: stdout.Bytes(), code: c}, nil
+			}
+		}
+		e.Err = classifyCommon(e.Stderr)
+	default:
+		e.Err = err
+	}
+	return result{}, e
+}
+
+// classifyCommon recognises failures that any command can have.
+func classifyCommon(stderr string) error {
+	switch {
+	case strings.HasPrefix(stderr, "fatal: not a git repository"):
+		return ErrNotARepository
+	case strings.Contains(stderr, "fatal: this operation must be run in a work tree"):
+		return ErrNotAWorkTree
+	case strings.HasPrefix(stderr, "fatal: cannot change to ") && strings.HasSuffix(stderr, "No such file or directory"):
+		return fs.ErrNotExist
+	}
+	return nil
+}
+
+// classify sets e.Err to sentinel when err is an *Error, not yet
+// classified, whose stderr contains one of the fragments, and returns err. Classification relies on
+// LC_ALL=C, which every git child runs under.
+func classify(err error, sentinel error, fragments ...string) error {
+	var e *Error
+	if !errors.As(err, &e) || e.ExitCode < 0 || e.Err != nil {
+		return err
+	}
+	for _, f := range fragments {
+		if strings.Contains(e.Stderr, f) {
+			e.Err = sentinel
+			break
+		}
+	}
+	return err
+}
+
+// cappedBuffer keeps the first max bytes written to it and drops the rest,
+// so a chatty git cannot grow an Error without bound.
+type cappedBuffer struct {
+	buf bytes.Buffer
+	max int
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	if room := c.max - c.buf.Len(); room > 0 {
+		if len(p) > room {
+			c.buf.Write(p[:room])
+		} else {
+			c.buf.Write(p)
+		}
+	}
+	return len(p), nil
+}
+
+func (c *cappedBuffer) String() string { return c.buf.String() }
+
+// unexpected reports output that the strict parsers refuse.
+func unexpected(what string, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrUnexpectedOutput, what, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,105 @@
+package gitops
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/majlis-dev/majlis/fixtures"
+)
+
+// TestEnvironmentIsolation: variables inherited from a git hook or alias
+// must not aim git at another repository or index. Not parallel: it sets
+// the process environment.
+func TestEnvironmentIsolation(t *testing.T) {
+	r := fixtures.NewRepo(t)
+	other := fixtures.NewRepo(t)
+	r.WriteFile("mine.txt", "x")
+	t.Setenv("GIT_DIR", filepath.Join(other.Dir, ".git"))
+	t.Setenv("GIT_WORK_TREE", other.Dir)
+	t.Setenv("GIT_INDEX_FILE", filepath.Join(other.Dir, ".git", "index"))
+	t.Setenv("GIT_COMMON_DIR", filepath.Join(other.Dir, ".git"))
+	t.Setenv("GIT_OBJECT_DIRECTORY", filepath.Join(other.Dir, ".git", "objects"))
+	t.Setenv("GIT_LITERAL_PATHSPECS", "1")
+	t.Setenv("GIT_OPTIONAL_LOCKS", "1")
+	t.Setenv("LC_ALL", "fr_FR.UTF-8")
+
+	repo, err := Discover(ctx, r.Dir)
+	if err != nil || repo.Toplevel != r.Dir {
+		t.Fatalf("Discover = %+v, %v; want %s", repo, err, r.Dir)
+	}
+	st, err := ReadStatus(ctx, r.Dir, StatusOptions{})
+	if err != nil || len(st.Entries) != 1 || st.Entries[0].Path != "mine.txt" {
+		t.Fatalf("ReadStatus = %+v, %v", st, err)
+	}
+	res, err := Snapshot(ctx, r.Dir, "m")
+	if err != nil || res.Files.Added != 1 {
+		t.Fatalf("Snapshot = %+v, %v", res, err)
+	}
+	_, err = Discover(ctx, fixtures.TempDir(t))
+	if !errors.Is(err, ErrNotARepository) {
+		t.Errorf("classification needs LC_ALL=C; got %v", err)
+	}
+	env := strings.Join(environ(cmdOpts{readOnly: true}), "\n")
+	for _, kv := range []string{"GIT_DIR=", "GIT_WORK_TREE=", "GIT_INDEX_FILE=", "GIT_COMMON_DIR=", "GIT_OBJECT_DIRECTORY=", "GIT_LITERAL_PATHSPECS=", "LC_ALL=fr"} {
+		if strings.Contains("\n"+env, "\n"+kv) {
+			t.Errorf("environment keeps %s", kv)
+		}
+	}
+	for _, kv := range []string{"LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "GIT_OPTIONAL_LOCKS=0", "HOME=" + os.Getenv("HOME")} {
+		if !strings.Contains("\n"+env+"\n", "\n"+kv+"\n") {
+			t.Errorf("environment lacks %s", kv)
+		}
+	}
+	if strings.Contains(strings.Join(environ(cmdOpts{}), "\n"), "GIT_OPTIONAL_LOCKS") {
+		t.Errorf("a writing command runs with GIT_OPTIONAL_LOCKS set")
+	}
+}
+
+func TestErrorMessage(t *testing.T) {
+	e := &Error{Dir: "/r", Args: []string{"update-ref", "refs/x", "a b", ""}, ExitCode: 128, Stderr: "fatal: nope", Err: ErrRefExists}
+	want := `gitops: git update-ref refs/x "a b" "" in /r failed with exit status 128: fatal: nope`
+	if e.Error() != want {
+		t.Errorf("Error() = %q\nwant      %q", e.Error(), want)
+	}
+	if !errors.Is(e, ErrRefExists) {
+		t.Errorf("errors.Is(e, ErrRefExists) = false")
+	}
+	killed := &Error{Dir: "/r", Args: []string{"status"}, ExitCode: -1, Err: context.Canceled}
+	if got := killed.Error(); got != "gitops: git status in /r did not complete: context canceled" {
+		t.Errorf("Error() = %q", got)
+	}
+}
+
+func TestCanceledContext(t *testing.T) {
+	t.Parallel()
+	r := fixtures.NewRepo(t)
+	c, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err := ReadStatus(c, r.Dir, StatusOptions{})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("ReadStatus with a canceled context: %v", err)
+	}
+	var e *Error
+	if !errors.As(err, &e) || e.ExitCode != -1 {
+		t.Errorf("error %v: want an *Error with exit code -1", err)
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	tests := map[string][]string{
+		`git status`:                      {"git", "status"},
+		`git -C "/a b" x`:                 {"git", "-C", "/a b", "x"},
+		`git commit-tree -m "x\ny" ""`:    {"git", "commit-tree", "-m", "x\ny", ""},
+		`git rev-parse HEAD^{commit} @`:   {"git", "rev-parse", "HEAD^{commit}", "@"},
+		`git worktree add -- "it's" "$x"`: {"git", "worktree", "add", "--", "it's", "$x"},
+	}
+	for want, args := range tests {
+		if got := shellQuote(args); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", args, got, want)
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package gitops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// WorktreeHead returns the commit checked out in the worktree whose top
+// level is worktree. It reads the worktree's HEAD file in process (cheap
+// enough to list hundreds of worktrees) and resolves it with the Reader;
+// anything it does not recognise is asked of git. An unborn or missing
+// HEAD gives ErrUnknownRevision.
+func (r *Reader) WorktreeHead(ctx context.Context, worktree string) (string, error) {
+	if id, ok := r.worktreeHeadInProcess(ctx, worktree); ok {
+		return id, nil
+	}
+	res, err := git(ctx, worktree, cmdOpts{readOnly: true}, "rev-parse", "-q", "--verify", "HEAD^{commit}")
+	if err != nil {
+		return "", classify(err, ErrUnknownRevision, "Needed a single revision", "unknown revision")
+	}
+	id := strings.TrimSuffix(string(res.stdout), "\n")
+	if !isObjectID(id) {
+		return "", unexpected("git rev-parse", "%q is not an object id", id)
+	}
+	return id, nil
+}
+
+func (r *Reader) worktreeHeadInProcess(ctx context.Context, worktree string) (string, bool) {
+	if r.repo == nil {
+		return "", false
+	}
+	dotgit, err := os.ReadFile(filepath.Join(worktree, ".git"))
+	if err != nil {
+		return "", false // a directory (main worktree) or unreadable: ask git
+	}
+	gitdir, ok := strings.CutPrefix(strings.TrimRight(string(dotgit), "\n"), "gitdir: ")
+	if !ok || strings.ContainsAny(gitdir, "\n\x00") {
+		return "", false
+	}
+	if !filepath.IsAbs(gitdir) {
+		gitdir = filepath.Join(worktree, gitdir)
+	}
+	head, err := os.ReadFile(filepath.Join(gitdir, "HEAD"))
+	if err != nil {
+		return "", false
+	}
+	h := strings.TrimRight(string(head), "\n")
+	if ref, ok := strings.CutPrefix(h, "ref: "); ok {
+		if !strings.HasPrefix(ref, "refs/") {
+			return "", false
+		}
+		id, err := r.ResolveCommit(ctx, ref)
+		return id, err == nil
+	}
+	if isObjectID(h) {
+		return h, true
+	}
+	return "", false
+}
+
+// RefExists reports whether the full ref name (refs/...) exists, in
+// process when it can (a missing ref would otherwise cost a git process).
+func (r *Reader) RefExists(ctx context.Context, name string) (bool, error) {
+	if !strings.HasPrefix(name, "refs/") || strings.ContainsAny(name, "\x00\n") {
+		return false, fmt.Errorf("gitops: %q is not a full ref name", name)
+	}
+	if r.repo != nil {
+		r.mu.Lock()
+		_, err := r.repo.Reference(plumbing.ReferenceName(name), false)
+		r.mu.Unlock()
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, plumbing.ErrReferenceNotFound):
+			return false, nil
+		}
+	}
+	res, err := git(ctx, r.dir, cmdOpts{readOnly: true, okCodes: []int{1}}, "show-ref", "--verify", "-q", "--", name)
+	if err != nil {
+		return false, err
+	}
+	return res.code == 0, nil
+}
+
+// WorktreePaths returns the top-level paths of the repository's worktrees,
+// the main one first (omitted for a bare repository), as git records them:
+// each linked worktree's <common dir>/worktrees/<id>/gitdir names its .git
+// file. It reads those files in process; anything it does not recognise
+// falls back to `git worktree list`. Worktrees whose directory is gone are
+// included: their paths may come back.
+func WorktreePaths(ctx context.Context, commonDir string) ([]string, error) {
+	if paths, ok := worktreePathsInProcess(commonDir); ok {
+		return paths, nil
+	}
+	wts, err := ListWorktrees(ctx, commonDir)
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, w := range wts {
+		if !w.Bare {
+			paths = append(paths, w.Path)
+		}
+	}
+	return paths, nil
+}
+
+func worktreePathsInProcess(commonDir string) ([]string, bool) {
+	if filepath.Base(commonDir) != ".git" {
+		return nil, false // bare, or a separate git dir: let git say
+	}
+	paths := []string{filepath.Dir(commonDir)}
+	entries, err := os.ReadDir(filepath.Join(commonDir, "worktrees"))
+	if errors.Is(err, os.ErrNotExist) {
+		return paths, true
+	}
+	if err != nil {
+		return nil, false
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			return nil, false
+		}
+		b, err := os.ReadFile(filepath.Join(commonDir, "worktrees", e.Name(), "gitdir"))
+		if err != nil {
+			return nil, false
+		}
+		p := strings.TrimRight(string(b), "\n")
+		if !filepath.IsAbs(p) || filepath.Base(p) != ".git" || strings.ContainsAny(p, "\n\x00") {
+			return nil, false
+		}
+		paths = append(paths, filepath.Clean(filepath.Dir(p)))
+	}
+	return paths, true
+}

@@ -1,0 +1,125 @@
+package gitops
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// A Repo locates the worktree that contains a path, and the repository it
+// belongs to. All paths are absolute and cleaned, as git reports them
+// (symbolic links in the top level are resolved by git).
+type Repo struct {
+	// Toplevel is the top directory of the worktree containing the path.
+	Toplevel string
+	// GitDir is that worktree's own git directory: CommonDir for the main
+	// worktree, CommonDir/worktrees/<name> for a linked one.
+	GitDir string
+	// CommonDir is the repository's common git directory, shared by all
+	// its worktrees (objects, refs, config, info/exclude).
+	CommonDir string
+	// MainWorktree is the top directory of the repository's main worktree,
+	// derived as git derives it (CommonDir without its trailing /.git). It
+	// is empty when that cannot be known: the repository is bare, or its
+	// git directory lives apart from the main worktree.
+	MainWorktree string
+}
+
+// Linked reports whether the worktree is a linked worktree rather than the
+// main one.
+func (r Repo) Linked() bool { return r.GitDir != r.CommonDir }
+
+// Discover finds the worktree and repository containing path, which may be
+// any directory inside the main worktree or a linked worktree. It runs one
+// git process. A path outside any repository gives ErrNotARepository; a
+// bare repository or a path inside a git directory gives ErrNotAWorkTree; a
+// missing path gives an error satisfying errors.Is(err, fs.ErrNotExist).
+func Discover(ctx context.Context, path string) (Repo, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return Repo{}, err
+	}
+	res, err := git(ctx, abs, cmdOpts{readOnly: true},
+		"rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir", "--git-common-dir")
+	if err != nil {
+		return Repo{}, err
+	}
+	return parseDiscover(res.stdout)
+}
+
+// parseDiscover reads the three lines that Discover asks rev-parse for.
+// rev-parse has no -z, so a path containing a newline cannot be told apart
+// from two paths; such output is refused rather than guessed at.
+func parseDiscover(out []byte) (Repo, error) {
+	s, ok := strings.CutSuffix(string(out), "\n")
+	lines := strings.Split(s, "\n")
+	if !ok || len(lines) != 3 {
+		return Repo{}, unexpected("git rev-parse", "want 3 lines (toplevel, git dir, common dir), got %q", out)
+	}
+	for i, l := range lines {
+		if !filepath.IsAbs(l) {
+			return Repo{}, unexpected("git rev-parse", "line %d is not an absolute path: %q", i+1, l)
+		}
+		lines[i] = filepath.Clean(l)
+	}
+	r := Repo{Toplevel: lines[0], GitDir: lines[1], CommonDir: lines[2]}
+	switch {
+	case !r.Linked():
+		r.MainWorktree = r.Toplevel
+	case filepath.Base(r.CommonDir) == ".git":
+		r.MainWorktree = filepath.Dir(r.CommonDir)
+	}
+	return r, nil
+}
+
+// worktreeGitDir returns the git directory of the worktree whose top level
+// is dir, read in process from dir/.git the way git reads it: a directory
+// is the git directory itself, a file holds "gitdir: <path>" (relative to
+// dir when not absolute). It never walks up: a directory without .git gives
+// ErrNotTopLevel, because git run there would act on an enclosing
+// repository. Reading the file saves spawning git (about as long as the
+// rest of a small salvage); git itself then validates what it points to.
+func worktreeGitDir(dir string) (string, error) {
+	dotgit := filepath.Join(dir, ".git")
+	fi, err := os.Stat(dotgit)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return "", fmt.Errorf("%w: %s has no .git", ErrNotTopLevel, dir)
+		}
+		return "", err
+	}
+	if fi.IsDir() {
+		return dotgit, nil
+	}
+	b, err := os.ReadFile(dotgit)
+	if err != nil {
+		return "", err
+	}
+	s := strings.TrimRight(string(b), "\r\n")
+	target, ok := strings.CutPrefix(s, "gitdir: ")
+	if !ok || target == "" || strings.ContainsAny(target, "\n\x00") {
+		return "", fmt.Errorf("%w: %s is not a gitdir file", ErrNotARepository, dotgit)
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(dir, target)
+	}
+	return filepath.Clean(target), nil
+}
+
+// topLevel checks that dir is the top level of a worktree and returns it
+// absolute, with the ceiling that keeps git from walking above it.
+func topLevel(dir string) (abs, ceiling string, err error) {
+	abs, err = filepath.Abs(dir)
+	if err != nil {
+		return "", "", err
+	}
+	if _, err := os.Lstat(filepath.Join(abs, ".git")); err != nil {
+		if os.IsNotExist(err) {
+			return "", "", fmt.Errorf("%w: %s has no .git", ErrNotTopLevel, abs)
+		}
+		return "", "", err
+	}
+	return abs, filepath.Dir(abs), nil
+}

@@ -1,0 +1,409 @@
+package gitops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// SnapshotResult describes what Snapshot captured.
+type SnapshotResult struct {
+	// Clean is set when the worktree had nothing to capture: the snapshot
+	// tree equals HEAD's tree. No commit is made then.
+	Clean bool
+	// Commit is the snapshot commit (empty when Clean). Nothing refers to
+	// it yet: store it with UpdateRefCreate before git gc can prune it.
+	Commit string
+	// Tree is the tree of the worktree's state, as `git add -A` would
+	// stage it.
+	Tree string
+	// Parent is the HEAD commit the snapshot is based on; empty on an
+	// unborn branch.
+	Parent string
+	// Files counts the paths whose snapshot differs from HEAD: Added
+	// (untracked or newly staged files), Modified (content or mode),
+	// Deleted, TypeChanged (such as a file replaced by a symlink).
+	// Renames appear as a deletion and an addition.
+	Files Counts
+	// DirtySubmodules are submodules with changes of their own (modified
+	// or untracked files inside them). The snapshot records each
+	// submodule's checked-out commit, but not those changes.
+	DirtySubmodules []string
+	// NestedRepositories are untracked repositories inside the worktree,
+	// which the snapshot records as a pointer to their checked-out commit
+	// only, not their files.
+	NestedRepositories []string
+}
+
+// Snapshot records the uncommitted state of the worktree whose top level
+// is worktree (tracked changes, staged or not, and untracked files that
+// are not ignored) as a commit whose parent is HEAD, without changing
+// anything the worktree's user can see: the index file, HEAD, the branch
+// and the files are left byte-for-byte as they were. It does not store the
+// commit under any ref; the caller does (UpdateRefCreate).
+//
+// The recipe: copy the worktree's index to a temporary index inside the
+// worktree's own git directory (keeping its modification time, so that
+// git re-reads the files whose stat data it cannot trust, as it would with
+// the real index), `git add -A` into it, then at once `git write-tree`,
+// `git diff-index --cached HEAD` (no difference: clean, no commit) and a
+// check of the submodules, and finally `git commit-tree -p HEAD`. The
+// temporary index is removed whatever happens. Ignore rules (.gitignore,
+// info/exclude, core.excludesFile) are honoured because it is git that
+// adds.
+//
+// What is not captured: the contents of submodules and of nested
+// repositories (reported in the result); changes to paths marked
+// assume-unchanged or skip-worktree, which git add does not look at; and
+// a staged version of a file that was changed again in the worktree
+// (the snapshot holds the worktree's version; the index is left as it
+// was, but a later reset would drop that staged version).
+//
+// worktree must be the top level of a worktree (ErrNotTopLevel otherwise).
+// A concurrent writer in the worktree is not stopped; what it writes while
+// Snapshot runs may or may not be captured.
+func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, error) {
+	dir, ceiling, err := topLevel(worktree)
+	if err != nil {
+		return SnapshotResult{}, err
+	}
+	gitDir, err := worktreeGitDir(dir)
+	if err != nil {
+		return SnapshotResult{}, err
+	}
+	r, err := OpenReader(ctx, dir)
+	if err != nil {
+		return SnapshotResult{}, err
+	}
+	parent, err := r.head(ctx)
+	if err != nil {
+		return SnapshotResult{}, err
+	}
+
+	tmpIndex, err := copyIndex(gitDir)
+	if err != nil {
+		return SnapshotResult{}, fmt.Errorf("gitops: snapshot of %s: %w", dir, err)
+	}
+	defer func() {
+		os.Remove(tmpIndex)
+		os.Remove(tmpIndex + ".lock")
+	}()
+	onTmp := cmdOpts{indexFile: tmpIndex, ceiling: ceiling}
+
+	// advice.addEmbeddedRepo: an untracked nested repository is reported
+	// in the result instead of in a hint on stderr.
+	if _, err := git(ctx, dir, onTmp, "-c", "advice.addEmbeddedRepo=false", "add", "-A"); err != nil {
+		return SnapshotResult{}, err
+	}
+	// write-tree, the diff against HEAD (which tells what the tree holds
+	// and whether it is HEAD's) and the dirty-submodule check each read
+	// the temporary index and nothing else writes it (write-tree replaces
+	// it atomically, with the same entries), so they run at once: a
+	// salvage then takes about as long as the bare recipe. An unborn
+	// branch is rare and needs the tree's id length to name the empty
+	// tree, so it runs them in turn.
+	result := SnapshotResult{Parent: parent}
+	var changes []rawChange
+	writeTree := func() error {
+		res, err := git(ctx, dir, onTmp, "write-tree")
+		if err != nil {
+			return err
+		}
+		result.Tree = strings.TrimSuffix(string(res.stdout), "\n")
+		if !isObjectID(result.Tree) {
+			return unexpected("git write-tree", "%q is not an object id", result.Tree)
+		}
+		return nil
+	}
+	diff := func(base string) func() error {
+		return func() error {
+			// --ignore-submodules=none: a submodule configured with
+			// ignore=all still has its commit recorded, and a change of
+			// it alone must not make the worktree look clean.
+			res, err := git(ctx, dir, cmdOpts{readOnly: true, indexFile: tmpIndex, ceiling: ceiling},
+				"diff-index", "--cached", "-z", "--no-renames", "--ignore-submodules=none", base)
+			if err != nil {
+				return err
+			}
+			changes, err = parseRawDiff(res.stdout)
+			return err
+		}
+	}
+	submodules := func(hashLen int) func() error {
+		return func() error {
+			var err error
+			result.DirtySubmodules, err = dirtySubmodules(ctx, dir, tmpIndex, ceiling, hashLen)
+			return err
+		}
+	}
+	if parent != "" {
+		err = concurrently(writeTree, diff(parent), submodules(len(parent)/2))
+	} else if err = writeTree(); err == nil {
+		err = concurrently(diff(emptyTree(len(result.Tree))), submodules(len(result.Tree)/2))
+	}
+	if err != nil {
+		return SnapshotResult{}, err
+	}
+	for _, c := range changes {
+		switch c.Status {
+		case 'A':
+			result.Files.Added++
+			if c.DstMode == ModeGitlink {
+				result.NestedRepositories = append(result.NestedRepositories, c.Path)
+			}
+		case 'D':
+			result.Files.Deleted++
+		case 'T':
+			result.Files.TypeChanged++
+		default:
+			result.Files.Modified++
+		}
+	}
+	if len(changes) == 0 {
+		result.Clean = true
+		return result, nil
+	}
+
+	// --no-gpg-sign: commit.gpgSign would make a salvage wait on a
+	// passphrase prompt, or fail without an agent.
+	args := []string{"commit-tree", "--no-gpg-sign"}
+	if parent != "" {
+		args = append(args, "-p", parent)
+	}
+	args = append(args, "-m", message, result.Tree)
+	res, err := git(ctx, dir, cmdOpts{ceiling: ceiling}, args...)
+	if err != nil {
+		return SnapshotResult{}, err
+	}
+	result.Commit = strings.TrimSuffix(string(res.stdout), "\n")
+	if !isObjectID(result.Commit) {
+		return SnapshotResult{}, unexpected("git commit-tree", "%q is not an object id", result.Commit)
+	}
+	return result, nil
+}
+
+// concurrently runs fns at once and returns the first error, after all
+// have returned.
+func concurrently(fns ...func() error) error {
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn()
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emptyTree is the id of the empty tree, for SHA-1 or SHA-256 ids of
+// length n. git knows it without it being stored.
+func emptyTree(n int) string {
+	if n == 64 {
+		return "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321"
+	}
+	return "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+}
+
+// copyIndex copies gitDir/index to a new temporary file in gitDir and
+// returns its name. The copy lives in the same directory as the index so
+// that whatever the index refers to relative to its directory (a split
+// index's shared index) is found. It keeps the index's modification time:
+// git trusts a file's cached stat data only if the file was modified
+// before the index was written ("racy git"), so a copy with a newer time
+// would make git trust entries that it must re-read, and miss a change
+// written in the same second as the index. If there is no index, the name
+// is returned with no file, and git starts from an empty index.
+func copyIndex(gitDir string) (string, error) {
+	src := filepath.Join(gitDir, "index")
+	data, err := os.ReadFile(src)
+	missing := errors.Is(err, fs.ErrNotExist)
+	if err != nil && !missing {
+		return "", err
+	}
+	f, err := os.CreateTemp(gitDir, "majlis-snapshot-*.index")
+	if err != nil {
+		return "", err
+	}
+	name := f.Name()
+	if missing {
+		f.Close()
+		return name, os.Remove(name)
+	}
+	st, err := os.Stat(src)
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chtimes(name, time.Time{}, st.ModTime())
+	}
+	if err != nil {
+		os.Remove(name)
+		return "", err
+	}
+	return name, nil
+}
+
+// dirtySubmodules returns the gitlinks in the index file index whose
+// submodule has changes of its own. The gitlinks are found by reading the
+// index in process; only they are handed to git diff-files, so git stats
+// a handful of paths instead of the whole worktree. An index this code
+// cannot read (a split index, say) makes git check every path instead.
+func dirtySubmodules(ctx context.Context, dir, index, ceiling string, hashLen int) ([]string, error) {
+	data, err := os.ReadFile(index)
+	if err != nil {
+		return nil, err
+	}
+	links, err := indexGitlinks(data, hashLen)
+	if err == nil && len(links) == 0 {
+		return nil, nil
+	}
+	args := []string{"diff-files", "-z", "--ignore-submodules=none"}
+	if err == nil {
+		args = append(args, "--")
+		args = append(args, links...)
+	}
+	res, err := git(ctx, dir, cmdOpts{readOnly: true, indexFile: index, ceiling: ceiling, literalPathspecs: true}, args...)
+	if err != nil {
+		return nil, err
+	}
+	changes, err := parseRawDiff(res.stdout)
+	if err != nil {
+		return nil, err
+	}
+	var dirty []string
+	for _, c := range changes {
+		if c.SrcMode == ModeGitlink && c.DstMode == ModeGitlink {
+			dirty = append(dirty, c.Path)
+		}
+	}
+	return dirty, nil
+}
+
+// head returns HEAD's commit id, or "" on an unborn branch. In process it
+// reads the ref only: loading the object (and so a pack index) would cost
+// more than the rest of a small snapshot, and commit-tree checks that the
+// parent is a commit.
+func (r *Reader) head(ctx context.Context) (string, error) {
+	if r.repo != nil {
+		r.mu.Lock()
+		ref, err := r.repo.Reference(plumbing.HEAD, true)
+		r.mu.Unlock()
+		if err == nil && !ref.Hash().IsZero() {
+			return ref.Hash().String(), nil
+		}
+	}
+	id, err := resolveCLI(ctx, r.dir, "HEAD")
+	if err == nil || !errors.Is(err, ErrUnknownRevision) {
+		return id, err
+	}
+	// HEAD names no commit: an unborn branch if HEAD is a symbolic ref,
+	// else something is wrong and the snapshot must not pretend otherwise.
+	if _, serr := git(ctx, r.dir, cmdOpts{readOnly: true}, "symbolic-ref", "-q", "HEAD"); serr != nil {
+		return "", err
+	}
+	return "", nil
+}
+
+// A rawChange is one entry of git's raw diff format (diff-tree,
+// diff-files, diff-index with -z).
+type rawChange struct {
+	SrcMode, DstMode Mode
+	SrcID, DstID     string
+	// Status is the change letter: A, C, D, M, R, T, U or X. Copies and
+	// renames (with a score) only appear when detection is on.
+	Status byte
+	Score  string // the digits after R or C
+	Path   string
+	// SrcPath is the source path of a copy or rename.
+	SrcPath string
+}
+
+// parseRawDiff parses `git diff-* -z` raw output:
+// ":<srcmode> <dstmode> <srcid> <dstid> <status>[score]\0<path>\0", with a
+// second path after renames and copies.
+func parseRawDiff(out []byte) ([]rawChange, error) {
+	var changes []rawChange
+	for len(out) > 0 {
+		meta, rest, ok := cutNUL(out)
+		if !ok || len(meta) < 2 || meta[0] != ':' {
+			return nil, unexpected("git diff", "record %q", meta)
+		}
+		f := strings.Split(meta[1:], " ")
+		if len(f) != 5 || f[4] == "" {
+			return nil, unexpected("git diff", "record %q", meta)
+		}
+		var c rawChange
+		var err error
+		if c.SrcMode, err = parseMode(f[0]); err != nil {
+			return nil, err
+		}
+		if c.DstMode, err = parseMode(f[1]); err != nil {
+			return nil, err
+		}
+		if c.SrcID, err = parseID(f[2]); err != nil {
+			return nil, err
+		}
+		if c.DstID, err = parseID(f[3]); err != nil {
+			return nil, err
+		}
+		c.Status, c.Score = f[4][0], f[4][1:]
+		twoPaths := false
+		switch c.Status {
+		case 'R', 'C':
+			if _, err := parseScore(f[4]); err != nil {
+				return nil, err
+			}
+			twoPaths = true
+		case 'A', 'D', 'M', 'T', 'U', 'X':
+			if c.Score != "" {
+				return nil, unexpected("git diff", "status %q", f[4])
+			}
+		default:
+			return nil, unexpected("git diff", "status %q", f[4])
+		}
+		path, rest, ok := cutNUL(rest)
+		if !ok || path == "" {
+			return nil, unexpected("git diff", "record %q without a path", meta)
+		}
+		c.Path = path
+		if twoPaths {
+			dst, r2, ok := cutNUL(rest)
+			if !ok || dst == "" {
+				return nil, unexpected("git diff", "record %q without its second path", meta)
+			}
+			c.SrcPath, c.Path, rest = path, dst, r2
+		}
+		changes = append(changes, c)
+		out = rest
+	}
+	return changes, nil
+}
+
+// appendRawChange renders c as git does; the inverse of parseRawDiff.
+func appendRawChange(b []byte, c rawChange) []byte {
+	b = fmt.Appendf(b, ":%s %s %s %s %c%s", c.SrcMode, c.DstMode, c.SrcID, c.DstID, c.Status, c.Score)
+	b = append(b, 0)
+	if c.SrcPath != "" {
+		b = append(append(b, c.SrcPath...), 0)
+	}
+	return append(append(b, c.Path...), 0)
+}

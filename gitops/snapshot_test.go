@@ -1,0 +1,528 @@
+package gitops
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/majlis-dev/majlis/fixtures"
+)
+
+// blobID is the SHA-1 object id of a blob with content.
+func blobID(content string) string {
+	h := sha1.New()
+	fmt.Fprintf(h, "blob %d\x00%s", len(content), content)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// entry renders a tree entry as ls-tree does, without the path.
+func entry(mode, content string) string {
+	typ := "blob"
+	if mode == "160000" {
+		typ = "commit"
+	}
+	return mode + " " + typ + " " + blobID(content)
+}
+
+// files records every file of a worktree (outside .git directories):
+// path -> mode and content, or symlink target.
+func files(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Name() == ".git" {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			m[rel] = "symlink -> " + target
+			return err
+		case d.IsDir():
+			m[rel+"/"] = info.Mode().String()
+		default:
+			b, err := os.ReadFile(p)
+			m[rel] = fmt.Sprintf("%s %q %s", info.Mode(), b, info.ModTime())
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// dirty changes a worktree in every way a salvage must capture or skip,
+// and returns the tree the snapshot must have (path -> ls-tree entry) and
+// the counts it must report.
+func dirty(r *fixtures.Repo) (map[string]string, Counts) {
+	r.T.Helper()
+	want := lsTree(r, "HEAD")
+	set := func(path, mode, content string) { want[path] = entry(mode, content) }
+
+	r.WriteFile("modified.txt", "modified in the worktree\n")
+	set("modified.txt", "100644", "modified in the worktree\n")
+	r.WriteFile("staged.txt", "staged change\n")
+	r.Git("add", "staged.txt")
+	set("staged.txt", "100644", "staged change\n")
+	r.WriteFile("both.txt", "staged\n")
+	r.Git("add", "both.txt")
+	r.WriteFile("both.txt", "staged, then changed again\n")
+	set("both.txt", "100644", "staged, then changed again\n")
+	r.Remove("deleted.txt")
+	delete(want, "deleted.txt")
+	r.Git("rm", "--quiet", "removed.txt")
+	delete(want, "removed.txt")
+	r.Chmod("chmod.txt", 0o755)
+	set("chmod.txt", "100755", "chmod\n")
+	r.Symlink("README.md", "typechange.txt")
+	set("typechange.txt", "120000", "README.md")
+	r.Symlink("somewhere/else", "link")
+	set("link", "120000", "somewhere/else")
+	r.WriteFile("tracked.log", "tracked files stay tracked, ignore rules or not\n")
+	set("tracked.log", "100644", "tracked files stay tracked, ignore rules or not\n")
+	r.WriteFile("staged-new.txt", "new and staged\n")
+	r.Git("add", "staged-new.txt")
+	set("staged-new.txt", "100644", "new and staged\n")
+	r.WriteFile("untracked/deep/new.txt", "untracked\n")
+	set("untracked/deep/new.txt", "100644", "untracked\n")
+	r.WriteExecutable("untracked/run.sh", "#!/bin/sh\n")
+	set("untracked/run.sh", "100755", "#!/bin/sh\n")
+	r.Symlink("../nowhere", "untracked/dangling")
+	set("untracked/dangling", "120000", "../nowhere")
+	for i, name := range fixtures.OddNames() {
+		content := fmt.Sprintf("odd %d\n", i)
+		r.WriteFile("odd/"+name, content)
+		set("odd/"+name, "100644", content)
+	}
+	// Ignored three ways: not captured.
+	r.WriteFile("build/out.o", "ignored by .gitignore\n")
+	r.WriteFile("debug.log", "ignored by .gitignore\n")
+	r.WriteFile("secret.txt", "ignored by info/exclude\n")
+	r.WriteFile("notes.excl", "ignored by core.excludesFile\n")
+
+	counts := Counts{
+		Modified:    6, // modified, staged, both, chmod, link, tracked.log
+		Added:       4 + len(fixtures.OddNames()),
+		Deleted:     2,
+		TypeChanged: 1,
+	}
+	return want, counts
+}
+
+// base builds a repository with the committed files that dirty changes.
+func base(t *testing.T) *fixtures.Repo {
+	r := fixtures.NewRepo(t)
+	for _, f := range []string{"modified", "staged", "both", "deleted", "removed", "chmod", "typechange"} {
+		r.WriteFile(f+".txt", f+"\n")
+	}
+	r.Symlink("README.md", "link")
+	r.WriteFile("tracked.log", "tracked\n")
+	r.Git("add", "tracked.log")
+	r.WriteGitignore("build/", "*.log")
+	r.WriteInfoExclude("secret.txt")
+	r.SetExcludesFile("*.excl")
+	r.Commit("base")
+	return r
+}
+
+func TestSnapshot(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		worktree func(t *testing.T, main *fixtures.Repo) *fixtures.Repo
+	}{
+		{"main worktree", func(t *testing.T, main *fixtures.Repo) *fixtures.Repo { return main }},
+		{"linked worktree", func(t *testing.T, main *fixtures.Repo) *fixtures.Repo {
+			w := main.NewWorktree("T-14")
+			// HEAD is per worktree: give this one its own.
+			w.WriteFile("only-in-T-14.txt", "committed in the linked worktree\n")
+			w.Commit("linked worktree commit")
+			return w
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			main := base(t)
+			r := tt.worktree(t, main)
+			wantTree, wantCounts := dirty(r)
+			head := r.Head()
+			branch := r.Git("symbolic-ref", "HEAD")
+			refs := r.Git("for-each-ref")
+			index, status, before := readIndex(r), statusBytes(r), files(t, r.Dir)
+
+			res, err := Snapshot(ctx, r.Dir, "majlis salvage of T-14")
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			// Nothing the user sees changed.
+			sameBytes(t, "index", index, readIndex(r))
+			sameBytes(t, "git status output", []byte(status), []byte(statusBytes(r)))
+			if diff := cmp.Diff(before, files(t, r.Dir)); diff != "" {
+				t.Errorf("worktree files changed (-before +after):\n%s", diff)
+			}
+			if got := r.Head(); got != head {
+				t.Errorf("HEAD moved from %s to %s", head, got)
+			}
+			if got := r.Git("symbolic-ref", "HEAD"); got != branch {
+				t.Errorf("HEAD now on %q, was %q", got, branch)
+			}
+			if got := r.Git("for-each-ref"); got != refs {
+				t.Errorf("refs changed:\nbefore %s\nafter %s", refs, got)
+			}
+			noTempIndex(t, r)
+
+			// The commit holds the worktree's state on top of HEAD.
+			if res.Clean || res.Parent != head || !isObjectID(res.Commit) {
+				t.Fatalf("result %+v: want a commit on %s", res, head)
+			}
+			if got := r.RevParse(res.Commit + "^{tree}"); got != res.Tree {
+				t.Errorf("commit tree %s, result says %s", got, res.Tree)
+			}
+			if got := r.Git("rev-list", "--parents", "-n1", res.Commit); got != res.Commit+" "+head+"\n" {
+				t.Errorf("commit parents: %q, want HEAD only", got)
+			}
+			if got := r.Git("log", "-1", "--format=%B", res.Commit); got != "majlis salvage of T-14\n\n" {
+				t.Errorf("commit message %q", got)
+			}
+			if diff := cmp.Diff(wantTree, lsTree(r, res.Commit)); diff != "" {
+				t.Errorf("snapshot tree mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(wantCounts, res.Files); diff != "" {
+				t.Errorf("file counts mismatch (-want +got):\n%s", diff)
+			}
+			if res.DirtySubmodules != nil || res.NestedRepositories != nil {
+				t.Errorf("submodules %q, nested repositories %q: want none", res.DirtySubmodules, res.NestedRepositories)
+			}
+
+			// The caller stores it, create-only.
+			ref := "refs/majlis/salvage/T-14/1"
+			if err := UpdateRefCreate(ctx, r.Dir, ref, res.Commit); err != nil {
+				t.Fatal(err)
+			}
+			if got := main.RevParse(ref); got != res.Commit {
+				t.Errorf("%s = %s, want %s", ref, got, res.Commit)
+			}
+			gitError(t, UpdateRefCreate(ctx, r.Dir, ref, head), ErrRefExists)
+			if got := main.RevParse(ref); got != res.Commit {
+				t.Errorf("refused update moved %s to %s", ref, got)
+			}
+			sameBytes(t, "index", index, readIndex(r))
+		})
+	}
+}
+
+// noTempIndex fails the test if a snapshot's temporary index was left in
+// the worktree's git directory.
+func noTempIndex(t *testing.T, r *fixtures.Repo) {
+	t.Helper()
+	left, err := filepath.Glob(filepath.Join(r.GitDir(), "majlis-snapshot-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) > 0 {
+		t.Errorf("temporary index left behind: %q", left)
+	}
+}
+
+func TestSnapshotClean(t *testing.T) {
+	t.Parallel()
+	r := base(t)
+	r.WriteFile("build/out.o", "ignored\n")
+	r.WriteFile("secret.txt", "ignored\n")
+	// Staged, then changed back: the index differs from HEAD, the
+	// worktree does not. The snapshot is of the worktree.
+	r.WriteFile("staged.txt", "intermediate\n")
+	r.Git("add", "staged.txt")
+	r.WriteFile("staged.txt", "staged\n")
+	index := readIndex(r)
+
+	res, err := Snapshot(ctx, r.Dir, "nothing to save")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := SnapshotResult{Clean: true, Tree: r.RevParse("HEAD^{tree}"), Parent: r.Head()}
+	if diff := cmp.Diff(want, res); diff != "" {
+		t.Errorf("Snapshot of a clean worktree (-want +got):\n%s", diff)
+	}
+	sameBytes(t, "index", index, readIndex(r))
+	noTempIndex(t, r)
+}
+
+func TestSnapshotUnborn(t *testing.T) {
+	t.Parallel()
+	r := fixtures.InitRepo(t, fixtures.TempDir(t))
+	res, err := Snapshot(ctx, r.Dir, "empty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Clean || res.Parent != "" || res.Commit != "" || res.Tree != emptyTree(40) {
+		t.Errorf("Snapshot of an empty unborn repository: %+v", res)
+	}
+
+	r.WriteFile("first.txt", "first\n")
+	r.WriteFile("staged.txt", "staged\n")
+	r.Git("add", "staged.txt")
+	index, status := readIndex(r), statusBytes(r)
+	res, err = Snapshot(ctx, r.Dir, "first salvage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Clean || res.Parent != "" || res.Files != (Counts{Added: 2}) {
+		t.Fatalf("Snapshot on an unborn branch: %+v", res)
+	}
+	if got := r.Git("rev-list", "--parents", "-n1", res.Commit); got != res.Commit+"\n" {
+		t.Errorf("snapshot on an unborn branch has parents: %q", got)
+	}
+	want := map[string]string{"first.txt": entry("100644", "first\n"), "staged.txt": entry("100644", "staged\n")}
+	if diff := cmp.Diff(want, lsTree(r, res.Commit)); diff != "" {
+		t.Errorf("snapshot tree mismatch (-want +got):\n%s", diff)
+	}
+	sameBytes(t, "index", index, readIndex(r))
+	sameBytes(t, "git status output", []byte(status), []byte(statusBytes(r)))
+	if _, err := r.TryGit("rev-parse", "--verify", "-q", "HEAD"); err == nil {
+		t.Errorf("HEAD was born")
+	}
+}
+
+// TestSnapshotRacilyCleanEntry checks the temporary index keeps the
+// index's modification time. A file changed in the same second as the
+// index was written, keeping its size and mtime, looks unchanged by its
+// stat data; git re-reads such "racily clean" entries only because their
+// mtime is not older than the index file. A copy with a fresh mtime would
+// hide the change.
+func TestSnapshotRacilyCleanEntry(t *testing.T) {
+	t.Parallel()
+	r := fixtures.NewRepo(t)
+	r.Config("core.trustctime", "false") // the rewrite below changes ctime
+	stamp := time.Now().Add(-time.Hour).Truncate(time.Second)
+	r.WriteFile("racy.txt", "before\n")
+	if err := os.Chtimes(r.Path("racy.txt"), stamp, stamp); err != nil {
+		t.Fatal(err)
+	}
+	r.Commit("racy")
+	// Same size, same mtime, same inode: only the content differs.
+	if err := os.WriteFile(r.Path("racy.txt"), []byte("after!\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(r.Path("racy.txt"), stamp, stamp); err != nil {
+		t.Fatal(err)
+	}
+	indexFile := filepath.Join(r.GitDir(), "index")
+	if err := os.Chtimes(indexFile, stamp, stamp); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Snapshot(ctx, r.Dir, "racy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Clean {
+		t.Fatalf("Snapshot missed a change to a racily clean file")
+	}
+	if got := blob(r, res.Commit, "racy.txt"); got != "after!\n" {
+		t.Errorf("racy.txt in snapshot = %q, want %q", got, "after!\n")
+	}
+}
+
+func TestSnapshotSubmodules(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		setup func(r *fixtures.Repo)
+	}{
+		{"default index", func(r *fixtures.Repo) {}},
+		{"index version 4", func(r *fixtures.Repo) { r.Git("update-index", "--index-version", "4") }},
+		{"split index", func(r *fixtures.Repo) {
+			r.Config("core.splitIndex", "true")
+			r.Git("update-index", "--split-index")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			src := fixtures.NewRepo(t)
+			r := fixtures.NewRepo(t)
+			modified := r.AddSubmodule("sub/modified", src)
+			untracked := r.AddSubmodule("sub/untracked", src)
+			moved := r.AddSubmodule("sub/moved", src)
+			r.AddSubmodule("sub/clean", src)
+			tt.setup(r)
+			nested := r.NestedRepo("nested")
+			modified.WriteFile("README.md", "changed inside\n")
+			untracked.WriteFile("new.txt", "untracked inside\n")
+			moved.WriteFile("more.txt", "committed inside\n")
+			movedHead := moved.Commit("move")
+			r.WriteFile("top.txt", "a change of the superproject\n")
+			index, status := readIndex(r), statusBytes(r)
+
+			res, err := Snapshot(ctx, r.Dir, "with submodules")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]string{"sub/modified", "sub/untracked"}, res.DirtySubmodules); diff != "" {
+				t.Errorf("DirtySubmodules mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]string{"nested"}, res.NestedRepositories); diff != "" {
+				t.Errorf("NestedRepositories mismatch (-want +got):\n%s", diff)
+			}
+			tree := lsTree(r, res.Commit)
+			for path, id := range map[string]string{"sub/moved": movedHead, "nested": nested.Head(), "sub/modified": src.Head()} {
+				if want := "160000 commit " + id; tree[path] != want {
+					t.Errorf("%s in snapshot = %q, want %q", path, tree[path], want)
+				}
+			}
+			if want := (Counts{Added: 2, Modified: 1}); res.Files != want {
+				t.Errorf("Files = %+v, want %+v", res.Files, want)
+			}
+			sameBytes(t, "index", index, readIndex(r))
+			sameBytes(t, "git status output", []byte(status), []byte(statusBytes(r)))
+			noTempIndex(t, r)
+		})
+	}
+}
+
+func TestSnapshotDirtySubmoduleOnly(t *testing.T) {
+	t.Parallel()
+	src := fixtures.NewRepo(t)
+	r := fixtures.NewRepo(t)
+	sub := r.AddSubmodule("sub", src)
+	sub.WriteFile("README.md", "changed inside\n")
+	res, err := Snapshot(ctx, r.Dir, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nothing the superproject can capture, but the caller must learn
+	// that the submodule holds work.
+	if !res.Clean || res.Commit != "" || !cmp.Equal(res.DirtySubmodules, []string{"sub"}) {
+		t.Errorf("Snapshot = %+v, want clean with sub dirty", res)
+	}
+}
+
+func TestSnapshotFailures(t *testing.T) {
+	t.Parallel()
+	r := fixtures.NewRepo(t)
+	r.Mkdir("sub")
+	_, err := Snapshot(ctx, r.Path("sub"), "m")
+	if !errorsIs(err, ErrNotTopLevel) {
+		t.Errorf("Snapshot of a subdirectory: %v, want ErrNotTopLevel", err)
+	}
+	_, err = Snapshot(ctx, fixtures.TempDir(t), "m")
+	if !errorsIs(err, ErrNotTopLevel) {
+		t.Errorf("Snapshot outside a repository: %v, want ErrNotTopLevel", err)
+	}
+
+	// git add refuses a nested repository without a commit: the snapshot
+	// fails, and leaves nothing behind.
+	fixtures.InitRepo(t, r.Path("empty-nested"))
+	r.WriteFile("change.txt", "x\n")
+	index := readIndex(r)
+	_, err = Snapshot(ctx, r.Dir, "m")
+	var e *Error
+	if !errorsAs(err, &e) || e.ExitCode == 0 || e.Args[len(e.Args)-2] != "add" {
+		t.Fatalf("Snapshot with an unaddable nested repository: %v, want a git add *Error", err)
+	}
+	sameBytes(t, "index", index, readIndex(r))
+	noTempIndex(t, r)
+}
+
+// TestSnapshotGlobalExcludesFile checks that the user's global config is
+// kept: core.excludesFile set there is honoured. It changes the test
+// binary's global config, so it does not run in parallel.
+func TestSnapshotGlobalExcludesFile(t *testing.T) {
+	r := fixtures.NewRepo(t)
+	excludes := filepath.Join(fixtures.TempDir(t), "global-excludes")
+	if err := os.WriteFile(excludes, []byte("*.global\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fixtures.SetGlobalConfig(t, "core.excludesFile", excludes)
+	r.WriteFile("skip.global", "ignored by the global excludes file\n")
+	r.WriteFile("keep.txt", "kept\n")
+	res, err := Snapshot(ctx, r.Dir, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := lsTree(r, res.Commit)
+	if _, ok := tree["skip.global"]; ok {
+		t.Errorf("snapshot captured a file ignored by the global core.excludesFile")
+	}
+	if _, ok := tree["keep.txt"]; !ok {
+		t.Errorf("snapshot missed keep.txt")
+	}
+	ignored, err := CheckIgnore(ctx, r.Dir, "skip.global")
+	if err != nil || !ignored {
+		t.Errorf("CheckIgnore(skip.global) = %v, %v; want true", ignored, err)
+	}
+}
+
+func TestSnapshotSHA256(t *testing.T) {
+	t.Parallel()
+	dir := fixtures.TempDir(t)
+	fixtures.Git(t, dir, "init", "--quiet", "--initial-branch=main", "--object-format=sha256")
+	r := &fixtures.Repo{T: t, Dir: dir}
+	res, err := Snapshot(ctx, r.Dir, "unborn")
+	if err != nil || !res.Clean || res.Tree != emptyTree(64) {
+		t.Fatalf("Snapshot of an empty sha256 repository = %+v, %v", res, err)
+	}
+	r.WriteFile("a.txt", "a\n")
+	head := r.Commit("a")
+	r.WriteFile("a.txt", "changed\n")
+	r.WriteFile("b.txt", "new\n")
+	res, err = Snapshot(ctx, r.Dir, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Parent != head || len(res.Commit) != 64 || res.Files != (Counts{Added: 1, Modified: 1}) {
+		t.Errorf("Snapshot in a sha256 repository = %+v", res)
+	}
+	if got := blob(r, res.Commit, "a.txt"); got != "changed\n" {
+		t.Errorf("a.txt = %q", got)
+	}
+	if err := UpdateRefCreate(ctx, r.Dir, "refs/majlis/salvage/x/1", res.Commit); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSnapshotIgnoredSubmoduleMoved: a submodule configured with
+// ignore=all is hidden from git status, but its new commit is part of the
+// snapshot, which is therefore not clean.
+func TestSnapshotIgnoredSubmoduleMoved(t *testing.T) {
+	t.Parallel()
+	src := fixtures.NewRepo(t)
+	r := fixtures.NewRepo(t)
+	sub := r.AddSubmodule("sub", src)
+	r.Git("config", "-f", ".gitmodules", "submodule.sub.ignore", "all")
+	r.Config("diff.ignoreSubmodules", "all")
+	r.Commit("ignore the submodule")
+	sub.WriteFile("x.txt", "x\n")
+	moved := sub.Commit("move")
+	res, err := Snapshot(ctx, r.Dir, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Clean || res.Files != (Counts{Modified: 1}) {
+		t.Fatalf("Snapshot = %+v; want the submodule's new commit captured", res)
+	}
+	if got := lsTree(r, res.Commit)["sub"]; got != "160000 commit "+moved {
+		t.Errorf("sub in snapshot = %q, want %s", got, moved)
+	}
+}

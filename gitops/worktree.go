@@ -1,0 +1,292 @@
+package gitops
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// A Worktree is one entry of `git worktree list --porcelain -z`. The first
+// entry git lists is always the main worktree.
+type Worktree struct {
+	Path     string // absolute path of the worktree's top level
+	Head     string // commit id checked out; all zeros on an unborn branch, empty for a bare repository
+	Branch   string // full ref name (refs/heads/...) checked out; empty when detached, bare or unreadable
+	Detached bool   // HEAD is detached
+	Bare     bool   // the entry is a bare repository (no files)
+	// Locked is set when the worktree is locked against pruning and
+	// removal; LockReason is the reason given, possibly empty.
+	Locked     bool
+	LockReason string
+	// Prunable is set when git would prune the entry (its directory is
+	// gone); PrunableReason says why.
+	Prunable       bool
+	PrunableReason string
+}
+
+// AddWorktree creates a linked worktree at path, on a new branch created at
+// commit, and locks it with lockReason (`git worktree add --lock --reason
+// R -b branch -- path commit`). The worktree is always created locked, so
+// that no `git worktree prune` (run by the user or by gc) can drop its
+// administrative files while its directory is briefly unreachable; with an
+// empty lockReason git records "added with --lock". dir is any directory
+// of the repository; a relative path is relative to dir.
+//
+// A branch that already exists gives ErrBranchExists; an existing path, or
+// a path registered to a missing worktree, gives ErrPathExists; an
+// unknown commit gives ErrUnknownRevision. git creates the branch before
+// it checks the path, so on ErrPathExists AddWorktree deletes the branch
+// again: nothing is left behind. Other failures may leave the branch, and
+// even the worktree (a post-checkout hook that fails runs after the
+// checkout); the caller, which knows the branch and path were new, cleans
+// up.
+func AddWorktree(ctx context.Context, dir, path, branch, commit, lockReason string) error {
+	if branch == "" || commit == "" || path == "" {
+		return errors.New("gitops: AddWorktree needs a path, a branch and a commit")
+	}
+	args := []string{"worktree", "add", "--quiet", "--lock"}
+	if lockReason != "" {
+		args = append(args, "--reason", lockReason)
+	}
+	args = append(args, "-b", branch, "--", path, commit)
+	_, err := git(ctx, dir, cmdOpts{}, args...)
+	if err == nil {
+		return nil
+	}
+	err = classify(err, ErrBranchExists, "fatal: a branch named ")
+	err = classify(err, ErrPathExists, "' already exists", "is a missing but already registered worktree", "is a missing but locked worktree")
+	err = classify(err, ErrUnknownRevision, "fatal: invalid reference: ", "fatal: not a valid object name: ")
+	if !errors.Is(err, ErrPathExists) {
+		return err
+	}
+	if cerr := deleteCreatedBranch(context.WithoutCancel(ctx), dir, "refs/heads/"+branch); cerr != nil {
+		return errors.Join(err, fmt.Errorf("gitops: removing branch %s left by the failed worktree add: %w", branch, cerr))
+	}
+	return err
+}
+
+// deleteCreatedBranch deletes ref if it exists, at the value it has now.
+func deleteCreatedBranch(ctx context.Context, dir, ref string) error {
+	res, err := git(ctx, dir, cmdOpts{readOnly: true, okCodes: []int{1}}, "rev-parse", "-q", "--verify", ref)
+	if err != nil || res.code == 1 {
+		return err
+	}
+	return DeleteRef(ctx, dir, ref, strings.TrimSuffix(string(res.stdout), "\n"))
+}
+
+// ListWorktrees returns every worktree of the repository containing dir,
+// main worktree first, as `git worktree list --porcelain -z` reports them.
+// Output that does not parse strictly is an error wrapping
+// ErrUnexpectedOutput: callers use this list to find peers whose files must
+// not be touched, so an attribute this code does not know (a future git)
+// refuses rather than being skipped.
+func ListWorktrees(ctx context.Context, dir string) ([]Worktree, error) {
+	res, err := git(ctx, dir, cmdOpts{readOnly: true}, "worktree", "list", "--porcelain", "-z")
+	if err != nil {
+		return nil, err
+	}
+	return parseWorktreeList(res.stdout)
+}
+
+// RemoveWorktree removes the linked worktree at path
+// (`git worktree remove [--force] -- path`). Without force git refuses a
+// worktree with modified or untracked files (ErrWorktreeDirty); ignored
+// files are removed either way. A locked worktree is refused
+// (ErrWorktreeLocked) even with force: unlock it first, deliberately.
+func RemoveWorktree(ctx context.Context, dir, path string, force bool) error {
+	args := []string{"worktree", "remove"}
+	if force {
+		args = append(args, "--force")
+	}
+	args = append(args, "--", path)
+	_, err := git(ctx, dir, cmdOpts{}, args...)
+	err = classify(err, ErrWorktreeLocked, "cannot remove a locked working tree")
+	err = classify(err, ErrWorktreeDirty, "contains modified or untracked files")
+	return err
+}
+
+// PruneWorktrees drops the administrative files of every worktree whose
+// directory is gone, except locked ones (`git worktree prune`). git has no
+// way to prune one entry only; that is why AddWorktree always locks.
+func PruneWorktrees(ctx context.Context, dir string) error {
+	_, err := git(ctx, dir, cmdOpts{}, "worktree", "prune")
+	return err
+}
+
+// LockWorktree locks the worktree at path with reason (possibly empty).
+func LockWorktree(ctx context.Context, dir, path, reason string) error {
+	args := []string{"worktree", "lock"}
+	if reason != "" {
+		args = append(args, "--reason", reason)
+	}
+	_, err := git(ctx, dir, cmdOpts{}, append(args, "--", path)...)
+	return err
+}
+
+// UnlockWorktree unlocks the worktree at path.
+func UnlockWorktree(ctx context.Context, dir, path string) error {
+	_, err := git(ctx, dir, cmdOpts{}, "worktree", "unlock", "--", path)
+	return err
+}
+
+// parseWorktreeList parses `git worktree list --porcelain -z`: records of
+// NUL-terminated attributes, each record ended by an empty attribute. The
+// attributes must come in git's order: worktree, then bare or HEAD, then
+// branch or detached, then locked, then prunable.
+func parseWorktreeList(out []byte) ([]Worktree, error) {
+	var list []Worktree
+	for len(out) > 0 {
+		var attrs []string
+		for {
+			i := bytes.IndexByte(out, 0)
+			if i < 0 {
+				return nil, unexpected("git worktree list", "record %d is not NUL-terminated", len(list)+1)
+			}
+			attr := string(out[:i])
+			out = out[i+1:]
+			if attr == "" {
+				break
+			}
+			attrs = append(attrs, attr)
+		}
+		w, err := parseWorktreeRecord(attrs)
+		if err != nil {
+			return nil, fmt.Errorf("%w (record %d)", err, len(list)+1)
+		}
+		list = append(list, w)
+	}
+	return list, nil
+}
+
+// worktree record attributes, in the order git prints them.
+const (
+	wtPath = iota
+	wtBare
+	wtHead
+	wtBranch
+	wtLocked
+	wtPrunable
+)
+
+func parseWorktreeRecord(attrs []string) (Worktree, error) {
+	var w Worktree
+	if len(attrs) == 0 {
+		return w, unexpected("git worktree list", "empty record")
+	}
+	last := -1
+	for i, a := range attrs {
+		key, val, hasVal := strings.Cut(a, " ")
+		var pos int
+		switch key {
+		case "worktree":
+			pos = wtPath
+			if !hasVal || val == "" {
+				return w, unexpected("git worktree list", "worktree without a path")
+			}
+			w.Path = val
+		case "bare":
+			pos = wtBare
+			w.Bare = true
+		case "HEAD":
+			pos = wtHead
+			if !isObjectID(val) {
+				return w, unexpected("git worktree list", "HEAD %q is not an object id", val)
+			}
+			w.Head = val
+		case "branch":
+			pos = wtBranch
+			if !strings.HasPrefix(val, "refs/") || len(val) == len("refs/") {
+				return w, unexpected("git worktree list", "branch %q is not a full ref name", val)
+			}
+			w.Branch = val
+		case "detached":
+			pos = wtBranch
+			w.Detached = true
+		case "locked":
+			pos = wtLocked
+			w.Locked, w.LockReason = true, val
+			if hasVal && val == "" {
+				return w, unexpected("git worktree list", "locked with an empty reason")
+			}
+		case "prunable":
+			pos = wtPrunable
+			w.Prunable, w.PrunableReason = true, val
+			if hasVal && val == "" {
+				return w, unexpected("git worktree list", "prunable with an empty reason")
+			}
+		default:
+			return w, unexpected("git worktree list", "unknown attribute %q", a)
+		}
+		if (i == 0) != (pos == wtPath) {
+			return w, unexpected("git worktree list", "record does not start with its worktree path")
+		}
+		if pos <= last {
+			return w, unexpected("git worktree list", "attribute %q repeated or out of order", key)
+		}
+		if !hasVal && (pos == wtPath || pos == wtHead || pos == wtBranch && !w.Detached) {
+			return w, unexpected("git worktree list", "attribute %q without a value", key)
+		}
+		if hasVal && (key == "bare" || key == "detached") {
+			return w, unexpected("git worktree list", "attribute %q with a value", key)
+		}
+		last = pos
+	}
+	if w.Bare == (w.Head != "") {
+		return w, unexpected("git worktree list", "worktree %q must have either bare or HEAD", w.Path)
+	}
+	if w.Bare && (w.Detached || w.Branch != "") {
+		return w, unexpected("git worktree list", "bare worktree %q with a branch", w.Path)
+	}
+	return w, nil
+}
+
+// appendWorktreeRecord is the inverse of parseWorktreeRecord: it renders w
+// as git does, which the fuzz test uses to check that parsing loses
+// nothing.
+func appendWorktreeRecord(b []byte, w Worktree) []byte {
+	b = append(b, "worktree "+w.Path+"\x00"...)
+	if w.Bare {
+		b = append(b, "bare\x00"...)
+	} else {
+		b = append(b, "HEAD "+w.Head+"\x00"...)
+	}
+	switch {
+	case w.Detached:
+		b = append(b, "detached\x00"...)
+	case w.Branch != "":
+		b = append(b, "branch "+w.Branch+"\x00"...)
+	}
+	if w.Locked {
+		b = appendOptional(b, "locked", w.LockReason)
+	}
+	if w.Prunable {
+		b = appendOptional(b, "prunable", w.PrunableReason)
+	}
+	return append(b, 0)
+}
+
+func appendOptional(b []byte, key, val string) []byte {
+	b = append(b, key...)
+	if val != "" {
+		b = append(b, ' ')
+		b = append(b, val...)
+	}
+	return append(b, 0)
+}
+
+// isObjectID reports whether s is a full lowercase object id (SHA-1 or
+// SHA-256).
+func isObjectID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,627 @@
+package provider
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/internal/failpoint"
+	"github.com/majlis-dev/majlis/pathid"
+	"github.com/majlis-dev/majlis/reservation"
+)
+
+var (
+	fpAllocateClaimed = failpoint.New("allocate/claimed")
+	fpAllocateCreated = failpoint.New("allocate/created")
+)
+
+// publicationTTL bounds how long a crashed publisher can block others
+// before its lease may be recovered (it is released within milliseconds
+// in normal operation).
+const publicationTTL = 30 * time.Second
+
+// AllocateOptions describe a workspace to allocate.
+type AllocateOptions struct {
+	Binding     string
+	Base        string   // revision; default HEAD of the main worktree
+	Branch      string   // default majlis/<binding>
+	Path        string   // default <workspace root>/<binding>; relative to the working directory
+	Intent      []string // repository paths the task will touch (literal or trailing /**)
+	OwnerPID    int      // a process whose life marks the workspace as in use
+	AllowNested bool     // allow a path inside another worktree that does not ignore it
+	RequestID   string   // retrying with the same id returns the recorded result
+}
+
+// Allocate creates a linked worktree for a binding, after publishing its
+// claim. See DESIGN.md and docs/workspaces.md for the rules it enforces.
+func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace, error) {
+	fail := func(err error, reason, path, hint string) error {
+		return &Error{Op: "allocate", Binding: o.Binding, Path: path, Reason: reason, Hint: hint, Err: err}
+	}
+	if err := ValidBinding(o.Binding); err != nil {
+		return nil, err
+	}
+	intent, err := normalizeIntent(o.Intent)
+	if err != nil {
+		return nil, fail(ErrInvalidArgument, err.Error(), "", "")
+	}
+	if o.Branch == "" {
+		o.Branch = "majlis/" + o.Binding
+	}
+	if err := gitops.CheckBranchName(o.Branch); err != nil {
+		return nil, fail(ErrInvalidArgument, err.Error(), "", "")
+	}
+	if o.Path == "" {
+		o.Path = filepath.Join(p.Reg.WorkspaceRoot, o.Binding)
+	}
+	path, err := pathid.Lexical(o.Path)
+	if err != nil {
+		return nil, fail(ErrInvalidArgument, err.Error(), o.Path, "")
+	}
+	if o.Base == "" {
+		o.Base = "HEAD"
+	}
+	var owner reservation.Owner
+	if o.OwnerPID != 0 {
+		if o.OwnerPID < 0 {
+			return nil, fail(ErrInvalidArgument, fmt.Sprintf("--owner-pid %d is not a process id", o.OwnerPID), "", "")
+		}
+		if owner, err = reservation.ProcessOwner(o.OwnerPID); err != nil {
+			return nil, fail(ErrInvalidArgument, "the owner process is not running: "+err.Error(), "", "")
+		}
+	}
+	if o.RequestID == "" {
+		o.RequestID = autoRequestPrefix + newID()[:16]
+	}
+	args := requestArgs{Op: "allocate", Binding: o.Binding, Base: o.Base, Branch: o.Branch, Path: path,
+		Intent: intent, OwnerPID: o.OwnerPID, AllowNested: o.AllowNested}
+
+	// A retry of an earlier request returns its result or finishes it.
+	if rec, err := p.findRequestClaim(o.Binding, o.RequestID); err != nil {
+		return nil, err
+	} else if rec != nil {
+		if err := p.checkRequest(o.RequestID, args); err != nil {
+			return nil, err
+		}
+		return p.resumeAllocation(ctx, rec)
+	}
+	if err := p.checkRequest(o.RequestID, args); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	// A live binding is refused before anything else (and again under the
+	// publication lease, which is what decides).
+	if recs, err := p.readBinding(o.Binding); err != nil {
+		return nil, err
+	} else if err := liveBindingError(o.Binding, recs); err != nil {
+		return nil, err
+	}
+
+	// Facts that need git come before the publication lease, which is
+	// never held across a git command.
+	reader, err := gitops.OpenReader(ctx, p.Reg.CommonDir)
+	if err != nil {
+		return nil, err
+	}
+	base, err := reader.ResolveCommit(ctx, o.Base)
+	if err != nil {
+		if errors.Is(err, gitops.ErrUnknownRevision) {
+			return nil, fail(ErrUnknownBase, fmt.Sprintf("%q names no commit", o.Base), "", "name a branch, tag or commit that exists")
+		}
+		return nil, err
+	}
+	if exists, err := reader.RefExists(ctx, "refs/heads/"+o.Branch); err != nil {
+		return nil, err
+	} else if exists {
+		return nil, fail(ErrBranchExists, o.Branch, "",
+			"pass --branch NAME for a new branch (majlis never reuses or moves an existing branch)")
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return nil, fail(ErrPathExists, path, path,
+			"choose another --path, or move what is there")
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fail(ErrInvalidArgument, err.Error(), path, "")
+	}
+	physical, err := pathid.Physical(path)
+	if err != nil {
+		return nil, fail(ErrInvalidArgument, err.Error(), path, "")
+	}
+	worktrees, err := gitops.WorktreePaths(ctx, p.Reg.CommonDir)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range worktrees {
+		if err := p.checkNesting(ctx, o, path, physical, w, "worktree"); err != nil {
+			return nil, err
+		}
+	}
+
+	// Publication: under the brief provider-wide lease, check what only
+	// the state folder knows and publish the claim.
+	claim := Claim{Format: formatClaim, Binding: o.Binding, RequestID: o.RequestID, Path: path,
+		PhysicalPath: physical, CommonDir: p.Reg.CommonDir, RepositoryID: p.Reg.ID, Base: base,
+		BaseRef: o.Base, Branch: o.Branch, Intent: intent, OwnerPID: o.OwnerPID, OwnerStart: owner.StartTime,
+		AllowNested: o.AllowNested, CreatedAt: p.now().UTC()}
+	if claim.Allocator, err = reservation.ProcessOwner(os.Getpid()); err != nil {
+		return nil, err
+	}
+	rec, err := p.publishClaim(ctx, claim, args)
+	if err != nil {
+		return nil, err
+	}
+	if err := fpAllocateClaimed.Inject(); err != nil {
+		return nil, p.undoAllocation(ctx, rec, err, made{})
+	}
+	return p.createWorktree(ctx, rec)
+}
+
+// publishClaim takes the publication lease, checks the binding, reserved
+// reclaim targets and other claims, and publishes the claim.
+func (p *Provider) publishClaim(ctx context.Context, claim Claim, args requestArgs) (*claimRecord, error) {
+	lease, err := p.publicationLease(ctx, "allocate "+claim.Binding)
+	if err != nil {
+		return nil, err
+	}
+	defer lease.Release()
+
+	recs, err := p.readBinding(claim.Binding)
+	if err != nil {
+		return nil, err
+	}
+	if err := liveBindingError(claim.Binding, recs); err != nil {
+		return nil, err
+	}
+	claim.Seq = len(recs) + 1
+	if len(recs) > 0 {
+		claim.Seq = recs[len(recs)-1].Claim.Seq + 1
+	}
+	if err := p.checkReserved(claim.Binding, claim.Path, claim.PhysicalPath); err != nil {
+		return nil, err
+	}
+	others, err := p.liveClaims()
+	if err != nil {
+		return nil, err
+	}
+	for _, other := range others {
+		if err := p.checkClaimOverlap(claim, other); err != nil {
+			return nil, err
+		}
+	}
+	if !strings.HasPrefix(claim.RequestID, autoRequestPrefix) {
+		if err := p.recordRequest(claim.RequestID, args); err != nil {
+			return nil, err
+		}
+	}
+	data, digest, err := seal("claim", &claim)
+	if err != nil {
+		return nil, err
+	}
+	dir := p.claimsDir(claim.Binding)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, &Error{Op: "allocate", Binding: claim.Binding, Path: dir, Err: err}
+	}
+	if err := reservation.Publish(dir, claimName(claim.Seq, "claim"), data); err != nil {
+		return nil, err
+	}
+	if err := lease.Check(); err != nil {
+		// The claim is published whatever happened to the lease; say so.
+		return nil, fmt.Errorf("allocate %s: the publication lease was lost while publishing the claim: %w", claim.Binding, err)
+	}
+	return &claimRecord{Claim: claim, Digest: digest, Events: map[string]*Event{}}, nil
+}
+
+// liveBindingError refuses a binding whose latest claim is live.
+func liveBindingError(binding string, recs []*claimRecord) error {
+	n := len(recs)
+	if n == 0 || !recs[n-1].live() {
+		return nil
+	}
+	last := recs[n-1]
+	hint := "use another binding: this one is free again only once its workspace is reclaimed"
+	if !last.has(EventCreated) {
+		hint = "an allocation of it (request " + last.Claim.RequestID + ") has not finished; retry it with --request-id " + last.Claim.RequestID
+	}
+	return &Error{Op: "allocate", Binding: binding, Path: last.Claim.Path, Err: ErrBindingLive,
+		Reason: "its workspace is at " + last.Claim.Path, Hint: hint}
+}
+
+func (p *Provider) publicationLease(ctx context.Context, purpose string) (*reservation.Lease, error) {
+	req := reservation.Request{Resource: "publication", Purpose: purpose, TTL: publicationTTL, Wait: 30 * time.Second}
+	l, err := p.leases.Acquire(ctx, req)
+	if errors.Is(err, reservation.ErrHeld) {
+		// A publisher that died holding it is recovered once its death is
+		// proven; then try once more.
+		if _, rerr := p.leases.Recover(ctx, "publication"); rerr == nil {
+			req.Wait = 0
+			return p.leases.Acquire(ctx, req)
+		}
+	}
+	return l, err
+}
+
+// checkNesting refuses a new workspace path inside (or containing) an
+// existing worktree, unless allowed or ignored by that worktree.
+func (p *Provider) checkNesting(ctx context.Context, o AllocateOptions, path, physical, other, kind string) error {
+	rel := pathid.Relate(path, other)
+	if !rel.Overlapping() {
+		if op, err := pathid.Physical(other); err == nil {
+			rel = pathid.Relate(physical, op)
+		}
+	}
+	if !rel.Overlapping() {
+		return nil
+	}
+	if rel == pathid.BContainsA {
+		if o.AllowNested {
+			return nil
+		}
+		relpath, err := filepath.Rel(other, path)
+		if err == nil && !strings.HasPrefix(relpath, "..") {
+			if ignored, err := gitops.CheckIgnore(ctx, other, relpath); err == nil && ignored {
+				return nil
+			}
+		}
+	}
+	return &Error{Op: "allocate", Binding: o.Binding, Path: path, Peer: other, Err: ErrNested,
+		Reason: fmt.Sprintf("%s overlaps the %s at %s (%s)", path, kind, other, rel),
+		Hint:   "choose a path outside it, have that worktree ignore the path, or pass --allow-nested"}
+}
+
+// checkClaimOverlap refuses a claim that overlaps another live claim:
+// containing it always, inside it unless --allow-nested (git-ignore was
+// checked before the lease for created worktrees).
+func (p *Provider) checkClaimOverlap(c Claim, other *claimRecord) error {
+	oc := other.Claim
+	rel := pathid.Relate(c.Path, oc.Path)
+	if !rel.Overlapping() {
+		rel = pathid.Relate(c.PhysicalPath, oc.PhysicalPath)
+	}
+	if !rel.Overlapping() || (rel == pathid.BContainsA && c.AllowNested) {
+		return nil
+	}
+	if rel == pathid.BContainsA && other.has(EventCreated) {
+		return nil // a created worktree was checked (with its ignore rules) before the lease
+	}
+	return &Error{Op: "allocate", Binding: c.Binding, Path: c.Path, Peer: oc.Path, Err: ErrNested,
+		Reason: fmt.Sprintf("%s overlaps workspace %s at %s (%s)", c.Path, oc.Binding, oc.Path, rel),
+		Hint:   "choose another --path, or pass --allow-nested to place it inside"}
+}
+
+// checkReserved refuses a path that overlaps the target of a held reclaim
+// reservation.
+func (p *Provider) checkReserved(binding, path, physical string) error {
+	names, err := p.leases.List(reclaimPrefix)
+	if err != nil {
+		return err
+	}
+	for _, res := range names {
+		rec, err := p.leases.Inspect(res)
+		if errors.Is(err, reservation.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		target := rec.Metadata["path"]
+		ptarget := rec.Metadata["physical_path"]
+		if target == "" || ptarget == "" {
+			return &Error{Op: "allocate", Binding: binding, Path: p.leases.Path(), Err: ErrMalformed,
+				Reason: "reclaim reservation " + res + " names no target path"}
+		}
+		if pathid.Relate(path, target).Overlapping() || pathid.Relate(physical, ptarget).Overlapping() {
+			return &Error{Op: "allocate", Binding: binding, Path: path, Peer: target, Err: ErrReserved,
+				Reason: fmt.Sprintf("%s overlaps %s, which a reclaim of %s has reserved", path, target, rec.Metadata["binding"]),
+				Hint:   "wait for the reclaim to finish, or choose another --path"}
+		}
+	}
+	return nil
+}
+
+// autoRequestPrefix marks request ids majlis made up; they bind no
+// arguments (nobody else knows them) but still let an interrupted
+// allocation be resumed.
+const autoRequestPrefix = "auto-"
+
+// reclaimPrefix names reclaim reservations in the lease folder.
+const reclaimPrefix = "reclaim."
+
+// liveClaims returns the latest live claim of every binding.
+func (p *Provider) liveClaims() ([]*claimRecord, error) {
+	bindings, err := p.bindings()
+	if err != nil {
+		return nil, err
+	}
+	var out []*claimRecord
+	for _, b := range bindings {
+		recs, err := p.readBinding(b)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			if r.live() {
+				out = append(out, r)
+			}
+		}
+	}
+	return out, nil
+}
+
+// createWorktree runs git worktree add for a published claim and records
+// the directory's identity. Any failure undoes what was made.
+func (p *Provider) createWorktree(ctx context.Context, rec *claimRecord) (*Workspace, error) {
+	c := rec.Claim
+	if err := os.MkdirAll(filepath.Dir(c.Path), 0o755); err != nil {
+		return nil, p.undoAllocation(ctx, rec, err, made{})
+	}
+	reason := fmt.Sprintf("majlis workspace %s (claim %s)", c.Binding, shortDigest(rec.Digest))
+	if err := gitops.AddWorktree(ctx, c.CommonDir, c.Path, c.Branch, c.Base, reason); err != nil {
+		// A branch or path git reports as existing is someone else's and
+		// stays. Otherwise git may have got as far as creating the branch,
+		// or even the worktree (a failing post-checkout hook): both are
+		// this command's, since neither existed when the claim was made.
+		m := made{worktree: true, branch: true}
+		if errors.Is(err, gitops.ErrBranchExists) || errors.Is(err, gitops.ErrPathExists) {
+			m = made{}
+		}
+		return nil, p.undoAllocation(ctx, rec, err, m)
+	}
+	all := made{worktree: true, branch: true}
+	id, err := pathid.Lstat(c.Path)
+	if err != nil {
+		return nil, p.undoAllocation(ctx, rec, err, all)
+	}
+	if _, err := p.publishEvent(rec, Event{Kind: EventCreated, Dev: id.Dev, Ino: id.Ino, Head: c.Base}); err != nil {
+		return nil, p.undoAllocation(ctx, rec, err, all)
+	}
+	if err := fpAllocateCreated.Inject(); err != nil {
+		return nil, err
+	}
+	return p.view(ctx, rec, false)
+}
+
+// made says what an allocation created before it failed.
+type made struct{ worktree, branch bool }
+
+// undoAllocation removes what a failed allocation made (the worktree it
+// just created, the branch it just created at the base) and marks the
+// claim failed, so the binding is free again. It never touches anything
+// the allocation did not make. It returns cause, wrapped.
+func (p *Provider) undoAllocation(ctx context.Context, rec *claimRecord, cause error, m made) error {
+	c := rec.Claim
+	var notes []string
+	if !m.worktree {
+		// nothing to remove
+	} else if wts, err := gitops.ListWorktrees(ctx, c.CommonDir); err == nil {
+		for _, w := range wts {
+			if (w.Path == c.Path || w.Path == c.PhysicalPath) && w.Branch == "refs/heads/"+c.Branch {
+				// Created by this very allocation moments ago: nothing of
+				// anyone else's can be in it yet.
+				_ = gitops.UnlockWorktree(ctx, c.CommonDir, w.Path)
+				if err := gitops.RemoveWorktree(ctx, c.CommonDir, w.Path, true); err != nil {
+					notes = append(notes, "could not remove the new worktree: "+err.Error())
+				}
+			}
+		}
+	}
+	if !m.branch {
+		// not ours
+	} else if err := gitops.DeleteRef(ctx, c.CommonDir, "refs/heads/"+c.Branch, c.Base); err != nil &&
+		!errors.Is(err, gitops.ErrRefChanged) && !errors.Is(err, gitops.ErrUnknownRevision) {
+		notes = append(notes, "could not delete branch "+c.Branch+": "+err.Error())
+	}
+	reason := cause.Error()
+	if len(notes) > 0 {
+		reason += " (" + strings.Join(notes, "; ") + ")"
+	}
+	if _, err := p.publishEvent(rec, Event{Kind: EventFailed, Reason: reason}); err != nil {
+		notes = append(notes, "could not mark the claim failed: "+err.Error())
+	}
+	var pe *Error
+	if errors.As(cause, &pe) {
+		return cause
+	}
+	err := &Error{Op: "allocate", Binding: c.Binding, Path: c.Path, Err: cause}
+	if errors.Is(cause, gitops.ErrBranchExists) {
+		err.Err, err.Reason = ErrBranchExists, cause.Error()
+	} else if errors.Is(cause, gitops.ErrPathExists) {
+		err.Err, err.Reason = ErrPathExists, cause.Error()
+	}
+	if len(notes) > 0 {
+		err.Hint = strings.Join(notes, "; ")
+	}
+	return err
+}
+
+// resumeAllocation finishes, or reports, an allocation started with the
+// same request id.
+func (p *Provider) resumeAllocation(ctx context.Context, rec *claimRecord) (*Workspace, error) {
+	c := rec.Claim
+	switch {
+	case rec.has(EventCreated):
+		return p.view(ctx, rec, false)
+	case rec.has(EventFailed):
+		return nil, &Error{Op: "allocate", Binding: c.Binding, Path: c.Path, Err: ErrInterrupted,
+			Reason: "request " + c.RequestID + " failed earlier: " + rec.Events[EventFailed].Reason,
+			Hint:   "retry with a new request id"}
+	}
+	if live, why := reservation.JudgeOwner(c.Allocator); live != reservation.OwnerDead {
+		return nil, &Error{Op: "allocate", Binding: c.Binding, Path: c.Path, Err: ErrBindingLive,
+			Reason: "request " + c.RequestID + " is still being carried out (" + why + ")",
+			Hint:   "wait for it to finish"}
+	}
+	// The allocator died between the claim and the created event.
+	wts, err := gitops.ListWorktrees(ctx, c.CommonDir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Lstat(c.Path); errors.Is(err, os.ErrNotExist) {
+		// A branch the dead allocator's git created at the base, checked
+		// out nowhere, is its own: remove it so the add can run again.
+		inUse := false
+		for _, w := range wts {
+			inUse = inUse || w.Branch == "refs/heads/"+c.Branch
+		}
+		if !inUse {
+			if err := gitops.DeleteRef(ctx, c.CommonDir, "refs/heads/"+c.Branch, c.Base); err != nil &&
+				!errors.Is(err, gitops.ErrUnknownRevision) && !errors.Is(err, gitops.ErrRefChanged) {
+				return nil, err
+			}
+		}
+		return p.createWorktree(ctx, rec)
+	}
+	for _, w := range wts {
+		if (w.Path == c.Path || w.Path == c.PhysicalPath) && w.Head == c.Base && w.Branch == "refs/heads/"+c.Branch {
+			id, err := pathid.Lstat(c.Path)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := p.publishEvent(rec, Event{Kind: EventCreated, Dev: id.Dev, Ino: id.Ino, Head: c.Base}); err != nil {
+				return nil, err
+			}
+			return p.view(ctx, rec, false)
+		}
+	}
+	return nil, &Error{Op: "allocate", Binding: c.Binding, Path: c.Path, Err: ErrInterrupted,
+		Reason: "the interrupted allocation left " + c.Path + " in a state majlis cannot verify",
+		Hint:   "inspect it; if it holds nothing of yours, remove it and retry with the same request id"}
+}
+
+// requestArgs is what a request id is bound to.
+type requestArgs struct {
+	Op          string   `json:"op"`
+	Binding     string   `json:"binding"`
+	Base        string   `json:"base,omitempty"`
+	Branch      string   `json:"branch,omitempty"`
+	Path        string   `json:"path,omitempty"`
+	Intent      []string `json:"intent,omitempty"`
+	OwnerPID    int      `json:"owner_pid,omitempty"`
+	AllowNested bool     `json:"allow_nested,omitempty"`
+	Message     string   `json:"message,omitempty"`
+}
+
+type requestRecord struct {
+	Format    string          `json:"format"`
+	RequestID string          `json:"request_id"`
+	Args      requestArgs     `json:"args"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	At        time.Time       `json:"at"`
+}
+
+func (r *requestRecord) check() error {
+	if r.RequestID == "" || r.Args.Op == "" || r.At.IsZero() {
+		return errors.New("incomplete request record")
+	}
+	return nil
+}
+
+func (p *Provider) requestPath(id string) (dir, name string) {
+	sum := sha256.Sum256([]byte(id))
+	return filepath.Join(p.StateDir, "requests"), hex.EncodeToString(sum[:16]) + ".request"
+}
+
+// readRequest returns the record of request id, or os.ErrNotExist.
+func (p *Provider) readRequest(id string) (*requestRecord, error) {
+	dir, name := p.requestPath(id)
+	var r requestRecord
+	if _, err := readRecord(filepath.Join(dir, name), "request", formatRequest, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// checkRequest compares a retry's arguments with the recorded ones.
+func (p *Provider) checkRequest(id string, args requestArgs) error {
+	r, err := p.readRequest(id)
+	if err != nil {
+		return err
+	}
+	a, _ := json.Marshal(r.Args)
+	b, _ := json.Marshal(args)
+	if r.RequestID != id || string(a) != string(b) {
+		return &Error{Op: args.Op, Binding: args.Binding, Err: ErrRequestConflict,
+			Reason: fmt.Sprintf("request id %q was used for %s", id, a), Hint: "use a new request id"}
+	}
+	return nil
+}
+
+// recordRequest publishes a request record (no-clobber): the binding of a
+// request id to its arguments, and its result when one is given.
+func (p *Provider) recordRequest(id string, args requestArgs, result ...any) error {
+	r := requestRecord{Format: formatRequest, RequestID: id, Args: args, At: p.now().UTC()}
+	if len(result) > 0 {
+		raw, err := json.Marshal(result[0])
+		if err != nil {
+			return err
+		}
+		r.Result = raw
+	}
+	data, _, err := seal("request", &r)
+	if err != nil {
+		return err
+	}
+	dir, name := p.requestPath(id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	err = reservation.Publish(dir, name, data)
+	if errors.Is(err, reservation.ErrExists) {
+		return p.checkRequest(id, args)
+	}
+	return err
+}
+
+// findRequestClaim returns the claim of binding published by request id.
+func (p *Provider) findRequestClaim(binding, id string) (*claimRecord, error) {
+	recs, err := p.readBinding(binding)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(recs) - 1; i >= 0; i-- {
+		if recs[i].Claim.RequestID == id {
+			return recs[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// normalizeIntent validates intent globs: repository-relative paths,
+// literal or ending in /**, without . or .. components.
+func normalizeIntent(in []string) ([]string, error) {
+	out := []string{}
+	for _, g := range in {
+		lit, sub := strings.CutSuffix(g, "/**")
+		if g == "**" {
+			lit, sub = "", true
+		}
+		if lit != "" {
+			if strings.HasPrefix(lit, "/") || strings.ContainsAny(lit, "*?[\\\x00") {
+				return nil, fmt.Errorf("intent %q: use a repository-relative path, optionally ending in /**", g)
+			}
+			for _, part := range strings.Split(lit, "/") {
+				if part == "" || part == "." || part == ".." {
+					return nil, fmt.Errorf("intent %q: empty, '.' or '..' component", g)
+				}
+			}
+		}
+		if lit == "" && !sub {
+			return nil, fmt.Errorf("intent %q is empty", g)
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+func shortDigest(d string) string {
+	d = strings.TrimPrefix(d, "sha256:")
+	if len(d) > 12 {
+		return d[:12]
+	}
+	return d
+}

@@ -1,0 +1,319 @@
+package provider
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/majlis-dev/majlis/fixtures"
+	"github.com/majlis-dev/majlis/reservation"
+)
+
+// newProvider makes a repository with one commit, registers it and opens it.
+func newProvider(t *testing.T) (*fixtures.Repo, *Provider) {
+	t.Helper()
+	repo := fixtures.NewRepo(t)
+	if _, err := Init(t.Context(), repo.Dir, InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Open(t.Context(), repo.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return repo, p
+}
+
+func mustAllocate(t *testing.T, p *Provider, o AllocateOptions) *Workspace {
+	t.Helper()
+	ws, err := p.Allocate(t.Context(), o)
+	if err != nil {
+		t.Fatalf("allocate %s: %v", o.Binding, err)
+	}
+	return ws
+}
+
+func worktreeCount(t *testing.T, repo *fixtures.Repo) int {
+	return strings.Count(repo.Git("worktree", "list", "--porcelain"), "worktree ")
+}
+
+func TestInitIsIdempotentFromAnyWorktree(t *testing.T) {
+	repo, p := newProvider(t)
+	ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+	again, err := Init(t.Context(), ws.Path, InitOptions{}) // from the linked worktree
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.ID != p.Reg.ID || again.CommonDir != repo.CommonDir() {
+		t.Errorf("init from a linked worktree: %+v, want id %s", again, p.Reg.ID)
+	}
+	if _, err := Init(t.Context(), repo.Dir, InitOptions{WorkspaceRoot: t.TempDir()}); !errors.Is(err, ErrAlreadyInit) {
+		t.Errorf("init with another root: %v, want ErrAlreadyInit", err)
+	}
+	if want := filepath.Join(filepath.Dir(repo.Dir), filepath.Base(repo.Dir)+".workspaces"); p.Reg.WorkspaceRoot != want {
+		t.Errorf("workspace root %s, want %s", p.Reg.WorkspaceRoot, want)
+	}
+}
+
+func TestAllocatePublishesClaimThenWorktree(t *testing.T) {
+	repo, p := newProvider(t)
+	ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1", Intent: []string{"src/auth/**", "go.mod"}})
+	recs, err := p.readBinding("T-1")
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("claims: %v, %v", recs, err)
+	}
+	c := recs[0].Claim
+	if c.Path != ws.Path || c.Base != repo.Head() || c.Branch != "majlis/T-1" || c.CommonDir != repo.CommonDir() ||
+		c.RepositoryID != p.Reg.ID || c.Allocator.PID != os.Getpid() || len(c.Intent) != 2 {
+		t.Errorf("claim does not describe the workspace: %+v", c)
+	}
+	if recs[0].Digest != ws.ClaimDigest || !recs[0].has(EventCreated) {
+		t.Errorf("digest %s / created %v", recs[0].Digest, recs[0].has(EventCreated))
+	}
+	list := repo.Git("worktree", "list", "--porcelain")
+	if !strings.Contains(list, "worktree "+ws.PhysicalPath) || !strings.Contains(list, "locked majlis workspace T-1") {
+		t.Errorf("worktree not registered and locked:\n%s", list)
+	}
+	if ws.Head != repo.Head() || ws.State != StateActive {
+		t.Errorf("workspace %+v", ws)
+	}
+}
+
+// A failure after the claim leaves no worktree, directory or branch, marks
+// the claim failed and frees the binding.
+func TestAllocateFailureLeavesNothing(t *testing.T) {
+	repo, p := newProvider(t)
+	hook := filepath.Join(repo.CommonDir(), "hooks", "post-checkout")
+	os.MkdirAll(filepath.Dir(hook), 0o755)
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\necho hook refuses >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := p.Allocate(t.Context(), AllocateOptions{Binding: "T-1"})
+	if err == nil {
+		t.Fatal("allocate succeeded despite the failing hook")
+	}
+	path := filepath.Join(p.Reg.WorkspaceRoot, "T-1")
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("directory left behind: %v", err)
+	}
+	if n := worktreeCount(t, repo); n != 1 {
+		t.Errorf("%d worktrees registered, want 1", n)
+	}
+	if out := repo.Git("branch", "--list", "majlis/T-1"); out != "" {
+		t.Errorf("branch left behind: %q", out)
+	}
+	recs, _ := p.readBinding("T-1")
+	if len(recs) != 1 || !recs[0].has(EventFailed) {
+		t.Fatalf("claim not marked failed: %+v", recs)
+	}
+	os.Remove(hook)
+	ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+	if recs, _ := p.readBinding("T-1"); len(recs) != 2 || ws.ClaimDigest != recs[1].Digest {
+		t.Errorf("the second allocation did not get claim #2")
+	}
+}
+
+// While a reclaim reservation is held, allocation refuses a path inside its
+// target; unrelated allocations proceed.
+func TestAllocateRefusesReservedTarget(t *testing.T) {
+	_, p := newProvider(t)
+	target := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+	l, err := p.leases.Acquire(t.Context(), reservation.Request{Resource: reclaimPrefix + "T-1", Purpose: "reclaim", TTL: time.Minute,
+		Metadata: map[string]string{"binding": "T-1", "path": target.Path, "physical_path": target.PhysicalPath}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	_, err = p.Allocate(t.Context(), AllocateOptions{Binding: "T-2", Path: filepath.Join(target.Path, "sub"), AllowNested: true})
+	if !errors.Is(err, ErrReserved) {
+		t.Fatalf("allocation inside a reserved target: %v, want ErrReserved", err)
+	}
+	if _, err := os.Lstat(filepath.Join(target.Path, "sub")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("refused allocation created something")
+	}
+	mustAllocate(t, p, AllocateOptions{Binding: "T-3"})
+	if ws, _ := p.List(t.Context(), ListOptions{}); ws[0].State != StateReclaiming {
+		t.Errorf("T-1 state %s, want reclaiming", ws[0].State)
+	}
+}
+
+func TestAllocateRefusesOverlapWithClaims(t *testing.T) {
+	_, p := newProvider(t)
+	a := mustAllocate(t, p, AllocateOptions{Binding: "A"})
+	for _, tc := range []struct {
+		name string
+		o    AllocateOptions
+		want error
+	}{
+		{"inside a workspace", AllocateOptions{Binding: "B", Path: filepath.Join(a.Path, "x")}, ErrNested},
+		{"through a symlink", AllocateOptions{Binding: "C", Path: ""}, ErrNested},
+		{"same path", AllocateOptions{Binding: "D", Path: a.Path}, ErrPathExists},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := tc.o
+			if tc.name == "through a symlink" {
+				link := filepath.Join(t.TempDir(), "alias")
+				if err := os.Symlink(a.Path, link); err != nil {
+					t.Fatal(err)
+				}
+				o.Path = filepath.Join(link, "inner")
+			}
+			if _, err := p.Allocate(t.Context(), o); !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+		})
+	}
+	// Allowed nesting works and is recorded.
+	b := mustAllocate(t, p, AllocateOptions{Binding: "E", Path: filepath.Join(a.Path, "nested"), AllowNested: true})
+	if recs, _ := p.readBinding("E"); !recs[0].Claim.AllowNested || b.Path != filepath.Join(a.Path, "nested") {
+		t.Errorf("nested allocation not recorded")
+	}
+}
+
+// Eight processes allocating eight bindings all succeed; eight allocating
+// one binding: exactly one succeeds, the others are refused as live.
+func TestConcurrentAllocations(t *testing.T) {
+	t.Run("different bindings", func(t *testing.T) {
+		repo, p := newProvider(t)
+		var kids []*child
+		for i := range 8 {
+			kids = append(kids, startChild(t, "allocate", "MAJLIS_REPO="+repo.Dir, "MAJLIS_BINDING=T-"+string(rune('a'+i))))
+		}
+		for _, k := range kids {
+			if r := k.result(t); !r.OK {
+				t.Errorf("allocation failed: %s", r.Err)
+			}
+		}
+		if n := worktreeCount(t, repo); n != 9 {
+			t.Errorf("%d worktrees, want 9", n)
+		}
+		if ws, err := p.List(t.Context(), ListOptions{}); err != nil || len(ws) != 8 {
+			t.Errorf("list: %d workspaces, %v", len(ws), err)
+		}
+	})
+	t.Run("one binding", func(t *testing.T) {
+		repo, p := newProvider(t)
+		var kids []*child
+		for range 8 {
+			kids = append(kids, startChild(t, "allocate", "MAJLIS_REPO="+repo.Dir, "MAJLIS_BINDING=T-1"))
+		}
+		wins := 0
+		for _, k := range kids {
+			r := k.result(t)
+			if r.OK {
+				wins++
+			} else if r.Code != "binding_live" {
+				t.Errorf("loser got %s: %s", r.Code, r.Err)
+			}
+		}
+		if wins != 1 {
+			t.Fatalf("%d allocations won, want 1", wins)
+		}
+		if n := worktreeCount(t, repo); n != 2 {
+			t.Errorf("%d worktrees, want 2", n)
+		}
+		if recs, _ := p.readBinding("T-1"); len(recs) != 1 {
+			t.Errorf("%d claims published, want 1", len(recs))
+		}
+	})
+}
+
+// An allocator killed after publishing its claim blocks the binding; a
+// retry with its request id finishes the allocation.
+func TestInterruptedAllocationResumes(t *testing.T) {
+	repo, p := newProvider(t)
+	path := filepath.Join(p.Reg.WorkspaceRoot, "T-1")
+	k := startChild(t, "claim-and-die", "MAJLIS_REPO="+repo.Dir, "MAJLIS_BINDING=T-1", "MAJLIS_PATH="+path,
+		"MAJLIS_REQUEST=req-7", "MAJLIS_BASE="+repo.Head())
+	k.cmd.Wait()
+	_, err := p.Allocate(t.Context(), AllocateOptions{Binding: "T-1"})
+	if !errors.Is(err, ErrBindingLive) || !strings.Contains(err.Error(), "--request-id req-7") {
+		t.Fatalf("allocate over an interrupted claim: %v", err)
+	}
+	ws, err := p.Allocate(t.Context(), AllocateOptions{Binding: "T-1", RequestID: "req-7", Path: path})
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if ws.Path != path || ws.Head != repo.Head() {
+		t.Errorf("resumed workspace %+v", ws)
+	}
+	again, err := p.Allocate(t.Context(), AllocateOptions{Binding: "T-1", RequestID: "req-7", Path: path})
+	if err != nil || again.ClaimDigest != ws.ClaimDigest {
+		t.Errorf("retry after success: %v", err)
+	}
+}
+
+func TestMalformedInventoryRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T, p *Provider)
+	}{
+		{"truncated claim", func(t *testing.T, p *Provider) {
+			f := filepath.Join(p.claimsDir("T-1"), claimName(1, "claim"))
+			b, _ := os.ReadFile(f)
+			os.WriteFile(f, b[:len(b)/2], 0o644)
+		}},
+		{"unknown claim format", func(t *testing.T, p *Provider) {
+			f := filepath.Join(p.claimsDir("T-1"), claimName(1, "claim"))
+			b, _ := os.ReadFile(f)
+			os.WriteFile(f, []byte(strings.Replace(string(b), formatClaim, "majlis.claim/9", 1)), 0o644)
+		}},
+		{"garbage in the claims folder", func(t *testing.T, p *Provider) {
+			os.WriteFile(filepath.Join(p.claimsDir("T-1"), "notes.txt"), []byte("hi"), 0o644)
+		}},
+		{"garbage binding folder", func(t *testing.T, p *Provider) {
+			os.WriteFile(filepath.Join(p.StateDir, "claims", ".DS_Store"), nil, 0o644)
+		}},
+		{"forged event", func(t *testing.T, p *Provider) {
+			f := filepath.Join(p.claimsDir("T-1"), claimName(1, "released"))
+			os.WriteFile(f, []byte(`{"event":{},"sha256":"00"}`), 0o644)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, p := newProvider(t)
+			mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+			tc.damage(t, p)
+			if _, err := p.List(t.Context(), ListOptions{}); !errors.Is(err, ErrMalformed) {
+				t.Errorf("list: %v, want ErrMalformed", err)
+			}
+			_, err := p.Allocate(t.Context(), AllocateOptions{Binding: "T-2"})
+			if !errors.Is(err, ErrMalformed) {
+				t.Errorf("allocate: %v, want ErrMalformed", err)
+			}
+			if _, serr := os.Lstat(filepath.Join(p.Reg.WorkspaceRoot, "T-2")); !errors.Is(serr, os.ErrNotExist) {
+				t.Errorf("refused allocation created its directory")
+			}
+		})
+	}
+}
+
+func FuzzUnsealClaim(f *testing.F) {
+	good, _, _ := seal("claim", &Claim{Format: formatClaim, Binding: "T-1", Seq: 1, RequestID: "r", Path: "/a",
+		PhysicalPath: "/a", CommonDir: "/c", RepositoryID: "x", Base: "b", Branch: "majlis/T-1", Intent: []string{},
+		CreatedAt: time.Unix(1, 0).UTC()})
+	f.Add(good)
+	f.Add([]byte(`{"claim":{},"sha256":""}`))
+	f.Add(good[:len(good)/2])
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var c Claim
+		digest, err := unseal(data, "claim", formatClaim, &c)
+		if err != nil {
+			return
+		}
+		if c.check() != nil {
+			t.Fatalf("accepted an invalid claim")
+		}
+		again, d2, err := seal("claim", &c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c2 Claim
+		if d3, err := unseal(again, "claim", formatClaim, &c2); err != nil || d3 != d2 {
+			t.Fatalf("re-sealed claim refused: %v", err)
+		}
+		_ = digest
+	})
+}

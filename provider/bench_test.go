@@ -1,0 +1,190 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/majlis-dev/majlis/fixtures"
+)
+
+// Benchmarks run the real majlis binary beside the plain git commands that
+// do the same job, in the same run, so make bench can report ratios.
+
+var (
+	buildOnce sync.Once
+	majlisBin string
+	buildErr  error
+)
+
+// majlisBinary builds cmd/majlis once per test binary.
+func majlisBinary(b *testing.B) string {
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "majlis-bench-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		majlisBin = filepath.Join(dir, "majlis")
+		out, err := exec.Command("go", "build", "-o", majlisBin, "github.com/majlis-dev/majlis/cmd/majlis").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		b.Fatal(buildErr)
+	}
+	return majlisBin
+}
+
+func run(b *testing.B, dir string, env []string, name string, args ...string) {
+	b.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+func benchRepo(b *testing.B, files int) *fixtures.Repo {
+	repo := fixtures.GenerateLarge(b, files)
+	if _, err := Init(context.Background(), repo.Dir, InitOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	return repo
+}
+
+// timed runs a command and returns how long it took.
+func timed(b *testing.B, dir string, env []string, name string, args ...string) time.Duration {
+	b.Helper()
+	t0 := time.Now()
+	run(b, dir, env, name, args...)
+	return time.Since(t0)
+}
+
+// versus reports a majlis operation beside its plain-git floor, measured
+// alternately in the same loop so both see the same machine state.
+func versus(b *testing.B, n int, ours, floor time.Duration) {
+	b.ReportMetric(float64(ours.Nanoseconds())/float64(n), "majlis-ns/op")
+	b.ReportMetric(float64(floor.Nanoseconds())/float64(n), "git-ns/op")
+	b.ReportMetric(float64(ours)/float64(floor), "x-git")
+}
+
+// BenchmarkAllocate: `majlis workspace allocate` against `git worktree add
+// -b`, alternately, in the same repository.
+func BenchmarkAllocate(b *testing.B) {
+	bin := majlisBinary(b)
+	for _, files := range []int{10, 20000} {
+		b.Run(fmt.Sprintf("files=%d", files), func(b *testing.B) {
+			repo := benchRepo(b, files)
+			root := filepath.Join(filepath.Dir(repo.Dir), "plain")
+			var ours, floor time.Duration
+			n := 0
+			for b.Loop() {
+				n++
+				ours += timed(b, repo.Dir, nil, bin, "workspace", "allocate", fmt.Sprintf("M-%d", n))
+				floor += timed(b, repo.Dir, nil, "git", "worktree", "add", "-q", "-b", fmt.Sprintf("g-%d", n),
+					filepath.Join(root, fmt.Sprintf("G-%d", n)), "HEAD")
+			}
+			versus(b, n, ours, floor)
+		})
+	}
+}
+
+// BenchmarkSalvage: `majlis workspace salvage` of 1,000 dirty files against
+// the bare recipe run as plain git commands, alternately.
+func BenchmarkSalvage(b *testing.B) {
+	bin := majlisBinary(b)
+	repo := benchRepo(b, 5000)
+	p, err := Open(context.Background(), repo.Dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	ws, err := p.Allocate(context.Background(), AllocateOptions{Binding: "S"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Each salvage captures new content, as in real use: both the majlis
+	// run and the bare recipe write 1,000 new blobs.
+	round := 0
+	dirty := func() {
+		round++
+		for i := range 1000 {
+			name := filepath.Join(ws.Path, fixtures.LargeFileName(i))
+			if err := os.WriteFile(name, []byte(fmt.Sprintf("dirty %d round %d\n", i, round)), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	gitDir := strings.TrimSpace(fixtures.Git(b, ws.Path, "rev-parse", "--absolute-git-dir"))
+	tmp := filepath.Join(gitDir, "bench-index")
+	env := []string{"GIT_INDEX_FILE=" + tmp}
+	var ours, floor time.Duration
+	n := 0
+	b.Run("dirty=1000", func(b *testing.B) {
+		for b.Loop() {
+			n++
+			dirty()
+			ours += timed(b, repo.Dir, nil, bin, "workspace", "salvage", "S")
+			dirty()
+			t0 := time.Now()
+			data, err := os.ReadFile(filepath.Join(gitDir, "index"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(tmp, data, 0o644); err != nil {
+				b.Fatal(err)
+			}
+			// Keep the index's mtime, as Snapshot does: a copy stamped
+			// "now" would let git trust the stat data of racily-clean
+			// entries and miss changes made in the index's last tick.
+			if fi, err := os.Stat(filepath.Join(gitDir, "index")); err != nil {
+				b.Fatal(err)
+			} else if err := os.Chtimes(tmp, fi.ModTime(), fi.ModTime()); err != nil {
+				b.Fatal(err)
+			}
+			run(b, ws.Path, env, "git", "add", "-A")
+			tree := strings.TrimSpace(fixtures.GitEnv(b, ws.Path, env, "write-tree"))
+			commit := strings.TrimSpace(fixtures.Git(b, ws.Path, "commit-tree", "-p", "HEAD", "-m", "salvage", tree))
+			run(b, ws.Path, nil, "git", "update-ref", fmt.Sprintf("refs/bench/salvage/%d", n), commit, "")
+			os.Remove(tmp)
+			floor += time.Since(t0)
+		}
+		versus(b, n, ours, floor)
+	})
+}
+
+// BenchmarkList: `majlis workspace list` with 200 workspaces (goal: under
+// 50 ms), beside `git worktree list` of the same repository.
+func BenchmarkList(b *testing.B) {
+	bin := majlisBinary(b)
+	repo := benchRepo(b, 10)
+	p, err := Open(context.Background(), repo.Dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	for i := range 200 {
+		if _, err := p.Allocate(context.Background(), AllocateOptions{Binding: fmt.Sprintf("L-%03d", i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("workspaces=200", func(b *testing.B) {
+		var ours, floor time.Duration
+		n := 0
+		for b.Loop() {
+			n++
+			ours += timed(b, repo.Dir, nil, bin, "workspace", "list", "--json")
+			floor += timed(b, repo.Dir, nil, "git", "worktree", "list", "--porcelain")
+		}
+		versus(b, n, ours, floor)
+	})
+}

@@ -1,0 +1,259 @@
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/majlis-dev/majlis/reservation"
+)
+
+const (
+	formatRepository = "majlis.repository/1"
+	formatClaim      = "majlis.claim/1"
+	formatEvent      = "majlis.event/1"
+	formatRequest    = "majlis.request/1"
+)
+
+// ValidBinding reports why binding is not a safe name, or nil.
+func ValidBinding(binding string) error {
+	if !reservation.ValidName(binding, 100, "_", "._-") {
+		return &Error{Op: "validate", Binding: strconv.Quote(binding), Err: ErrInvalidBinding,
+			Reason: "a binding is 1 to 100 letters, digits, '.', '_' or '-', not starting with '-' or '.'"}
+	}
+	return nil
+}
+
+// Registration is the repository's registration record, written once by
+// Init into <git-common-dir>/majlis/repository.json.
+type Registration struct {
+	Format        string    `json:"format"`
+	ID            string    `json:"id"`
+	CommonDir     string    `json:"common_dir"`
+	WorkspaceRoot string    `json:"workspace_root"`
+	CreatedAt     time.Time `json:"created_at"`
+}
+
+func (r *Registration) check() error {
+	if r.ID == "" || r.CommonDir == "" || r.WorkspaceRoot == "" || r.CreatedAt.IsZero() {
+		return errors.New("incomplete registration")
+	}
+	if !filepath.IsAbs(r.CommonDir) || !filepath.IsAbs(r.WorkspaceRoot) {
+		return errors.New("paths must be absolute")
+	}
+	return nil
+}
+
+// A Claim is the immutable record published, under the publication lease,
+// before a workspace is created. Its digest pins it.
+type Claim struct {
+	Format       string            `json:"format"`
+	Binding      string            `json:"binding"`
+	Seq          int               `json:"seq"` // 1 for the binding's first claim, then 2, ...
+	RequestID    string            `json:"request_id"`
+	Path         string            `json:"path"`          // lexical, absolute
+	PhysicalPath string            `json:"physical_path"` // symlinks resolved
+	CommonDir    string            `json:"common_dir"`
+	RepositoryID string            `json:"repository_id"`
+	Base         string            `json:"base"`     // commit id
+	BaseRef      string            `json:"base_ref"` // as the caller named it
+	Branch       string            `json:"branch"`
+	Intent       []string          `json:"intent"`
+	OwnerPID     int               `json:"owner_pid"`        // 0: none recorded
+	OwnerStart   uint64            `json:"owner_start_time"` // start time of OwnerPID
+	AllowNested  bool              `json:"allow_nested"`
+	Allocator    reservation.Owner `json:"allocator"`
+	CreatedAt    time.Time         `json:"created_at"`
+}
+
+func (c *Claim) check() error {
+	switch {
+	case ValidBinding(c.Binding) != nil:
+		return fmt.Errorf("invalid binding %q", c.Binding)
+	case c.Seq < 1:
+		return fmt.Errorf("invalid seq %d", c.Seq)
+	case c.RequestID == "" || c.Path == "" || c.PhysicalPath == "" || c.CommonDir == "" ||
+		c.RepositoryID == "" || c.Base == "" || c.Branch == "" || c.CreatedAt.IsZero():
+		return errors.New("incomplete claim")
+	case !filepath.IsAbs(c.Path) || !filepath.IsAbs(c.PhysicalPath):
+		return errors.New("claim paths must be absolute")
+	case c.Intent == nil:
+		return errors.New(`missing "intent"`)
+	}
+	return nil
+}
+
+// Event kinds, each published at most once per claim.
+const (
+	EventCreated   = "created"   // the worktree exists; carries its file identity
+	EventFailed    = "failed"    // allocation failed and was undone
+	EventReleased  = "released"  // the holder is done; files stay
+	EventReclaimed = "reclaimed" // the workspace was removed (with attestation)
+)
+
+// An Event is an immutable fact about a claim.
+type Event struct {
+	Format      string    `json:"format"`
+	Kind        string    `json:"kind"`
+	Binding     string    `json:"binding"`
+	Seq         int       `json:"seq"`
+	ClaimDigest string    `json:"claim_digest"`
+	At          time.Time `json:"at"`
+	Dev         uint64    `json:"dev,omitempty"`
+	Ino         uint64    `json:"ino,omitempty"`
+	Head        string    `json:"head,omitempty"`
+	Reason      string    `json:"reason,omitempty"`
+	SalvageRef  string    `json:"salvage_ref,omitempty"`
+}
+
+func (e *Event) check() error {
+	switch e.Kind {
+	case EventCreated:
+		if e.Ino == 0 {
+			return errors.New("created event without file identity")
+		}
+	case EventFailed, EventReleased, EventReclaimed:
+	default:
+		return fmt.Errorf("unknown event kind %q", e.Kind)
+	}
+	if ValidBinding(e.Binding) != nil || e.Seq < 1 || e.ClaimDigest == "" || e.At.IsZero() {
+		return errors.New("incomplete event")
+	}
+	return nil
+}
+
+// claimRecord is a claim with the events published for it.
+type claimRecord struct {
+	Claim  Claim
+	Digest string
+	Events map[string]*Event
+}
+
+func (r *claimRecord) has(kind string) bool { return r.Events[kind] != nil }
+
+// live reports whether the claim still stands for a workspace (or an
+// allocation in progress): neither failed nor reclaimed.
+func (r *claimRecord) live() bool { return !r.has(EventFailed) && !r.has(EventReclaimed) }
+
+func (p *Provider) claimsDir(binding string) string {
+	return filepath.Join(p.StateDir, "claims", binding)
+}
+
+func claimName(seq int, suffix string) string { return fmt.Sprintf("%06d.%s", seq, suffix) }
+
+// readBinding reads every claim of binding, oldest first. Files it does not
+// recognise refuse: the inventory must be fully understood.
+func (p *Provider) readBinding(binding string) ([]*claimRecord, error) {
+	dir := p.claimsDir(binding)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &Error{Op: "read", Binding: binding, Path: dir, Err: err}
+	}
+	bySeq := map[int]*claimRecord{}
+	var events []string
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp") {
+			continue // a record being published (or a crashed writer's leftover)
+		}
+		seqStr, kind, ok := strings.Cut(name, ".")
+		seq, err := strconv.Atoi(seqStr)
+		if !ok || err != nil || seq < 1 || len(seqStr) != 6 {
+			return nil, &Error{Op: "read", Binding: binding, Path: filepath.Join(dir, name), Err: ErrMalformed,
+				Reason: "unexpected file in the claims folder", Hint: "move it out of the majlis state folder"}
+		}
+		if kind != "claim" {
+			events = append(events, name)
+			continue
+		}
+		rec := &claimRecord{Events: map[string]*Event{}}
+		path := filepath.Join(dir, name)
+		if rec.Digest, err = readRecord(path, "claim", formatClaim, &rec.Claim); err != nil {
+			return nil, err
+		}
+		if rec.Claim.Binding != binding || rec.Claim.Seq != seq {
+			return nil, &Error{Op: "read", Binding: binding, Path: path, Err: ErrMalformed,
+				Reason: fmt.Sprintf("claim names %s #%d", rec.Claim.Binding, rec.Claim.Seq)}
+		}
+		bySeq[seq] = rec
+	}
+	for _, name := range events {
+		path := filepath.Join(dir, name)
+		seqStr, kind, _ := strings.Cut(name, ".")
+		seq, _ := strconv.Atoi(seqStr)
+		rec := bySeq[seq]
+		var ev Event
+		if _, err := readRecord(path, "event", formatEvent, &ev); err != nil {
+			return nil, err
+		}
+		if rec == nil || ev.Kind != kind || ev.Seq != seq || ev.Binding != binding || ev.ClaimDigest != rec.Digest {
+			return nil, &Error{Op: "read", Binding: binding, Path: path, Err: ErrMalformed,
+				Reason: "event does not match its claim"}
+		}
+		rec.Events[kind] = &ev
+	}
+	out := make([]*claimRecord, 0, len(bySeq))
+	for _, r := range bySeq {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Claim.Seq < out[j].Claim.Seq })
+	return out, nil
+}
+
+// bindings lists the bindings that have a claims folder.
+func (p *Provider) bindings() ([]string, error) {
+	dir := filepath.Join(p.StateDir, "claims")
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &Error{Op: "list", Path: dir, Err: err}
+	}
+	var out []string
+	for _, e := range entries {
+		if !e.IsDir() || ValidBinding(e.Name()) != nil {
+			return nil, &Error{Op: "list", Path: filepath.Join(dir, e.Name()), Err: ErrMalformed,
+				Reason: "unexpected entry in the claims folder", Hint: "move it out of the majlis state folder"}
+		}
+		out = append(out, e.Name())
+	}
+	return out, nil
+}
+
+// publishEvent publishes an event for a claim (no-clobber). Publishing an
+// event that already exists is not an error: events are facts, and a
+// retry may publish the same fact again.
+func (p *Provider) publishEvent(rec *claimRecord, ev Event) (*Event, error) {
+	ev.Format, ev.Binding, ev.Seq, ev.ClaimDigest = formatEvent, rec.Claim.Binding, rec.Claim.Seq, rec.Digest
+	if ev.At.IsZero() {
+		ev.At = p.now().UTC()
+	}
+	data, _, err := seal("event", &ev)
+	if err != nil {
+		return nil, err
+	}
+	dir := p.claimsDir(rec.Claim.Binding)
+	err = reservation.Publish(dir, claimName(rec.Claim.Seq, ev.Kind), data)
+	if errors.Is(err, reservation.ErrExists) {
+		var existing Event
+		if _, err := readRecord(filepath.Join(dir, claimName(rec.Claim.Seq, ev.Kind)), "event", formatEvent, &existing); err != nil {
+			return nil, err
+		}
+		rec.Events[ev.Kind] = &existing
+		return &existing, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	rec.Events[ev.Kind] = &ev
+	return &ev, nil
+}

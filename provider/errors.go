@@ -1,0 +1,61 @@
+package provider
+
+import (
+	"errors"
+	"strings"
+)
+
+// Sentinels callers branch on (errors.Is). cmd/majlis maps each to an exit
+// code and a stable error code in one table.
+var (
+	ErrInvalidBinding  = errors.New("provider: invalid binding")
+	ErrInvalidArgument = errors.New("provider: invalid argument")
+	ErrNotInitialized  = errors.New("provider: repository not initialized")
+	ErrNotRepository   = errors.New("provider: not a git repository")
+	ErrAlreadyInit     = errors.New("provider: repository already initialized differently")
+	ErrBindingLive     = errors.New("provider: binding already has a live workspace")
+	ErrNotFound        = errors.New("provider: no such workspace")
+	ErrUnknownBase     = errors.New("provider: unknown base revision")
+	ErrBranchExists    = errors.New("provider: branch already exists")
+	ErrPathExists      = errors.New("provider: path already exists")
+	ErrNested          = errors.New("provider: path lies inside another workspace")
+	ErrReserved        = errors.New("provider: path overlaps a reserved reclaim target")
+	ErrRequestConflict = errors.New("provider: request id already used with other arguments")
+	ErrMalformed       = errors.New("provider: malformed record")
+	ErrMissing         = errors.New("provider: workspace directory is missing")
+	ErrIdentity        = errors.New("provider: workspace identity drifted")
+	ErrInterrupted     = errors.New("provider: an earlier operation was interrupted")
+)
+
+// An Error reports a refused or failed workspace operation with its facts.
+type Error struct {
+	Op      string // init, allocate, list, show, release, salvage
+	Binding string
+	Path    string // the file or directory concerned
+	Peer    string // the other workspace or path involved, if any
+	Reason  string
+	Hint    string // what the user can do
+	Err     error
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Op)
+	if e.Binding != "" {
+		b.WriteString(" " + e.Binding)
+	}
+	b.WriteString(": ")
+	b.WriteString(strings.TrimPrefix(e.Err.Error(), "provider: "))
+	if e.Reason != "" {
+		b.WriteString(": " + e.Reason)
+	}
+	if e.Path != "" && !strings.Contains(e.Reason, e.Path) {
+		b.WriteString(" (" + e.Path + ")")
+	}
+	if e.Hint != "" {
+		b.WriteString("; " + e.Hint)
+	}
+	return b.String()
+}

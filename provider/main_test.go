@@ -1,0 +1,115 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/majlis-dev/majlis/fixtures"
+	"github.com/majlis-dev/majlis/pathid"
+	"github.com/majlis-dev/majlis/reservation"
+)
+
+const childEnv = "MAJLIS_PROVIDER_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(childEnv); mode != "" {
+		os.Exit(runChild(mode))
+	}
+	fixtures.Main(m)
+}
+
+// childResult is what a helper process prints.
+type childResult struct {
+	OK   bool   `json:"ok"`
+	Code string `json:"code,omitempty"`
+	Err  string `json:"err,omitempty"`
+	Path string `json:"path,omitempty"`
+}
+
+func errCode(err error) string {
+	for _, s := range []struct {
+		err  error
+		code string
+	}{{ErrBindingLive, "binding_live"}, {ErrNested, "nested"}, {ErrReserved, "reserved"}, {ErrPathExists, "path_exists"},
+		{ErrBranchExists, "branch_exists"}, {ErrMalformed, "malformed"}, {ErrInterrupted, "interrupted"}} {
+		if errors.Is(err, s.err) {
+			return s.code
+		}
+	}
+	return "other"
+}
+
+// runChild: MAJLIS_REPO, MAJLIS_BINDING, MAJLIS_PATH.
+func runChild(mode string) int {
+	ctx := context.Background()
+	p, err := Open(ctx, os.Getenv("MAJLIS_REPO"))
+	if err != nil {
+		fmt.Println(`{"err":` + fmt.Sprintf("%q", err.Error()) + `}`)
+		return 1
+	}
+	opts := AllocateOptions{Binding: os.Getenv("MAJLIS_BINDING"), Path: os.Getenv("MAJLIS_PATH"),
+		RequestID: os.Getenv("MAJLIS_REQUEST"), AllowNested: os.Getenv("MAJLIS_NESTED") != ""}
+	switch mode {
+	case "allocate":
+		ws, err := p.Allocate(ctx, opts)
+		r := childResult{OK: err == nil}
+		if err != nil {
+			r.Code, r.Err = errCode(err), err.Error()
+		} else {
+			r.Path = ws.Path
+		}
+		b, _ := json.Marshal(r)
+		fmt.Println(string(b))
+		return 0
+	case "claim-and-die":
+		// Publish the claim as Allocate does, then die before git runs.
+		path, _ := pathid.Lexical(opts.Path)
+		c := Claim{Format: formatClaim, Binding: opts.Binding, RequestID: opts.RequestID, Path: path,
+			PhysicalPath: path, CommonDir: p.Reg.CommonDir, RepositoryID: p.Reg.ID, Base: os.Getenv("MAJLIS_BASE"),
+			BaseRef: "HEAD", Branch: "majlis/" + opts.Binding, Intent: []string{}, CreatedAt: p.now().UTC()}
+		c.Allocator, _ = reservation.ProcessOwner(os.Getpid())
+		args := requestArgs{Op: "allocate", Binding: opts.Binding, Base: "HEAD", Branch: c.Branch, Path: path, Intent: []string{}}
+		if _, err := p.publishClaim(ctx, c, args); err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	}
+	return 2
+}
+
+type child struct {
+	cmd *exec.Cmd
+	out strings.Builder
+}
+
+func startChild(t *testing.T, mode string, env ...string) *child {
+	t.Helper()
+	c := &child{cmd: exec.Command(os.Args[0], "-test.run=^$")}
+	c.cmd.Env = append(append(os.Environ(), childEnv+"="+mode), env...)
+	c.cmd.Stdout = &c.out
+	c.cmd.Stderr = os.Stderr
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.cmd.Process.Kill(); c.cmd.Wait() })
+	return c
+}
+
+func (c *child) result(t *testing.T) childResult {
+	t.Helper()
+	c.cmd.Wait()
+	var r childResult
+	if err := json.Unmarshal([]byte(c.out.String()), &r); err != nil {
+		t.Fatalf("child printed %q: %v", c.out.String(), err)
+	}
+	return r
+}

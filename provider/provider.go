@@ -1,0 +1,156 @@
+package provider
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/pathid"
+	"github.com/majlis-dev/majlis/reservation"
+)
+
+// A Provider acts on one registered repository. Open it from any worktree
+// of the repository; it is cheap and holds no locks between calls.
+type Provider struct {
+	Repo     gitops.Repo  // the worktree it was opened from, and the repository
+	Reg      Registration // the repository's registration
+	StateDir string       // <git-common-dir>/majlis
+
+	leases *reservation.Dir
+	now    func() time.Time
+}
+
+// Repository is what init reports.
+type Repository struct {
+	ID            string `json:"id"`
+	CommonDir     string `json:"common_dir"`
+	StateDir      string `json:"state_dir"`
+	WorkspaceRoot string `json:"workspace_root"`
+}
+
+// InitOptions configure Init.
+type InitOptions struct {
+	// WorkspaceRoot is where workspaces go by default. Empty: the folder
+	// <parent of the main worktree>/<repository folder name>.workspaces.
+	WorkspaceRoot string
+}
+
+// Init registers the repository containing dir: it writes
+// <git-common-dir>/majlis/repository.json once. Running it again returns the
+// existing registration; asking for another workspace root refuses.
+func Init(ctx context.Context, dir string, opts InitOptions) (*Repository, error) {
+	repo, err := discover(ctx, "init", dir)
+	if err != nil {
+		return nil, err
+	}
+	state := filepath.Join(repo.CommonDir, "majlis")
+	root := opts.WorkspaceRoot
+	if root != "" {
+		if root, err = pathid.Lexical(root); err != nil {
+			return nil, &Error{Op: "init", Path: opts.WorkspaceRoot, Err: ErrInvalidArgument, Reason: err.Error()}
+		}
+	} else {
+		if repo.MainWorktree == "" {
+			return nil, &Error{Op: "init", Path: repo.CommonDir, Err: ErrInvalidArgument,
+				Reason: "the main worktree cannot be located", Hint: "pass --workspace-root DIR"}
+		}
+		root = filepath.Join(filepath.Dir(repo.MainWorktree), filepath.Base(repo.MainWorktree)+".workspaces")
+	}
+	if err := os.MkdirAll(state, 0o755); err != nil {
+		return nil, &Error{Op: "init", Path: state, Err: err}
+	}
+	reg := Registration{Format: formatRepository, ID: newID(), CommonDir: repo.CommonDir,
+		WorkspaceRoot: root, CreatedAt: time.Now().UTC()}
+	data, _, err := seal("repository", &reg)
+	if err != nil {
+		return nil, err
+	}
+	err = reservation.Publish(state, "repository.json", data)
+	if errors.Is(err, reservation.ErrExists) {
+		existing, err := readRegistration(state)
+		if err != nil {
+			return nil, err
+		}
+		if opts.WorkspaceRoot != "" && existing.WorkspaceRoot != root {
+			return nil, &Error{Op: "init", Path: filepath.Join(state, "repository.json"), Err: ErrAlreadyInit,
+				Reason: "registered with workspace root " + existing.WorkspaceRoot + ", not " + root,
+				Hint:   "omit --workspace-root, or pass --path to each allocate"}
+		}
+		reg = *existing
+	} else if err != nil {
+		return nil, err
+	}
+	return &Repository{ID: reg.ID, CommonDir: reg.CommonDir, StateDir: state, WorkspaceRoot: reg.WorkspaceRoot}, nil
+}
+
+// Open opens the registered repository containing dir.
+func Open(ctx context.Context, dir string) (*Provider, error) {
+	repo, err := discover(ctx, "open", dir)
+	if err != nil {
+		return nil, err
+	}
+	state := filepath.Join(repo.CommonDir, "majlis")
+	reg, err := readRegistration(state)
+	if err != nil {
+		return nil, err
+	}
+	if reg.CommonDir != repo.CommonDir {
+		return nil, &Error{Op: "open", Path: filepath.Join(state, "repository.json"), Err: ErrIdentity,
+			Reason: "registered for " + reg.CommonDir + " but found in " + repo.CommonDir,
+			Hint:   "the repository was moved or copied; register the copy with a fresh state folder"}
+	}
+	leases, err := reservation.Open(filepath.Join(state, "leases"))
+	if err != nil {
+		return nil, err
+	}
+	return &Provider{Repo: repo, Reg: *reg, StateDir: state, leases: leases, now: time.Now}, nil
+}
+
+// Close releases the provider's handles.
+func (p *Provider) Close() error { return p.leases.Close() }
+
+// Repository reports the registration.
+func (p *Provider) Repository() *Repository {
+	return &Repository{ID: p.Reg.ID, CommonDir: p.Reg.CommonDir, StateDir: p.StateDir, WorkspaceRoot: p.Reg.WorkspaceRoot}
+}
+
+func readRegistration(state string) (*Registration, error) {
+	path := filepath.Join(state, "repository.json")
+	var reg Registration
+	if _, err := readRecord(path, "repository", formatRepository, &reg); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, &Error{Op: "open", Path: filepath.Dir(state), Err: ErrNotInitialized,
+				Hint: "run 'majlis init' in the repository first"}
+		}
+		return nil, err
+	}
+	return &reg, nil
+}
+
+func discover(ctx context.Context, op, dir string) (gitops.Repo, error) {
+	if dir == "" {
+		dir = "."
+	}
+	repo, err := gitops.Discover(ctx, dir)
+	if err != nil {
+		if errors.Is(err, gitops.ErrNotARepository) || errors.Is(err, os.ErrNotExist) {
+			return repo, &Error{Op: op, Path: dir, Err: ErrNotRepository, Reason: err.Error(),
+				Hint: "run majlis inside a git repository or pass --repo DIR"}
+		}
+		return repo, err
+	}
+	return repo, nil
+}
+
+func newID() string {
+	var b [16]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b[:])
+}

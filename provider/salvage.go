@@ -1,0 +1,170 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/pathid"
+)
+
+// SalvagePrefix is where salvage refs live: SalvagePrefix<binding>/<n>.
+const SalvagePrefix = "refs/majlis/salvage/"
+
+// A SalvageResult reports a salvage. Its JSON is part of the CLI contract.
+type SalvageResult struct {
+	Binding string  `json:"binding"`
+	Ref     *string `json:"ref"`    // null when clean
+	Commit  *string `json:"commit"` // null when clean
+	Files   int     `json:"files"`  // paths captured
+	Clean   bool    `json:"clean"`
+	Counts  struct {
+		Added       int `json:"added"`
+		Modified    int `json:"modified"`
+		Deleted     int `json:"deleted"`
+		TypeChanged int `json:"type_changed"`
+	} `json:"counts"`
+	// DirtySubmodules and NestedRepositories were recorded as pointers
+	// only: their own changes were NOT captured.
+	DirtySubmodules    []string `json:"dirty_submodules"`
+	NestedRepositories []string `json:"nested_repositories"`
+}
+
+// Salvage preserves the workspace's uncommitted work (tracked changes and
+// untracked, non-ignored files) as a commit on
+// refs/majlis/salvage/<binding>/<n>, without touching the workspace's
+// index, HEAD, branch or files. A clean workspace makes no ref.
+func (p *Provider) Salvage(ctx context.Context, binding, message, requestID string) (*SalvageResult, error) {
+	rec, err := p.current("salvage", binding)
+	if err != nil {
+		return nil, err
+	}
+	args := requestArgs{Op: "salvage", Binding: binding, Message: message}
+	if requestID != "" {
+		r, err := p.readRequest(requestID)
+		switch {
+		case err == nil:
+			if err := p.checkRequest(requestID, args); err != nil {
+				return nil, err
+			}
+			var res SalvageResult
+			if err := json.Unmarshal(r.Result, &res); err != nil {
+				return nil, &Error{Op: "salvage", Binding: binding, Err: ErrMalformed, Reason: "recorded result: " + err.Error()}
+			}
+			return &res, nil
+		case !errors.Is(err, os.ErrNotExist):
+			return nil, err
+		}
+	}
+	if err := p.verifyIdentity("salvage", rec); err != nil {
+		return nil, err
+	}
+	res, err := p.salvage(ctx, rec, message)
+	if err != nil {
+		return nil, err
+	}
+	if requestID != "" {
+		if err := p.recordRequest(requestID, args, res); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (p *Provider) salvage(ctx context.Context, rec *claimRecord, message string) (*SalvageResult, error) {
+	c := rec.Claim
+	if message == "" {
+		message = "majlis salvage of workspace " + c.Binding
+	}
+	message += fmt.Sprintf("\n\nMajlis-Binding: %s\nMajlis-Claim: %s\nMajlis-Path: %s\n", c.Binding, rec.Digest, c.Path)
+	snap, err := gitops.Snapshot(ctx, c.Path, message)
+	if err != nil {
+		return nil, err
+	}
+	res := &SalvageResult{Binding: c.Binding, Clean: snap.Clean,
+		DirtySubmodules: nonNil(snap.DirtySubmodules), NestedRepositories: nonNil(snap.NestedRepositories)}
+	res.Counts.Added, res.Counts.Modified = snap.Files.Added, snap.Files.Modified
+	res.Counts.Deleted, res.Counts.TypeChanged = snap.Files.Deleted, snap.Files.TypeChanged
+	res.Files = snap.Files.Added + snap.Files.Modified + snap.Files.Deleted + snap.Files.TypeChanged
+	if snap.Clean {
+		return res, nil
+	}
+	ref, err := p.storeSalvage(ctx, c.Binding, snap.Commit)
+	if err != nil {
+		return nil, err
+	}
+	res.Ref, res.Commit = &ref, &snap.Commit
+	return res, nil
+}
+
+// storeSalvage creates the next free refs/majlis/salvage/<binding>/<n>
+// (create-only: an existing salvage ref is never moved).
+func (p *Provider) storeSalvage(ctx context.Context, binding, commit string) (string, error) {
+	reader, err := gitops.OpenReader(ctx, p.Reg.CommonDir)
+	if err != nil {
+		return "", err
+	}
+	prefix := SalvagePrefix + binding + "/"
+	refs, err := reader.Refs(ctx, prefix)
+	if err != nil {
+		return "", err
+	}
+	n := 0
+	for _, r := range refs {
+		if k, err := strconv.Atoi(strings.TrimPrefix(r.Name, prefix)); err == nil && k > n {
+			n = k
+		}
+	}
+	for range 10 {
+		n++
+		ref := prefix + strconv.Itoa(n)
+		err := gitops.UpdateRefCreate(ctx, p.Reg.CommonDir, ref, commit)
+		if errors.Is(err, gitops.ErrRefExists) {
+			continue // a concurrent salvage took that number
+		}
+		if err != nil {
+			return "", err
+		}
+		return ref, nil
+	}
+	return "", fmt.Errorf("salvage %s: no free salvage ref after 10 tries", binding)
+}
+
+// verifyIdentity checks that the directory at the claimed path is the one
+// recorded when the workspace was created: same device and inode, not a
+// symlink.
+func (p *Provider) verifyIdentity(op string, rec *claimRecord) error {
+	c := rec.Claim
+	ev := rec.Events[EventCreated]
+	id, err := pathid.Lstat(c.Path)
+	if errors.Is(err, os.ErrNotExist) {
+		return &Error{Op: op, Binding: c.Binding, Path: c.Path, Err: ErrMissing,
+			Reason: "nothing exists at the workspace's path"}
+	}
+	if err != nil {
+		return &Error{Op: op, Binding: c.Binding, Path: c.Path, Err: ErrIdentity, Reason: err.Error()}
+	}
+	if fi, err := os.Lstat(c.Path); err != nil || !fi.IsDir() {
+		return &Error{Op: op, Binding: c.Binding, Path: c.Path, Err: ErrIdentity,
+			Reason: "the workspace path is no longer a directory (a symlink or file replaced it)",
+			Hint:   "majlis will not act on it; inspect the path"}
+	}
+	if id.Dev != ev.Dev || id.Ino != ev.Ino {
+		return &Error{Op: op, Binding: c.Binding, Path: c.Path, Err: ErrIdentity,
+			Reason: fmt.Sprintf("the directory was replaced (device/inode %d:%d, recorded %d:%d)", id.Dev, id.Ino, ev.Dev, ev.Ino),
+			Hint:   "majlis will not act on it; inspect the path"}
+	}
+	return nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

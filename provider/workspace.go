@@ -1,0 +1,210 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/pathid"
+)
+
+// Workspace states (CLI.md).
+const (
+	StateActive     = "active"
+	StateReleased   = "released"
+	StateReclaiming = "reclaiming"
+	StateReclaimed  = "reclaimed"
+	StateMissing    = "missing"
+)
+
+// A Workspace is what list and show report. Its JSON is part of the CLI
+// contract: fields may be added, never renamed or removed.
+type Workspace struct {
+	ID           string         `json:"id"`
+	Binding      string         `json:"binding"`
+	Path         string         `json:"path"`
+	PhysicalPath string         `json:"physical_path"`
+	Branch       string         `json:"branch"`
+	Base         string         `json:"base"`
+	Head         string         `json:"head"`
+	State        string         `json:"state"`
+	ClaimDigest  string         `json:"claim_digest"`
+	CreatedAt    time.Time      `json:"created_at"`
+	Intent       []string       `json:"intent"`
+	RequestID    string         `json:"request_id"`
+	OwnerPID     int            `json:"owner_pid,omitempty"`
+	ReleasedAt   *time.Time     `json:"released_at,omitempty"`
+	ReclaimedAt  *time.Time     `json:"reclaimed_at,omitempty"`
+	SalvageRef   string         `json:"salvage_ref,omitempty"`
+	Dirty        *bool          `json:"dirty,omitempty"`   // show only
+	Changes      *gitops.Counts `json:"changes,omitempty"` // show only
+	// DirtySubmodules lists submodules with changes salvage cannot capture (show only).
+	DirtySubmodules []string `json:"dirty_submodules,omitempty"`
+}
+
+// view renders a claim as a Workspace; with status it also reads git
+// status of the worktree.
+func (p *Provider) view(ctx context.Context, rec *claimRecord, status bool) (*Workspace, error) {
+	reader, err := gitops.OpenReader(ctx, p.Reg.CommonDir)
+	if err != nil {
+		return nil, err
+	}
+	reclaiming, err := p.reclaimingBindings()
+	if err != nil {
+		return nil, err
+	}
+	return p.render(ctx, reader, reclaiming, rec, status)
+}
+
+func (p *Provider) render(ctx context.Context, reader *gitops.Reader, reclaiming map[string]bool, rec *claimRecord, status bool) (*Workspace, error) {
+	c := rec.Claim
+	w := &Workspace{
+		ID: shortDigest(rec.Digest), Binding: c.Binding, Path: c.Path, PhysicalPath: c.PhysicalPath,
+		Branch: c.Branch, Base: c.Base, ClaimDigest: rec.Digest, CreatedAt: c.CreatedAt,
+		Intent: c.Intent, RequestID: c.RequestID, OwnerPID: c.OwnerPID, State: StateActive,
+	}
+	if ev := rec.Events[EventReleased]; ev != nil {
+		t := ev.At
+		w.ReleasedAt, w.State = &t, StateReleased
+	}
+	if ev := rec.Events[EventReclaimed]; ev != nil {
+		t := ev.At
+		w.ReclaimedAt, w.State, w.SalvageRef = &t, StateReclaimed, ev.SalvageRef
+		return w, nil
+	}
+	if reclaiming[c.Binding] {
+		w.State = StateReclaiming
+	}
+	if ev := rec.Events[EventCreated]; ev != nil {
+		id, err := pathid.Lstat(c.Path)
+		if errors.Is(err, os.ErrNotExist) || (err == nil && (id.Dev != ev.Dev || id.Ino != ev.Ino)) {
+			if errors.Is(err, os.ErrNotExist) {
+				w.State = StateMissing
+			}
+			return w, nil
+		}
+		if head, err := reader.WorktreeHead(ctx, c.Path); err == nil {
+			w.Head = head
+		}
+	}
+	if status && w.State != StateMissing && rec.has(EventCreated) {
+		st, err := gitops.ReadStatus(ctx, c.Path, gitops.StatusOptions{})
+		if err != nil {
+			return nil, err
+		}
+		counts := st.Counts()
+		dirty := counts.Total() > 0
+		w.Dirty, w.Changes, w.DirtySubmodules = &dirty, &counts, st.DirtySubmodules()
+		if st.Head != "" {
+			w.Head = st.Head
+		}
+	}
+	return w, nil
+}
+
+// reclaimingBindings returns the bindings with a reclaim reservation.
+func (p *Provider) reclaimingBindings() (map[string]bool, error) {
+	names, err := p.leases.List(reclaimPrefix)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, n := range names {
+		out[n[len(reclaimPrefix):]] = true
+	}
+	return out, nil
+}
+
+// ListOptions tune List.
+type ListOptions struct {
+	All bool // include reclaimed workspaces
+}
+
+// List returns the workspaces of the repository, by binding. Failed
+// allocations are never listed; reclaimed ones only with All.
+func (p *Provider) List(ctx context.Context, o ListOptions) ([]*Workspace, error) {
+	bindings, err := p.bindings()
+	if err != nil {
+		return nil, err
+	}
+	reader, err := gitops.OpenReader(ctx, p.Reg.CommonDir)
+	if err != nil {
+		return nil, err
+	}
+	reclaiming, err := p.reclaimingBindings()
+	if err != nil {
+		return nil, err
+	}
+	out := []*Workspace{}
+	for _, b := range bindings {
+		recs, err := p.readBinding(b)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			if r.has(EventFailed) || (r.has(EventReclaimed) && !o.All) {
+				continue
+			}
+			w, err := p.render(ctx, reader, reclaiming, r, false)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, w)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Binding != out[j].Binding {
+			return out[i].Binding < out[j].Binding
+		}
+		return out[i].CreatedAt.Before(out[j].CreatedAt)
+	})
+	return out, nil
+}
+
+// current returns the binding's latest live claim, or ErrNotFound.
+func (p *Provider) current(op, binding string) (*claimRecord, error) {
+	if err := ValidBinding(binding); err != nil {
+		return nil, err
+	}
+	recs, err := p.readBinding(binding)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(recs) - 1; i >= 0; i-- {
+		if recs[i].live() && recs[i].has(EventCreated) {
+			return recs[i], nil
+		}
+	}
+	return nil, &Error{Op: op, Binding: binding, Err: ErrNotFound,
+		Hint: "'majlis workspace list' shows the workspaces there are"}
+}
+
+// Show returns the binding's workspace with its git status.
+func (p *Provider) Show(ctx context.Context, binding string) (*Workspace, error) {
+	rec, err := p.current("show", binding)
+	if err != nil {
+		return nil, err
+	}
+	return p.view(ctx, rec, true)
+}
+
+// Release records that the binding's holder is done with its workspace.
+// Its files stay until it is reclaimed. Releasing twice is harmless.
+func (p *Provider) Release(ctx context.Context, binding, requestID string) (*Workspace, error) {
+	rec, err := p.current("release", binding)
+	if err != nil {
+		return nil, err
+	}
+	if requestID != "" {
+		if err := p.recordRequest(requestID, requestArgs{Op: "release", Binding: binding}); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := p.publishEvent(rec, Event{Kind: EventReleased}); err != nil {
+		return nil, err
+	}
+	return p.view(ctx, rec, false)
+}
