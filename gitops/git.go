@@ -17,44 +17,44 @@ import (
 // returned as is where no git process was involved), so test with
 // errors.Is.
 var (
-	// ErrNotARepository: the path is not inside a Git repository, or a
+	// ErrNotARepository means the path is not inside a Git repository, or a
 	// worktree's .git file points nowhere.
 	ErrNotARepository = errors.New("gitops: not a git repository")
 
-	// ErrNotAWorkTree: the path is inside a repository but not inside a
+	// ErrNotAWorkTree means the path is inside a repository but not inside a
 	// work tree (a bare repository, or a git directory).
 	ErrNotAWorkTree = errors.New("gitops: not inside a work tree")
 
-	// ErrNotTopLevel: a function that acts on a whole worktree was given a
+	// ErrNotTopLevel means a function that acts on a whole worktree was given a
 	// directory that is not the top level of one (it has no .git entry).
 	// Running git there would silently act on an enclosing repository.
 	ErrNotTopLevel = errors.New("gitops: not the top level of a worktree")
 
-	// ErrUnknownRevision: a revision does not name a commit.
+	// ErrUnknownRevision means a revision does not name a commit.
 	ErrUnknownRevision = errors.New("gitops: unknown revision")
 
-	// ErrRefExists: a create-only ref update found the ref already there.
+	// ErrRefExists means a create-only ref update found the ref already there.
 	ErrRefExists = errors.New("gitops: reference already exists")
 
-	// ErrRefChanged: a ref update or deletion with an expected old value
+	// ErrRefChanged means a ref update or deletion with an expected old value
 	// found the ref at another value, or missing.
 	ErrRefChanged = errors.New("gitops: reference is not at the expected value")
 
-	// ErrBranchExists: a worktree was to create a branch that already exists.
+	// ErrBranchExists means a worktree was to create a branch that already exists.
 	ErrBranchExists = errors.New("gitops: branch already exists")
 
-	// ErrPathExists: a worktree was to be created at a path that already
+	// ErrPathExists means a worktree was to be created at a path that already
 	// exists or is registered as a (missing) worktree.
 	ErrPathExists = errors.New("gitops: worktree path already exists")
 
-	// ErrWorktreeLocked: a locked worktree cannot be removed; unlock it first.
+	// ErrWorktreeLocked means a locked worktree cannot be removed; unlock it first.
 	ErrWorktreeLocked = errors.New("gitops: worktree is locked")
 
-	// ErrWorktreeDirty: a worktree with modified or untracked files cannot
+	// ErrWorktreeDirty means a worktree with modified or untracked files cannot
 	// be removed without force.
 	ErrWorktreeDirty = errors.New("gitops: worktree has modified or untracked files")
 
-	// ErrUnexpectedOutput: git printed something the strict parsers do not
+	// ErrUnexpectedOutput means git printed something the strict parsers do not
 	// accept. Nothing is guessed from output that does not parse.
 	ErrUnexpectedOutput = errors.New("gitops: unexpected git output")
 )

@@ -37,9 +37,11 @@ type SnapshotResult struct {
 	// or untracked files inside them). The snapshot records each
 	// submodule's checked-out commit, but not those changes.
 	DirtySubmodules []string
-	// NestedRepositories are untracked repositories inside the worktree,
-	// which the snapshot records as a pointer to their checked-out commit
-	// only, not their files.
+	// NestedRepositories are repositories inside the worktree that HEAD
+	// does not record: untracked nested repositories, and submodules added
+	// since HEAD. The snapshot records each as a pointer to its checked-out
+	// commit, not its files (if one has changes of its own, it is in
+	// DirtySubmodules too).
 	NestedRepositories []string
 }
 

@@ -526,3 +526,37 @@ func TestSnapshotIgnoredSubmoduleMoved(t *testing.T) {
 		t.Errorf("sub in snapshot = %q, want %s", got, moved)
 	}
 }
+
+// TestSnapshotConcurrent: salvages of one worktree at once do not disturb
+// each other (each has its own temporary index) and agree.
+func TestSnapshotConcurrent(t *testing.T) {
+	t.Parallel()
+	r := base(t)
+	dirty(r)
+	index := readIndex(r)
+	const n = 4
+	trees := make([]string, n)
+	errs := make([]error, n)
+	done := make(chan int)
+	for i := range n {
+		go func() {
+			var res SnapshotResult
+			res, errs[i] = Snapshot(ctx, r.Dir, fmt.Sprintf("salvage %d", i))
+			trees[i] = res.Tree
+			done <- i
+		}()
+	}
+	for range n {
+		<-done
+	}
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if trees[i] != trees[0] {
+			t.Errorf("snapshot %d has tree %s, snapshot 0 has %s", i, trees[i], trees[0])
+		}
+	}
+	sameBytes(t, "index", index, readIndex(r))
+	noTempIndex(t, r)
+}
