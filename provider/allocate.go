@@ -120,8 +120,11 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 	if exists, err := reader.RefExists(ctx, "refs/heads/"+o.Branch); err != nil {
 		return nil, err
 	} else if exists {
-		return nil, fail(ErrBranchExists, o.Branch, "",
-			"pass --branch NAME for a new branch (majlis never reuses or moves an existing branch)")
+		hint := "pass --branch NAME for a new branch (majlis never reuses or moves an existing branch)"
+		if o.Branch == "majlis/"+o.Binding {
+			hint = "an earlier workspace of " + o.Binding + " kept it; pass --branch NAME, or delete it (git branch -d " + o.Branch + ") once merged"
+		}
+		return nil, fail(ErrBranchExists, o.Branch, "", hint)
 	}
 	if _, err := os.Lstat(path); err == nil {
 		return nil, fail(ErrPathExists, path, path,
@@ -315,7 +318,18 @@ func (p *Provider) checkReserved(binding, path, physical string) error {
 			return &Error{Op: "allocate", Binding: binding, Path: p.leases.Path(), Err: ErrMalformed,
 				Reason: "reclaim reservation " + res + " names no target path"}
 		}
-		if pathid.Relate(path, target).Overlapping() || pathid.Relate(physical, ptarget).Overlapping() {
+		inside := ""
+		if others, err := p.liveClaims(); err == nil {
+			for _, w := range others {
+				// A workspace that contains the target is reserved with it.
+				if pathid.Contains(w.Claim.Path, target) && pathid.Contains(w.Claim.Path, path) {
+					inside = w.Claim.Path
+				}
+			}
+		} else {
+			return err
+		}
+		if inside != "" || pathid.Relate(path, target).Overlapping() || pathid.Relate(physical, ptarget).Overlapping() {
 			return &Error{Op: "allocate", Binding: binding, Path: path, Peer: target, Err: ErrReserved,
 				Reason: fmt.Sprintf("%s overlaps %s, which a reclaim of %s has reserved", path, target, rec.Metadata["binding"]),
 				Hint:   "wait for the reclaim to finish, or choose another --path"}

@@ -94,6 +94,7 @@ const (
 	EventFailed    = "failed"    // allocation failed and was undone
 	EventReleased  = "released"  // the holder is done; files stay
 	EventReclaimed = "reclaimed" // the workspace was removed (with attestation)
+	EventSalvaged  = "salvaged"  // a reclaim salvaged the work (before any destructive step)
 )
 
 // An Event is an immutable fact about a claim.
@@ -117,7 +118,7 @@ func (e *Event) check() error {
 		if e.Ino == 0 {
 			return errors.New("created event without file identity")
 		}
-	case EventFailed, EventReleased, EventReclaimed:
+	case EventFailed, EventReleased, EventReclaimed, EventSalvaged:
 	default:
 		return fmt.Errorf("unknown event kind %q", e.Kind)
 	}

@@ -25,6 +25,12 @@ var (
 	ErrMissing         = errors.New("provider: workspace directory is missing")
 	ErrIdentity        = errors.New("provider: workspace identity drifted")
 	ErrInterrupted     = errors.New("provider: an earlier operation was interrupted")
+	ErrWorkspaceLive   = errors.New("provider: workspace is in use by a live owner")
+	ErrPeerOverlap     = errors.New("provider: a retained peer overlaps the target")
+	ErrPreviewStale    = errors.New("provider: the preview changed since it was confirmed")
+	ErrUnconfirmed     = errors.New("provider: reclaim needs confirmation")
+	ErrDirtySubmodule  = errors.New("provider: a submodule has changes salvage cannot capture")
+	ErrRepository      = errors.New("provider: workspace does not belong to the claimed repository")
 )
 
 // An Error reports a refused or failed workspace operation with its facts.

@@ -28,6 +28,8 @@ touching the workspace; release records that the holder is done.`,
 		newWorkspaceShowCmd(g),
 		newWorkspaceReleaseCmd(g),
 		newWorkspaceSalvageCmd(g),
+		newWorkspaceReclaimCmd(g),
+		newWorkspaceRecoverCmd(g),
 	)
 	return cmd
 }

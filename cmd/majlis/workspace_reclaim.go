@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/majlis-dev/majlis/provider"
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+)
+
+func newWorkspaceReclaimCmd(g *globalOptions) *cobra.Command {
+	var opts provider.ReclaimOptions
+	var preview bool
+	cmd := &cobra.Command{
+		Use:   "reclaim BINDING",
+		Short: "Salvage, clean and remove a workspace, safely",
+		Long: `Take BINDING's workspace back: salvage its uncommitted work to
+refs/majlis/salvage/BINDING/<n>, reset and clean it, and remove the worktree.
+The branch is kept.
+
+--preview shows what would be salvaged, reset, cleaned and removed, the
+retained peers checked, and a digest of it all; nothing changes. --confirm
+DIGEST proceeds only if the preview computed now has that digest (else exit 3,
+preview_stale). --yes skips the comparison, never the checks. On a terminal,
+without either, reclaim shows the preview and asks; without a terminal it
+refuses (exit 3, unconfirmed).
+
+Before anything, reclaim refuses a workspace whose --owner-pid process is alive
+(exit 4, workspace_live), whose directory or repository is not the one
+allocated (exit 3), or that any retained peer overlaps: another workspace, a
+worktree, the main worktree (unless it ignores the workspace's folder) or a
+repository nested inside it (exit 3, peer_overlap). It holds a per-binding
+reservation throughout and re-checks the reservation, the claim, the
+directory and every peer immediately before each reset, clean and removal.
+See docs/reclaim.md.`,
+		Example: `  majlis workspace reclaim T-14 --preview
+  majlis workspace reclaim T-14 --confirm sha256:4f1c...
+  majlis workspace reclaim T-14 --yes --request-id cleanup-T-14 --json`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Binding = args[0]
+			if preview && (opts.Yes || opts.Confirm != "") {
+				return &usageError{fmt.Errorf("--preview cannot be combined with --confirm or --yes")}
+			}
+			p, err := g.openProvider(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			if preview || (!opts.Yes && opts.Confirm == "" && !g.JSON && isTerminal(g.Stdin)) {
+				pv, err := p.PreviewReclaim(cmd.Context(), opts.Binding)
+				if err != nil {
+					return err
+				}
+				if preview {
+					return g.emit(map[string]any{"preview": pv}, func(w io.Writer) { renderPreview(w, pv) })
+				}
+				renderPreview(g.Stderr, pv)
+				fmt.Fprintf(g.Stderr, "\nReclaim %s? Type yes to proceed: ", opts.Binding)
+				answer, _ := bufio.NewReader(g.Stdin).ReadString('\n')
+				if strings.TrimSpace(answer) != "yes" {
+					return &provider.Error{Op: "reclaim", Binding: opts.Binding, Err: provider.ErrUnconfirmed, Reason: "not confirmed"}
+				}
+				opts.Confirm = pv.Digest
+			}
+			res, err := p.Reclaim(cmd.Context(), opts)
+			if err != nil {
+				return err
+			}
+			return g.emit(map[string]any{"reclaim": res}, func(w io.Writer) {
+				fmt.Fprintf(w, "reclaimed %s: %s (branch %s kept)\n", res.Binding, strings.Join(res.StepsDone, ", "), res.Branch)
+				if res.SalvageRef != nil {
+					fmt.Fprintf(w, "uncommitted work is on %s\n", *res.SalvageRef)
+				}
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&preview, "preview", false, "show what reclaim would do; change nothing")
+	f.StringVar(&opts.Confirm, "confirm", "", "proceed only if the current preview has this digest")
+	f.BoolVar(&opts.Yes, "yes", false, "proceed without comparing with a preview (the safety checks still run)")
+	f.BoolVar(&opts.SalvageSubmodules, "salvage-submodules", false, "salvage dirty submodules too, instead of refusing")
+	f.StringVar(&opts.RequestID, "request-id", "", "idempotency key: a retry returns the recorded result or resumes")
+	return cmd
+}
+
+func renderPreview(w io.Writer, pv *provider.Preview) {
+	tw := table(w)
+	fmt.Fprintf(tw, "workspace\t%s at %s\n", pv.Binding, pv.Path)
+	released := "no (no live owner recorded)"
+	if pv.Released {
+		released = "yes"
+	}
+	fmt.Fprintf(tw, "released\t%s\n", released)
+	s := pv.Salvage
+	if s.Clean {
+		fmt.Fprintf(tw, "salvage\tnothing: no uncommitted work\n")
+	} else {
+		fmt.Fprintf(tw, "salvage\t%d files: %d modified, %d added, %d deleted, %d renamed, %d untracked, %d conflicted\n",
+			s.Files, s.Modified, s.Added, s.Deleted, s.Renamed, s.Untracked, s.Conflicted)
+	}
+	for _, st := range pv.Steps {
+		fmt.Fprintf(tw, "  %s\t%s\n", st.Name, st.Detail)
+	}
+	fmt.Fprintf(tw, "peers checked\t%d, none overlapping\n", pv.PeersChecked)
+	fmt.Fprintf(tw, "digest\t%s\n", pv.Digest)
+	tw.Flush()
+}
+
+// isTerminal reports whether r is an interactive terminal.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

@@ -1,0 +1,210 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/pathid"
+)
+
+// Peer kinds.
+const (
+	PeerWorkspace    = "workspace"         // a majlis workspace, in any state
+	PeerWorktree     = "worktree"          // a linked worktree git lists
+	PeerMainWorktree = "main_worktree"     // the repository's main worktree
+	PeerNestedRepo   = "nested_repository" // an independent repository inside the target
+)
+
+// A Peer is a retained peer of a reclaim target: something whose files may
+// still exist. Its JSON appears in previews and peer_overlap errors.
+type Peer struct {
+	Kind     string `json:"kind"`
+	Path     string `json:"path"`
+	Binding  string `json:"binding,omitempty"`
+	Relation string `json:"relation"` // disjoint, or why it does not overlap, or the overlap
+	Overlaps bool   `json:"overlaps"`
+}
+
+// retainedPeers lists every retained peer of the target claim and judges
+// whether each overlaps it. It reads the state folder and the filesystem
+// afresh on every call: callers run it immediately before every
+// destructive effect.
+func (p *Provider) retainedPeers(ctx context.Context, target *claimRecord) ([]Peer, error) {
+	t := target.Claim
+	tr, err := pathid.Resolve(t.Path)
+	if err != nil {
+		return nil, &Error{Op: "reclaim", Binding: t.Binding, Path: t.Path, Err: ErrIdentity, Reason: err.Error()}
+	}
+	var peers []Peer
+	add := func(kind, path, binding string) error {
+		pr, err := pathid.Resolve(path)
+		if err != nil {
+			// A peer whose place cannot be resolved cannot be shown to be
+			// elsewhere: it overlaps.
+			peers = append(peers, Peer{Kind: kind, Path: path, Binding: binding, Overlaps: true,
+				Relation: "unresolvable: " + err.Error()})
+			return nil
+		}
+		o := tr.Compare(pr) // A = target, B = peer
+		peer := Peer{Kind: kind, Path: path, Binding: binding}
+		switch o.Relation {
+		case pathid.Disjoint:
+			peer.Relation = "disjoint"
+		case pathid.BContainsA:
+			// The target lies inside the peer: allowed only where the peer
+			// ignores it, so none of the peer's own files are in it.
+			if kind != PeerNestedRepo {
+				if ok, why := p.peerIgnores(ctx, path, o, tr); ok {
+					peer.Relation = "contains the target, which it ignores (" + why + ")"
+					break
+				}
+			}
+			peer.Overlaps, peer.Relation = true, "contains the target ("+o.String()+")"
+		default:
+			peer.Overlaps, peer.Relation = true, o.String()
+		}
+		peers = append(peers, peer)
+		return nil
+	}
+
+	// Every majlis workspace of the repository, in any state, except the
+	// target claim itself. One is ignored only when it was reclaimed AND its
+	// directory is attested absent now.
+	bindings, err := p.bindings()
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range bindings {
+		recs, err := p.readBinding(b)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			if r.Digest == target.Digest || r.has(EventFailed) {
+				continue
+			}
+			if r.has(EventReclaimed) && attestedAbsent(r) {
+				continue
+			}
+			if err := add(PeerWorkspace, r.Claim.Path, r.Claim.Binding); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// Every worktree git knows, the main one included.
+	paths, err := gitops.WorktreePaths(ctx, t.CommonDir)
+	if err != nil {
+		return nil, err
+	}
+	for i, w := range paths {
+		if w == t.Path || w == t.PhysicalPath {
+			continue // the target's own entry
+		}
+		kind := PeerWorktree
+		if i == 0 && filepath.Base(t.CommonDir) == ".git" && w == filepath.Dir(t.CommonDir) {
+			kind = PeerMainWorktree
+		}
+		if err := add(kind, w, ""); err != nil {
+			return nil, err
+		}
+	}
+	// Every independent repository nested inside the target.
+	nested, err := nestedRepositories(t.Path)
+	if err != nil {
+		return nil, &Error{Op: "reclaim", Binding: t.Binding, Path: t.Path, Err: ErrIdentity,
+			Reason: "cannot search the workspace for nested repositories: " + err.Error()}
+	}
+	for _, n := range nested {
+		if err := add(PeerNestedRepo, n, ""); err != nil {
+			return nil, err
+		}
+	}
+	return peers, nil
+}
+
+// attestedAbsent reports whether a reclaimed workspace's directory is gone
+// now: nothing at its path, or a different directory than the one it had.
+func attestedAbsent(r *claimRecord) bool {
+	id, err := pathid.Lstat(r.Claim.Path)
+	if errors.Is(err, os.ErrNotExist) {
+		return true
+	}
+	ev := r.Events[EventCreated]
+	return err == nil && ev != nil && (id.Dev != ev.Dev || id.Ino != ev.Ino)
+}
+
+// peerIgnores asks the ancestor peer's git whether it ignores the target's
+// path relative to it.
+func (p *Provider) peerIgnores(ctx context.Context, peer string, o pathid.Overlap, target pathid.Resolved) (bool, string) {
+	for _, pair := range [][2]string{{peer, target.Lexical}, {o.B, o.A}} {
+		rel, err := filepath.Rel(pair[0], pair[1])
+		if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+			continue
+		}
+		ignored, err := gitops.CheckIgnore(ctx, pair[0], filepath.ToSlash(rel)+"/")
+		if err == nil && ignored {
+			return true, "git check-ignore " + filepath.ToSlash(rel) + "/"
+		}
+	}
+	return false, ""
+}
+
+// nestedRepositories walks the target for .git entries (directories or
+// files) other than its own top-level .git.
+func nestedRepositories(root string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Name() != ".git" {
+			return nil
+		}
+		if filepath.Dir(path) == root {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		out = append(out, filepath.Dir(path))
+		if d.IsDir() {
+			return fs.SkipDir
+		}
+		return nil
+	})
+	return out, err
+}
+
+// firstOverlap returns a peer_overlap error for the first overlapping peer.
+func firstOverlap(binding, target string, peers []Peer) error {
+	for _, pr := range peers {
+		if pr.Overlaps {
+			who := pr.Kind
+			if pr.Binding != "" {
+				who += " " + pr.Binding
+			}
+			return &Error{Op: "reclaim", Binding: binding, Path: target, Peer: pr.Path, Err: ErrPeerOverlap,
+				Reason: fmt.Sprintf("%s at %s overlaps the target %s: %s", who, pr.Path, target, pr.Relation),
+				Hint:   overlapHint(pr)}
+		}
+	}
+	return nil
+}
+
+func overlapHint(pr Peer) string {
+	switch pr.Kind {
+	case PeerNestedRepo:
+		return "move the nested repository out of the workspace (nothing was changed)"
+	case PeerWorkspace:
+		return "reclaim the inner workspace first, or move it; two nested workspaces: reclaim the inner one, then the outer (nothing was changed)"
+	case PeerMainWorktree, PeerWorktree:
+		return "have that worktree ignore the workspace's folder (.gitignore), or move the workspace (nothing was changed)"
+	}
+	return "nothing was changed"
+}

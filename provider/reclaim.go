@@ -1,0 +1,540 @@
+package provider
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/internal/failpoint"
+	"github.com/majlis-dev/majlis/pathid"
+	"github.com/majlis-dev/majlis/reservation"
+)
+
+var (
+	fpReclaimReserved     = failpoint.New("reclaim/reserved")
+	fpReclaimSalvaged     = failpoint.New("reclaim/salvaged")
+	fpReclaimBeforeReset  = failpoint.New("reclaim/before-reset")
+	fpReclaimBeforeClean  = failpoint.New("reclaim/before-clean")
+	fpReclaimBeforeRemove = failpoint.New("reclaim/before-remove")
+	fpReclaimRemoved      = failpoint.New("reclaim/removed")
+)
+
+// ReservationTTLEnv sets the expiry of reclaim reservations (a Go
+// duration). Reservations are renewed while held; tests set it to seconds
+// to exercise dead-owner recovery.
+const ReservationTTLEnv = "MAJLIS_RESERVATION_TTL"
+
+const defaultReservationTTL = 2 * time.Minute
+
+func reservationTTL() time.Duration {
+	if v := os.Getenv(ReservationTTLEnv); v != "" {
+		if d, err := time.ParseDuration(v); err == nil && d > 0 {
+			return d
+		}
+	}
+	return defaultReservationTTL
+}
+
+// A Step is one effect a reclaim will have (or had).
+type Step struct {
+	Name   string `json:"name"`   // salvage, reset, clean, remove
+	Count  int    `json:"count"`  // files concerned
+	Detail string `json:"detail"` // in words
+}
+
+// A Preview says everything a reclaim of a workspace would do. Its digest
+// pins it: --confirm DIGEST proceeds only if the preview computed at that
+// moment has the same digest.
+type Preview struct {
+	Digest       string `json:"digest"`
+	Binding      string `json:"binding"`
+	Path         string `json:"path"`
+	PhysicalPath string `json:"physical_path"`
+	Branch       string `json:"branch"`
+	Head         string `json:"head"`
+	ClaimDigest  string `json:"claim_digest"`
+	Released     bool   `json:"released"`
+	Salvage      struct {
+		Clean           bool     `json:"clean"`
+		Files           int      `json:"files"`
+		Modified        int      `json:"modified"`
+		Added           int      `json:"added"`
+		Deleted         int      `json:"deleted"`
+		Renamed         int      `json:"renamed"`
+		Untracked       int      `json:"untracked"`
+		Conflicted      int      `json:"conflicted"`
+		DirtySubmodules []string `json:"dirty_submodules"`
+	} `json:"salvage"`
+	IgnoredFiles int    `json:"ignored_files"` // deleted with the directory, not salvaged
+	Steps        []Step `json:"steps"`
+	PeersChecked int    `json:"peers_checked"`
+	Peers        []Peer `json:"peers"`
+
+	status *gitops.Status
+}
+
+// ReclaimOptions describe a reclaim.
+type ReclaimOptions struct {
+	Binding           string
+	Confirm           string // the digest of the preview the user saw
+	Yes               bool   // proceed without comparing digests (the checks still run)
+	SalvageSubmodules bool   // salvage dirty submodules too, instead of refusing
+	RequestID         string
+}
+
+// A ReclaimResult reports a finished reclaim. Its JSON is part of the CLI
+// contract.
+type ReclaimResult struct {
+	Binding    string   `json:"binding"`
+	Path       string   `json:"path"`
+	SalvageRef *string  `json:"salvage_ref"`
+	Submodules []string `json:"salvaged_submodules,omitempty"`
+	StepsDone  []string `json:"steps_done"`
+	Removed    bool     `json:"removed"`
+	Branch     string   `json:"branch"` // kept
+}
+
+// PreviewReclaim computes what a reclaim of binding would do, changing
+// nothing. It refuses (as Reclaim would) when the target's authority
+// cannot be established or a retained peer overlaps it.
+func (p *Provider) PreviewReclaim(ctx context.Context, binding string) (*Preview, error) {
+	rec, err := p.current("reclaim", binding)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.authority(ctx, rec); err != nil {
+		return nil, err
+	}
+	return p.preview(ctx, rec)
+}
+
+func (p *Provider) preview(ctx context.Context, rec *claimRecord) (*Preview, error) {
+	c := rec.Claim
+	st, err := gitops.ReadStatus(ctx, c.Path, gitops.StatusOptions{Ignored: true})
+	if err != nil {
+		return nil, err
+	}
+	peers, err := p.retainedPeers(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	pv := &Preview{Binding: c.Binding, Path: c.Path, PhysicalPath: c.PhysicalPath, Branch: c.Branch, Head: st.Head,
+		ClaimDigest: rec.Digest, Released: rec.has(EventReleased), PeersChecked: len(peers), Peers: peers, status: st}
+	if pv.Peers == nil {
+		pv.Peers = []Peer{}
+	}
+	n := st.Counts()
+	s := &pv.Salvage
+	s.Modified, s.Added, s.Deleted = n.Modified+n.TypeChanged, n.Added, n.Deleted
+	s.Renamed, s.Untracked, s.Conflicted = n.Renamed+n.Copied, n.Untracked, n.Conflicted
+	s.Files = n.Total()
+	s.Clean = s.Files == 0
+	s.DirtySubmodules = nonNil(st.DirtySubmodules())
+	pv.IgnoredFiles = n.Ignored
+	tracked := n.Total() - n.Untracked
+	if !s.Clean {
+		pv.Steps = append(pv.Steps, Step{"salvage", s.Files, "commit uncommitted work to " + SalvagePrefix + c.Binding + "/<n>"})
+	}
+	if tracked > 0 {
+		pv.Steps = append(pv.Steps, Step{"reset", tracked, "git reset --hard: discard changes to tracked files (salvaged first)"})
+	}
+	if n.Untracked > 0 {
+		pv.Steps = append(pv.Steps, Step{"clean", n.Untracked, "git clean -fd: delete untracked files (salvaged first)"})
+	}
+	pv.Steps = append(pv.Steps, Step{"remove", n.Ignored, fmt.Sprintf("git worktree remove %s: delete the directory, with %d ignored files that are not salvaged; branch %s is kept", c.Path, n.Ignored, c.Branch)})
+
+	// The digest covers every fact above and the paths behind the counts.
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	enc.Encode(pv)
+	entries := make([]string, 0, len(st.Entries))
+	for _, e := range st.Entries {
+		entries = append(entries, fmt.Sprintf("%s %s %s", e.Kind, e.Path, e.OrigPath))
+	}
+	sort.Strings(entries)
+	enc.Encode(entries)
+	if ev := rec.Events[EventCreated]; ev != nil {
+		enc.Encode([]uint64{ev.Dev, ev.Ino})
+	}
+	pv.Digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	return pv, nil
+}
+
+// authority establishes that the target may be reclaimed at all: no live
+// owner, the directory is the one allocated, and it is a linked worktree
+// of the claimed repository.
+func (p *Provider) authority(ctx context.Context, rec *claimRecord) error {
+	c := rec.Claim
+	if c.OwnerPID != 0 {
+		self, err := reservation.ProcessOwner(os.Getpid())
+		if err != nil {
+			return err
+		}
+		owner := self
+		owner.PID, owner.StartTime = c.OwnerPID, c.OwnerStart
+		if live, why := reservation.JudgeOwner(owner); live != reservation.OwnerDead {
+			return &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrWorkspaceLive,
+				Reason: fmt.Sprintf("its owner process %d is %s: %s", c.OwnerPID, live, why),
+				Hint:   "stop the owner process (or wait for it to exit), then reclaim"}
+		}
+	}
+	if err := p.verifyIdentity("reclaim", rec); err != nil {
+		return err
+	}
+	return verifyRepository(rec)
+}
+
+// verifyRepository checks that the target's .git file points into the
+// claimed common dir, and that git's record there points back.
+func verifyRepository(rec *claimRecord) error {
+	c := rec.Claim
+	fail := func(reason string) error {
+		return &Error{Op: "reclaim", Binding: c.Binding, Path: filepath.Join(c.Path, ".git"), Err: ErrRepository,
+			Reason: reason, Hint: "majlis will not touch it; inspect the directory"}
+	}
+	dotgit := filepath.Join(c.Path, ".git")
+	fi, err := os.Lstat(dotgit)
+	if err != nil || !fi.Mode().IsRegular() {
+		return fail("it has no .git file: it is not a linked worktree")
+	}
+	b, err := os.ReadFile(dotgit)
+	if err != nil {
+		return fail(err.Error())
+	}
+	gitdir, ok := strings.CutPrefix(strings.TrimRight(string(b), "\n"), "gitdir: ")
+	if !ok {
+		return fail("its .git file is not a gitdir link")
+	}
+	if !filepath.IsAbs(gitdir) {
+		gitdir = filepath.Join(c.Path, gitdir)
+	}
+	worktrees := filepath.Join(c.CommonDir, "worktrees")
+	if filepath.Dir(filepath.Clean(gitdir)) != worktrees {
+		return fail(fmt.Sprintf("its .git file points to %s, outside %s", gitdir, worktrees))
+	}
+	back, err := os.ReadFile(filepath.Join(gitdir, "gitdir"))
+	if err != nil {
+		return fail("the repository has no record of it: " + err.Error())
+	}
+	backPath := strings.TrimRight(string(back), "\n")
+	same, _ := pathid.Compare(backPath, dotgit)
+	if same.Relation != pathid.Equal {
+		return fail(fmt.Sprintf("the repository's record %s points to %s, not here", gitdir, backPath))
+	}
+	return nil
+}
+
+// Reclaim salvages, cleans and removes the binding's workspace, under a
+// reclaim reservation, re-checking the reservation, the claim, the
+// target's identity and every retained peer immediately before each
+// destructive effect.
+func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResult, error) {
+	if err := ValidBinding(o.Binding); err != nil {
+		return nil, err
+	}
+	args := requestArgs{Op: "reclaim", Binding: o.Binding}
+	if o.RequestID != "" {
+		if r, err := p.readRequest(o.RequestID); err == nil {
+			if err := p.checkRequest(o.RequestID, args); err != nil {
+				return nil, err
+			}
+			var res ReclaimResult
+			if err := json.Unmarshal(r.Result, &res); err != nil {
+				return nil, &Error{Op: "reclaim", Binding: o.Binding, Err: ErrMalformed, Reason: "recorded result: " + err.Error()}
+			}
+			return &res, nil
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+	}
+	rec, err := p.current("reclaim", o.Binding)
+	if err != nil {
+		return nil, err
+	}
+	if !o.Yes && o.Confirm == "" {
+		return nil, &Error{Op: "reclaim", Binding: o.Binding, Err: ErrUnconfirmed,
+			Hint: "run with --preview, then --confirm DIGEST (or --yes to skip the comparison)"}
+	}
+	if err := p.authority(ctx, rec); err != nil {
+		return nil, err
+	}
+	lease, err := p.reserve(ctx, rec, o.RequestID)
+	if err != nil {
+		return nil, err
+	}
+	defer lease.stop()
+	if err := fpReclaimReserved.Inject(); err != nil {
+		return nil, err
+	}
+	res, err := p.reclaimReserved(ctx, rec, lease, o)
+	if err != nil {
+		return nil, err
+	}
+	if o.RequestID != "" {
+		if err := p.recordRequest(o.RequestID, args, res); err != nil {
+			return nil, err
+		}
+	}
+	if err := lease.release(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, lease *heldReservation, o ReclaimOptions) (*ReclaimResult, error) {
+	c := rec.Claim
+	pv, err := p.preview(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	if err := firstOverlap(c.Binding, c.Path, pv.Peers); err != nil {
+		return nil, err
+	}
+	if !o.Yes && pv.Digest != o.Confirm {
+		return nil, &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrPreviewStale,
+			Reason: "the workspace or its peers changed: the preview's digest is now " + pv.Digest,
+			Hint:   "run --preview again and confirm the new digest"}
+	}
+	res := &ReclaimResult{Binding: c.Binding, Path: c.Path, Branch: c.Branch, StepsDone: []string{}}
+	if len(pv.Salvage.DirtySubmodules) > 0 && !o.SalvageSubmodules {
+		return nil, &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrDirtySubmodule,
+			Reason: "dirty submodules: " + strings.Join(pv.Salvage.DirtySubmodules, ", "),
+			Hint:   "commit their changes, or pass --salvage-submodules to salvage them too"}
+	}
+
+	// Salvage first; nothing is destroyed if it fails.
+	if !pv.Salvage.Clean {
+		if o.SalvageSubmodules {
+			for _, sm := range pv.Salvage.DirtySubmodules {
+				ref, err := p.salvageSubmodule(ctx, rec, sm)
+				if err != nil {
+					return nil, err
+				}
+				res.Submodules = append(res.Submodules, sm+" "+ref)
+			}
+		}
+		s, err := p.salvage(ctx, rec, "majlis reclaim of workspace "+c.Binding)
+		if err != nil {
+			return nil, err
+		}
+		res.SalvageRef = s.Ref
+		if s.Ref != nil {
+			res.StepsDone = append(res.StepsDone, "salvage")
+			if _, err := p.publishEvent(rec, Event{Kind: EventSalvaged, SalvageRef: *s.Ref}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := fpReclaimSalvaged.Inject(); err != nil {
+		return nil, err
+	}
+
+	step := func(name string, fp *failpoint.Point, needed bool, effect func() error) error {
+		if !needed {
+			return nil
+		}
+		if err := p.recheck(ctx, rec, lease); err != nil {
+			return err
+		}
+		if err := fp.Inject(); err != nil {
+			return err
+		}
+		if err := effect(); err != nil {
+			return err
+		}
+		res.StepsDone = append(res.StepsDone, name)
+		return nil
+	}
+	counts := pv.status.Counts()
+	if err := step("reset", fpReclaimBeforeReset, counts.Total()-counts.Untracked > 0, func() error {
+		return gitops.ResetHard(ctx, c.Path)
+	}); err != nil {
+		return nil, err
+	}
+	if err := step("clean", fpReclaimBeforeClean, counts.Untracked > 0, func() error {
+		return gitops.CleanUntracked(ctx, c.Path, gitops.CleanOptions{})
+	}); err != nil {
+		return nil, err
+	}
+	if err := step("remove", fpReclaimBeforeRemove, true, func() error {
+		// Unlocking destroys nothing; an entry that was not locked makes it
+		// fail harmlessly, and a lock that stays makes the removal refuse.
+		_ = gitops.UnlockWorktree(ctx, c.CommonDir, c.Path)
+		// Never --force: a file written since the clean makes git refuse,
+		// and the workspace stays (relock it so no prune can drop it).
+		if err := gitops.RemoveWorktree(ctx, c.CommonDir, c.Path, false); err != nil {
+			_ = gitops.LockWorktree(ctx, c.CommonDir, c.Path, "majlis workspace "+c.Binding+" (reclaim interrupted)")
+			return err
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := fpReclaimRemoved.Inject(); err != nil {
+		return nil, err
+	}
+	if _, err := os.Lstat(c.Path); !errors.Is(err, os.ErrNotExist) {
+		return nil, &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrInterrupted,
+			Reason: "git worktree remove left the directory in place"}
+	}
+	res.Removed = true
+	ref := ""
+	if res.SalvageRef != nil {
+		ref = *res.SalvageRef
+	} else if ev := rec.Events[EventSalvaged]; ev != nil {
+		ref = ev.SalvageRef // salvaged before an interruption
+		res.SalvageRef = &ref
+	}
+	if _, err := p.publishEvent(rec, Event{Kind: EventReclaimed, SalvageRef: ref}); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// recheck runs immediately before every destructive effect: the
+// reservation is still ours, the claim is unchanged, the target is the
+// same directory of the same repository, and no retained peer overlaps.
+func (p *Provider) recheck(ctx context.Context, rec *claimRecord, lease *heldReservation) error {
+	if err := lease.check(); err != nil {
+		return err
+	}
+	now, err := p.current("reclaim", rec.Claim.Binding)
+	if err != nil {
+		return err
+	}
+	if now.Digest != rec.Digest {
+		return &Error{Op: "reclaim", Binding: rec.Claim.Binding, Err: ErrIdentity,
+			Reason: "the binding's claim changed during the reclaim"}
+	}
+	if err := p.verifyIdentity("reclaim", now); err != nil {
+		return err
+	}
+	if err := verifyRepository(now); err != nil {
+		return err
+	}
+	peers, err := p.retainedPeers(ctx, now)
+	if err != nil {
+		return err
+	}
+	return firstOverlap(rec.Claim.Binding, rec.Claim.Path, peers)
+}
+
+// salvageSubmodule salvages a dirty submodule's own uncommitted work into
+// the submodule's repository.
+func (p *Provider) salvageSubmodule(ctx context.Context, rec *claimRecord, sm string) (string, error) {
+	dir := filepath.Join(rec.Claim.Path, filepath.FromSlash(sm))
+	snap, err := gitops.Snapshot(ctx, dir, "majlis reclaim of workspace "+rec.Claim.Binding+", submodule "+sm)
+	if err != nil {
+		return "", err
+	}
+	if snap.Clean {
+		return "", nil
+	}
+	ref := SalvagePrefix + rec.Claim.Binding + "/" + fmt.Sprint(time.Now().UnixNano())
+	if err := gitops.UpdateRefCreate(ctx, dir, ref, snap.Commit); err != nil {
+		return "", err
+	}
+	return ref, nil
+}
+
+// A heldReservation is a reclaim reservation kept alive by renewal.
+type heldReservation struct {
+	lease *reservation.Lease
+	ttl   time.Duration
+	once  sync.Once
+	done  chan struct{}
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	err   error // a failed renewal: the reservation may be lost
+}
+
+// reserve registers the per-binding reclaim reservation under the brief
+// publication lease. A reservation whose owner is proven dead (and which
+// has expired) is recovered first.
+func (p *Provider) reserve(ctx context.Context, rec *claimRecord, requestID string) (*heldReservation, error) {
+	c := rec.Claim
+	pub, err := p.publicationLease(ctx, "reclaim "+c.Binding)
+	if err != nil {
+		return nil, err
+	}
+	defer pub.Release()
+	ttl := reservationTTL()
+	req := reservation.Request{Resource: reclaimPrefix + c.Binding, Purpose: "reclaim", TTL: ttl,
+		AuthorityDigest: rec.Digest,
+		Metadata:        map[string]string{"binding": c.Binding, "request_id": requestID, "path": c.Path, "physical_path": c.PhysicalPath}}
+	l, err := p.leases.Acquire(ctx, req)
+	if errors.Is(err, reservation.ErrHeld) {
+		if _, rerr := p.leases.Recover(ctx, req.Resource); rerr == nil {
+			l, err = p.leases.Acquire(ctx, req)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	h := &heldReservation{lease: l, ttl: ttl, done: make(chan struct{})}
+	h.wg.Add(1)
+	go h.renew()
+	return h, nil
+}
+
+func (h *heldReservation) renew() {
+	defer h.wg.Done()
+	t := time.NewTicker(h.ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.done:
+			return
+		case <-t.C:
+			if err := h.lease.Renew(h.ttl); err != nil {
+				h.mu.Lock()
+				h.err = err
+				h.mu.Unlock()
+				return
+			}
+		}
+	}
+}
+
+func (h *heldReservation) check() error {
+	h.mu.Lock()
+	err := h.err
+	h.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return h.lease.Check()
+}
+
+func (h *heldReservation) stop() {
+	h.once.Do(func() { close(h.done) })
+	h.wg.Wait()
+}
+
+// release ends the reservation after a finished reclaim. An interrupted
+// reclaim keeps it (stop only ends the renewal) until the owner exits;
+// then it expires and a retry recovers it.
+func (h *heldReservation) release() error {
+	h.stop()
+	return h.lease.Release()
+}
+
+// RecoverReservation retires the binding's reclaim reservation when it has
+// expired and its exact same-host owner is proven dead. It retires the
+// lease file only: never the claim, the worktree or a ref.
+func (p *Provider) RecoverReservation(ctx context.Context, binding string) (*reservation.Record, error) {
+	if err := ValidBinding(binding); err != nil {
+		return nil, err
+	}
+	return p.leases.Recover(ctx, reclaimPrefix+binding)
+}
