@@ -272,7 +272,11 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 	if err != nil {
 		return nil, err
 	}
-	defer lease.stop()
+	// A refusal or failure ends the reclaim: release the reservation so a
+	// retry need not wait for it to expire. (A crash leaves it held; a
+	// retry recovers it once it has expired and this process is proven
+	// dead.)
+	defer lease.release()
 	if err := fpReclaimReserved.Inject(); err != nil {
 		return nil, err
 	}
@@ -449,13 +453,14 @@ func (p *Provider) salvageSubmodule(ctx context.Context, rec *claimRecord, sm st
 
 // A heldReservation is a reclaim reservation kept alive by renewal.
 type heldReservation struct {
-	lease *reservation.Lease
-	ttl   time.Duration
-	once  sync.Once
-	done  chan struct{}
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	err   error // a failed renewal: the reservation may be lost
+	lease   *reservation.Lease
+	ttl     time.Duration
+	once    sync.Once
+	relOnce sync.Once
+	done    chan struct{}
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	err     error // a failed renewal: the reservation may be lost
 }
 
 // reserve registers the per-binding reclaim reservation under the brief
@@ -521,12 +526,13 @@ func (h *heldReservation) stop() {
 	h.wg.Wait()
 }
 
-// release ends the reservation after a finished reclaim. An interrupted
-// reclaim keeps it (stop only ends the renewal) until the owner exits;
-// then it expires and a retry recovers it.
+// release ends the reservation. Releasing twice is harmless: the second
+// call reports nothing.
 func (h *heldReservation) release() error {
 	h.stop()
-	return h.lease.Release()
+	var err error
+	h.relOnce.Do(func() { err = h.lease.Release() })
+	return err
 }
 
 // RecoverReservation retires the binding's reclaim reservation when it has
