@@ -95,13 +95,14 @@ type ReclaimOptions struct {
 // A ReclaimResult reports a finished reclaim. Its JSON is part of the CLI
 // contract.
 type ReclaimResult struct {
-	Binding    string   `json:"binding"`
-	Path       string   `json:"path"`
-	SalvageRef *string  `json:"salvage_ref"`
-	Submodules []string `json:"salvaged_submodules,omitempty"`
-	StepsDone  []string `json:"steps_done"`
-	Removed    bool     `json:"removed"`
-	Branch     string   `json:"branch"` // kept
+	Binding     string   `json:"binding"`
+	Path        string   `json:"path"`
+	SalvageRef  *string  `json:"salvage_ref"`  // the salvage taken before the first destructive step
+	SalvageRefs []string `json:"salvage_refs"` // every salvage of this reclaim, across retries
+	Submodules  []string `json:"salvaged_submodules,omitempty"`
+	StepsDone   []string `json:"steps_done"`
+	Removed     bool     `json:"removed"`
+	Branch      string   `json:"branch"` // kept
 }
 
 // PreviewReclaim computes what a reclaim of binding would do, changing
@@ -309,7 +310,7 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, lease 
 			Reason: "the workspace or its peers changed: the preview's digest is now " + pv.Digest,
 			Hint:   "run --preview again and confirm the new digest"}
 	}
-	res := &ReclaimResult{Binding: c.Binding, Path: c.Path, Branch: c.Branch, StepsDone: []string{}}
+	res := &ReclaimResult{Binding: c.Binding, Path: c.Path, Branch: c.Branch, StepsDone: []string{}, SalvageRefs: []string{}}
 	if len(pv.Salvage.DirtySubmodules) > 0 && !o.SalvageSubmodules {
 		return nil, &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrDirtySubmodule,
 			Reason: "dirty submodules: " + strings.Join(pv.Salvage.DirtySubmodules, ", "),
@@ -327,12 +328,15 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, lease 
 				res.Submodules = append(res.Submodules, sm+" "+ref)
 			}
 		}
+		// A retry after an interruption salvages again whatever is there
+		// now; the first salvage (recorded in the salvaged event) holds the
+		// state before any destructive step and stays the reclaim's ref.
 		s, err := p.salvage(ctx, rec, "majlis reclaim of workspace "+c.Binding)
 		if err != nil {
 			return nil, err
 		}
-		res.SalvageRef = s.Ref
 		if s.Ref != nil {
+			res.SalvageRefs = append(res.SalvageRefs, *s.Ref)
 			res.StepsDone = append(res.StepsDone, "salvage")
 			if _, err := p.publishEvent(rec, Event{Kind: EventSalvaged, SalvageRef: *s.Ref}); err != nil {
 				return nil, err
@@ -393,11 +397,12 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, lease 
 	}
 	res.Removed = true
 	ref := ""
-	if res.SalvageRef != nil {
-		ref = *res.SalvageRef
-	} else if ev := rec.Events[EventSalvaged]; ev != nil {
-		ref = ev.SalvageRef // salvaged before an interruption
+	if ev := rec.Events[EventSalvaged]; ev != nil {
+		ref = ev.SalvageRef // the first salvage, perhaps by an interrupted run
 		res.SalvageRef = &ref
+		if len(res.SalvageRefs) == 0 || res.SalvageRefs[0] != ref {
+			res.SalvageRefs = append([]string{ref}, res.SalvageRefs...)
+		}
 	}
 	if _, err := p.publishEvent(rec, Event{Kind: EventReclaimed, SalvageRef: ref}); err != nil {
 		return nil, err

@@ -21,3 +21,11 @@ for p in "${pairs[@]}"; do
   else r=$(awk -v a="$a" -v b="$b" 'BEGIN{printf "%.2fx", b/a}'); fi # rates: floor/ours = slowdown
   printf '%-40s %14s %14s %8s  (%s)\n' "${ours#Benchmark}" "$a" "$b" "$r" "$unit"
 done
+
+# Benchmarks that time majlis and plain git alternately report both and
+# their ratio themselves (majlis-ns/op, git-ns/op, x-git).
+awk '/x-git/ {
+  name=$1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
+  for (i=2;i<NF;i++) { if ($(i+1)=="majlis-ns/op") m=$i; if ($(i+1)=="git-ns/op") g=$i; if ($(i+1)=="x-git") r=$i }
+  printf "%-40s %14.0f %14.0f %7.2fx  (ns/op, against plain git)\n", name, m, g, r
+}' "$file"
