@@ -36,4 +36,16 @@ run "$majlis" workspace release T-2
 run "$majlis" workspace list
 say "$majlis workspace allocate T-1 --json   # T-1 is live: refused, exit 4"
 set +e; "$majlis" workspace allocate T-1 --json; echo "exit status: $?"; set -e
-run "$majlis" help exit-codes
+
+say "# reclaim T-1: preview first (nothing changes), then confirm that exact preview"
+run "$majlis" workspace reclaim T-1 --preview
+digest=$("$majlis" workspace reclaim T-1 --preview --json | sed -n 's/.*"digest": "\(sha256:[0-9a-f]*\)".*/\1/p' | head -1)
+run "$majlis" workspace reclaim T-1 --confirm "$digest"
+run git show --stat --oneline refs/majlis/salvage/T-1/2
+run "$majlis" workspace list --all
+
+say "# an agent cloned a repository inside T-2: reclaim refuses, nothing is touched"
+git init -q "$(dirname "$repo")/app.workspaces/T-2/vendor/lib"
+say "$majlis workspace reclaim T-2 --yes"
+set +e; "$majlis" workspace reclaim T-2 --yes; echo "exit status: $?"; set -e
+run ls "$(dirname "$repo")/app.workspaces/T-2/vendor/lib/.git/HEAD"
