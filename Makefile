@@ -6,6 +6,10 @@ PREFIX    ?= $(HOME)/.local
 BENCHTIME ?= 2s
 STATICCHECK_VERSION ?= v0.8.2
 
+# Tests run with a temporary HOME; keep Go's own caches where they were.
+export GOMODCACHE := $(shell $(GO) env GOMODCACHE)
+export GOCACHE    := $(shell $(GO) env GOCACHE)
+
 .PHONY: all build build-failpoints test test-short lint bench demo install clean
 
 all: build
