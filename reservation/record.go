@@ -1,13 +1,9 @@
 package reservation
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 )
@@ -52,33 +48,16 @@ type Owner struct {
 // Expired reports whether the lease has expired at time now.
 func (r *Record) Expired(now time.Time) bool { return !now.Before(r.ExpiresAt) }
 
-// envelope is the file layout: the record plus the SHA-256 of the record's
-// exact bytes as they appear in the file.
-type envelope struct {
-	Lease  json.RawMessage `json:"lease"`
-	SHA256 string          `json:"sha256"`
-}
-
-// encodeRecord renders r as a complete lease file.
+// encodeRecord renders r as a complete lease file (a sealed record of
+// kind "lease").
 func encodeRecord(r *Record) ([]byte, error) {
 	c := *r
 	c.AcquiredAt, c.RenewedAt, c.ExpiresAt = c.AcquiredAt.UTC(), c.RenewedAt.UTC(), c.ExpiresAt.UTC()
 	if c.Metadata == nil {
 		c.Metadata = map[string]string{}
 	}
-	body, err := json.Marshal(&c)
-	if err != nil {
-		return nil, err
-	}
-	sum := sha256.Sum256(body)
-	var b bytes.Buffer
-	b.Grow(len(body) + 96)
-	b.WriteString(`{"lease":`)
-	b.Write(body)
-	b.WriteString(`,"sha256":"`)
-	b.WriteString(hex.EncodeToString(sum[:]))
-	b.WriteString("\"}\n")
-	return b.Bytes(), nil
+	data, _, err := Seal("lease", &c)
+	return data, err
 }
 
 // requiredKeys must all be present in a record; values are validated after.
@@ -128,33 +107,14 @@ func isLowerHex(s string, n int) bool {
 // decodeRecord parses and validates a lease file. Any deviation is an
 // error describing it; the caller wraps it as ErrMalformed with the path.
 func decodeRecord(data []byte) (*Record, error) {
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, errors.New("empty file")
-	}
-	var env envelope
-	if err := strictUnmarshal(data, &env); err != nil {
-		return nil, fmt.Errorf("not a complete lease file (truncated or corrupt): %v", err)
-	}
-	if len(env.Lease) == 0 || env.Lease[0] != '{' {
-		return nil, errors.New(`missing "lease" object`)
-	}
-	if !isLowerHex(env.SHA256, 64) {
-		return nil, errors.New(`missing or invalid "sha256"`)
-	}
-	sum := sha256.Sum256(env.Lease)
-	if hex.EncodeToString(sum[:]) != env.SHA256 {
-		return nil, errors.New("checksum mismatch: the record was altered or partly written")
+	var r Record
+	_, body, err := Unseal(data, "lease", Format, &r)
+	if err != nil {
+		return nil, err
 	}
 	var keys map[string]json.RawMessage
-	if err := json.Unmarshal(env.Lease, &keys); err != nil {
+	if err := json.Unmarshal(body, &keys); err != nil {
 		return nil, fmt.Errorf("lease object: %v", err)
-	}
-	var format string
-	if raw, ok := keys["format"]; !ok || json.Unmarshal(raw, &format) != nil {
-		return nil, errors.New(`missing "format"`)
-	}
-	if format != Format {
-		return nil, fmt.Errorf("unknown format %q (this majlis reads %q)", format, Format)
 	}
 	for _, k := range requiredKeys {
 		if _, ok := keys[k]; !ok {
@@ -169,10 +129,6 @@ func decodeRecord(data []byte) (*Record, error) {
 		if _, ok := owner[k]; !ok {
 			return nil, fmt.Errorf("missing field \"owner.%s\"", k)
 		}
-	}
-	var r Record
-	if err := strictUnmarshal(env.Lease, &r); err != nil {
-		return nil, fmt.Errorf("lease object: %v", err)
 	}
 	if err := r.validate(); err != nil {
 		return nil, err
@@ -208,20 +164,6 @@ func (r *Record) validate() error {
 		if k == "" {
 			return errors.New("empty metadata key")
 		}
-	}
-	return nil
-}
-
-// strictUnmarshal decodes exactly one JSON value with no unknown fields and
-// nothing after it.
-func strictUnmarshal(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("trailing data after the JSON object")
 	}
 	return nil
 }
