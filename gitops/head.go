@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -94,11 +95,31 @@ func (r *Reader) RefExists(ctx context.Context, name string) (bool, error) {
 // file. It reads those files in process; anything it does not recognise
 // falls back to `git worktree list`. Worktrees whose directory is gone are
 // included: their paths may come back.
+//
+// A concurrent `git worktree add` creates its entry in steps; an entry
+// caught half-made is read again after a moment (for up to about a
+// second) rather than skipped, since skipping it would hide a peer.
 func WorktreePaths(ctx context.Context, commonDir string) ([]string, error) {
-	if paths, ok := worktreePathsInProcess(commonDir); ok {
-		return paths, nil
+	var wts []Worktree
+	var err error
+	for attempt := 0; ; attempt++ {
+		paths, ok, partial := worktreePathsInProcess(commonDir)
+		if ok {
+			return paths, nil
+		}
+		if !partial {
+			wts, err = ListWorktrees(ctx, commonDir) // retries half-made entries itself
+			break
+		}
+		if attempt >= 100 {
+			return nil, fmt.Errorf("gitops: a worktree entry under %s stays incomplete", filepath.Join(commonDir, "worktrees"))
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
-	wts, err := ListWorktrees(ctx, commonDir)
 	if err != nil {
 		return nil, err
 	}
@@ -111,31 +132,33 @@ func WorktreePaths(ctx context.Context, commonDir string) ([]string, error) {
 	return paths, nil
 }
 
-func worktreePathsInProcess(commonDir string) ([]string, bool) {
+// worktreePathsInProcess reads the worktree entries; partial reports an
+// entry that a concurrent add has not finished writing.
+func worktreePathsInProcess(commonDir string) (paths []string, ok, partial bool) {
 	if filepath.Base(commonDir) != ".git" {
-		return nil, false // bare, or a separate git dir: let git say
+		return nil, false, false // bare, or a separate git dir: let git say
 	}
-	paths := []string{filepath.Dir(commonDir)}
+	paths = []string{filepath.Dir(commonDir)}
 	entries, err := os.ReadDir(filepath.Join(commonDir, "worktrees"))
 	if errors.Is(err, os.ErrNotExist) {
-		return paths, true
+		return paths, true, false
 	}
 	if err != nil {
-		return nil, false
+		return nil, false, false
 	}
 	for _, e := range entries {
 		if !e.IsDir() {
-			return nil, false
+			return nil, false, false
 		}
 		b, err := os.ReadFile(filepath.Join(commonDir, "worktrees", e.Name(), "gitdir"))
-		if err != nil {
-			return nil, false
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, false, true
 		}
 		p := strings.TrimRight(string(b), "\n")
-		if !filepath.IsAbs(p) || filepath.Base(p) != ".git" || strings.ContainsAny(p, "\n\x00") {
-			return nil, false
+		if err != nil || !filepath.IsAbs(p) || filepath.Base(p) != ".git" || strings.ContainsAny(p, "\n\x00") {
+			return nil, false, p == "" && err == nil // an empty file: being written
 		}
 		paths = append(paths, filepath.Clean(filepath.Dir(p)))
 	}
-	return paths, true
+	return paths, true, false
 }

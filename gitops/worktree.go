@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // A Worktree is one entry of `git worktree list --porcelain -z`. The first
@@ -82,12 +83,26 @@ func deleteCreatedBranch(ctx context.Context, dir, ref string) error {
 // ErrUnexpectedOutput: callers use this list to find peers whose files must
 // not be touched, so an attribute this code does not know (a future git)
 // refuses rather than being skipped.
+//
+// git fails when it meets an entry that a concurrent `git worktree add` is
+// still writing ("failed to read worktrees/<id>/commondir"); such a
+// failure is retried for up to about a second.
 func ListWorktrees(ctx context.Context, dir string) ([]Worktree, error) {
-	res, err := git(ctx, dir, cmdOpts{readOnly: true}, "worktree", "list", "--porcelain", "-z")
-	if err != nil {
-		return nil, err
+	for attempt := 0; ; attempt++ {
+		res, err := git(ctx, dir, cmdOpts{readOnly: true}, "worktree", "list", "--porcelain", "-z")
+		if err == nil {
+			return parseWorktreeList(res.stdout)
+		}
+		var ge *Error
+		if attempt >= 100 || !errors.As(err, &ge) || !strings.Contains(ge.Stderr, "failed to read worktrees/") {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
-	return parseWorktreeList(res.stdout)
 }
 
 // RemoveWorktree removes the linked worktree at path

@@ -198,13 +198,19 @@ func firstOverlap(binding, target string, peers []Peer) error {
 }
 
 func overlapHint(pr Peer) string {
+	if strings.HasPrefix(pr.Relation, "contains the target") {
+		// The target lies inside the peer: reclaiming "the inner one first"
+		// is this very reclaim, so the way out is the peer's ignore rules.
+		return "have " + pr.Path + " ignore the workspace's folder (its .gitignore, or the repository's info/exclude), or move the workspace; " +
+			"two nested workspaces: once the outer ignores the inner's folder, reclaim the inner one, then the outer (nothing was changed)"
+	}
 	switch pr.Kind {
 	case PeerNestedRepo:
 		return "move the nested repository out of the workspace (nothing was changed)"
 	case PeerWorkspace:
-		return "reclaim the inner workspace first, or move it; two nested workspaces: reclaim the inner one, then the outer (nothing was changed)"
+		return "reclaim the inner workspace first, or move it; two nested workspaces: have the outer ignore the inner's folder (.gitignore), reclaim the inner one, then the outer (nothing was changed)"
 	case PeerMainWorktree, PeerWorktree:
-		return "have that worktree ignore the workspace's folder (.gitignore), or move the workspace (nothing was changed)"
+		return "remove or move that worktree out of the workspace first (nothing was changed)"
 	}
 	return "nothing was changed"
 }

@@ -116,7 +116,14 @@ func (p *Provider) PreviewReclaim(ctx context.Context, binding string) (*Preview
 	if err := p.authority(ctx, rec); err != nil {
 		return nil, err
 	}
-	return p.preview(ctx, rec)
+	pv, err := p.preview(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	if err := firstOverlap(rec.Claim.Binding, rec.Claim.Path, pv.Peers); err != nil {
+		return nil, err
+	}
+	return pv, nil
 }
 
 func (p *Provider) preview(ctx context.Context, rec *claimRecord) (*Preview, error) {
@@ -267,6 +274,9 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 			Hint: "run with --preview, then --confirm DIGEST (or --yes to skip the comparison)"}
 	}
 	if err := p.authority(ctx, rec); err != nil {
+		if errors.Is(err, ErrMissing) {
+			return p.resumeRemoved(ctx, rec, o, args, err)
+		}
 		return nil, err
 	}
 	lease, err := p.reserve(ctx, rec, o.RequestID)
@@ -405,6 +415,72 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, lease 
 		}
 	}
 	if _, err := p.publishEvent(rec, Event{Kind: EventReclaimed, SalvageRef: ref}); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// resumeRemoved finishes a reclaim interrupted after git removed the
+// worktree and before the reclaimed event (failpoint reclaim/removed):
+// nothing is at the claimed path and git lists no worktree there, so only
+// the event is missing. Under the reservation (recovering a dead owner's,
+// as reserve does) it confirms that again, then publishes the event with
+// the salvage the interrupted run recorded. It destroys nothing. A
+// directory that is merely missing (git still lists it: moved or deleted
+// by hand) keeps refusing with missing, the error that led here.
+func (p *Provider) resumeRemoved(ctx context.Context, rec *claimRecord, o ReclaimOptions, args requestArgs, missing error) (*ReclaimResult, error) {
+	c := rec.Claim
+	gone := func() error {
+		if _, err := os.Lstat(c.Path); !errors.Is(err, os.ErrNotExist) {
+			return missing
+		}
+		paths, err := gitops.WorktreePaths(ctx, c.CommonDir)
+		if err != nil {
+			return err
+		}
+		for _, w := range paths {
+			if w == c.Path || w == c.PhysicalPath {
+				return missing
+			}
+		}
+		return nil
+	}
+	if err := gone(); err != nil {
+		return nil, err
+	}
+	lease, err := p.reserve(ctx, rec, o.RequestID)
+	if err != nil {
+		return nil, err
+	}
+	defer lease.release()
+	if err := lease.check(); err != nil {
+		return nil, err
+	}
+	if now, err := p.current("reclaim", c.Binding); err != nil {
+		return nil, err
+	} else if now.Digest != rec.Digest {
+		return nil, &Error{Op: "reclaim", Binding: c.Binding, Err: ErrIdentity,
+			Reason: "the binding's claim changed during the reclaim"}
+	}
+	if err := gone(); err != nil {
+		return nil, err
+	}
+	res := &ReclaimResult{Binding: c.Binding, Path: c.Path, Branch: c.Branch, StepsDone: []string{}, SalvageRefs: []string{}, Removed: true}
+	ref := ""
+	if ev := rec.Events[EventSalvaged]; ev != nil {
+		ref = ev.SalvageRef
+		res.SalvageRef = &ref
+		res.SalvageRefs = append(res.SalvageRefs, ref)
+	}
+	if _, err := p.publishEvent(rec, Event{Kind: EventReclaimed, SalvageRef: ref}); err != nil {
+		return nil, err
+	}
+	if o.RequestID != "" {
+		if err := p.recordRequest(o.RequestID, args, res); err != nil {
+			return nil, err
+		}
+	}
+	if err := lease.release(); err != nil {
 		return nil, err
 	}
 	return res, nil
