@@ -120,6 +120,13 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 	if exists, err := reader.RefExists(ctx, "refs/heads/"+o.Branch); err != nil {
 		return nil, err
 	} else if exists {
+		// A concurrent allocation of the same binding may have created it
+		// since the binding was checked: that is the binding being live.
+		if recs, err := p.readBinding(o.Binding); err != nil {
+			return nil, err
+		} else if err := liveBindingError(o.Binding, recs); err != nil {
+			return nil, err
+		}
 		hint := "pass --branch NAME for a new branch (majlis never reuses or moves an existing branch)"
 		if o.Branch == "majlis/"+o.Binding {
 			hint = "an earlier workspace of " + o.Binding + " kept it; pass --branch NAME, or delete it (git branch -d " + o.Branch + ") once merged"
