@@ -156,6 +156,10 @@ type cmdOpts struct {
 	// okCodes are non-zero exit statuses that are answers, not failures
 	// (git check-ignore exits 1 for "not ignored").
 	okCodes []int
+	// retryPartial retries a command that is not read-only but fails
+	// before it acts when it meets a half-written worktree entry (worktree
+	// lock and unlock).
+	retryPartial bool
 }
 
 // result is the outcome of a git command that did not fail.
@@ -210,6 +214,34 @@ const gitBinary = "git"
 // repository, directory missing) are applied here, command-specific ones by
 // the caller.
 func git(ctx context.Context, dir string, o cmdOpts, args ...string) (result, error) {
+	// A concurrent `git worktree add` writes its administrative entry in
+	// steps, and git commands that enumerate worktrees meanwhile die with
+	// "failed to read .../worktrees/<id>/commondir". Commands that change
+	// nothing (read-only, or o.retryPartial: they fail before acting) are
+	// run again after a moment, for up to about a second.
+	for attempt := 0; ; attempt++ {
+		res, err := gitOnce(ctx, dir, o, args...)
+		var ge *Error
+		if err == nil || attempt >= 100 || !(o.readOnly || o.retryPartial) ||
+			!errors.As(err, &ge) || !partialWorktreeEntry(ge.Stderr) {
+			return res, err
+		}
+		select {
+		case <-ctx.Done():
+			return res, err
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// partialWorktreeEntry recognises git failing on a worktree entry that a
+// concurrent `git worktree add` has not finished writing.
+func partialWorktreeEntry(stderr string) bool {
+	return strings.Contains(stderr, "failed to read") && strings.Contains(stderr, "worktrees/") &&
+		strings.Contains(stderr, "commondir")
+}
+
+func gitOnce(ctx context.Context, dir string, o cmdOpts, args ...string) (result, error) {
 	full := make([]string, 0, len(args)+2)
 	full = append(full, "-C", dir)
 	full = append(full, args...)

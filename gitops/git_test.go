@@ -103,3 +103,16 @@ func TestShellQuote(t *testing.T) {
 		}
 	}
 }
+
+func TestPartialWorktreeEntryIsRecognised(t *testing.T) {
+	for msg, want := range map[string]bool{
+		"fatal: failed to read worktrees/T-a/commondir: Success":                            true,
+		"fatal: failed to read /tmp/x/repo/.git/worktrees/T-a/commondir: No such file":      true,
+		"fatal: not a git repository (or any of the parent directories): .git":              false,
+		"fatal: failed to read object 0123456789abcdef0123456789abcdef01234567: Bad object": false,
+	} {
+		if got := partialWorktreeEntry(msg); got != want {
+			t.Errorf("partialWorktreeEntry(%q) = %v, want %v", msg, got, want)
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 )
 
 // A Worktree is one entry of `git worktree list --porcelain -z`. The first
@@ -88,21 +87,11 @@ func deleteCreatedBranch(ctx context.Context, dir, ref string) error {
 // still writing ("failed to read worktrees/<id>/commondir"); such a
 // failure is retried for up to about a second.
 func ListWorktrees(ctx context.Context, dir string) ([]Worktree, error) {
-	for attempt := 0; ; attempt++ {
-		res, err := git(ctx, dir, cmdOpts{readOnly: true}, "worktree", "list", "--porcelain", "-z")
-		if err == nil {
-			return parseWorktreeList(res.stdout)
-		}
-		var ge *Error
-		if attempt >= 100 || !errors.As(err, &ge) || !strings.Contains(ge.Stderr, "failed to read worktrees/") {
-			return nil, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(10 * time.Millisecond):
-		}
+	res, err := git(ctx, dir, cmdOpts{readOnly: true}, "worktree", "list", "--porcelain", "-z")
+	if err != nil {
+		return nil, err
 	}
+	return parseWorktreeList(res.stdout)
 }
 
 // RemoveWorktree removes the linked worktree at path
@@ -136,13 +125,13 @@ func LockWorktree(ctx context.Context, dir, path, reason string) error {
 	if reason != "" {
 		args = append(args, "--reason", reason)
 	}
-	_, err := git(ctx, dir, cmdOpts{}, append(args, "--", path)...)
+	_, err := git(ctx, dir, cmdOpts{retryPartial: true}, append(args, "--", path)...)
 	return err
 }
 
 // UnlockWorktree unlocks the worktree at path.
 func UnlockWorktree(ctx context.Context, dir, path string) error {
-	_, err := git(ctx, dir, cmdOpts{}, "worktree", "unlock", "--", path)
+	_, err := git(ctx, dir, cmdOpts{retryPartial: true}, "worktree", "unlock", "--", path)
 	return err
 }
 
