@@ -114,6 +114,10 @@ func (p *Provider) PreviewReclaim(ctx context.Context, binding string) (*Preview
 		return nil, err
 	}
 	if err := p.authority(ctx, rec); err != nil {
+		if errors.Is(err, ErrMissing) {
+			pv, _, merr := p.missingPreview(ctx, rec, err)
+			return pv, merr
+		}
 		return nil, err
 	}
 	pv, err := p.preview(ctx, rec)
@@ -275,7 +279,7 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 	}
 	if err := p.authority(ctx, rec); err != nil {
 		if errors.Is(err, ErrMissing) {
-			return p.resumeRemoved(ctx, rec, o, args, err)
+			return p.reclaimMissing(ctx, rec, o, args, err)
 		}
 		return nil, err
 	}
@@ -420,52 +424,89 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, lease 
 	return res, nil
 }
 
-// resumeRemoved finishes a reclaim interrupted after git removed the
-// worktree and before the reclaimed event (failpoint reclaim/removed):
-// nothing is at the claimed path and git lists no worktree there, so only
-// the event is missing. Under the reservation (recovering a dead owner's,
-// as reserve does) it confirms that again, then publishes the event with
-// the salvage the interrupted run recorded. It destroys nothing. A
-// directory that is merely missing (git still lists it: moved or deleted
-// by hand) keeps refusing with missing, the error that led here.
-func (p *Provider) resumeRemoved(ctx context.Context, rec *claimRecord, o ReclaimOptions, args requestArgs, missing error) (*ReclaimResult, error) {
+// missingPreview is the preview of a workspace whose directory is gone:
+// deleted or moved by hand, or removed by a reclaim interrupted before it
+// could record so (failpoint reclaim/removed). listed says whether git
+// still has a worktree entry for the path. Any other state at the path
+// returns missing, the error that led here.
+func (p *Provider) missingPreview(ctx context.Context, rec *claimRecord, missing error) (*Preview, bool, error) {
 	c := rec.Claim
-	gone := func() error {
-		if _, err := os.Lstat(c.Path); !errors.Is(err, os.ErrNotExist) {
-			return missing
-		}
-		paths, err := gitops.WorktreePaths(ctx, c.CommonDir)
-		if err != nil {
-			return err
-		}
-		for _, w := range paths {
-			if w == c.Path || w == c.PhysicalPath {
-				return missing
-			}
-		}
-		return nil
+	if _, err := os.Lstat(c.Path); !errors.Is(err, os.ErrNotExist) {
+		return nil, false, missing
 	}
-	if err := gone(); err != nil {
+	paths, err := gitops.WorktreePaths(ctx, c.CommonDir)
+	if err != nil {
+		return nil, false, err
+	}
+	listed := false
+	for _, w := range paths {
+		listed = listed || w == c.Path || w == c.PhysicalPath
+	}
+	pv := &Preview{Binding: c.Binding, Path: c.Path, PhysicalPath: c.PhysicalPath, Branch: c.Branch,
+		ClaimDigest: rec.Digest, Released: rec.has(EventReleased), Peers: []Peer{}}
+	pv.Salvage.Clean, pv.Salvage.DirtySubmodules = true, []string{}
+	if listed {
+		pv.Steps = []Step{{"forget", 0, "the directory is gone (deleted or moved by hand): unregister git's worktree entry and retire the claim; nothing on disk is deleted (if you moved it, run 'git worktree repair NEW_PATH' instead)"}}
+	} else {
+		pv.Steps = []Step{{"record", 0, "the worktree was already removed: retire the claim"}}
+	}
+	h := sha256.New()
+	json.NewEncoder(h).Encode(pv)
+	pv.Digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	return pv, listed, nil
+}
+
+// reclaimMissing retires the claim of a workspace whose directory is gone.
+// If git still lists a worktree entry for it, the entry is unregistered
+// (`git worktree remove` of a missing directory deletes only git's
+// administrative files). Under the reservation it re-checks that the
+// directory is still absent and the claim unchanged. It deletes nothing on
+// disk.
+func (p *Provider) reclaimMissing(ctx context.Context, rec *claimRecord, o ReclaimOptions, args requestArgs, missing error) (*ReclaimResult, error) {
+	c := rec.Claim
+	pv, listed, err := p.missingPreview(ctx, rec, missing)
+	if err != nil {
 		return nil, err
+	}
+	if listed && !o.Yes && o.Confirm != pv.Digest {
+		return nil, &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrPreviewStale,
+			Reason: "the preview's digest is now " + pv.Digest, Hint: "run --preview again and confirm the new digest"}
 	}
 	lease, err := p.reserve(ctx, rec, o.RequestID)
 	if err != nil {
 		return nil, err
 	}
 	defer lease.release()
-	if err := lease.check(); err != nil {
-		return nil, err
-	}
-	if now, err := p.current("reclaim", c.Binding); err != nil {
-		return nil, err
-	} else if now.Digest != rec.Digest {
-		return nil, &Error{Op: "reclaim", Binding: c.Binding, Err: ErrIdentity,
-			Reason: "the binding's claim changed during the reclaim"}
-	}
-	if err := gone(); err != nil {
-		return nil, err
+	recheck := func() (bool, error) {
+		if err := lease.check(); err != nil {
+			return false, err
+		}
+		if now, err := p.current("reclaim", c.Binding); err != nil {
+			return false, err
+		} else if now.Digest != rec.Digest {
+			return false, &Error{Op: "reclaim", Binding: c.Binding, Err: ErrIdentity,
+				Reason: "the binding's claim changed during the reclaim"}
+		}
+		_, listed, err := p.missingPreview(ctx, rec, missing)
+		return listed, err
 	}
 	res := &ReclaimResult{Binding: c.Binding, Path: c.Path, Branch: c.Branch, StepsDone: []string{}, SalvageRefs: []string{}, Removed: true}
+	if listed, err = recheck(); err != nil {
+		return nil, err
+	}
+	if listed {
+		_ = gitops.UnlockWorktree(ctx, c.CommonDir, c.Path)
+		if err := gitops.RemoveWorktree(ctx, c.CommonDir, c.Path, false); err != nil {
+			return nil, err
+		}
+		if listed, err = recheck(); err != nil {
+			return nil, err
+		} else if listed {
+			return nil, &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrInterrupted,
+				Reason: "git still lists the worktree after removing its entry"}
+		}
+		res.StepsDone = append(res.StepsDone, "forget")
+	}
 	ref := ""
 	if ev := rec.Events[EventSalvaged]; ev != nil {
 		ref = ev.SalvageRef
