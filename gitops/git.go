@@ -160,6 +160,8 @@ type cmdOpts struct {
 	// before it acts when it meets a half-written worktree entry (worktree
 	// lock and unlock).
 	retryPartial bool
+	// extraEnv is appended to the child's environment.
+	extraEnv []string
 }
 
 // result is the outcome of a git command that did not fail.
@@ -201,6 +203,7 @@ func environ(o cmdOpts) []string {
 	if o.literalPathspecs {
 		env = append(env, "GIT_LITERAL_PATHSPECS=1")
 	}
+	env = append(env, o.extraEnv...)
 	return env
 }
 

@@ -182,6 +182,13 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 	}
 	args = append(args, "-m", message, result.Tree)
 	res, err := git(ctx, dir, cmdOpts{ceiling: ceiling}, args...)
+	var ge *Error
+	if err != nil && errors.As(err, &ge) && missingIdentity(ge.Stderr) {
+		// No user.name/user.email configured (a CI machine, an agent's
+		// container): a salvage must not fail for that, or a reclaim could
+		// not proceed. The commit is majlis's own, and says so.
+		res, err = git(ctx, dir, cmdOpts{ceiling: ceiling, extraEnv: salvageIdentity}, args...)
+	}
 	if err != nil {
 		return SnapshotResult{}, err
 	}
@@ -408,4 +415,16 @@ func appendRawChange(b []byte, c rawChange) []byte {
 		b = append(append(b, c.SrcPath...), 0)
 	}
 	return append(append(b, c.Path...), 0)
+}
+
+// salvageIdentity signs salvage commits when the user has no identity.
+var salvageIdentity = []string{
+	"GIT_AUTHOR_NAME=majlis salvage", "GIT_AUTHOR_EMAIL=majlis@localhost",
+	"GIT_COMMITTER_NAME=majlis salvage", "GIT_COMMITTER_EMAIL=majlis@localhost",
+}
+
+// missingIdentity recognises git refusing to commit without an identity.
+func missingIdentity(stderr string) bool {
+	return strings.Contains(stderr, "Please tell me who you are") ||
+		strings.Contains(stderr, "empty ident name") || strings.Contains(stderr, "unable to auto-detect email address")
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -559,4 +560,29 @@ func TestSnapshotConcurrent(t *testing.T) {
 	}
 	sameBytes(t, "index", index, readIndex(r))
 	noTempIndex(t, r)
+}
+
+// A salvage must not fail because the user configured no identity.
+func TestSnapshotWithoutIdentity(t *testing.T) {
+	repo := fixtures.NewRepo(t)
+	repo.WriteFile("work.txt", "unsaved\n")
+	for _, k := range []string{"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "EMAIL"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	empty := filepath.Join(t.TempDir(), "gitconfig")
+	if err := os.WriteFile(empty, []byte("[user]\n\tuseConfigOnly = true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GIT_CONFIG_GLOBAL", empty)
+	res, err := Snapshot(t.Context(), repo.Dir, "salvage")
+	if err != nil {
+		t.Fatalf("snapshot without an identity: %v", err)
+	}
+	if res.Clean || res.Commit == "" {
+		t.Fatalf("nothing captured: %+v", res)
+	}
+	if who := repo.Git("log", "-1", "--format=%an <%ae>", res.Commit); !strings.Contains(who, "majlis salvage <majlis@localhost>") {
+		t.Errorf("salvage commit signed %q", who)
+	}
 }
