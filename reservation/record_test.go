@@ -235,3 +235,30 @@ func assertNoTemps(t *testing.T, d *Dir) {
 		t.Errorf("temporary files left behind: %v", matches)
 	}
 }
+
+// The fast path of Unseal accepts only what the general path accepts, and
+// decodes it identically.
+func FuzzUnsealFastAgreesWithGeneral(f *testing.F) {
+	valid, _ := encodeRecord(sampleRecord())
+	f.Add(valid)
+	f.Add(valid[:len(valid)-2])
+	f.Add(append([]byte(`{"lease":{"format":"majlis.lease/1"},"x":1`), valid[len(valid)-79:]...))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var fast Record
+		fd, _, ok := unsealFast(data, "lease", Format, &fast)
+		if !ok {
+			return
+		}
+		var general Record
+		env := map[string]json.RawMessage{}
+		if err := json.Unmarshal(data, &env); err != nil || len(env) != 2 {
+			t.Fatalf("fast path accepted what the general path refuses: %q", data)
+		}
+		if err := strictUnmarshal(env["lease"], &general, true); err != nil {
+			t.Fatalf("fast path accepted a body the general path refuses: %v", err)
+		}
+		if diff := cmp.Diff(general, fast); diff != "" || fd == "" {
+			t.Fatalf("fast and general paths disagree:\n%s", diff)
+		}
+	})
+}
