@@ -247,10 +247,15 @@ func sameFile(f *os.File, path string) bool {
 func (l *Lease) Check() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.checkLocked("verify")
+	return l.checkLocked("verify", true)
 }
 
-func (l *Lease) checkLocked(op string) error {
+// checkLocked verifies ownership. With full it also reads the record back
+// and compares tokens; without, the inode comparison decides, which is
+// conclusive for a caller holding the side lock: a lease file is never
+// rewritten in place, so the name linking to the witness's inode means it
+// holds this grant's record.
+func (l *Lease) checkLocked(op string, full bool) error {
 	lp := l.dir.leasePath(l.rec.Resource)
 	fail := func(reason string) error {
 		return &Error{Op: op, Resource: l.rec.Resource, Path: lp, Reason: reason, Err: ErrNotOwner}
@@ -260,6 +265,19 @@ func (l *Lease) checkLocked(op string) error {
 	}
 	if pid := os.Getpid(); pid != l.pid || pid != l.rec.Owner.PID {
 		return fail(fmt.Sprintf("the lease belongs to pid %d, not this process (pid %d)", l.rec.Owner.PID, pid))
+	}
+	if !full {
+		fi, err := os.Lstat(lp)
+		if errors.Is(err, os.ErrNotExist) {
+			return fail("the lease file is gone (released or recovered by another process)")
+		}
+		if err != nil {
+			return &Error{Op: op, Resource: l.rec.Resource, Path: lp, Err: err}
+		}
+		if wi, err := l.f.Stat(); err != nil || !os.SameFile(wi, fi) {
+			return fail("the lease was lost: the lease file is not the one this owner holds")
+		}
+		return nil
 	}
 	disk, _, err := l.dir.readFile(op, l.rec.Resource, lp)
 	if errors.Is(err, ErrNotFound) {
@@ -288,7 +306,7 @@ func (l *Lease) Renew(ttl time.Duration) error {
 	if ttl <= 0 {
 		return &Error{Op: "renew", Resource: res, Err: fmt.Errorf("%w: TTL %v is not positive", ErrInvalid, ttl)}
 	}
-	if err := l.checkLocked("renew"); err != nil {
+	if err := l.checkLocked("renew", true); err != nil {
 		return err
 	}
 	side, err := l.dir.sideLock(res)
@@ -296,7 +314,7 @@ func (l *Lease) Renew(ttl time.Duration) error {
 		return err
 	}
 	defer side.Unlock()
-	if err := l.checkLocked("renew"); err != nil {
+	if err := l.checkLocked("renew", false); err != nil {
 		return err
 	}
 	rec := l.rec
@@ -334,18 +352,18 @@ func (l *Lease) Release() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	res := l.rec.Resource
-	if err := l.checkLocked("release"); err != nil {
-		return err
-	}
 	side, err := l.dir.sideLock(res)
 	if err != nil {
 		return err
 	}
 	defer side.Unlock()
-	if err := l.checkLocked("release"); err != nil {
+	if err := l.checkLocked("release", false); err != nil {
 		return err
 	}
-	if err := l.dir.retireName(res, l.rec.Generation); err != nil {
+	// While this lease holds the name, only its own release or recovery
+	// changes the high-water mark, which it read as generation-1 when it
+	// acquired: no need to read it again.
+	if err := l.dir.retireName(res, l.rec.Generation, false); err != nil {
 		return &Error{Op: "release", Resource: res, Path: l.dir.leasePath(res), Err: err}
 	}
 	l.dir.step("release/renamed")
@@ -361,15 +379,18 @@ func (l *Lease) Release() error {
 
 // retireName removes the lease name of res, making its record (generation
 // gen) the high-water mark in one atomic rename. The caller holds the side
-// lock. Should the high-water mark already be higher (it never is when
-// every writer follows these rules), it is kept and the name is unlinked.
-func (d *Dir) retireName(res string, gen uint64) error {
-	hwm, err := d.highWater("release", res)
-	if err != nil {
-		return err
-	}
-	if hwm >= gen {
-		return os.Remove(d.leasePath(res))
+// lock. With checkHighWater, should the high-water mark already be higher
+// (it never is when every writer follows these rules), it is kept and the
+// name is unlinked.
+func (d *Dir) retireName(res string, gen uint64, checkHighWater bool) error {
+	if checkHighWater {
+		hwm, err := d.highWater("retire", res)
+		if err != nil {
+			return err
+		}
+		if hwm >= gen {
+			return os.Remove(d.leasePath(res))
+		}
 	}
 	return os.Rename(d.leasePath(res), d.genPath(res))
 }

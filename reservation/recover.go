@@ -147,7 +147,7 @@ func (d *Dir) Recover(ctx context.Context, res string) (*Record, error) {
 		return nil, &Error{Op: "recover", Resource: res, Path: rd, Err: err}
 	}
 	d.step("recover/linked")
-	if err := d.retireName(res, rec.Generation); err != nil {
+	if err := d.retireName(res, rec.Generation, true); err != nil {
 		return nil, &Error{Op: "recover", Resource: res, Path: lp, Err: err}
 	}
 	d.step("recover/renamed")
