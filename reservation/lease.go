@@ -114,6 +114,15 @@ func checkRequest(req Request) error {
 func (d *Dir) tryAcquire(req Request, self Owner) (l *Lease, err error) {
 	res := req.Resource
 	lp := d.leasePath(res)
+	// A held lease is reported without taking the side lock, so that
+	// waiters do not queue behind the holder's own release. Lease files are
+	// complete from the moment they are linked, so this read is safe.
+	if holder, _, err := d.readFile("acquire", res, lp); err == nil {
+		d.step("acquire/held")
+		return nil, &Error{Op: "acquire", Resource: res, Path: lp, Holder: holder, Err: ErrHeld}
+	} else if !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
 	side, err := d.sideLock(res)
 	if err != nil {
 		return nil, err
