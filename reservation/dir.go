@@ -141,6 +141,19 @@ func (d *Dir) sideLock(res string) (*flock.Flock, error) {
 	return fl, nil
 }
 
+// trySideLock is sideLock without waiting: errSideBusy when it is taken.
+func (d *Dir) trySideLock(res string) (*flock.Flock, error) {
+	fl := flock.New(d.lockPath(res), flock.SetFlag(os.O_CREATE|os.O_RDWR))
+	ok, err := fl.TryLock()
+	if err != nil {
+		return nil, &Error{Op: "lock", Resource: res, Path: d.lockPath(res), Err: err}
+	}
+	if !ok {
+		return nil, errSideBusy
+	}
+	return fl, nil
+}
+
 // readFile reads and validates a record file. It returns ErrNotFound (bare)
 // when the file does not exist, and a malformed *Error otherwise.
 func (d *Dir) readFile(op, res, path string) (*Record, os.FileInfo, error) {

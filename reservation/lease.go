@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gofrs/flock"
 	"golang.org/x/sys/unix"
 )
 
@@ -74,13 +75,23 @@ func (d *Dir) Acquire(ctx context.Context, req Request) (*Lease, error) {
 	}
 	backoff := time.Millisecond
 	for {
-		l, err := d.tryAcquire(req, self)
-		if err == nil || !errors.Is(err, ErrHeld) || req.Wait <= 0 {
+		// A waiter that finds the side lock taken (another acquirer, or the
+		// holder releasing) backs off instead of queueing on it, while its
+		// backoff is short; once it has waited long, it queues (so it is not
+		// starved by faster contenders), and so does the last attempt, which
+		// must end with a definite answer.
+		last := req.Wait <= 0 || !time.Now().Add(backoff).Before(deadline)
+		l, err := d.tryAcquire(req, self, last || backoff >= 16*time.Millisecond)
+		if errors.Is(err, errSideBusy) {
+			err = &Error{Op: "acquire", Resource: req.Resource, Path: d.leasePath(req.Resource), Err: ErrHeld,
+				Reason: "another process is acquiring or releasing it"}
+		}
+		if err == nil || !errors.Is(err, ErrHeld) || last {
 			return l, err
 		}
 		sleep := backoff/2 + rand.N(backoff) // jitter, so contenders spread out
 		if time.Now().Add(sleep).After(deadline) {
-			return nil, err
+			sleep = time.Until(deadline)
 		}
 		t := time.NewTimer(sleep)
 		select {
@@ -111,7 +122,10 @@ func checkRequest(req Request) error {
 	return nil
 }
 
-func (d *Dir) tryAcquire(req Request, self Owner) (l *Lease, err error) {
+// errSideBusy: the side lock was taken and the caller asked not to wait.
+var errSideBusy = errors.New("reservation: side lock busy")
+
+func (d *Dir) tryAcquire(req Request, self Owner, waitLock bool) (l *Lease, err error) {
 	res := req.Resource
 	lp := d.leasePath(res)
 	// A held lease is reported without taking the side lock, so that
@@ -123,7 +137,12 @@ func (d *Dir) tryAcquire(req Request, self Owner) (l *Lease, err error) {
 	} else if !errors.Is(err, ErrNotFound) {
 		return nil, err
 	}
-	side, err := d.sideLock(res)
+	var side *flock.Flock
+	if waitLock {
+		side, err = d.sideLock(res)
+	} else {
+		side, err = d.trySideLock(res)
+	}
 	if err != nil {
 		return nil, err
 	}
