@@ -355,16 +355,12 @@ const reclaimPrefix = "reclaim."
 
 // liveClaims returns the latest live claim of every binding.
 func (p *Provider) liveClaims() ([]*claimRecord, error) {
-	bindings, err := p.bindings()
+	all, err := p.readAllBindings()
 	if err != nil {
 		return nil, err
 	}
 	var out []*claimRecord
-	for _, b := range bindings {
-		recs, err := p.readBinding(b)
-		if err != nil {
-			return nil, err
-		}
+	for _, recs := range all {
 		for _, r := range recs {
 			if r.live() {
 				out = append(out, r)

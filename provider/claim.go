@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/majlis-dev/majlis/reservation"
@@ -257,4 +260,36 @@ func (p *Provider) publishEvent(rec *claimRecord, ev Event) (*Event, error) {
 	}
 	rec.Events[ev.Kind] = &ev
 	return &ev, nil
+}
+
+// readAllBindings reads every binding's claims, concurrently (the work is
+// small file reads, which overlap well), and returns them in binding
+// order. The first error, in binding order, wins: a malformed record
+// anywhere refuses the whole inventory.
+func (p *Provider) readAllBindings() ([][]*claimRecord, error) {
+	bindings, err := p.bindings()
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]*claimRecord, len(bindings))
+	errs := make([]error, len(bindings))
+	workers := min(len(bindings), 2*runtime.GOMAXPROCS(0))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < len(bindings); i = int(next.Add(1)) - 1 {
+				out[i], errs[i] = p.readBinding(bindings[i])
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

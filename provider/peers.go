@@ -42,8 +42,17 @@ func (p *Provider) retainedPeers(ctx context.Context, target *claimRecord) ([]Pe
 		return nil, &Error{Op: "reclaim", Binding: t.Binding, Path: t.Path, Err: ErrIdentity, Reason: err.Error()}
 	}
 	var peers []Peer
+	// A workspace is usually listed twice (its claim and git's entry):
+	// resolve each path once per check.
+	resolved := map[string]pathid.Resolved{}
 	add := func(kind, path, binding string) error {
-		pr, err := pathid.Resolve(path)
+		pr, ok := resolved[path]
+		var err error
+		if !ok {
+			if pr, err = pathid.Resolve(path); err == nil {
+				resolved[path] = pr
+			}
+		}
 		if err != nil {
 			// A peer whose place cannot be resolved cannot be shown to be
 			// elsewhere: it overlaps.
@@ -76,15 +85,11 @@ func (p *Provider) retainedPeers(ctx context.Context, target *claimRecord) ([]Pe
 	// Every majlis workspace of the repository, in any state, except the
 	// target claim itself. One is ignored only when it was reclaimed AND its
 	// directory is attested absent now.
-	bindings, err := p.bindings()
+	all, err := p.readAllBindings()
 	if err != nil {
 		return nil, err
 	}
-	for _, b := range bindings {
-		recs, err := p.readBinding(b)
-		if err != nil {
-			return nil, err
-		}
+	for _, recs := range all {
 		for _, r := range recs {
 			if r.Digest == target.Digest || r.has(EventFailed) {
 				continue

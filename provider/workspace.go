@@ -126,7 +126,7 @@ type ListOptions struct {
 // List returns the workspaces of the repository, by binding. Failed
 // allocations are never listed; reclaimed ones only with All.
 func (p *Provider) List(ctx context.Context, o ListOptions) ([]*Workspace, error) {
-	bindings, err := p.bindings()
+	all, err := p.readAllBindings()
 	if err != nil {
 		return nil, err
 	}
@@ -139,11 +139,7 @@ func (p *Provider) List(ctx context.Context, o ListOptions) ([]*Workspace, error
 		return nil, err
 	}
 	out := []*Workspace{}
-	for _, b := range bindings {
-		recs, err := p.readBinding(b)
-		if err != nil {
-			return nil, err
-		}
+	for _, recs := range all {
 		for _, r := range recs {
 			if r.has(EventFailed) || (r.has(EventReclaimed) && !o.All) {
 				continue
