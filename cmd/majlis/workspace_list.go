@@ -37,7 +37,14 @@ directory is gone).`,
 				tw := table(w)
 				fmt.Fprintln(tw, "BINDING\tSTATE\tBRANCH\tHEAD\tPATH")
 				for _, ws := range list {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ws.Binding, ws.State, ws.Branch, short(ws.Head, 12), ws.Path)
+					head := short(ws.Head, 12)
+					if ws.State == provider.StateReclaimed {
+						head = "-"
+						if ws.SalvageRef != "" {
+							head = "salvaged to " + ws.SalvageRef
+						}
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ws.Binding, ws.State, ws.Branch, head, ws.Path)
 				}
 				tw.Flush()
 			})
