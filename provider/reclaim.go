@@ -660,9 +660,34 @@ func (h *heldReservation) release() error {
 // RecoverReservation retires the binding's reclaim reservation when it has
 // expired and its exact same-host owner is proven dead. It retires the
 // lease file only: never the claim, the worktree or a ref.
-func (p *Provider) RecoverReservation(ctx context.Context, binding string) (*reservation.Record, error) {
+// A retry with the same requestID returns the recorded result.
+func (p *Provider) RecoverReservation(ctx context.Context, binding, requestID string) (*reservation.Record, error) {
 	if err := ValidBinding(binding); err != nil {
 		return nil, err
 	}
-	return p.leases.Recover(ctx, reclaimPrefix+binding)
+	args := requestArgs{Op: "recover", Binding: binding}
+	if requestID != "" {
+		if r, err := p.readRequest(requestID); err == nil {
+			if err := p.checkRequest(requestID, args); err != nil {
+				return nil, err
+			}
+			var rec reservation.Record
+			if err := json.Unmarshal(r.Result, &rec); err != nil {
+				return nil, &Error{Op: "recover", Binding: binding, Err: ErrMalformed, Reason: "recorded result: " + err.Error()}
+			}
+			return &rec, nil
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+	}
+	rec, err := p.leases.Recover(ctx, reclaimPrefix+binding)
+	if err != nil {
+		return nil, err
+	}
+	if requestID != "" {
+		if err := p.recordRequest(requestID, args, rec); err != nil {
+			return nil, err
+		}
+	}
+	return rec, nil
 }

@@ -39,5 +39,8 @@ worktree named <repository>.workspaces.`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.WorkspaceRoot, "workspace-root", "", "where workspaces go by default")
+	// init is idempotent by itself; the flag is accepted so that every
+	// mutating command takes one (CLI.md).
+	cmd.Flags().String("request-id", "", "idempotency key (init is idempotent: a retry reports the registration)")
 	return cmd
 }

@@ -8,7 +8,8 @@ import (
 )
 
 func newWorkspaceRecoverCmd(g *globalOptions) *cobra.Command {
-	return &cobra.Command{
+	var requestID string
+	cmd := &cobra.Command{
 		Use:   "recover BINDING",
 		Short: "Retire a crashed reclaim's reservation once its owner is proven dead",
 		Long: `Retire BINDING's reclaim reservation when it has expired AND its owner is
@@ -28,7 +29,7 @@ the same proof holds.`,
 				return err
 			}
 			defer p.Close()
-			rec, err := p.RecoverReservation(cmd.Context(), args[0])
+			rec, err := p.RecoverReservation(cmd.Context(), args[0], requestID)
 			if err != nil {
 				return err
 			}
@@ -38,4 +39,6 @@ the same proof holds.`,
 			})
 		},
 	}
+	cmd.Flags().StringVar(&requestID, "request-id", "", "idempotency key: a retry returns the recorded result")
+	return cmd
 }
