@@ -119,13 +119,22 @@ func (p *Provider) retainedPeers(ctx context.Context, target *claimRecord) ([]Pe
 			return nil, err
 		}
 	}
-	// Every independent repository nested inside the target.
+	// Every independent repository nested inside the target. The target's
+	// own checked-out submodules are part of it, not peers: their work is
+	// kept before removal (keepSubmodules).
+	owned, err := ownedSubmodules(ctx, t.Path)
+	if err != nil {
+		return nil, err
+	}
 	nested, err := nestedRepositories(t.Path)
 	if err != nil {
 		return nil, &Error{Op: "reclaim", Binding: t.Binding, Path: t.Path, Err: ErrIdentity,
 			Reason: "cannot search the workspace for nested repositories: " + err.Error()}
 	}
 	for _, n := range nested {
+		if owned[n] {
+			continue
+		}
 		if err := add(PeerNestedRepo, n, ""); err != nil {
 			return nil, err
 		}
@@ -218,4 +227,53 @@ func overlapHint(pr Peer) string {
 		return "remove or move that worktree out of the workspace first (nothing was changed)"
 	}
 	return "nothing was changed"
+}
+
+// ownedSubmodules returns the checked-out submodules of the worktree at
+// top (absolute path -> true): gitlinks in its index whose .git is a file
+// pointing into the worktree's own git directory (<gitdir>/modules/...).
+// Anything else with a .git at a gitlink path (a repository cloned there
+// by hand, a .git directory) stays an independent repository: a peer.
+func ownedSubmodules(ctx context.Context, top string) (map[string]bool, error) {
+	owned := map[string]bool{}
+	gitdir, err := dotGitLink(top, filepath.Join(top, ".git"))
+	if err != nil {
+		return owned, nil // not a linked worktree: verifyRepository says so
+	}
+	subs, err := gitops.Submodules(ctx, top)
+	if err != nil {
+		return nil, err
+	}
+	modules := filepath.Join(gitdir, "modules") + string(filepath.Separator)
+	for _, sub := range subs {
+		dir := filepath.Join(top, filepath.FromSlash(sub))
+		if sg, err := dotGitLink(dir, filepath.Join(dir, ".git")); err == nil && strings.HasPrefix(sg, modules) {
+			owned[dir] = true
+		}
+	}
+	return owned, nil
+}
+
+// dotGitLink reads a .git file ("gitdir: X") and returns X, absolute and
+// cleaned (relative to dir).
+func dotGitLink(dir, dotgit string) (string, error) {
+	fi, err := os.Lstat(dotgit)
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a file", dotgit)
+	}
+	b, err := os.ReadFile(dotgit)
+	if err != nil {
+		return "", err
+	}
+	g, ok := strings.CutPrefix(strings.TrimRight(string(b), "\n"), "gitdir: ")
+	if !ok || g == "" {
+		return "", fmt.Errorf("%s is not a gitdir link", dotgit)
+	}
+	if !filepath.IsAbs(g) {
+		g = filepath.Join(dir, g)
+	}
+	return filepath.Clean(g), nil
 }

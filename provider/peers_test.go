@@ -995,6 +995,11 @@ func TestReclaimDirtySubmodule(t *testing.T) {
 	target := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 	ws := &fixtures.Repo{T: t, Dir: target.Path}
 	ws.Git("-c", "protocol.file.allow=always", "submodule", "--quiet", "update", "--init")
+	sub := &fixtures.Repo{T: t, Dir: ws.Path("lib")}
+	// A commit that exists only in this workspace's copy of the submodule,
+	// and uncommitted work on top of it.
+	sub.WriteFile("local.txt", "committed only here\n")
+	localCommit := sub.Commit("local only")
 	ws.WriteFile("lib/README.md", "# edited inside the submodule\n")
 	ws.WriteFile("notes.txt", "untracked in the superproject\n")
 
@@ -1005,16 +1010,70 @@ func TestReclaimDirtySubmodule(t *testing.T) {
 	if diff := cmp.Diff([]string{"lib"}, pv.Salvage.DirtySubmodules); diff != "" {
 		t.Errorf("dirty submodules in the preview (-want +got):\n%s", diff)
 	}
+	for _, peer := range pv.Peers {
+		if peer.Overlaps {
+			t.Errorf("the workspace's own submodule counted as an overlapping peer: %+v", peer)
+		}
+	}
+	// Without --salvage-submodules: refused, nothing changed.
 	before := peerObserve(t, p, repo, target.Path)
-	for _, salvage := range []bool{false, true} {
-		_, err = p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true, SalvageSubmodules: salvage})
-		peerRefusedOverlap(t, err, PeerNestedRepo, ws.Path("lib"))
-		peerUnchanged(t, before, peerObserve(t, p, repo, target.Path))
-		peerNoLease(t, p)
+	_, err = p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true})
+	if !errors.Is(err, ErrDirtySubmodule) {
+		t.Fatalf("reclaim with a dirty submodule: %v, want ErrDirtySubmodule", err)
 	}
-	if got := ws.ReadFile("lib/README.md"); got != "# edited inside the submodule\n" {
-		t.Errorf("the submodule's work changed: %q", got)
+	peerUnchanged(t, before, peerObserve(t, p, repo, target.Path))
+	peerNoLease(t, p)
+
+	// With it: the submodule's work and its local commit are kept in the
+	// repository before the workspace goes.
+	res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true, SalvageSubmodules: true})
+	if err != nil {
+		t.Fatalf("reclaim with --salvage-submodules: %v", err)
 	}
+	if len(res.Submodules) != 1 || !strings.HasPrefix(res.Submodules[0], "lib refs/majlis/salvage/T-1/modules/1/lib") {
+		t.Fatalf("kept submodules: %v", res.Submodules)
+	}
+	if _, err := os.Lstat(target.Path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("workspace not removed: %v", err)
+	}
+	prefix := "refs/majlis/salvage/T-1/modules/1/lib"
+	if got := strings.TrimSpace(repo.Git("rev-parse", prefix+"/HEAD")); got != localCommit {
+		t.Errorf("kept submodule HEAD %s, want the local commit %s", got, localCommit)
+	}
+	salvaged := strings.Fields(repo.Git("for-each-ref", "--format=%(refname)", prefix+"/majlis/salvage/T-1/"))
+	if len(salvaged) != 1 {
+		t.Fatalf("submodule salvage refs kept: %v", salvaged)
+	}
+	if got := repo.Git("show", salvaged[0]+":README.md"); got != "# edited inside the submodule\n" {
+		t.Errorf("submodule salvage holds %q", got)
+	}
+	if got := repo.Git("show", *res.SalvageRef+":notes.txt"); got != "untracked in the superproject\n" {
+		t.Errorf("superproject salvage holds %q", got)
+	}
+	if out, err := repo.TryGit("fsck", "--no-progress", "--connectivity-only"); err != nil {
+		t.Errorf("fsck: %v\n%s", err, out)
+	}
+}
+
+// A repository cloned by hand at a submodule's path (a .git directory, not
+// a link into the worktree's modules) is not the workspace's: it stays a
+// peer and refuses.
+func TestReclaimForeignRepoAtSubmodulePath(t *testing.T) {
+	lib := fixtures.NewRepo(t)
+	repo := fixtures.NewRepoAt(t, filepath.Join(fixtures.TempDir(t), "app"))
+	repo.AddSubmodule("lib", lib)
+	if _, err := Init(t.Context(), repo.Dir, InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Open(t.Context(), repo.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	target := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+	fixtures.InitRepo(t, filepath.Join(target.Path, "lib"))
+	_, err = p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true})
+	peerRefusedOverlap(t, err, PeerNestedRepo, filepath.Join(target.Path, "lib"))
 }
 
 // The success path, end to end: every kind of uncommitted state, odd

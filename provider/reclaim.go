@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -331,17 +332,15 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, lease 
 			Hint:   "commit their changes, or pass --salvage-submodules to salvage them too"}
 	}
 
-	// Salvage first; nothing is destroyed if it fails.
+	// Salvage first; nothing is destroyed if it fails. Checked-out
+	// submodules keep their work and their commits in this worktree's own
+	// git directory, which removal deletes: copy them into the repository.
+	kept, err := p.keepSubmodules(ctx, rec, pv.Salvage.DirtySubmodules, o.SalvageSubmodules)
+	if err != nil {
+		return nil, err
+	}
+	res.Submodules = kept
 	if !pv.Salvage.Clean {
-		if o.SalvageSubmodules {
-			for _, sm := range pv.Salvage.DirtySubmodules {
-				ref, err := p.salvageSubmodule(ctx, rec, sm)
-				if err != nil {
-					return nil, err
-				}
-				res.Submodules = append(res.Submodules, sm+" "+ref)
-			}
-		}
 		// A retry after an interruption salvages again whatever is there
 		// now; the first salvage (recorded in the salvaged event) holds the
 		// state before any destructive step and stays the reclaim's ref.
@@ -392,9 +391,16 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, lease 
 		// Unlocking destroys nothing; an entry that was not locked makes it
 		// fail harmlessly, and a lock that stays makes the removal refuse.
 		_ = gitops.UnlockWorktree(ctx, c.CommonDir, c.Path)
-		// Never --force: a file written since the clean makes git refuse,
-		// and the workspace stays (relock it so no prune can drop it).
-		if err := gitops.RemoveWorktree(ctx, c.CommonDir, c.Path, false); err != nil {
+		// Never --force, except that git refuses any worktree with
+		// checked-out submodules without it: their work and commits were
+		// kept above, and the checks just ran. Otherwise a file written
+		// since the clean makes git refuse, and the workspace stays
+		// (relocked so that no prune can drop it).
+		owned, err := ownedSubmodules(ctx, c.Path)
+		if err != nil {
+			return err
+		}
+		if err := gitops.RemoveWorktree(ctx, c.CommonDir, c.Path, len(owned) > 0); err != nil {
 			_ = gitops.LockWorktree(ctx, c.CommonDir, c.Path, "majlis workspace "+c.Binding+" (reclaim interrupted)")
 			return err
 		}
@@ -555,22 +561,88 @@ func (p *Provider) recheck(ctx context.Context, rec *claimRecord, lease *heldRes
 	return firstOverlap(rec.Claim.Binding, rec.Claim.Path, peers)
 }
 
-// salvageSubmodule salvages a dirty submodule's own uncommitted work into
-// the submodule's repository.
-func (p *Provider) salvageSubmodule(ctx context.Context, rec *claimRecord, sm string) (string, error) {
-	dir := filepath.Join(rec.Claim.Path, filepath.FromSlash(sm))
-	snap, err := gitops.Snapshot(ctx, dir, "majlis reclaim of workspace "+rec.Claim.Binding+", submodule "+sm)
+// keepSubmodules copies into the repository, under
+// refs/majlis/salvage/<binding>/modules/<k>/<path>/, the HEAD, branches
+// and majlis refs of every checked-out submodule of the workspace, after
+// salvaging (with salvageDirty) the uncommitted work of dirty ones into
+// their own refs/majlis/salvage/<binding>/<n>. It returns "path prefix"
+// lines for the result.
+func (p *Provider) keepSubmodules(ctx context.Context, rec *claimRecord, dirty []string, salvageDirty bool) ([]string, error) {
+	c := rec.Claim
+	owned, err := ownedSubmodules(ctx, c.Path)
+	if err != nil || len(owned) == 0 {
+		return nil, err
+	}
+	isDirty := map[string]bool{}
+	for _, d := range dirty {
+		isDirty[filepath.Join(c.Path, filepath.FromSlash(d))] = true
+	}
+	dirs := make([]string, 0, len(owned))
+	for d := range owned {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	reader, err := gitops.OpenReader(ctx, c.CommonDir)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	if snap.Clean {
-		return "", nil
+	base := SalvagePrefix + c.Binding + "/modules/"
+	refs, err := reader.Refs(ctx, base)
+	if err != nil {
+		return nil, err
 	}
-	ref := SalvagePrefix + rec.Claim.Binding + "/" + fmt.Sprint(time.Now().UnixNano())
-	if err := gitops.UpdateRefCreate(ctx, dir, ref, snap.Commit); err != nil {
-		return "", err
+	k := 0
+	for _, r := range refs {
+		n, _, _ := strings.Cut(strings.TrimPrefix(r.Name, base), "/")
+		if v, err := strconv.Atoi(n); err == nil && v > k {
+			k = v
+		}
 	}
-	return ref, nil
+	k++
+	var kept []string
+	for _, dir := range dirs {
+		rel, _ := filepath.Rel(c.Path, dir)
+		if isDirty[dir] && salvageDirty {
+			snap, err := gitops.Snapshot(ctx, dir, "majlis reclaim of workspace "+c.Binding+", submodule "+filepath.ToSlash(rel))
+			if err != nil {
+				return nil, err
+			}
+			if !snap.Clean {
+				ref := SalvagePrefix + c.Binding + "/" + strconv.FormatInt(time.Now().UnixNano(), 10)
+				if err := gitops.UpdateRefCreate(ctx, dir, ref, snap.Commit); err != nil {
+					return nil, err
+				}
+			}
+		}
+		prefix := base + strconv.Itoa(k) + "/" + refSafe(filepath.ToSlash(rel))
+		if err := gitops.FetchInto(ctx, c.CommonDir, dir, "+HEAD:"+prefix+"/HEAD",
+			"+refs/heads/*:"+prefix+"/heads/*", "+refs/majlis/*:"+prefix+"/majlis/*"); err != nil {
+			return nil, err
+		}
+		kept = append(kept, filepath.ToSlash(rel)+" "+prefix)
+	}
+	return kept, nil
+}
+
+// refSafe turns a path into ref name components: anything but letters,
+// digits, '-' and '_' (and '.' inside a component) becomes '_'.
+func refSafe(path string) string {
+	parts := strings.Split(path, "/")
+	for i, part := range parts {
+		b := []byte(part)
+		for j, ch := range b {
+			ok := ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '-' || ch == '_' || ch == '.' && j > 0
+			if !ok {
+				b[j] = '_'
+			}
+		}
+		s := strings.TrimSuffix(strings.ReplaceAll(string(b), "..", "__"), ".lock")
+		if s == "" || strings.HasSuffix(s, ".") {
+			s += "_"
+		}
+		parts[i] = s
+	}
+	return strings.Join(parts, "/")
 }
 
 // A heldReservation is a reclaim reservation kept alive by renewal.

@@ -1,0 +1,62 @@
+package gitops
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Submodules returns the paths (slash-separated, relative to the top
+// level) of the submodule entries (gitlinks) in the index of the worktree
+// whose top level is worktree.
+func Submodules(ctx context.Context, worktree string) ([]string, error) {
+	dir, ceiling, err := topLevel(worktree)
+	if err != nil {
+		return nil, err
+	}
+	res, err := git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling}, "ls-files", "--stage", "-z")
+	if err != nil {
+		return nil, err
+	}
+	return parseGitlinks(res.stdout)
+}
+
+// parseGitlinks reads `git ls-files --stage -z`: "<mode> <id> <stage>\t<path>\0".
+func parseGitlinks(out []byte) ([]string, error) {
+	var paths []string
+	seen := map[string]bool{}
+	for len(out) > 0 {
+		rec, rest, ok := bytes.Cut(out, []byte{0})
+		if !ok {
+			return nil, unexpected("git ls-files", "record without a NUL terminator")
+		}
+		out = rest
+		meta, path, ok := bytes.Cut(rec, []byte{'\t'})
+		if !ok || len(path) == 0 {
+			return nil, unexpected("git ls-files", "record %q has no path", rec)
+		}
+		if bytes.HasPrefix(meta, []byte("160000 ")) && !seen[string(path)] {
+			seen[string(path)] = true
+			paths = append(paths, string(path))
+		}
+	}
+	return paths, nil
+}
+
+// FetchInto copies refs, with the objects they need, from the repository
+// at src (a path) into the repository containing dir: `git fetch --no-tags
+// --no-write-fetch-head SRC REFSPEC...`. It is how commits that exist only
+// in a submodule's per-worktree repository are kept before that worktree
+// is removed.
+func FetchInto(ctx context.Context, dir, src string, refspecs ...string) error {
+	if len(refspecs) == 0 {
+		return errors.New("gitops: FetchInto needs a refspec")
+	}
+	args := append([]string{"-c", "protocol.file.allow=always", "fetch", "--quiet", "--no-tags",
+		"--no-write-fetch-head", "--no-recurse-submodules", "--", src}, refspecs...)
+	if _, err := git(ctx, dir, cmdOpts{}, args...); err != nil {
+		return fmt.Errorf("gitops: keeping refs of %s: %w", src, err)
+	}
+	return nil
+}
