@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/majlis-dev/majlis/fixtures"
 )
 
@@ -114,5 +115,27 @@ func TestPartialWorktreeEntryIsRecognised(t *testing.T) {
 		if got := partialWorktreeEntry(msg); got != want {
 			t.Errorf("partialWorktreeEntry(%q) = %v, want %v", msg, got, want)
 		}
+	}
+}
+
+func TestSubmodulesInProcessAgreesWithGit(t *testing.T) {
+	lib := fixtures.NewRepo(t)
+	repo := fixtures.NewRepoAt(t, filepath.Join(fixtures.TempDir(t), "app"))
+	repo.AddSubmodule("lib", lib)
+	repo.AddSubmodule("deep/er lib", lib)
+	got, err := Submodules(t.Context(), repo.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := git(t.Context(), repo.Dir, cmdOpts{readOnly: true}, "ls-files", "--stage", "-z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := parseGitlinks(res.stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" || len(got) != 2 {
+		t.Errorf("submodules (-git +in process):\n%s", diff)
 	}
 }
