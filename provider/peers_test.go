@@ -980,7 +980,10 @@ func TestReclaimConfirmation(t *testing.T) {
 // report on ErrDirtySubmodule being unreachable. Should submodules stop
 // counting as nested repositories, the first reclaim below must become
 // ErrDirtySubmodule.
-func TestReclaimDirtySubmodule(t *testing.T) {
+// submoduleWorkspace makes a repository with a submodule "lib", registers
+// it, and allocates workspace T-1 (its submodule not yet checked out).
+func submoduleWorkspace(t *testing.T) (*fixtures.Repo, *Provider, *Workspace) {
+	t.Helper()
 	lib := fixtures.NewRepo(t)
 	repo := fixtures.NewRepoAt(t, filepath.Join(fixtures.TempDir(t), "app"))
 	repo.AddSubmodule("lib", lib)
@@ -992,7 +995,12 @@ func TestReclaimDirtySubmodule(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	target := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+	return repo, p, mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+}
+
+func TestReclaimDirtySubmodule(t *testing.T) {
+	repo, p, target := submoduleWorkspace(t)
+	var err error
 	ws := &fixtures.Repo{T: t, Dir: target.Path}
 	ws.Git("-c", "protocol.file.allow=always", "submodule", "--quiet", "update", "--init")
 	sub := &fixtures.Repo{T: t, Dir: ws.Path("lib")}
@@ -1059,20 +1067,9 @@ func TestReclaimDirtySubmodule(t *testing.T) {
 // a link into the worktree's modules) is not the workspace's: it stays a
 // peer and refuses.
 func TestReclaimForeignRepoAtSubmodulePath(t *testing.T) {
-	lib := fixtures.NewRepo(t)
-	repo := fixtures.NewRepoAt(t, filepath.Join(fixtures.TempDir(t), "app"))
-	repo.AddSubmodule("lib", lib)
-	if _, err := Init(t.Context(), repo.Dir, InitOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	p, err := Open(t.Context(), repo.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	target := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+	_, p, target := submoduleWorkspace(t)
 	fixtures.InitRepo(t, filepath.Join(target.Path, "lib"))
-	_, err = p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true})
+	_, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true})
 	peerRefusedOverlap(t, err, PeerNestedRepo, filepath.Join(target.Path, "lib"))
 }
 
