@@ -158,7 +158,12 @@ func Resolve(p string) (Resolved, error) {
 }
 
 func resolveForms(input, abs string) (Resolved, error) {
-	r, err := resolve(input, abs, true)
+	return resolveFormsWith(newWalker("resolve", input), abs)
+}
+
+func resolveFormsWith(w *walker, abs string) (Resolved, error) {
+	w.track = true
+	r, err := w.walk("/", segment{rest: abs})
 	if err != nil {
 		return Resolved{}, err
 	}
