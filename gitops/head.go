@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,7 +151,7 @@ func worktreePathsInProcess(commonDir string) (paths []string, ok, partial bool)
 		if !e.IsDir() {
 			return nil, false, false
 		}
-		b, err := os.ReadFile(filepath.Join(commonDir, "worktrees", e.Name(), "gitdir"))
+		b, err := readSmallFile(filepath.Join(commonDir, "worktrees", e.Name(), "gitdir"))
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, false, true
 		}
@@ -161,4 +162,25 @@ func worktreePathsInProcess(commonDir string) (paths []string, ok, partial bool)
 		paths = append(paths, filepath.Clean(filepath.Dir(p)))
 	}
 	return paths, true, false
+}
+
+// readSmallFile reads a file of a few hundred bytes, such as a worktree's
+// gitdir, in one read: with many worktrees the fstat and the second read
+// that os.ReadFile spends on each add up. Larger files are read whole.
+func readSmallFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, 4096)
+	n, err := f.Read(buf)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	if n < len(buf) {
+		return buf[:n], nil
+	}
+	rest, err := io.ReadAll(f)
+	return append(buf, rest...), err
 }
