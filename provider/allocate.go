@@ -217,6 +217,10 @@ func (p *Provider) publishClaim(ctx context.Context, claim Claim, args requestAr
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, &Error{Op: "allocate", Binding: claim.Binding, Path: dir, Err: err}
 	}
+	// The journal names the claim before it exists (see journal.go).
+	if err := p.appendJournal(journalEntry{Kind: journalClaim, Binding: claim.Binding, Seq: claim.Seq, Digest: digest, Path: claim.Path}, true); err != nil {
+		return nil, err
+	}
 	if err := reservation.Publish(dir, claimName(claim.Seq, "claim"), data); err != nil {
 		return nil, err
 	}

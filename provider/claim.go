@@ -253,13 +253,35 @@ func (p *Provider) publishEvent(rec *claimRecord, ev Event) (*Event, error) {
 			return nil, err
 		}
 		rec.Events[ev.Kind] = &existing
+		p.journalEvent(rec, ev.Kind)
 		return &existing, nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	rec.Events[ev.Kind] = &ev
+	p.journalEvent(rec, ev.Kind)
 	return &ev, nil
+}
+
+// journalEvent appends the journal line of a failed or reclaimed event,
+// after the event itself is published (see journal.go). A retry that
+// finds the event published appends it again: repeated lines are harmless.
+// A line that cannot be appended is left out: the journal then keeps the
+// workspace as a possible peer, which only sends some checks to the full
+// path, so the event's operation does not fail for it.
+func (p *Provider) journalEvent(rec *claimRecord, kind string) {
+	e := journalEntry{Kind: kind, Binding: rec.Claim.Binding, Seq: rec.Claim.Seq, Digest: rec.Digest}
+	switch kind {
+	case EventFailed:
+	case EventReclaimed:
+		if c := rec.Events[EventCreated]; c != nil {
+			e.Dev, e.Ino = c.Dev, c.Ino
+		}
+	default:
+		return
+	}
+	_ = p.appendJournal(e, false)
 }
 
 // readAllBindings reads every binding's claims, concurrently (the work is

@@ -31,25 +31,66 @@ type Peer struct {
 	Overlaps bool   `json:"overlaps"`
 }
 
+// How retainedPeers learns the repository's workspaces.
+const (
+	fullCheck = false // from every claim record, validating all of them
+	fastCheck = true  // from the claims journal when it proves no overlap (journal.go)
+)
+
 // retainedPeers lists every retained peer of the target claim and judges
 // whether each overlaps it. It reads the state folder and the filesystem
 // afresh on every call: callers run it immediately before every
 // destructive effect.
-func (p *Provider) retainedPeers(ctx context.Context, target *claimRecord) ([]Peer, error) {
+//
+// A fastCheck takes the workspaces from the claims journal, which names a
+// superset of them; when that finds a workspace that overlaps, or the
+// journal cannot be used, the answer comes from the full check instead.
+func (p *Provider) retainedPeers(ctx context.Context, target *claimRecord, fast bool) ([]Peer, error) {
+	if fast {
+		peers, err := p.checkPeers(ctx, target, true)
+		if err == nil || !errors.Is(err, errJournalUnusable) && !errors.Is(err, errJournalOverlap) {
+			return peers, err
+		}
+	}
+	return p.checkPeers(ctx, target, false)
+}
+
+var errJournalOverlap = errors.New("a workspace the journal names overlaps")
+
+func (p *Provider) checkPeers(ctx context.Context, target *claimRecord, fromJournal bool) ([]Peer, error) {
 	t := target.Claim
 	tr, err := pathid.Resolve(t.Path)
 	if err != nil {
 		return nil, &Error{Op: "reclaim", Binding: t.Binding, Path: t.Path, Err: ErrIdentity, Reason: err.Error()}
 	}
+	// Git's list of worktrees is read meanwhile.
+	type worktrees struct {
+		paths []string
+		err   error
+	}
+	listed := make(chan worktrees, 1)
+	go func() {
+		paths, err := gitops.WorktreePaths(ctx, t.CommonDir)
+		listed <- worktrees{paths, err}
+	}()
+	received := false
+	defer func() {
+		if !received { // an early return still waits for the reader
+			<-listed
+		}
+	}()
+
 	var peers []Peer
 	// A workspace is usually listed twice (its claim and git's entry):
-	// resolve each path once per check.
+	// resolve each path once per check, and the directories they share
+	// once too.
+	resolver := pathid.NewResolver()
 	resolved := map[string]pathid.Resolved{}
 	add := func(kind, path, binding string) error {
 		pr, ok := resolved[path]
 		var err error
 		if !ok {
-			if pr, err = pathid.Resolve(path); err == nil {
+			if pr, err = resolver.Resolve(path); err == nil {
 				resolved[path] = pr
 			}
 		}
@@ -85,9 +126,31 @@ func (p *Provider) retainedPeers(ctx context.Context, target *claimRecord) ([]Pe
 	// Every majlis workspace of the repository, in any state, except the
 	// target claim itself. One is ignored only when it was reclaimed AND its
 	// directory is attested absent now.
-	all, err := p.readAllBindings()
-	if err != nil {
-		return nil, err
+	if fromJournal {
+		claims, err := p.readJournal()
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range claims {
+			if c.Digest == target.Digest || c.Failed {
+				continue
+			}
+			if c.Reclaimed && absentNow(c.Path, c.Dev, c.Ino) {
+				continue
+			}
+			if err := add(PeerWorkspace, c.Path, c.Binding); err != nil {
+				return nil, err
+			}
+			if peers[len(peers)-1].Overlaps {
+				return nil, errJournalOverlap
+			}
+		}
+	}
+	var all [][]*claimRecord
+	if !fromJournal {
+		if all, err = p.readAllBindings(); err != nil {
+			return nil, err
+		}
 	}
 	for _, recs := range all {
 		for _, r := range recs {
@@ -103,7 +166,9 @@ func (p *Provider) retainedPeers(ctx context.Context, target *claimRecord) ([]Pe
 		}
 	}
 	// Every worktree git knows, the main one included.
-	paths, err := gitops.WorktreePaths(ctx, t.CommonDir)
+	wt := <-listed
+	received = true
+	paths, err := wt.paths, wt.err
 	if err != nil {
 		return nil, err
 	}
@@ -145,12 +210,22 @@ func (p *Provider) retainedPeers(ctx context.Context, target *claimRecord) ([]Pe
 // attestedAbsent reports whether a reclaimed workspace's directory is gone
 // now: nothing at its path, or a different directory than the one it had.
 func attestedAbsent(r *claimRecord) bool {
-	id, err := pathid.Lstat(r.Claim.Path)
+	var dev, ino uint64
+	if ev := r.Events[EventCreated]; ev != nil {
+		dev, ino = ev.Dev, ev.Ino
+	}
+	return absentNow(r.Claim.Path, dev, ino)
+}
+
+// absentNow reports whether nothing is at path, or a different directory
+// than the one with identity dev:ino (zero: none was ever recorded, so only
+// nothing at all counts).
+func absentNow(path string, dev, ino uint64) bool {
+	id, err := pathid.Lstat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return true
 	}
-	ev := r.Events[EventCreated]
-	return err == nil && ev != nil && (id.Dev != ev.Dev || id.Ino != ev.Ino)
+	return err == nil && ino != 0 && (id.Dev != dev || id.Ino != ino)
 }
 
 // peerIgnores asks the ancestor peer's git whether it ignores the target's

@@ -178,9 +178,18 @@ func peerList(t *testing.T, p *Provider, binding string) []Peer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	peers, err := p.retainedPeers(t.Context(), rec)
+	peers, err := p.retainedPeers(t.Context(), rec, fullCheck)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The fast check (from the claims journal) must see the same peers.
+	fast, err := p.retainedPeers(t.Context(), rec, fastCheck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKey := func(a, b Peer) int { return strings.Compare(a.Kind+"\x00"+a.Path, b.Kind+"\x00"+b.Path) }
+	if diff := cmp.Diff(slices.SortedFunc(slices.Values(peers), byKey), slices.SortedFunc(slices.Values(fast), byKey)); diff != "" {
+		t.Errorf("fast peer check disagrees with the full one (-full +fast):\n%s", diff)
 	}
 	return peers
 }
@@ -1215,7 +1224,7 @@ func BenchmarkPeerCheck(b *testing.B) {
 		b.Run(fmt.Sprintf("workspaces=%d", size), func(b *testing.B) {
 			var peers []Peer
 			for b.Loop() {
-				if peers, err = p.retainedPeers(ctx, target); err != nil {
+				if peers, err = p.retainedPeers(ctx, target, fastCheck); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -1223,6 +1232,20 @@ func BenchmarkPeerCheck(b *testing.B) {
 			for _, pr := range peers {
 				if pr.Overlaps {
 					b.Fatalf("peer %+v overlaps", pr)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("full/workspaces=%d", size), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := p.retainedPeers(ctx, target, fullCheck); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("parts/journal/workspaces=%d", size), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := p.readJournal(); err != nil {
+					b.Fatal(err)
 				}
 			}
 		})
@@ -1293,6 +1316,9 @@ func benchWorkspace(b *testing.B, p *Provider, binding string) {
 	}
 	dir := p.claimsDir(binding)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := p.appendJournal(journalEntry{Kind: journalClaim, Binding: binding, Seq: 1, Digest: digest, Path: path}, true); err != nil {
 		b.Fatal(err)
 	}
 	if err := reservation.Publish(dir, claimName(1, "claim"), data); err != nil {

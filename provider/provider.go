@@ -71,6 +71,11 @@ func Init(ctx context.Context, dir string, opts InitOptions) (*Repository, error
 		return nil, err
 	}
 	err = reservation.Publish(state, "repository.json", data)
+	if err == nil {
+		if err := createJournal(state); err != nil {
+			return nil, &Error{Op: "init", Path: filepath.Join(state, journalName), Err: err}
+		}
+	}
 	if errors.Is(err, reservation.ErrExists) {
 		existing, err := readRegistration(state)
 		if err != nil {

@@ -137,7 +137,7 @@ func (p *Provider) preview(ctx context.Context, rec *claimRecord) (*Preview, err
 	if err != nil {
 		return nil, err
 	}
-	peers, err := p.retainedPeers(ctx, rec)
+	peers, err := p.retainedPeers(ctx, rec, fullCheck)
 	if err != nil {
 		return nil, err
 	}
@@ -554,7 +554,7 @@ func (p *Provider) recheck(ctx context.Context, rec *claimRecord, lease *heldRes
 	if err := verifyRepository(now); err != nil {
 		return err
 	}
-	peers, err := p.retainedPeers(ctx, now)
+	peers, err := p.retainedPeers(ctx, now, fastCheck)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,252 @@
+package provider
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// The claims journal, <state>/claims.journal, lets the peer rechecks that
+// reclaim runs before every destructive step read one file instead of every
+// binding's folder. It is durable state, never a cache, and it only ever
+// errs on the side of more peers:
+//
+//   - A claim's line is appended and fsynced BEFORE the claim is
+//     published (under the publication lease), so every published claim is
+//     in the journal. A crash in between leaves a line without a claim.
+//   - A failed or reclaimed line is appended AFTER its event is published,
+//     so the journal never calls a workspace gone that its records do not.
+//   - The journal is created only by the Init that registers the
+//     repository, before any claim exists, and appends never create it: a
+//     journal that is missing, torn or malformed, or that lacks a binding
+//     the claims folder has, is not used.
+//
+// So the set of workspaces the journal names as possibly present is a
+// superset of the set the claim records name. A check that finds no
+// overlap among them has proven none exists; any overlap it finds, or any
+// doubt about the journal, sends the caller to the full check, which
+// decides from the claim records themselves.
+const journalName = "claims.journal"
+
+// Journal line kinds.
+const (
+	journalClaim     = "claim"
+	journalFailed    = "failed"
+	journalReclaimed = "reclaimed"
+)
+
+// journalMagic starts every line: the format and its version.
+const journalMagic = "majlis-journal-1"
+
+var errJournalUnusable = errors.New("claims journal unusable")
+
+// A journalEntry is one line of the journal.
+type journalEntry struct {
+	Kind    string
+	Binding string
+	Seq     int
+	Digest  string // the claim's digest
+	Path    string // journalClaim: the claimed path
+	// journalReclaimed: the identity the workspace's directory had (from
+	// its created event), for the absence attestation; zero if never created.
+	Dev, Ino uint64
+}
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// encode renders e as one line: tab-separated fields, the path quoted, and
+// a CRC-32C of everything before it, so a torn or altered line is seen.
+func (e journalEntry) encode() []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%s\t%s\t%s\t%d\t%s\t%d\t%d\t%s\t", journalMagic, e.Kind, e.Binding, e.Seq, e.Digest, e.Dev, e.Ino, strconv.Quote(e.Path))
+	fmt.Fprintf(&b, "%08x\n", crc32.Checksum(b.Bytes(), crcTable))
+	return b.Bytes()
+}
+
+// decodeJournal parses a whole journal. Every line must be complete,
+// checksummed and valid; anything else is errJournalUnusable, naming the
+// line.
+func decodeJournal(data []byte) ([]journalEntry, error) {
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		return nil, fmt.Errorf("%w: torn last line", errJournalUnusable)
+	}
+	var out []journalEntry
+	for n := 1; len(data) > 0; n++ {
+		i := bytes.IndexByte(data, '\n')
+		line := data[:i]
+		data = data[i+1:]
+		e, err := decodeJournalLine(line)
+		if err != nil {
+			return nil, fmt.Errorf("%w: line %d: %v", errJournalUnusable, n, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func decodeJournalLine(line []byte) (journalEntry, error) {
+	var e journalEntry
+	k := bytes.LastIndexByte(line, '\t')
+	if k < 0 || len(line)-k-1 != 8 {
+		return e, errors.New("no checksum")
+	}
+	sum, err := strconv.ParseUint(string(line[k+1:]), 16, 32)
+	if err != nil || uint32(sum) != crc32.Checksum(line[:k+1], crcTable) {
+		return e, errors.New("checksum mismatch")
+	}
+	f := strings.Split(string(line[:k]), "\t")
+	if len(f) != 8 || f[0] != journalMagic {
+		return e, errors.New("unknown format")
+	}
+	e.Kind, e.Binding, e.Digest = f[1], f[2], f[4]
+	if e.Seq, err = strconv.Atoi(f[3]); err != nil || e.Seq < 1 {
+		return e, errors.New("bad seq")
+	}
+	if e.Dev, err = strconv.ParseUint(f[5], 10, 64); err != nil {
+		return e, errors.New("bad dev")
+	}
+	if e.Ino, err = strconv.ParseUint(f[6], 10, 64); err != nil {
+		return e, errors.New("bad ino")
+	}
+	if e.Path, err = strconv.Unquote(f[7]); err != nil {
+		return e, errors.New("bad path")
+	}
+	switch {
+	case ValidBinding(e.Binding) != nil:
+		return e, errors.New("bad binding")
+	case !strings.HasPrefix(e.Digest, "sha256:"):
+		return e, errors.New("bad digest")
+	case e.Kind == journalClaim && !filepath.IsAbs(e.Path):
+		return e, errors.New("claim path not absolute")
+	case e.Kind != journalClaim && e.Kind != journalFailed && e.Kind != journalReclaimed:
+		return e, errors.New("unknown kind")
+	}
+	return e, nil
+}
+
+func (p *Provider) journalPath() string { return filepath.Join(p.StateDir, journalName) }
+
+// createJournal starts the journal of a freshly registered repository. It
+// refuses to start one beside existing claims, which it would not name.
+func createJournal(state string) error {
+	if _, err := os.Lstat(filepath.Join(state, "claims")); !errors.Is(err, os.ErrNotExist) {
+		return nil // claims exist (or cannot be ruled out): run without a journal
+	}
+	f, err := os.OpenFile(filepath.Join(state, journalName), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return nil
+		}
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return syncDir(state)
+}
+
+// appendJournal appends e in one write (O_APPEND, so concurrent appenders
+// never interleave), and fsyncs it when sync is set. A repository without
+// a journal gets no line: appends never create it.
+func (p *Provider) appendJournal(e journalEntry, sync bool) error {
+	f, err := os.OpenFile(p.journalPath(), os.O_WRONLY|os.O_APPEND, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return &Error{Op: "journal", Path: p.journalPath(), Err: err}
+	}
+	_, err = f.Write(e.encode())
+	if err == nil && sync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return &Error{Op: "journal", Path: p.journalPath(), Err: err}
+	}
+	return nil
+}
+
+// A journalClaimState is what the journal says of one claim.
+type journalClaimState struct {
+	journalEntry      // the claim line
+	Failed, Reclaimed bool
+	Dev, Ino          uint64 // from the reclaimed line
+}
+
+// readJournal returns every claim the journal names, or errJournalUnusable
+// when it cannot stand in for the claim records: missing, torn, malformed,
+// or lacking a binding that has a folder under claims/.
+func (p *Provider) readJournal() ([]*journalClaimState, error) {
+	data, err := os.ReadFile(p.journalPath())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errJournalUnusable, err)
+	}
+	entries, err := decodeJournal(data)
+	if err != nil {
+		return nil, err
+	}
+	type key struct {
+		binding string
+		seq     int
+	}
+	byKey := make(map[key]*journalClaimState, len(entries))
+	named := map[string]bool{}
+	var out []*journalClaimState
+	for _, e := range entries {
+		k := key{e.Binding, e.Seq}
+		if e.Kind == journalClaim {
+			if byKey[k] != nil {
+				return nil, fmt.Errorf("%w: %s #%d claimed twice", errJournalUnusable, e.Binding, e.Seq)
+			}
+			s := &journalClaimState{journalEntry: e}
+			byKey[k] = s
+			named[e.Binding] = true
+			out = append(out, s)
+			continue
+		}
+		s := byKey[k]
+		if s == nil || s.Digest != e.Digest {
+			return nil, fmt.Errorf("%w: %s line for %s #%d without its claim", errJournalUnusable, e.Kind, e.Binding, e.Seq)
+		}
+		switch e.Kind {
+		case journalFailed:
+			s.Failed = true
+		case journalReclaimed:
+			s.Reclaimed, s.Dev, s.Ino = true, e.Dev, e.Ino
+		}
+	}
+	bindings, err := p.bindings()
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range bindings {
+		if !named[b] {
+			return nil, fmt.Errorf("%w: binding %s is not in it", errJournalUnusable, b)
+		}
+	}
+	return out, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
