@@ -162,6 +162,10 @@ type cmdOpts struct {
 	retryPartial bool
 	// extraEnv is appended to the child's environment.
 	extraEnv []string
+	// refreshIndex lets a read-only command take git's optional locks, so
+	// that status refreshes the index's stat cache as a plain `git status`
+	// does (see StatusOptions.Refresh).
+	refreshIndex bool
 }
 
 // result is the outcome of a git command that did not fail.
@@ -191,7 +195,7 @@ func environ(o cmdOpts) []string {
 	// LC_ALL=C keeps messages in English, which the classification of
 	// failures below depends on.
 	env = append(env, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat")
-	if o.readOnly {
+	if o.readOnly && !o.refreshIndex {
 		env = append(env, "GIT_OPTIONAL_LOCKS=0")
 	}
 	if o.indexFile != "" {

@@ -114,13 +114,21 @@ type Status struct {
 type StatusOptions struct {
 	// Ignored also lists ignored files (--ignored), one entry per file.
 	Ignored bool
+	// Refresh lets git refresh the index's cached file stats, as a plain
+	// `git status` does when it can take index.lock: the index's content
+	// (paths, modes, object ids) stays the same, only the stat data that
+	// lets the next status skip re-reading files changes. A fresh checkout
+	// has every file "racily clean", which costs each status a read of
+	// every file until someone refreshes; reclaim refreshes once so that
+	// `git worktree remove` after it does not pay that again.
+	Refresh bool
 }
 
 // ReadStatus runs `git status --porcelain=v2 -z --branch
 // --untracked-files=all` in the worktree containing dir and parses it.
-// It never writes: the command runs with GIT_OPTIONAL_LOCKS=0, so git does
-// not refresh the index file behind the caller, and the index stays
-// byte-identical. Dirty submodules are reported (--ignore-submodules=none),
+// Unless opts.Refresh is set it never writes: the command runs with
+// GIT_OPTIONAL_LOCKS=0, so git does not refresh the index file behind the
+// caller, and the index stays byte-identical. Dirty submodules are reported (--ignore-submodules=none),
 // whatever the repository's configuration.
 func ReadStatus(ctx context.Context, dir string, opts StatusOptions) (*Status, error) {
 	args := []string{"status", "--porcelain=v2", "-z", "--branch", "--no-ahead-behind",
@@ -128,7 +136,7 @@ func ReadStatus(ctx context.Context, dir string, opts StatusOptions) (*Status, e
 	if opts.Ignored {
 		args = append(args, "--ignored=traditional")
 	}
-	res, err := git(ctx, dir, cmdOpts{readOnly: true}, args...)
+	res, err := git(ctx, dir, cmdOpts{readOnly: true, refreshIndex: opts.Refresh}, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/majlis-dev/majlis/gitops"
@@ -248,26 +248,40 @@ func (p *Provider) peerIgnores(ctx context.Context, peer string, o pathid.Overla
 // files) other than its own top-level .git.
 func nestedRepositories(root string) ([]string, error) {
 	var out []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Name() != ".git" {
-			return nil
-		}
-		if filepath.Dir(path) == root {
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		out = append(out, filepath.Dir(path))
-		if d.IsDir() {
-			return fs.SkipDir
-		}
-		return nil
-	})
+	err := walkForGit(root, true, &out)
+	sort.Strings(out)
 	return out, err
+}
+
+// walkForGit looks through dir for entries named .git, the way
+// filepath.WalkDir would (no symlink is followed), but without sorting or
+// building a path for every file: a workspace holds tens of thousands of
+// files and a reclaim walks it before every destructive step.
+func walkForGit(dir string, top bool, out *[]string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	entries, err := f.ReadDir(-1)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if name == ".git" {
+			if !top {
+				*out = append(*out, dir)
+			}
+			continue // the target's own .git, or a nested repository's
+		}
+		if e.IsDir() {
+			if err := walkForGit(dir+string(filepath.Separator)+name, false, out); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // firstOverlap returns a peer_overlap error for the first overlapping peer.

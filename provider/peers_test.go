@@ -619,7 +619,7 @@ func TestReclaimPeerPublishedAfterPreview(t *testing.T) {
 		// The overlap is judged before the digest is compared: the more
 		// useful of the two refusals (both exit 3) names the peer.
 		peerRefusedOverlap(t, err, PeerWorkspace, peer.Path)
-		if now, err := p.preview(t.Context(), peerCurrent(t, p, "T-1")); err != nil || now.Digest == pv.Digest {
+		if now, err := p.preview(t.Context(), peerCurrent(t, p, "T-1"), false); err != nil || now.Digest == pv.Digest {
 			t.Errorf("the preview's digest did not change with the new peer (%v)", err)
 		}
 		_, err = p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true})
@@ -1020,7 +1020,7 @@ func TestReclaimDirtySubmodule(t *testing.T) {
 	ws.WriteFile("lib/README.md", "# edited inside the submodule\n")
 	ws.WriteFile("notes.txt", "untracked in the superproject\n")
 
-	pv, err := p.preview(t.Context(), peerCurrent(t, p, "T-1"))
+	pv, err := p.preview(t.Context(), peerCurrent(t, p, "T-1"), false)
 	if err != nil {
 		t.Fatal(err)
 	}

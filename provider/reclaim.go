@@ -121,7 +121,7 @@ func (p *Provider) PreviewReclaim(ctx context.Context, binding string) (*Preview
 		}
 		return nil, err
 	}
-	pv, err := p.preview(ctx, rec)
+	pv, err := p.preview(ctx, rec, false)
 	if err != nil {
 		return nil, err
 	}
@@ -131,9 +131,13 @@ func (p *Provider) PreviewReclaim(ctx context.Context, binding string) (*Preview
 	return pv, nil
 }
 
-func (p *Provider) preview(ctx context.Context, rec *claimRecord) (*Preview, error) {
+// preview computes the preview. refresh, set only under the reservation of
+// a reclaim that is going ahead, lets git refresh the workspace index's
+// stat cache (gitops.StatusOptions.Refresh): the index's content stays
+// the same, and `git worktree remove` then need not re-read every file.
+func (p *Provider) preview(ctx context.Context, rec *claimRecord, refresh bool) (*Preview, error) {
 	c := rec.Claim
-	st, err := gitops.ReadStatus(ctx, c.Path, gitops.StatusOptions{Ignored: true})
+	st, err := gitops.ReadStatus(ctx, c.Path, gitops.StatusOptions{Ignored: true, Refresh: refresh})
 	if err != nil {
 		return nil, err
 	}
@@ -313,7 +317,7 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 
 func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, lease *heldReservation, o ReclaimOptions) (*ReclaimResult, error) {
 	c := rec.Claim
-	pv, err := p.preview(ctx, rec)
+	pv, err := p.preview(ctx, rec, true)
 	if err != nil {
 		return nil, err
 	}
