@@ -1,0 +1,65 @@
+package admission
+
+import (
+	"errors"
+	"strings"
+)
+
+// Sentinels callers branch on (errors.Is). cmd/majlis maps each to an exit
+// code and a stable error code in one table.
+var (
+	ErrInvalid         = errors.New("admission: invalid argument")
+	ErrHeld            = errors.New("admission: held by another holder")
+	ErrQuarantined     = errors.New("admission: resource is quarantined")
+	ErrUnsafePath      = errors.New("admission: unsafe path")
+	ErrPolicyBlocked   = errors.New("admission: blocked by policy")
+	ErrNotFound        = errors.New("admission: no such lease")
+	ErrNotHolder       = errors.New("admission: lease belongs to another holder")
+	ErrNotQuarantined  = errors.New("admission: lease is not quarantined")
+	ErrRequestConflict = errors.New("admission: request id already used with other arguments")
+	ErrMalformed       = errors.New("admission: malformed ledger")
+	ErrNotInitialized  = errors.New("admission: repository not initialized")
+)
+
+// A Conflict is one existing lease that stands against a requested
+// resource, with the policy key that decided what it gets.
+type Conflict struct {
+	Resource string `json:"resource"` // the requested resource
+	Lease    Lease  `json:"lease"`    // the other holder's lease
+	Policy   string `json:"policy"`   // the policy key that decided
+	Reason   string `json:"reason"`
+}
+
+// An Error reports a refused or failed admission operation with its facts.
+type Error struct {
+	Op        string // acquire, renew, release, list, resolve, check, policy
+	Resource  string // the resource concerned, as the caller wrote it
+	Path      string // the file or directory concerned
+	Reason    string
+	Hint      string // what the user can do
+	Conflicts []Conflict
+	Gaps      []string // check: changed paths outside the holder's leases
+	Err       error
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Op)
+	if e.Resource != "" {
+		b.WriteString(" " + e.Resource)
+	}
+	b.WriteString(": ")
+	b.WriteString(strings.TrimPrefix(e.Err.Error(), "admission: "))
+	if e.Reason != "" {
+		b.WriteString(": " + e.Reason)
+	}
+	if e.Path != "" && !strings.Contains(e.Reason, e.Path) {
+		b.WriteString(" (" + e.Path + ")")
+	}
+	if e.Hint != "" {
+		b.WriteString("; " + e.Hint)
+	}
+	return b.String()
+}
