@@ -1,0 +1,139 @@
+package admission
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/majlis-dev/majlis/gitops"
+)
+
+// A CheckRequest asks whether a checkout's changes lie inside a holder's
+// leases.
+type CheckRequest struct {
+	Checkout string // a directory inside the worktree; empty: the working directory
+	Holder   string
+}
+
+// A CheckResult reports the changed paths outside the holder's leases.
+type CheckResult struct {
+	Checkout string `json:"checkout"`
+	Holder   string `json:"holder"`
+	// Changed counts the changed paths git status reported (both sides of
+	// renames, untracked files included).
+	Changed int `json:"changed"`
+	// Gaps lists changed paths (checkout-relative, as git reports them)
+	// that no active lease of the holder in this checkout covers; empty
+	// when the enforcement_gap policy is allow.
+	Gaps      []string    `json:"gaps"`
+	Warnings  []Warning   `json:"warnings"`
+	Policy    PolicyValue `json:"policy"` // the value of enforcement_gap
+	DecidedBy []string    `json:"decided_by"`
+}
+
+// Check compares the checkout's changes (git status, untracked files
+// included, both sides of renames) with the active leases of req.Holder in
+// that checkout: a path is covered by a file lease on it or an intent
+// covering it. A lease observed after an edit proves nothing, so Check
+// never grants one: each uncovered path is recorded as an enforcement_gap
+// event (one transaction), and the enforcement_gap policy decides: allow
+// reports nothing, warn reports warnings, block refuses with
+// ErrPolicyBlocked listing the gaps.
+func (s *Service) Check(ctx context.Context, req CheckRequest) (*CheckResult, error) {
+	const op = "check"
+	if err := checkHolder(op, req.Holder); err != nil {
+		return nil, err
+	}
+	co, err := s.checkout(ctx, op, req.Checkout, "")
+	if err != nil {
+		return nil, err
+	}
+	st, err := gitops.ReadStatus(ctx, co.Root, gitops.StatusOptions{})
+	if err != nil {
+		return nil, &Error{Op: op, Path: co.Root, Err: err, Reason: "reading git status"}
+	}
+	changed := map[string]bool{}
+	for _, e := range st.Entries {
+		if e.Kind == gitops.Ignored {
+			continue
+		}
+		changed[strings.TrimSuffix(e.Path, "/")] = true
+		if e.OrigPath != "" {
+			changed[strings.TrimSuffix(e.OrigPath, "/")] = true
+		}
+	}
+	paths := make([]string, 0, len(changed))
+	for p := range changed {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+
+	res := &CheckResult{Checkout: co.Root, Holder: req.Holder, Changed: len(paths), Gaps: []string{}, Warnings: []Warning{},
+		DecidedBy: []string{PolicyEnforcementGap}}
+	var gaps []string
+	err = s.repo.tx(ctx, op, func(c *sql.Conn) error {
+		now := s.nanos()
+		pol, err := readPolicy(ctx, c)
+		if err != nil {
+			return err
+		}
+		res.Policy = pol.EnforcementGap
+		leases, err := queryRows(ctx, c, `SELECT `+rowColumns+` FROM leases
+			WHERE holder = ? AND checkout = ? AND scope IN ('file', 'intent') AND state = 'granted'`+liveClause,
+			req.Holder, co.Root)
+		if err != nil {
+			return err
+		}
+		gaps = gaps[:0]
+		for _, p := range paths {
+			// The key names the path as a lease would: through symlink
+			// aliases and case folding. A path whose identity cannot be
+			// verified is a gap.
+			key, kerr := co.Key(co.Root, filepath.Join(co.Root, filepath.FromSlash(p)), false)
+			if kerr != nil || !covered(leases, key, now) {
+				gaps = append(gaps, p)
+				why := "no active lease of the holder covers it"
+				if kerr != nil {
+					why = kerr.Error()
+				}
+				if err := appendEvent(ctx, c, now, "enforcement_gap", req.Holder, "",
+					map[string]string{"path": p, "checkout": co.Root, "why": why, "policy": string(res.Policy)}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	switch res.Policy {
+	case Warn:
+		res.Gaps = append(res.Gaps, gaps...)
+		for _, p := range gaps {
+			res.Warnings = append(res.Warnings, Warning{Code: "enforcement_gap", Policy: PolicyEnforcementGap, Resource: p,
+				Message: fmt.Sprintf("%s changed outside the leases of %s; policy %s=warn", p, req.Holder, PolicyEnforcementGap)})
+		}
+	case Block:
+		if len(gaps) > 0 {
+			return nil, &Error{Op: op, Path: co.Root, Err: ErrPolicyBlocked, Gaps: gaps,
+				Reason: fmt.Sprintf("%d changed path(s) outside the leases of %s, first %s (policy %s=block)", len(gaps), req.Holder, gaps[0], PolicyEnforcementGap),
+				Hint:   "acquire leases for these paths before editing them, or revert the edits"}
+		}
+	}
+	return res, nil
+}
+
+// covered reports whether an active lease among leases covers key.
+func covered(leases []row, key string, now int64) bool {
+	for i := range leases {
+		r := &leases[i]
+		if r.stateAt(now) == StateActive && overlaps(r.key, r.subtree, key, false) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,216 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+)
+
+// TestConflictRules runs every scope pair, in the same checkout and in
+// another worktree, literal and /**, under each value of the policy key
+// that decides it: holder "old" holds the first resource, holder "new"
+// asks for the second.
+func TestConflictRules(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	const same, other = true, false
+	for _, pair := range []struct {
+		existing, requested string
+		sameCheckout        bool
+		policy              string // the key deciding the conflict; "" for none
+	}{
+		// file / file
+		{"file:src/a.go", "file:src/a.go", same, PolicySameCheckoutConflict},
+		{"file:src/a.go", "file:src/a.go", other, ""}, // checkouts are isolated
+		{"file:src/a.go", "file:src/b.go", same, ""},
+		{"file:src/a.go", "file:src/a.go/../a.go", same, "unsafe"},
+		// file / intent
+		{"file:src/a.go", "intent:src/**", same, PolicySameCheckoutConflict},
+		{"file:src/a.go", "intent:src/**", other, PolicyCrossWorktreeOverlap},
+		{"file:src/a.go", "intent:src/a.go", same, PolicySameCheckoutConflict},
+		{"file:src/a.go", "intent:src/a.go", other, PolicyCrossWorktreeOverlap},
+		{"file:src/a.go", "intent:**", same, PolicySameCheckoutConflict},
+		{"file:src/a.go", "intent:src", same, ""}, // a literal intent covers only itself
+		{"file:src/a.go", "intent:docs/**", same, ""},
+		{"file:src/a.go", "intent:sr/**", other, ""}, // components, not string prefixes
+		// intent / file
+		{"intent:src/**", "file:src/a.go", same, PolicySameCheckoutConflict},
+		{"intent:src/**", "file:src/a.go", other, PolicyCrossWorktreeOverlap},
+		{"intent:src/a.go", "file:src/a.go", same, PolicySameCheckoutConflict},
+		{"intent:src/a.go", "file:src/a.go", other, PolicyCrossWorktreeOverlap},
+		{"intent:**", "file:README.md", other, PolicyCrossWorktreeOverlap},
+		{"intent:src/auth/**", "file:src/a.go", same, ""},
+		// intent / intent
+		{"intent:src/**", "intent:src/auth/**", same, PolicySameCheckoutConflict},
+		{"intent:src/**", "intent:src/auth/**", other, PolicyCrossWorktreeOverlap},
+		{"intent:src/auth/**", "intent:src/**", other, PolicyCrossWorktreeOverlap},
+		{"intent:src/auth/**", "intent:src/api/**", same, ""},
+		{"intent:src", "intent:src", same, PolicySameCheckoutConflict},
+		{"intent:src", "intent:src/**", other, PolicyCrossWorktreeOverlap},
+		{"intent:src/a.go", "intent:src/b.go", same, ""},
+		{"intent:**", "intent:docs/x", same, PolicySameCheckoutConflict},
+		// host / host: machine-wide, whatever the checkout
+		{"host:port:3000", "host:port:3000", same, PolicyHostSingleton},
+		{"host:port:3000", "host:port:3000", other, PolicyHostSingleton},
+		{"host:port:3000", "host:port:3001", same, ""},
+		// across scopes: names never meet paths
+		{"host:src/a.go", "file:src/a.go", same, ""},
+		{"file:src/a.go", "host:src/a.go", same, ""},
+	} {
+		values := []PolicyValue{Allow, Warn, Block}
+		if pair.policy == "" || pair.policy == PolicyHostSingleton || pair.policy == "unsafe" {
+			values = []PolicyValue{""}
+		}
+		for _, v := range values {
+			where := "same"
+			if !pair.sameCheckout {
+				where = "other"
+			}
+			name := fmt.Sprintf("%s/%s/%s/%s", pair.existing, pair.requested, where, v)
+			t.Run(name, func(t *testing.T) {
+				if v != "" {
+					if _, err := e.s.SetPolicy(ctx, pair.policy, string(v)); err != nil {
+						t.Fatal(err)
+					}
+					defer e.s.SetPolicy(ctx, pair.policy, string(DefaultPolicy().Value(pair.policy)))
+				}
+				defer func() {
+					for _, h := range []string{"old", "new"} {
+						if _, err := e.s.Release(ctx, ReleaseRequest{Holder: h}); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}()
+				old := e.mustAcquire("old", e.main.Dir, pair.existing).Leases[0]
+				dir := e.main.Dir
+				if !pair.sameCheckout {
+					dir = e.linked.Dir
+				}
+				res, err := e.acquire("new", dir, pair.requested)
+				want := "grant"
+				switch {
+				case pair.policy == "unsafe":
+					want = "unsafe"
+				case pair.policy == PolicyHostSingleton || v == Block:
+					want = "deny"
+				case v == Warn:
+					want = "warn"
+				}
+				switch want {
+				case "unsafe":
+					wantErr(t, err, ErrUnsafePath)
+					return
+				case "deny":
+					ae := wantErr(t, err, ErrHeld)
+					if len(ae.Conflicts) != 1 {
+						t.Fatalf("conflicts = %+v, want one", ae.Conflicts)
+					}
+					c := ae.Conflicts[0]
+					if c.Policy != pair.policy || c.Lease.ID != old.ID || c.Lease.Holder != "old" || c.Lease.State != StateActive {
+						t.Fatalf("conflict = %+v, want lease %s of old decided by %s", c, old.ID, pair.policy)
+					}
+					if l := e.list(false); len(l) != 1 {
+						t.Fatalf("a denied acquire left leases: %+v", l)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("acquire: %v", err)
+				}
+				if len(res.Leases) != 1 || res.Leases[0].Holder != "new" || res.Leases[0].State != StateActive {
+					t.Fatalf("leases = %+v", res.Leases)
+				}
+				wantDecided := []string{}
+				if pair.policy != "" {
+					wantDecided = []string{pair.policy}
+				}
+				if !slices.Equal(res.DecidedBy, wantDecided) {
+					t.Errorf("decided_by = %v, want %v", res.DecidedBy, wantDecided)
+				}
+				if want == "grant" {
+					if len(res.Warnings) != 0 {
+						t.Errorf("warnings = %+v, want none", res.Warnings)
+					}
+					return
+				}
+				if len(res.Warnings) != 1 {
+					t.Fatalf("warnings = %+v, want one", res.Warnings)
+				}
+				w := res.Warnings[0]
+				if w.Policy != pair.policy || w.Lease == nil || w.Lease.ID != old.ID {
+					t.Errorf("warning = %+v, want policy %s naming lease %s", w, pair.policy, old.ID)
+				}
+				wantCode := "checkout_conflict"
+				if pair.policy == PolicyCrossWorktreeOverlap {
+					wantCode = "intent_overlap"
+				}
+				if w.Code != wantCode {
+					t.Errorf("warning code = %q, want %q", w.Code, wantCode)
+				}
+			})
+		}
+	}
+}
+
+// TestSameHolder: a holder never conflicts with its own active leases,
+// and asking again for what it holds returns the same lease.
+func TestSameHolder(t *testing.T) {
+	e := newEnv(t)
+	first := e.mustAcquire("a", "", "file:src/a.go", "host:port:1")
+	again := e.mustAcquire("a", "", "intent:src/**", "file:src/a.go", "host:port:1")
+	if len(again.Leases) != 3 {
+		t.Fatalf("leases = %+v", again.Leases)
+	}
+	if again.Leases[1] != first.Leases[0] || again.Leases[2] != first.Leases[1] {
+		t.Errorf("re-acquired leases changed:\n%+v\n%+v", first.Leases, again.Leases[1:])
+	}
+	if !slices.Equal(again.Reused, []string{first.Leases[0].ID, first.Leases[1].ID}) {
+		t.Errorf("reused = %v", again.Reused)
+	}
+	// The same file in another checkout is another resource.
+	other := e.mustAcquire("a", e.linked.Dir, "file:src/a.go")
+	if len(other.Reused) != 0 || other.Leases[0].ID == first.Leases[0].ID {
+		t.Errorf("a file in another checkout was reused: %+v", other)
+	}
+}
+
+// TestDenialIsAllOrNothing: one blocked resource refuses the whole set,
+// and every conflict is listed.
+func TestDenialIsAllOrNothing(t *testing.T) {
+	e := newEnv(t)
+	e.mustAcquire("a", "", "file:src/a.go", "file:src/b.go")
+	_, err := e.acquire("b", "", "file:src/c.go", "file:src/a.go", "intent:src/**")
+	ae := wantErr(t, err, ErrHeld)
+	if len(ae.Conflicts) != 3 { // a.go; src/** against a.go and b.go
+		t.Fatalf("conflicts = %+v", ae.Conflicts)
+	}
+	for _, l := range e.list(true) {
+		if l.Holder == "b" {
+			t.Fatalf("a denied request left %+v", l)
+		}
+	}
+	if _, err := e.acquire("b", "", "file:src/c.go"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUnsafePathTouchesNoLedger: a path refusal comes before any ledger
+// work, whatever else the request holds.
+func TestUnsafePathTouchesNoLedger(t *testing.T) {
+	e := newEnv(t)
+	e.main.Symlink("/etc", "out")
+	_, err := e.acquire("a", "", "host:port:1", "file:out/passwd")
+	wantErr(t, err, ErrUnsafePath)
+	if l := e.list(true); len(l) != 0 {
+		t.Fatalf("leases after a refused request: %+v", l)
+	}
+	if _, err := os.Stat(e.host); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the host ledger was created: %v", err)
+	}
+	if _, err := e.acquire("a", "", "file:README.md/../x"); !errors.Is(err, ErrUnsafePath) {
+		t.Fatalf("traversal: %v", err)
+	}
+}

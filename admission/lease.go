@@ -1,0 +1,149 @@
+package admission
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/majlis-dev/majlis/reservation"
+)
+
+// A State is a lease's state, computed from its record and the current time.
+type State string
+
+// Lease states.
+const (
+	// StateActive: granted and not expired. It blocks conflicting grants
+	// and may be renewed by its holder.
+	StateActive State = "active"
+	// StateQuarantined: expired without release. Expiry does not prove the
+	// writer stopped, so the lease keeps blocking (its holder included) and
+	// cannot be renewed until it is released, resolved with
+	// --writer-stopped, or its recorded owner process is proven dead.
+	StateQuarantined State = "quarantined"
+	// StateReleased: the holder released it.
+	StateReleased State = "released"
+	// StateResolved: a quarantine was lifted by attestation
+	// (writer_stopped) or by proof that the owner died (owner_dead).
+	StateResolved State = "resolved"
+	// StatePending: a host singleton whose two-phase admission has not
+	// finished. It blocks other acquirers but grants nothing.
+	StatePending State = "pending"
+)
+
+// A Lease is permission for one resource: holder, durable generation and
+// expiry. The generation grows with every grant of the resource and is
+// never reused. A Lease value is a snapshot: its State was computed when it
+// was read.
+type Lease struct {
+	ID         string    `json:"id"`
+	Scope      Scope     `json:"scope"`
+	Resource   string    `json:"resource"` // canonical: scope:key, with /** for subtree intents
+	Holder     string    `json:"holder"`
+	Generation int64     `json:"generation"`
+	AcquiredAt time.Time `json:"acquired_at"`
+	ExpiresAt  time.Time `json:"expires_at"`
+	State      State     `json:"state"`
+	// Checkout is the physical top level of the worktree (file and intent
+	// leases); empty for host singletons.
+	Checkout string `json:"checkout,omitempty"`
+	// Key is the canonical key: a slash-separated path relative to the
+	// checkout ("" for its root) or the host name.
+	Key string `json:"key"`
+	// OwnerPID is the process recorded at acquisition (--pid), whose
+	// proven death lifts a quarantine.
+	OwnerPID    int        `json:"owner_pid,omitempty"`
+	ReleasedAt  *time.Time `json:"released_at,omitempty"`
+	ResolvedAt  *time.Time `json:"resolved_at,omitempty"`
+	ResolvedHow string     `json:"resolved_how,omitempty"` // writer_stopped or owner_dead
+}
+
+// row is a leases-table row as stored.
+type row struct {
+	id, scope, resource, key string
+	subtree                  bool
+	checkout, repo, holder   string
+	generation               int64
+	acquired, expires        int64 // unix nanoseconds
+	released, resolved       sql.NullInt64
+	resolvedHow              sql.NullString
+	owner                    sql.NullString // reservation.Owner, JSON
+	state                    string         // granted or pending
+	requestID                string
+	pendingRequest           sql.NullString // host ledger: the two-phase request key
+	admitter                 sql.NullString // host ledger: reservation.Owner of the admitting process
+	repoLedger               sql.NullString // host ledger: the repository ledger of the request
+
+	gone bool // deleted in this transaction (an abandoned pending row)
+}
+
+// rowColumns lists the columns scanRow reads, in order.
+const rowColumns = `id, scope, resource, key, subtree, checkout, repo, holder, generation,
+	acquired_at, expires_at, released_at, resolved_at, resolved_how, owner_json, state, request_id,
+	pending_request, admitter_json, repo_ledger`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanRow(sc scanner) (row, error) {
+	var r row
+	err := sc.Scan(&r.id, &r.scope, &r.resource, &r.key, &r.subtree, &r.checkout, &r.repo, &r.holder,
+		&r.generation, &r.acquired, &r.expires, &r.released, &r.resolved, &r.resolvedHow, &r.owner,
+		&r.state, &r.requestID, &r.pendingRequest, &r.admitter, &r.repoLedger)
+	return r, err
+}
+
+// live reports whether the row can still block: neither released nor
+// resolved.
+func (r *row) live() bool { return !r.released.Valid && !r.resolved.Valid }
+
+// stateAt computes the row's state at now (unix nanoseconds).
+func (r *row) stateAt(now int64) State {
+	switch {
+	case r.released.Valid:
+		return StateReleased
+	case r.resolved.Valid:
+		return StateResolved
+	case r.state == "pending":
+		return StatePending
+	case now < r.expires:
+		return StateActive
+	}
+	return StateQuarantined
+}
+
+// ownerOf decodes the owner recorded in a JSON column; ok is false when
+// none was recorded.
+func ownerOf(col sql.NullString) (o reservation.Owner, ok bool, err error) {
+	if !col.Valid || col.String == "" {
+		return o, false, nil
+	}
+	if err := json.Unmarshal([]byte(col.String), &o); err != nil {
+		return o, false, fmt.Errorf("owner record %q: %w", col.String, err)
+	}
+	return o, true, nil
+}
+
+// lease renders the row as the API reports it.
+func (r *row) lease(now int64) Lease {
+	l := Lease{
+		ID: r.id, Scope: Scope(r.scope), Resource: r.resource, Holder: r.holder, Generation: r.generation,
+		AcquiredAt: fromNanos(r.acquired), ExpiresAt: fromNanos(r.expires), State: r.stateAt(now),
+		Checkout: r.checkout, Key: r.key,
+	}
+	if o, ok, err := ownerOf(r.owner); err == nil && ok {
+		l.OwnerPID = o.PID
+	}
+	if r.released.Valid {
+		t := fromNanos(r.released.Int64)
+		l.ReleasedAt = &t
+	}
+	if r.resolved.Valid {
+		t := fromNanos(r.resolved.Int64)
+		l.ResolvedAt = &t
+		l.ResolvedHow = r.resolvedHow.String
+	}
+	return l
+}
+
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }

@@ -1,0 +1,558 @@
+package admission
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/majlis-dev/majlis/reservation"
+)
+
+// A RenewRequest extends leases of a holder.
+type RenewRequest struct {
+	Holder string
+	TTL    time.Duration // new lifetime from now; 0 means DefaultTTL
+	// IDs names the leases to renew. Empty: every active lease of Holder
+	// in the repository ledger, and its host leases acquired for this
+	// repository.
+	IDs       []string
+	RequestID string
+}
+
+// A RenewResult lists the renewed leases.
+type RenewResult struct {
+	Leases []Lease `json:"leases"`
+	// Warnings name quarantined leases that a renewal of all leases could
+	// not renew.
+	Warnings  []Warning `json:"warnings"`
+	RequestID string    `json:"request_id,omitempty"`
+	Replayed  bool      `json:"replayed"`
+}
+
+// A ReleaseRequest gives leases back.
+type ReleaseRequest struct {
+	Holder string
+	// IDs names the leases to release. Empty: every active or
+	// quarantined lease of Holder in the repository ledger, and its host
+	// leases acquired for this repository.
+	IDs       []string
+	RequestID string
+}
+
+// A ReleaseResult lists the released leases (with IDs, leases already
+// released or resolved are listed unchanged: release is idempotent).
+type ReleaseResult struct {
+	Leases    []Lease `json:"leases"`
+	RequestID string  `json:"request_id,omitempty"`
+	Replayed  bool    `json:"replayed"`
+}
+
+// A ResolveRequest lifts the quarantine of one lease.
+type ResolveRequest struct {
+	ID string
+	// WriterStopped attests that the lease's writer has stopped; Resolve
+	// refuses without it.
+	WriterStopped bool
+	RequestID     string
+}
+
+// A ListRequest selects leases.
+type ListRequest struct {
+	Holder string // empty: every holder
+	// All includes released and resolved leases; otherwise only active,
+	// quarantined and pending ones are listed.
+	All bool
+}
+
+// Renew extends leases of req.Holder to now + TTL. Only active leases can
+// be renewed: a quarantined one refuses with ErrQuarantined (its holder
+// must release it), a released, resolved or pending one with ErrNotFound,
+// another holder's with ErrNotHolder. Every named lease is checked before
+// any is renewed. Without IDs, the holder's active leases are renewed and
+// its quarantined ones reported as warnings; ErrQuarantined when only
+// quarantined ones remain, ErrNotFound when it holds none.
+func (s *Service) Renew(ctx context.Context, req RenewRequest) (*RenewResult, error) {
+	const op = "renew"
+	if err := checkHolder(op, req.Holder); err != nil {
+		return nil, err
+	}
+	ttl, err := checkTTL(op, req.TTL)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := checkIDs(op, req.IDs, req.RequestID)
+	if err != nil {
+		return nil, err
+	}
+	digest := digestOf(struct {
+		Op, Holder string
+		TTL        int64
+		IDs        []string
+	}{op, req.Holder, int64(ttl), ids})
+	var res RenewResult
+	if found, _, err := s.precheck(ctx, op, req.RequestID, digest, &res); err != nil {
+		return nil, err
+	} else if found {
+		res.Replayed = true
+		return &res, nil
+	}
+	ledgers, located, err := s.targetLedgers(ctx, op, ids)
+	if err != nil {
+		return nil, err
+	}
+	now := s.nanos()
+	for _, id := range ids { // refuse before any change
+		if err := renewable(op, located[id].row, req.Holder, now); err != nil {
+			return nil, err
+		}
+	}
+	out := &RenewResult{Leases: []Lease{}, Warnings: []Warning{}, RequestID: req.RequestID}
+	for _, l := range ledgers {
+		err := l.tx(ctx, op, func(c *sql.Conn) error {
+			now := s.nanos()
+			rows, err := s.selectRows(ctx, c, l, req.Holder, ids, located)
+			if err != nil {
+				return err
+			}
+			var renewed []string
+			var evs []event
+			for _, r := range rows {
+				if len(ids) > 0 {
+					if err := renewable(op, r, req.Holder, now); err != nil {
+						return err
+					}
+				} else if r.stateAt(now) != StateActive {
+					other := r.lease(now)
+					out.Warnings = append(out.Warnings, Warning{Code: "quarantined", Policy: "", Resource: r.resource, Lease: &other,
+						Message: fmt.Sprintf("lease %s (%s) expired at %s without release and cannot be renewed; release it", r.id, r.resource,
+							other.ExpiresAt.Format(time.RFC3339))})
+					continue
+				}
+				r.expires = now + int64(ttl)
+				renewed = append(renewed, r.id)
+				evs = append(evs, event{kind: "renew", holder: r.holder, leaseID: r.id, detail: map[string]any{"expires_at": fromNanos(r.expires)}})
+				out.Leases = append(out.Leases, r.lease(now))
+			}
+			if err := updateRows(ctx, c, `expires_at`, now+int64(ttl), renewed); err != nil {
+				return err
+			}
+			return appendEvents(ctx, c, now, evs)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(ids) == 0 && len(out.Leases) == 0 {
+		if len(out.Warnings) > 0 {
+			l := out.Warnings[0].Lease
+			return nil, &Error{Op: op, Resource: l.Resource, Err: ErrQuarantined,
+				Reason: fmt.Sprintf("every lease of %s is quarantined (lease %s expired at %s)", req.Holder, l.ID, l.ExpiresAt.Format(time.RFC3339)),
+				Hint:   fmt.Sprintf("release them ('majlis lease release --holder %s') and acquire again", req.Holder)}
+		}
+		return nil, &Error{Op: op, Err: ErrNotFound, Reason: req.Holder + " holds no lease", Hint: "acquire leases first"}
+	}
+	if err := s.record(ctx, op, req.RequestID, digest, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// renewable says whether holder may renew r now.
+func renewable(op string, r row, holder string, now int64) error {
+	l := r.lease(now)
+	switch {
+	case r.holder != holder:
+		return &Error{Op: op, Resource: r.resource, Err: ErrNotHolder,
+			Reason: fmt.Sprintf("lease %s belongs to %s, not %s", r.id, r.holder, holder)}
+	case l.State == StateQuarantined:
+		return &Error{Op: op, Resource: r.resource, Err: ErrQuarantined,
+			Reason: fmt.Sprintf("lease %s expired at %s without release; expiry does not prove its writer stopped, so it cannot be renewed", r.id, l.ExpiresAt.Format(time.RFC3339)),
+			Hint:   fmt.Sprintf("release it ('majlis lease release --holder %s %s') and acquire again", holder, r.id)}
+	case l.State != StateActive:
+		return &Error{Op: op, Resource: r.resource, Err: ErrNotFound,
+			Reason: fmt.Sprintf("lease %s is %s, not active", r.id, l.State), Hint: "acquire the resource again"}
+	}
+	return nil
+}
+
+// Release ends leases of req.Holder: active and quarantined ones become
+// released (which lifts a quarantine). With IDs, every named lease must
+// exist (ErrNotFound) and belong to the holder (ErrNotHolder), and those
+// already released or resolved are reported unchanged; a pending host
+// lease cannot be released (ErrNotFound). Without IDs, every such lease of
+// the holder is released; none is not an error.
+func (s *Service) Release(ctx context.Context, req ReleaseRequest) (*ReleaseResult, error) {
+	const op = "release"
+	if err := checkHolder(op, req.Holder); err != nil {
+		return nil, err
+	}
+	ids, err := checkIDs(op, req.IDs, req.RequestID)
+	if err != nil {
+		return nil, err
+	}
+	digest := digestOf(struct {
+		Op, Holder string
+		IDs        []string
+	}{op, req.Holder, ids})
+	var res ReleaseResult
+	if found, _, err := s.precheck(ctx, op, req.RequestID, digest, &res); err != nil {
+		return nil, err
+	} else if found {
+		res.Replayed = true
+		return &res, nil
+	}
+	ledgers, located, err := s.targetLedgers(ctx, op, ids)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		if err := releasable(op, located[id].row, req.Holder); err != nil {
+			return nil, err
+		}
+	}
+	out := &ReleaseResult{Leases: []Lease{}, RequestID: req.RequestID}
+	for _, l := range ledgers {
+		err := l.tx(ctx, op, func(c *sql.Conn) error {
+			now := s.nanos()
+			rows, err := s.selectRows(ctx, c, l, req.Holder, ids, located)
+			if err != nil {
+				return err
+			}
+			var released []string
+			var evs []event
+			for _, r := range rows {
+				if err := releasable(op, r, req.Holder); err != nil {
+					return err
+				}
+				if r.live() {
+					r.released = sql.NullInt64{Int64: now, Valid: true}
+					released = append(released, r.id)
+					evs = append(evs, event{kind: "release", holder: r.holder, leaseID: r.id, detail: map[string]string{"resource": r.resource}})
+				}
+				out.Leases = append(out.Leases, r.lease(now))
+			}
+			if err := updateRows(ctx, c, `released_at`, now, released); err != nil {
+				return err
+			}
+			return appendEvents(ctx, c, now, evs)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := s.record(ctx, op, req.RequestID, digest, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func releasable(op string, r row, holder string) error {
+	switch {
+	case r.holder != holder:
+		return &Error{Op: op, Resource: r.resource, Err: ErrNotHolder,
+			Reason: fmt.Sprintf("lease %s belongs to %s, not %s", r.id, r.holder, holder)}
+	case r.live() && r.state == "pending":
+		return &Error{Op: op, Resource: r.resource, Err: ErrNotFound,
+			Reason: fmt.Sprintf("lease %s is pending: its admission has not finished", r.id), Hint: "retry in a moment"}
+	}
+	return nil
+}
+
+// Resolve lifts the quarantine of lease req.ID on the caller's attestation
+// that its writer has stopped (WriterStopped, required: ErrInvalid
+// without). An active, released or pending lease refuses with
+// ErrNotQuarantined; a resolved one is returned unchanged.
+func (s *Service) Resolve(ctx context.Context, req ResolveRequest) (*Lease, error) {
+	const op = "resolve"
+	if !req.WriterStopped {
+		return nil, &Error{Op: op, Resource: req.ID, Err: ErrInvalid,
+			Reason: "resolving a quarantine needs the attestation that the writer has stopped",
+			Hint:   "check that the lease's writer is gone, then pass --writer-stopped"}
+	}
+	ids, err := checkIDs(op, []string{req.ID}, req.RequestID)
+	if err != nil {
+		return nil, err
+	}
+	digest := digestOf(struct{ Op, ID string }{op, req.ID})
+	var res Lease
+	if found, _, err := s.precheck(ctx, op, req.RequestID, digest, &res); err != nil {
+		return nil, err
+	} else if found {
+		return &res, nil
+	}
+	ledgers, located, err := s.targetLedgers(ctx, op, ids)
+	if err != nil {
+		return nil, err
+	}
+	var out Lease
+	err = ledgers[0].tx(ctx, op, func(c *sql.Conn) error {
+		now := s.nanos()
+		rows, err := s.selectRows(ctx, c, ledgers[0], "", ids, located)
+		if err != nil {
+			return err
+		}
+		r := rows[0]
+		switch st := r.stateAt(now); st {
+		case StateResolved:
+		case StateQuarantined:
+			r.resolved = sql.NullInt64{Int64: now, Valid: true}
+			r.resolvedHow = sql.NullString{String: "writer_stopped", Valid: true}
+			if _, err := c.ExecContext(ctx, `UPDATE leases SET resolved_at = ?, resolved_how = 'writer_stopped' WHERE id = ?`, now, r.id); err != nil {
+				return err
+			}
+			if err := appendEvent(ctx, c, now, "resolve", r.holder, r.id, map[string]string{"how": "writer_stopped"}); err != nil {
+				return err
+			}
+		default:
+			l := r.lease(now)
+			e := &Error{Op: op, Resource: r.resource, Err: ErrNotQuarantined, Reason: fmt.Sprintf("lease %s is %s", r.id, st)}
+			switch st {
+			case StateActive:
+				e.Reason += " until " + l.ExpiresAt.Format(time.RFC3339)
+				e.Hint = fmt.Sprintf("its holder %s can release it; only an expired, unreleased lease needs resolving", r.holder)
+			case StatePending:
+				e.Hint = "its admission has not finished; retry in a moment"
+			}
+			return e
+		}
+		out = r.lease(now)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.record(ctx, op, req.RequestID, digest, out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// List returns leases of the repository ledger and of the host ledger
+// (host singletons of every repository on the machine), ordered by
+// acquisition time. States are computed now; List changes nothing, so a
+// quarantined lease whose owner died is listed as quarantined until the
+// next admission that meets it resolves it.
+func (s *Service) List(ctx context.Context, req ListRequest) ([]Lease, error) {
+	hl, err := s.hostLedger(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	now := s.nanos()
+	out := []Lease{}
+	for _, l := range []*ledger{s.repo, hl} {
+		if l == nil {
+			continue
+		}
+		q := `SELECT ` + rowColumns + ` FROM leases WHERE 1 = 1`
+		var args []any
+		if req.Holder != "" {
+			q += ` AND holder = ?`
+			args = append(args, req.Holder)
+		}
+		if !req.All {
+			q += liveClause
+		}
+		rows, err := queryRows(ctx, l.db, q, args...)
+		if err != nil {
+			return nil, l.fail("list", err)
+		}
+		for _, r := range rows {
+			out = append(out, r.lease(now))
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].AcquiredAt.Equal(out[j].AcquiredAt) {
+			return out[i].AcquiredAt.Before(out[j].AcquiredAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+// HasLiveLeases reports whether holder has an active or quarantined lease
+// in the repository ledger: a liveness signal (the provider's reclaim
+// refuses while it is true). A quarantined lease whose recorded owner is
+// proven dead does not count: the next admission resolves it.
+func (s *Service) HasLiveLeases(ctx context.Context, holder string) (bool, error) {
+	rows, err := queryRows(ctx, s.repo.db, `SELECT `+rowColumns+` FROM leases WHERE holder = ? AND state = 'granted'`+liveClause, holder)
+	if err != nil {
+		return false, s.repo.fail("list", err)
+	}
+	now := s.nanos()
+	for _, r := range rows {
+		if r.stateAt(now) == StateActive {
+			return true, nil
+		}
+		o, ok, err := ownerOf(r.owner)
+		if err != nil || !ok {
+			return true, nil
+		}
+		if live, _ := reservation.JudgeOwner(o); live != reservation.OwnerDead {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func queryRows(ctx context.Context, q rowQuerier, query string, args ...any) ([]row, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []row
+	for rows.Next() {
+		r, err := scanRow(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// checkIDs validates lease ids (deduplicated, sorted) and a request id.
+func checkIDs(op string, ids []string, requestID string) ([]string, error) {
+	if err := checkRequestID(op, requestID); err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if !validName(id) || strings.ContainsAny(id, " ") {
+			return nil, &Error{Op: op, Resource: id, Err: ErrInvalid, Reason: fmt.Sprintf("%q is not a lease id", id),
+				Hint: "lease ids look like L-0123456789abcdef; 'majlis lease list' shows them"}
+		}
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// located is where a named lease was found.
+type located struct {
+	l   *ledger
+	row row
+}
+
+// targetLedgers returns the ledgers an operation on ids acts on, host
+// first and the repository ledger last, and where each id lives; an id in
+// neither ledger refuses with ErrNotFound. Without ids, both ledgers (the
+// host one only if it exists).
+func (s *Service) targetLedgers(ctx context.Context, op string, ids []string) ([]*ledger, map[string]located, error) {
+	hl, err := s.hostLedger(ctx, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(ids) == 0 {
+		if hl == nil {
+			return []*ledger{s.repo}, nil, nil
+		}
+		return []*ledger{hl, s.repo}, nil, nil
+	}
+	where := map[string]located{}
+	useHost, useRepo := false, false
+	for _, id := range ids {
+		for _, l := range []*ledger{s.repo, hl} {
+			if l == nil {
+				continue
+			}
+			rows, err := queryRows(ctx, l.db, `SELECT `+rowColumns+` FROM leases WHERE id = ?`, id)
+			if err != nil {
+				return nil, nil, l.fail(op, err)
+			}
+			if len(rows) == 1 {
+				where[id] = located{l: l, row: rows[0]}
+				useHost = useHost || l == hl
+				useRepo = useRepo || l == s.repo
+				break
+			}
+		}
+		if _, ok := where[id]; !ok {
+			return nil, nil, &Error{Op: op, Resource: id, Err: ErrNotFound, Reason: "no lease " + id,
+				Hint: "'majlis lease list --all' shows the leases"}
+		}
+	}
+	var ls []*ledger
+	if useHost {
+		ls = append(ls, hl)
+	}
+	if useRepo {
+		ls = append(ls, s.repo)
+	}
+	return ls, where, nil
+}
+
+// selectRows reads, inside a transaction of l, the named leases that live
+// in l, or without ids the live granted leases of holder (in the host
+// ledger: those acquired for this repository).
+func (s *Service) selectRows(ctx context.Context, c *sql.Conn, l *ledger, holder string, ids []string, where map[string]located) ([]row, error) {
+	if len(ids) == 0 {
+		q := `SELECT ` + rowColumns + ` FROM leases WHERE holder = ? AND state = 'granted'` + liveClause
+		args := []any{holder}
+		if l.kind == kindHost {
+			q += ` AND repo = ?`
+			args = append(args, s.repoID)
+		}
+		return queryRows(ctx, c, q+` ORDER BY acquired_at, id`, args...)
+	}
+	var out []row
+	for _, id := range ids {
+		if where[id].l != l {
+			continue
+		}
+		rows, err := queryRows(ctx, c, `SELECT `+rowColumns+` FROM leases WHERE id = ?`, id)
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) != 1 {
+			// A pending row deleted since it was located.
+			return nil, &Error{Op: "lease", Resource: id, Err: ErrNotFound, Reason: "no lease " + id}
+		}
+		out = append(out, rows[0])
+	}
+	return out, nil
+}
+
+// updateRows sets column to value in the leases ids.
+func updateRows(ctx context.Context, c *sql.Conn, column string, value int64, ids []string) error {
+	const chunk = 500
+	for lo := 0; lo < len(ids); lo += chunk {
+		part := ids[lo:min(lo+chunk, len(ids))]
+		args := []any{value}
+		for _, id := range part {
+			args = append(args, id)
+		}
+		q := `UPDATE leases SET ` + column + ` = ? WHERE id IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(part)), ", ") + `)`
+		if _, err := c.ExecContext(ctx, q, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// record stores the result of a renew, release or resolve made with a
+// request id, in a transaction of its own: those operations are
+// idempotent, so a crash before the record only makes a retry do them
+// again.
+func (s *Service) record(ctx context.Context, op, id, digest string, result any) error {
+	if id == "" {
+		return nil
+	}
+	return s.repo.tx(ctx, op, func(c *sql.Conn) error {
+		rec, err := lookupRequest(ctx, c, id)
+		if err != nil {
+			return err
+		}
+		if rec != nil {
+			var discard any
+			return rec.replayInto(op, id, digest, &discard)
+		}
+		return recordRequest(ctx, c, s.nanos(), id, op, digest, result, "")
+	})
+}

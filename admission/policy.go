@@ -1,0 +1,153 @@
+package admission
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// A PolicyValue says what a conflict or an enforcement gap gets.
+type PolicyValue string
+
+// Policy values.
+const (
+	Allow PolicyValue = "allow" // proceed silently
+	Warn  PolicyValue = "warn"  // proceed, with a warning naming the policy key
+	Block PolicyValue = "block" // refuse
+)
+
+// Policy keys. Each response names the key that decided each warning or
+// denial.
+const (
+	// PolicySameCheckoutConflict decides a conflict between holders inside
+	// one checkout: the same file, a file and an intent covering it, or two
+	// overlapping intents. Default block.
+	PolicySameCheckoutConflict = "same_checkout_conflict"
+	// PolicyCrossWorktreeOverlap decides an intent overlapping a file or an
+	// intent of another holder in another worktree of the repository.
+	// Default warn.
+	PolicyCrossWorktreeOverlap = "cross_worktree_overlap"
+	// PolicyEnforcementGap decides what Check does with a changed path
+	// outside the holder's leases. Default warn.
+	PolicyEnforcementGap = "enforcement_gap"
+	// PolicyHostSingleton is the fixed rule that a host name has one
+	// holder on the machine. It is not a setting: always block.
+	PolicyHostSingleton = "host_singleton"
+)
+
+// A PolicySet is the repository's trusted policy, stored in its state dir
+// (never in a worktree). Keys not set explicitly have their defaults.
+type PolicySet struct {
+	SameCheckoutConflict PolicyValue `json:"same_checkout_conflict"`
+	CrossWorktreeOverlap PolicyValue `json:"cross_worktree_overlap"`
+	EnforcementGap       PolicyValue `json:"enforcement_gap"`
+}
+
+// DefaultPolicy is the policy of a repository where nothing was set.
+func DefaultPolicy() PolicySet {
+	return PolicySet{SameCheckoutConflict: Block, CrossWorktreeOverlap: Warn, EnforcementGap: Warn}
+}
+
+// PolicyKeys lists the settable policy keys.
+func PolicyKeys() []string {
+	return []string{PolicySameCheckoutConflict, PolicyCrossWorktreeOverlap, PolicyEnforcementGap}
+}
+
+// Value returns the value of key; PolicyHostSingleton is always Block.
+func (p PolicySet) Value(key string) PolicyValue {
+	switch key {
+	case PolicySameCheckoutConflict:
+		return p.SameCheckoutConflict
+	case PolicyCrossWorktreeOverlap:
+		return p.CrossWorktreeOverlap
+	case PolicyEnforcementGap:
+		return p.EnforcementGap
+	}
+	return Block
+}
+
+func (p *PolicySet) set(key string, v PolicyValue) bool {
+	switch key {
+	case PolicySameCheckoutConflict:
+		p.SameCheckoutConflict = v
+	case PolicyCrossWorktreeOverlap:
+		p.CrossWorktreeOverlap = v
+	case PolicyEnforcementGap:
+		p.EnforcementGap = v
+	default:
+		return false
+	}
+	return true
+}
+
+func validValue(v PolicyValue) bool { return v == Allow || v == Warn || v == Block }
+
+// Policy returns the repository's policy.
+func (s *Service) Policy(ctx context.Context) (PolicySet, error) {
+	p, err := readPolicy(ctx, s.repo.db)
+	if err != nil {
+		return PolicySet{}, s.repo.fail("policy", err)
+	}
+	return p, nil
+}
+
+// SetPolicy sets key to value (allow, warn or block) in one transaction
+// that also appends a policy event, and returns the resulting policy. An
+// unknown key or value refuses with ErrInvalid.
+func (s *Service) SetPolicy(ctx context.Context, key, value string) (PolicySet, error) {
+	v := PolicyValue(value)
+	var p PolicySet
+	if !p.set(key, v) {
+		return PolicySet{}, &Error{Op: "policy", Err: ErrInvalid, Reason: fmt.Sprintf("unknown policy key %q", key),
+			Hint: "keys: " + strings.Join(PolicyKeys(), ", ")}
+	}
+	if !validValue(v) {
+		return PolicySet{}, &Error{Op: "policy", Err: ErrInvalid, Reason: fmt.Sprintf("unknown policy value %q for %s", value, key),
+			Hint: "values: allow, warn, block"}
+	}
+	err := s.repo.tx(ctx, "policy", func(c *sql.Conn) error {
+		old, err := readPolicy(ctx, c)
+		if err != nil {
+			return err
+		}
+		if _, err := c.ExecContext(ctx, `INSERT INTO policy (key, value) VALUES (?, ?)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value); err != nil {
+			return err
+		}
+		p = old
+		p.set(key, v)
+		return appendEvent(ctx, c, s.nanos(), "policy", "", "",
+			map[string]string{"key": key, "value": value, "old": string(old.Value(key))})
+	})
+	if err != nil {
+		return PolicySet{}, err
+	}
+	return p, nil
+}
+
+type rowQuerier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// readPolicy reads the policy table. A stored key or value this package
+// does not know means the ledger cannot be trusted: ErrMalformed.
+func readPolicy(ctx context.Context, q rowQuerier) (PolicySet, error) {
+	p := DefaultPolicy()
+	rows, err := q.QueryContext(ctx, `SELECT key, value FROM policy`)
+	if err != nil {
+		return p, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return p, err
+		}
+		if !validValue(PolicyValue(v)) || !p.set(k, PolicyValue(v)) {
+			return p, &Error{Op: "policy", Err: ErrMalformed, Reason: fmt.Sprintf("policy table holds %s=%q, which this majlis does not know", k, v),
+				Hint: "set it again with 'majlis policy set KEY VALUE'"}
+		}
+	}
+	return p, rows.Err()
+}

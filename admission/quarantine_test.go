@@ -1,0 +1,198 @@
+package admission
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// quarantine makes holder "a" hold file:src/a.go with a 1m ttl, then lets
+// it expire without release.
+func quarantine(t *testing.T, e *env, ownerPID int) Lease {
+	t.Helper()
+	res, err := e.s.Acquire(context.Background(), AcquireRequest{Holder: "a", Checkout: e.main.Dir, TTL: time.Minute,
+		Resources: []string{"file:src/a.go"}, OwnerPID: ownerPID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Minute)
+	l := e.lease(res.Leases[0].ID)
+	if l.State != StateQuarantined {
+		t.Fatalf("expired lease is %s, want quarantined", l.State)
+	}
+	return l
+}
+
+func TestQuarantineBlocks(t *testing.T) {
+	e := newEnv(t)
+	q := quarantine(t, e, 0)
+	for _, r := range []string{"file:src/a.go", "intent:src/**"} {
+		_, err := e.acquire("b", "", r)
+		ae := wantErr(t, err, ErrQuarantined)
+		if ae.Conflicts[0].Lease.ID != q.ID || ae.Conflicts[0].Lease.State != StateQuarantined ||
+			ae.Conflicts[0].Policy != PolicySameCheckoutConflict {
+			t.Fatalf("conflicts = %+v", ae.Conflicts)
+		}
+	}
+	// Its own holder is refused too: expiry took its permission away.
+	_, err := e.acquire("a", "", "file:src/a.go")
+	wantErr(t, err, ErrQuarantined)
+	// A warn-level conflict with a quarantined lease is a warning.
+	res := e.mustAcquire("b", e.linked.Dir, "intent:src/**")
+	if len(res.Warnings) != 1 || res.Warnings[0].Lease.State != StateQuarantined {
+		t.Fatalf("warnings = %+v", res.Warnings)
+	}
+}
+
+func TestQuarantineCannotBeRenewed(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	q := quarantine(t, e, 0)
+	_, err := e.s.Renew(ctx, RenewRequest{Holder: "a", IDs: []string{q.ID}})
+	wantErr(t, err, ErrQuarantined)
+	_, err = e.s.Renew(ctx, RenewRequest{Holder: "a"})
+	wantErr(t, err, ErrQuarantined)
+	if l := e.lease(q.ID); l.ExpiresAt != q.ExpiresAt {
+		t.Fatalf("a refused renewal changed the expiry: %v -> %v", q.ExpiresAt, l.ExpiresAt)
+	}
+	// Renewing everything renews the active ones and names the rest.
+	act := e.mustAcquire("a", "", "file:src/b.go").Leases[0]
+	res, err := e.s.Renew(ctx, RenewRequest{Holder: "a", TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Leases) != 1 || res.Leases[0].ID != act.ID || !res.Leases[0].ExpiresAt.Equal(e.clock.Now().Add(time.Hour)) {
+		t.Fatalf("renewed %+v", res.Leases)
+	}
+	if len(res.Warnings) != 1 || res.Warnings[0].Lease.ID != q.ID {
+		t.Fatalf("warnings = %+v", res.Warnings)
+	}
+}
+
+func TestQuarantineLiftedByRelease(t *testing.T) {
+	e := newEnv(t)
+	q := quarantine(t, e, 0)
+	_, err := e.s.Release(context.Background(), ReleaseRequest{Holder: "b", IDs: []string{q.ID}})
+	wantErr(t, err, ErrNotHolder)
+	res, err := e.s.Release(context.Background(), ReleaseRequest{Holder: "a", IDs: []string{q.ID}})
+	if err != nil || len(res.Leases) != 1 || res.Leases[0].State != StateReleased {
+		t.Fatalf("release: %+v, %v", res, err)
+	}
+	e.mustAcquire("b", "", "file:src/a.go")
+}
+
+func TestQuarantineLiftedByResolve(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	active := e.mustAcquire("c", "", "file:src/c.go").Leases[0]
+	_, err := e.s.Resolve(ctx, ResolveRequest{ID: active.ID, WriterStopped: true})
+	wantErr(t, err, ErrNotQuarantined)
+	_, err = e.s.Resolve(ctx, ResolveRequest{ID: "L-0000000000000000", WriterStopped: true})
+	wantErr(t, err, ErrNotFound)
+
+	q := quarantine(t, e, 0)
+	_, err = e.s.Resolve(ctx, ResolveRequest{ID: q.ID})
+	wantErr(t, err, ErrInvalid)
+	if _, err := e.acquire("b", "", "file:src/a.go"); err == nil {
+		t.Fatal("a refused resolve lifted the quarantine")
+	}
+	l, err := e.s.Resolve(ctx, ResolveRequest{ID: q.ID, WriterStopped: true})
+	if err != nil || l.State != StateResolved || l.ResolvedHow != "writer_stopped" {
+		t.Fatalf("resolve: %+v, %v", l, err)
+	}
+	e.mustAcquire("b", "", "file:src/a.go")
+	// Resolving again returns it unchanged.
+	again, err := e.s.Resolve(ctx, ResolveRequest{ID: q.ID, WriterStopped: true})
+	if err != nil || *again.ResolvedAt != *l.ResolvedAt {
+		t.Fatalf("resolve again: %+v, %v", again, err)
+	}
+	// A released lease needs no resolving.
+	r := e.mustAcquire("d", "", "file:src/d.go").Leases[0]
+	e.s.Release(ctx, ReleaseRequest{Holder: "d"})
+	_, err = e.s.Resolve(ctx, ResolveRequest{ID: r.ID, WriterStopped: true})
+	wantErr(t, err, ErrNotQuarantined)
+}
+
+// TestQuarantineOwnerDead: a quarantined lease whose recorded owner
+// process is proven dead is resolved by the next admission that meets it;
+// while the owner lives, it stays quarantined.
+func TestQuarantineOwnerDead(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	owner := startSleeper(t)
+	q := quarantine(t, e, owner.cmd.Process.Pid)
+	if q.OwnerPID != owner.cmd.Process.Pid {
+		t.Fatalf("owner_pid = %d, want %d", q.OwnerPID, owner.cmd.Process.Pid)
+	}
+	if live, err := e.s.HasLiveLeases(ctx, "a"); err != nil || !live {
+		t.Fatalf("HasLiveLeases with a live owner = %v, %v", live, err)
+	}
+	_, err := e.acquire("b", "", "file:src/a.go")
+	wantErr(t, err, ErrQuarantined)
+
+	owner.kill(t)
+	if live, err := e.s.HasLiveLeases(ctx, "a"); err != nil || live {
+		t.Fatalf("HasLiveLeases with a dead owner = %v, %v", live, err)
+	}
+	if l := e.lease(q.ID); l.State != StateQuarantined {
+		t.Fatalf("List changed the lease: %+v", l)
+	}
+	e.mustAcquire("b", "", "file:src/a.go")
+	l := e.lease(q.ID)
+	if l.State != StateResolved || l.ResolvedHow != "owner_dead" {
+		t.Fatalf("lease after its owner died = %+v", l)
+	}
+}
+
+// TestOwnerDeadResolvedOnDenial: what a denied admission settled (an
+// owner-dead resolution) is kept.
+func TestOwnerDeadResolvedOnDenial(t *testing.T) {
+	e := newEnv(t)
+	owner := startSleeper(t)
+	q := quarantine(t, e, owner.cmd.Process.Pid)
+	owner.kill(t)
+	e.mustAcquire("c", "", "file:src/b.go")
+	_, err := e.acquire("b", "", "file:src/a.go", "file:src/b.go")
+	wantErr(t, err, ErrHeld)
+	if l := e.lease(q.ID); l.State != StateResolved {
+		t.Fatalf("lease = %+v, want resolved", l)
+	}
+}
+
+func TestOwnerPIDMustRun(t *testing.T) {
+	e := newEnv(t)
+	owner := startSleeper(t)
+	pid := owner.cmd.Process.Pid
+	owner.kill(t)
+	_, err := e.s.Acquire(context.Background(), AcquireRequest{Holder: "a", Checkout: e.main.Dir,
+		Resources: []string{"file:x"}, OwnerPID: pid})
+	wantErr(t, err, ErrInvalid)
+}
+
+func TestHasLiveLeases(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	has := func(h string) bool {
+		t.Helper()
+		ok, err := e.s.HasLiveLeases(ctx, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if has("a") {
+		t.Fatal("no leases, yet live")
+	}
+	e.mustAcquire("a", "", "host:port:1")
+	if has("a") {
+		t.Fatal("a host lease counts: HasLiveLeases reads the repository ledger only")
+	}
+	quarantine(t, e, 0)
+	if !has("a") {
+		t.Fatal("a quarantined lease without owner is live")
+	}
+	e.s.Release(ctx, ReleaseRequest{Holder: "a"})
+	if has("a") {
+		t.Fatal("released, yet live")
+	}
+}

@@ -1,0 +1,214 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/pathid"
+)
+
+// DefaultTTL is the lease lifetime when a request names none.
+const DefaultTTL = 10 * time.Minute
+
+// Options configure Open.
+type Options struct {
+	// HostLedger is the host ledger's path. Empty: DefaultHostLedger().
+	HostLedger string
+	// Now is the clock; nil means time.Now. Tests pass a fake one.
+	Now func() time.Time
+}
+
+// A Service admits leases for one registered repository. Open it with the
+// repository's state dir; it holds database handles (Close them) but no
+// locks between calls, and is safe for concurrent use. The host ledger is
+// opened on first use.
+type Service struct {
+	stateDir string // physical <git-common-dir>/majlis
+	repoID   string // physical common dir: the repository's identity here
+	repo     *ledger
+	hostPath string
+	now      func() time.Time
+
+	mu        sync.Mutex
+	host      *ledger
+	checkouts map[string]cachedCheckout // by physical directory
+}
+
+// A cachedCheckout remembers which worktree a directory belongs to, so
+// that repeated calls need not run git. It is used only while the
+// worktree's .git entry is the same file, unchanged; it names the
+// checkout, it never decides a conflict.
+type cachedCheckout struct {
+	co  Checkout
+	git fs.FileInfo // Lstat of <root>/.git when it was resolved
+}
+
+// Open opens the admission ledgers of the repository whose state dir is
+// stateDir (<git-common-dir>/majlis, created by `majlis init`). A missing
+// state dir refuses with ErrNotInitialized: Open never creates it. The
+// repository ledger, admission.db, is created in it when absent.
+func Open(ctx context.Context, stateDir string, opts Options) (*Service, error) {
+	phys, err := pathid.Physical(stateDir)
+	if err != nil {
+		return nil, &Error{Op: "open", Path: stateDir, Err: err}
+	}
+	fi, err := os.Stat(phys)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, &Error{Op: "open", Path: stateDir, Err: ErrNotInitialized,
+			Reason: "the state folder " + stateDir + " does not exist", Hint: "run 'majlis init' in the repository first"}
+	case err != nil:
+		return nil, &Error{Op: "open", Path: stateDir, Err: err}
+	case !fi.IsDir():
+		return nil, &Error{Op: "open", Path: stateDir, Err: ErrNotInitialized,
+			Reason: stateDir + " is not a folder", Hint: "run 'majlis init' in the repository first"}
+	}
+	hostPath := opts.HostLedger
+	if hostPath == "" {
+		if hostPath, err = DefaultHostLedger(); err != nil {
+			return nil, err
+		}
+	} else if hostPath, err = filepath.Abs(hostPath); err != nil {
+		return nil, &Error{Op: "open", Path: opts.HostLedger, Err: err}
+	}
+	repo, err := openLedger(ctx, filepath.Join(phys, RepositoryLedgerName), kindRepository)
+	if err != nil {
+		return nil, err
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Service{stateDir: phys, repoID: filepath.Dir(phys), repo: repo, hostPath: hostPath, now: now}, nil
+}
+
+// Close closes the ledgers.
+func (s *Service) Close() error {
+	err := s.repo.close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.host != nil {
+		err = errors.Join(err, s.host.close())
+		s.host = nil
+	}
+	return err
+}
+
+// StateDir returns the physical state dir the service was opened on.
+func (s *Service) StateDir() string { return s.stateDir }
+
+// RepositoryLedger returns the repository ledger's path.
+func (s *Service) RepositoryLedger() string { return s.repo.path }
+
+// HostLedger returns the host ledger's path (which may not exist yet).
+func (s *Service) HostLedger() string { return s.hostPath }
+
+func (s *Service) nanos() int64 { return s.now().UnixNano() }
+
+// hostLedger returns the host ledger, opening it on first use. With create
+// false, an absent host ledger is not created: (nil, nil) is returned.
+func (s *Service) hostLedger(ctx context.Context, create bool) (*ledger, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.host != nil {
+		return s.host, nil
+	}
+	if !create {
+		if _, err := os.Stat(s.hostPath); errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(s.hostPath), 0o700); err != nil {
+		return nil, &Error{Op: "open", Path: filepath.Dir(s.hostPath), Err: err}
+	}
+	l, err := openLedger(ctx, s.hostPath, kindHost)
+	if err != nil {
+		return nil, err
+	}
+	s.host = l
+	return l, nil
+}
+
+// checkout finds the worktree containing dir (default: cwd, then the
+// working directory), checks that it belongs to this repository, and opens
+// it for path canonicalization.
+func (s *Service) checkout(ctx context.Context, op, dir, cwd string) (Checkout, error) {
+	if dir == "" {
+		dir = cwd
+	}
+	if dir == "" {
+		dir = "."
+	}
+	phys, err := pathid.Physical(dir)
+	if err != nil {
+		return Checkout{}, &Error{Op: op, Path: dir, Err: ErrInvalid, Reason: "cannot resolve the checkout: " + err.Error(),
+			Hint: "run it inside a worktree of the repository, or pass --repo DIR"}
+	}
+	if co, ok := s.cachedCheckout(phys); ok {
+		return co, nil
+	}
+	repo, err := gitops.Discover(ctx, phys)
+	if err != nil {
+		return Checkout{}, &Error{Op: op, Path: dir, Err: ErrInvalid, Reason: "not inside a git worktree: " + err.Error(),
+			Hint: "run it inside a worktree of the repository, or pass --repo DIR"}
+	}
+	common, err := pathid.Physical(repo.CommonDir)
+	if err != nil {
+		return Checkout{}, &Error{Op: op, Path: repo.CommonDir, Err: err}
+	}
+	if filepath.Join(common, "majlis") != s.stateDir {
+		return Checkout{}, &Error{Op: op, Path: dir, Err: ErrInvalid,
+			Reason: fmt.Sprintf("the worktree %s belongs to the repository %s, not %s", repo.Toplevel, common, s.repoID),
+			Hint:   "open the admission service of that repository"}
+	}
+	gitFI, gitErr := os.Lstat(filepath.Join(repo.Toplevel, ".git"))
+	co, err := OpenCheckout(repo.Toplevel)
+	if err != nil {
+		var ae *Error
+		if errors.As(err, &ae) {
+			return Checkout{}, err
+		}
+		return Checkout{}, &Error{Op: op, Path: repo.Toplevel, Err: ErrUnsafePath,
+			Reason: "cannot verify path identity in the checkout: " + err.Error()}
+	}
+	if gitErr == nil {
+		s.mu.Lock()
+		if s.checkouts == nil {
+			s.checkouts = map[string]cachedCheckout{}
+		}
+		s.checkouts[phys] = cachedCheckout{co: co, git: gitFI}
+		s.mu.Unlock()
+	}
+	return co, nil
+}
+
+// cachedCheckout returns the checkout that the physical directory dir was
+// found in, while that checkout's .git entry is the same, unchanged file
+// and no other .git lies between them.
+func (s *Service) cachedCheckout(dir string) (Checkout, bool) {
+	s.mu.Lock()
+	c, ok := s.checkouts[dir]
+	s.mu.Unlock()
+	if !ok {
+		return Checkout{}, false
+	}
+	fi, err := os.Lstat(filepath.Join(c.co.Root, ".git"))
+	if err != nil || !os.SameFile(fi, c.git) || !fi.ModTime().Equal(c.git.ModTime()) || fi.Size() != c.git.Size() {
+		return Checkout{}, false
+	}
+	// Git would still stop at the same top level: no .git appeared in
+	// between (a nested repository).
+	for d := dir; d != c.co.Root; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); !errors.Is(err, fs.ErrNotExist) || d == filepath.Dir(d) {
+			return Checkout{}, false
+		}
+	}
+	return c.co, true
+}
