@@ -373,29 +373,48 @@ func (s *Service) List(ctx context.Context, req ListRequest) ([]Lease, error) {
 	return out, nil
 }
 
-// HasLiveLeases reports whether holder has an active or quarantined lease
-// in the repository ledger: a liveness signal (the provider's reclaim
-// refuses while it is true). A quarantined lease whose recorded owner is
-// proven dead does not count: the next admission resolves it.
-func (s *Service) HasLiveLeases(ctx context.Context, holder string) (bool, error) {
-	rows, err := queryRows(ctx, s.repo.db, `SELECT `+rowColumns+` FROM leases WHERE holder = ? AND state = 'granted'`+liveClause, holder)
+// LiveLeases returns the leases that show a task is still at work: those
+// of holder, or taken in the checkout at checkoutRoot (a physical path;
+// "" for none), in the repository ledger, and holder's host leases taken
+// from this repository. A lease counts while it is active or quarantined;
+// a quarantined lease whose recorded owner is proven dead does not (the
+// next admission resolves it). The provider's reclaim refuses while any
+// is returned.
+func (s *Service) LiveLeases(ctx context.Context, holder, checkoutRoot string) ([]Lease, error) {
+	hl, err := s.hostLedger(ctx, false)
 	if err != nil {
-		return false, s.repo.fail("list", err)
+		return nil, err
+	}
+	queries := []struct {
+		l    *ledger
+		q    string
+		args []any
+	}{
+		{s.repo, `SELECT ` + rowColumns + ` FROM leases WHERE (holder = ? OR checkout = ?) AND state = 'granted'` + liveClause, []any{holder, checkoutRoot}},
+		{hl, `SELECT ` + rowColumns + ` FROM leases WHERE holder = ? AND repo = ? AND state = 'granted'` + liveClause, []any{holder, s.repoID}},
 	}
 	now := s.nanos()
-	for _, r := range rows {
-		if r.stateAt(now) == StateActive {
-			return true, nil
+	out := []Lease{}
+	for _, q := range queries {
+		if q.l == nil {
+			continue
 		}
-		o, ok, err := ownerOf(r.owner)
-		if err != nil || !ok {
-			return true, nil
+		rows, err := queryRows(ctx, q.l.db, q.q, q.args...)
+		if err != nil {
+			return nil, q.l.fail("list", err)
 		}
-		if live, _ := reservation.JudgeOwner(o); live != reservation.OwnerDead {
-			return true, nil
+		for _, r := range rows {
+			if r.stateAt(now) != StateActive {
+				if o, ok, err := ownerOf(r.owner); err == nil && ok {
+					if live, _ := reservation.JudgeOwner(o); live == reservation.OwnerDead {
+						continue
+					}
+				}
+			}
+			out = append(out, r.lease(now))
 		}
 	}
-	return false, nil
+	return out, nil
 }
 
 func queryRows(ctx context.Context, q rowQuerier, query string, args ...any) ([]row, error) {

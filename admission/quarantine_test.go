@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/majlis-dev/majlis/pathid"
 )
 
 // quarantine makes holder "a" hold file:src/a.go with a 1m ttl, then lets
@@ -124,15 +126,15 @@ func TestQuarantineOwnerDead(t *testing.T) {
 	if q.OwnerPID != owner.cmd.Process.Pid {
 		t.Fatalf("owner_pid = %d, want %d", q.OwnerPID, owner.cmd.Process.Pid)
 	}
-	if live, err := e.s.HasLiveLeases(ctx, "a"); err != nil || !live {
-		t.Fatalf("HasLiveLeases with a live owner = %v, %v", live, err)
+	if live, err := e.s.LiveLeases(ctx, "a", ""); err != nil || len(live) != 1 {
+		t.Fatalf("LiveLeases with a live owner = %v, %v", live, err)
 	}
 	_, err := e.acquire("b", "", "file:src/a.go")
 	wantErr(t, err, ErrQuarantined)
 
 	owner.kill(t)
-	if live, err := e.s.HasLiveLeases(ctx, "a"); err != nil || live {
-		t.Fatalf("HasLiveLeases with a dead owner = %v, %v", live, err)
+	if live, err := e.s.LiveLeases(ctx, "a", ""); err != nil || len(live) != 0 {
+		t.Fatalf("LiveLeases with a dead owner = %v, %v", live, err)
 	}
 	if l := e.lease(q.ID); l.State != StateQuarantined {
 		t.Fatalf("List changed the lease: %+v", l)
@@ -169,30 +171,40 @@ func TestOwnerPIDMustRun(t *testing.T) {
 	wantErr(t, err, ErrInvalid)
 }
 
-func TestHasLiveLeases(t *testing.T) {
+func TestLiveLeases(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	has := func(h string) bool {
+	root, err := pathid.Physical(e.main.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := func(h, checkout string) int {
 		t.Helper()
-		ok, err := e.s.HasLiveLeases(ctx, h)
+		ls, err := e.s.LiveLeases(ctx, h, checkout)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return ok
+		return len(ls)
 	}
-	if has("a") {
+	if live("a", root) != 0 {
 		t.Fatal("no leases, yet live")
 	}
 	e.mustAcquire("a", "", "host:port:1")
-	if has("a") {
-		t.Fatal("a host lease counts: HasLiveLeases reads the repository ledger only")
+	if live("a", "") != 1 {
+		t.Fatal("a host lease taken from this repository does not count")
 	}
-	quarantine(t, e, 0)
-	if !has("a") {
-		t.Fatal("a quarantined lease without owner is live")
+	e.mustAcquire("b", "", "file:src/x.go")
+	if live("nobody", root) != 1 || live("nobody", "/elsewhere") != 0 {
+		t.Fatal("a lease taken in the checkout does not count for it, or counts elsewhere")
 	}
 	e.s.Release(ctx, ReleaseRequest{Holder: "a"})
-	if has("a") {
+	e.s.Release(ctx, ReleaseRequest{Holder: "b"})
+	quarantine(t, e, 0)
+	if live("a", "") != 1 {
+		t.Fatal("a quarantined lease without owner is not live")
+	}
+	e.s.Release(ctx, ReleaseRequest{Holder: "a"})
+	if live("a", root) != 0 {
 		t.Fatal("released, yet live")
 	}
 }

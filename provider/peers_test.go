@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/fixtures"
 	"github.com/majlis-dev/majlis/gitops"
 	"github.com/majlis-dev/majlis/pathid"
@@ -752,6 +753,43 @@ func TestReclaimAuthority(t *testing.T) {
 		res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true})
 		if err != nil {
 			t.Fatalf("reclaim after the owner exited: %v", err)
+		}
+		peerReclaimed(t, p, repo, target, res)
+	})
+
+	t.Run("task holds leases, then releases them", func(t *testing.T) {
+		repo, p := peerProvider(t)
+		target := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+		peerDirty(t, target.Path)
+		svc, err := admission.Open(t.Context(), p.StateDir, admission.Options{HostLedger: filepath.Join(t.TempDir(), "host.db")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer svc.Close()
+		// The task's own intent, and another holder's file lease taken in
+		// the workspace: each keeps it live.
+		for _, acq := range []admission.AcquireRequest{
+			{Holder: "T-1", Checkout: target.Path, Resources: []string{"intent:src/**"}},
+			{Holder: "helper", Checkout: target.Path, Resources: []string{"file:notes.txt"}},
+		} {
+			if _, err := svc.Acquire(t.Context(), acq); err != nil {
+				t.Fatal(err)
+			}
+			before := peerObserve(t, p, repo, target.Path)
+			_, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true})
+			pe := peerRefused(t, err, ErrWorkspaceLive)
+			if !strings.Contains(pe.Reason, acq.Holder) {
+				t.Errorf("refusal does not name the holder %s: %v", acq.Holder, err)
+			}
+			peerUnchanged(t, before, peerObserve(t, p, repo, target.Path))
+			peerNoLease(t, p)
+			if _, err := svc.Release(t.Context(), admission.ReleaseRequest{Holder: acq.Holder}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true})
+		if err != nil {
+			t.Fatalf("reclaim after the leases were released: %v", err)
 		}
 		peerReclaimed(t, p, repo, target, res)
 	})

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
+	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/gitops"
 	"github.com/majlis-dev/majlis/pathid"
 	"github.com/majlis-dev/majlis/reservation"
@@ -23,6 +25,9 @@ type Provider struct {
 
 	leases *reservation.Dir
 	now    func() time.Time
+
+	admMu sync.Mutex
+	adm   *admission.Service // opened on first use (liveness.go)
 }
 
 // Repository is what init reports.
@@ -117,7 +122,18 @@ func Open(ctx context.Context, dir string) (*Provider, error) {
 }
 
 // Close releases the provider's handles.
-func (p *Provider) Close() error { return p.leases.Close() }
+func (p *Provider) Close() error {
+	err := p.leases.Close()
+	p.admMu.Lock()
+	defer p.admMu.Unlock()
+	if p.adm != nil {
+		if aerr := p.adm.Close(); err == nil {
+			err = aerr
+		}
+		p.adm = nil
+	}
+	return err
+}
 
 // Repository reports the registration.
 func (p *Provider) Repository() *Repository {

@@ -205,6 +205,9 @@ func (p *Provider) authority(ctx context.Context, rec *claimRecord) error {
 				Hint:   "stop the owner process (or wait for it to exit), then reclaim"}
 		}
 	}
+	if err := p.leaseLiveness(ctx, rec); err != nil {
+		return err
+	}
 	if err := p.verifyIdentity("reclaim", rec); err != nil {
 		return err
 	}
@@ -556,6 +559,9 @@ func (p *Provider) recheck(ctx context.Context, rec *claimRecord, lease *heldRes
 		return err
 	}
 	if err := verifyRepository(now); err != nil {
+		return err
+	}
+	if err := p.leaseLiveness(ctx, now); err != nil {
 		return err
 	}
 	peers, err := p.retainedPeers(ctx, now, fastCheck)
