@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
+	"time"
 )
 
 // A Worktree is one entry of `git worktree list --porcelain -z`. The first
@@ -51,9 +53,32 @@ func AddWorktree(ctx context.Context, dir, path, branch, commit, lockReason stri
 		args = append(args, "--reason", lockReason)
 	}
 	args = append(args, "-b", branch, "--", path, commit)
-	_, err := git(ctx, dir, cmdOpts{}, args...)
-	if err == nil {
-		return nil
+	var err error
+	for attempt := 0; ; attempt++ {
+		_, err = git(ctx, dir, cmdOpts{}, args...)
+		if err == nil {
+			return nil
+		}
+		// git can die on a sibling's worktree entry that a concurrent
+		// `git worktree add` is still writing. Try again only when it died
+		// before creating anything of ours: no directory at path, and no
+		// branch left behind (or one we may remove, since -b names a
+		// branch that did not exist).
+		var ge *Error
+		if attempt >= 20 || !errors.As(err, &ge) || !partialWorktreeEntry(ge.Stderr) {
+			break
+		}
+		if _, serr := os.Lstat(path); !errors.Is(serr, os.ErrNotExist) {
+			break
+		}
+		if !removeBranchAt(context.WithoutCancel(ctx), dir, "refs/heads/"+branch, commit) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(10+attempt*5) * time.Millisecond):
+		}
 	}
 	err = classify(err, ErrBranchExists, "fatal: a branch named ")
 	err = classify(err, ErrPathExists, "' already exists", "is a missing but already registered worktree", "is a missing but locked worktree")
@@ -65,6 +90,23 @@ func AddWorktree(ctx context.Context, dir, path, branch, commit, lockReason stri
 		return errors.Join(err, fmt.Errorf("gitops: removing branch %s left by the failed worktree add: %w", branch, cerr))
 	}
 	return err
+}
+
+// removeBranchAt makes sure ref does not exist, deleting it only if it
+// points at commit (a full object id: as a failed `worktree add -b` left
+// it). It reports whether ref is absent afterwards.
+func removeBranchAt(ctx context.Context, dir, ref, commit string) bool {
+	res, err := git(ctx, dir, cmdOpts{readOnly: true, okCodes: []int{1}}, "rev-parse", "-q", "--verify", ref)
+	if err != nil {
+		return false
+	}
+	if res.code == 1 {
+		return true
+	}
+	if strings.TrimSuffix(string(res.stdout), "\n") != commit {
+		return false
+	}
+	return DeleteRef(ctx, dir, ref, commit) == nil
 }
 
 // deleteCreatedBranch deletes ref if it exists, at the value it has now.

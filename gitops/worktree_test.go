@@ -1,9 +1,11 @@
 package gitops
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/majlis-dev/majlis/fixtures"
@@ -250,4 +252,38 @@ func FuzzParseWorktreeList(f *testing.F) {
 			t.Fatalf("round trip:\nin  %q\nout %q", in, out)
 		}
 	})
+}
+
+// A sibling entry that a concurrent `git worktree add` is still writing
+// (its commondir exists but is empty) makes git die before it creates
+// anything; AddWorktree tries again, and succeeds once the entry is whole.
+func TestAddWorktreeRetriesHalfWrittenSibling(t *testing.T) {
+	repo := fixtures.NewRepo(t)
+	entry := filepath.Join(repo.Dir, ".git", "worktrees", "sibling")
+	if err := os.MkdirAll(entry, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sibling := filepath.Join(fixtures.TempDir(t), "sibling")
+	for name, data := range map[string]string{"gitdir": sibling + "/.git\n", "HEAD": "ref: refs/heads/sib\n", "commondir": ""} {
+		if err := os.WriteFile(filepath.Join(entry, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	head := repo.Head()
+	// The concurrent writer finishes a moment later.
+	done := make(chan error, 1)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		done <- os.WriteFile(filepath.Join(entry, "commondir"), []byte("../..\n"), 0o644)
+	}()
+	path := filepath.Join(fixtures.TempDir(t), "ws")
+	if err := AddWorktree(t.Context(), repo.Dir, path, "nb", head, ""); err != nil {
+		t.Fatalf("AddWorktree beside a half-written entry: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(repo.Git("rev-parse", "refs/heads/nb")); got != head {
+		t.Errorf("branch nb at %s, want %s", got, head)
+	}
 }
