@@ -29,3 +29,17 @@ awk '/x-git/ {
   for (i=2;i<NF;i++) { if ($(i+1)=="majlis-ns/op") m=$i; if ($(i+1)=="git-ns/op") g=$i; if ($(i+1)=="x-git") r=$i }
   printf "%-40s %14.0f %14.0f %7.2fx  (ns/op, against plain git)\n", name, m, g, r
 }' "$file"
+
+# Admission is measured beside a bare SQLite transaction doing the same
+# writes with the same pragmas (admission-ns/op, sqlite-ns/op, x-sqlite).
+awk '/x-sqlite/ {
+  name=$1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
+  for (i=2;i<NF;i++) { if ($(i+1)=="admission-ns/op") m=$i; if ($(i+1)=="sqlite-ns/op") g=$i; if ($(i+1)=="x-sqlite") r=$i }
+  printf "%-40s %14.0f %14.0f %7.2fx  (ns/op, against bare SQLite)\n", name, m, g, r
+}' "$file"
+
+# Benchmarks with an absolute goal and no floor: the time per operation.
+awk '/^Benchmark(PeerCheck\/workspaces|ConflictLookup|List)/ {
+  name=$1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
+  printf "%-40s %14.0f %14s %8s  (ns/op)\n", name, $3, "-", "-"
+}' "$file"
