@@ -52,7 +52,8 @@
 //     left untouched.
 //   - Check never creates a lease from an observed edit: changes outside the
 //     holder's leases are recorded as enforcement_gap events and policy
-//     decides warn or block.
+//     decides warn or block. InstallHook installs the pre-commit hook that
+//     runs `majlis check`; it never overwrites a hook majlis did not write.
 //
 // # Ledgers
 //

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/gitops"
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/majlis-dev/majlis/reservation"
@@ -36,8 +37,24 @@ type classification struct {
 }
 
 // classify is the ONE place where errors become exit codes and stable
-// error codes. Library packages export sentinels; this table maps them.
+// error codes. Library packages export sentinels; these tables map them.
 func classify(err error) classification {
+	c := classifySentinel(err)
+	// A begin whose intents were refused after its workspace was
+	// allocated: the refusal's code, and the workspace left in place.
+	var be *provider.BeginError
+	if errors.As(err, &be) {
+		if c.details == nil {
+			c.details = map[string]any{}
+		}
+		c.details["workspace"] = be.Workspace
+		c.details["request_id"] = be.RequestID
+		c.details["hint"] = be.Hint()
+	}
+	return c
+}
+
+func classifySentinel(err error) classification {
 	var ue *usageError
 	var re *reservation.Error
 	switch {
@@ -47,6 +64,11 @@ func classify(err error) classification {
 	for _, m := range providerCodes {
 		if errors.Is(err, m.err) {
 			return classification{m.exit, m.code, providerDetails(err)}
+		}
+	}
+	for _, m := range admissionCodes {
+		if errors.Is(err, m.err) {
+			return classification{m.exit, m.code, admissionDetails(err)}
 		}
 	}
 	switch {
@@ -76,6 +98,8 @@ func classify(err error) classification {
 		return classification{ExitError, "reservation_failed", reservationDetails(err)}
 	case errors.As(err, new(*gitops.Error)):
 		return classification{ExitError, "git_failed", gitDetails(err)}
+	case errors.As(err, new(*admission.Error)):
+		return classification{ExitError, "admission_failed", admissionDetails(err)}
 	}
 	return classification{ExitError, "internal", nil}
 }
@@ -109,6 +133,49 @@ var providerCodes = []struct {
 	{provider.ErrMissing, ExitRefused, "workspace_missing"},
 	{provider.ErrIdentity, ExitRefused, "identity_drift"},
 	{provider.ErrInterrupted, ExitRefused, "interrupted"},
+}
+
+// admissionCodes maps lease and admission errors.
+var admissionCodes = []struct {
+	err  error
+	exit ExitCode
+	code string
+}{
+	{admission.ErrInvalid, ExitUsage, "invalid_argument"},
+	{admission.ErrHeld, ExitHeld, "held"},
+	{admission.ErrQuarantined, ExitRefused, "quarantined"},
+	{admission.ErrUnsafePath, ExitRefused, "unsafe_path"},
+	{admission.ErrPolicyBlocked, ExitRefused, "policy_blocked"},
+	{admission.ErrNotFound, ExitNotFound, "not_found"},
+	{admission.ErrNotHolder, ExitRefused, "not_holder"},
+	{admission.ErrNotQuarantined, ExitRefused, "not_quarantined"},
+	{admission.ErrRequestConflict, ExitRefused, "request_conflict"},
+	{admission.ErrMalformed, ExitRefused, "malformed_record"},
+	{admission.ErrNotInitialized, ExitNotFound, "not_initialized"},
+	{admission.ErrHookExists, ExitRefused, "hook_exists"},
+}
+
+// admissionDetails are the facts of an *admission.Error: op, resource,
+// path, reason, hint, and the conflicts (held, quarantined) or the gaps
+// (policy_blocked).
+func admissionDetails(err error) map[string]any {
+	var ae *admission.Error
+	if !errors.As(err, &ae) {
+		return nil
+	}
+	d := map[string]any{"op": ae.Op}
+	for k, v := range map[string]string{"resource": ae.Resource, "path": ae.Path, "reason": ae.Reason, "hint": ae.Hint} {
+		if v != "" {
+			d[k] = v
+		}
+	}
+	if len(ae.Conflicts) > 0 || errors.Is(err, admission.ErrHeld) || errors.Is(err, admission.ErrQuarantined) {
+		d["conflicts"] = append([]admission.Conflict{}, ae.Conflicts...)
+	}
+	if len(ae.Gaps) > 0 || errors.Is(err, admission.ErrPolicyBlocked) {
+		d["gaps"] = append([]string{}, ae.Gaps...)
+	}
+	return d
 }
 
 func providerDetails(err error) map[string]any {

@@ -9,8 +9,8 @@ const exitCodesHelp = `Every majlis command exits with one of these codes. Scrip
   2  usage error (unknown command or flag, bad argument); nothing was changed
   3  refused for safety: overlap with a retained peer, identity drift,
      malformed or unverifiable authority, unconfirmed or stale preview,
-     quarantined resource, blocked by policy, unsupported filesystem;
-     nothing was changed
+     quarantined resource, unsafe path, blocked by policy, unsupported
+     filesystem, a hook majlis did not write; nothing was changed
   4  held by another live owner (a lease or reservation conflict, or an
      owner whose death cannot be proven); retry later or see the holder
   5  not found
@@ -19,8 +19,24 @@ With --json, a failure prints exactly one object on stdout:
 
   {"error": {"code": "<stable_snake_case>", "message": "...", "details": {...}}}
 
-The code is stable and more precise than the exit status (for example
-"held", "owner_alive", "malformed_record", "preview_stale", "peer_overlap").`
+The code is stable and more precise than the exit status. The codes, by
+exit status:
+
+  1  internal, git_failed, reservation_failed, admission_failed
+  2  usage, invalid_argument, invalid_binding, invalid_request
+  3  peer_overlap, preview_stale, unconfirmed, dirty_submodule,
+     repository_mismatch, already_initialized, branch_exists, path_exists,
+     nested_workspace, reserved_target, request_conflict, malformed_record,
+     workspace_missing, identity_drift, interrupted, unsupported_filesystem,
+     not_owner, lease_changed, quarantined, unsafe_path, policy_blocked,
+     not_holder, not_quarantined, hook_exists
+  4  held, binding_live, workspace_live, owner_alive, owner_unknown,
+     not_expired, exists
+  5  not_found, not_a_repository, not_initialized, unknown_base
+
+Lease refusals carry their facts in details: "conflicts" (held,
+quarantined: each with the other lease and the policy key that decided),
+"gaps" (policy_blocked: the changed paths outside the holder's leases).`
 
 // newExitCodesTopic is an additional help topic: `majlis help exit-codes`.
 func newExitCodesTopic() *cobra.Command {

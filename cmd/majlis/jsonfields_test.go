@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/majlis-dev/majlis/reservation"
 )
@@ -33,6 +34,21 @@ func TestJSONFieldsArePinned(t *testing.T) {
 		"step":  {provider.Step{}, []string{"count", "detail", "name"}},
 		"lease": {reservation.Record{}, []string{"acquired_at", "authority_digest", "expires_at", "format", "generation", "metadata", "owner", "purpose", "renewed_at", "resource", "token"}},
 		"owner": {reservation.Owner{}, []string{"boot_id", "hostname", "machine_id", "pid", "pid_namespace", "start_time"}},
+
+		// Leases and admission.
+		"admission_lease": {admission.Lease{}, []string{"acquired_at", "checkout", "expires_at", "generation", "holder", "id",
+			"key", "owner_pid", "released_at", "resolved_at", "resolved_how", "resource", "scope", "state"}},
+		"acquire":  {admission.AcquireResult{}, []string{"decided_by", "leases", "replayed", "request_id", "reused", "warnings"}},
+		"renew":    {admission.RenewResult{}, []string{"leases", "replayed", "request_id", "warnings"}},
+		"release":  {admission.ReleaseResult{}, []string{"leases", "replayed", "request_id"}},
+		"warning":  {admission.Warning{}, []string{"code", "lease", "message", "policy", "resource"}},
+		"conflict": {admission.Conflict{}, []string{"lease", "policy", "reason", "resource"}},
+		"check": {provider.CheckResult{}, []string{"changed", "checkout", "decided_by", "gaps", "holder", "holder_source",
+			"policy", "skipped", "warnings"}},
+		"policy": {admission.PolicySet{}, []string{"cross_worktree_overlap", "enforcement_gap", "same_checkout_conflict"}},
+		"hook":   {admission.HookResult{}, []string{"backup", "changed", "hooks_dir", "majlis", "path"}},
+		"begin": {provider.BeginResult{}, []string{"checkout", "decided_by", "leases", "replayed", "request_id", "task",
+			"warnings", "workspace"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := fieldNames(t, tc.v)
@@ -57,11 +73,18 @@ func TestJSONFieldsArePinned(t *testing.T) {
 	}
 }
 
-// fieldNames lists the JSON keys of the struct v, from its field tags.
+// fieldNames lists the JSON keys of the struct v, from its field tags,
+// with those of embedded structs as encoding/json promotes them.
 func fieldNames(t *testing.T, v any) []string {
 	t.Helper()
-	rt := reflect.TypeOf(v)
 	var out []string
+	collectFields(t, reflect.TypeOf(v), &out)
+	sort.Strings(out)
+	return out
+}
+
+func collectFields(t *testing.T, rt reflect.Type, out *[]string) {
+	t.Helper()
 	for i := range rt.NumField() {
 		f := rt.Field(i)
 		if !f.IsExported() {
@@ -71,11 +94,17 @@ func fieldNames(t *testing.T, v any) []string {
 		if name == "-" {
 			continue
 		}
+		if f.Anonymous && name == "" {
+			et := f.Type
+			if et.Kind() == reflect.Pointer {
+				et = et.Elem()
+			}
+			collectFields(t, et, out)
+			continue
+		}
 		if name == "" {
 			t.Fatalf("%s.%s has no json tag: every result field needs a snake_case name", rt.Name(), f.Name)
 		}
-		out = append(out, name)
+		*out = append(*out, name)
 	}
-	sort.Strings(out)
-	return out
 }

@@ -5,26 +5,53 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/majlis-dev/majlis/fixtures"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
 func TestMain(m *testing.M) {
-	if _, err := fixtures.Isolate(); err != nil {
-		panic(err)
-	}
-	testscript.Main(m, map[string]func(){
+	testscript.Main(isolated{m}, map[string]func(){
 		"majlis": func() { os.Exit(int(Main())) },
 	})
+}
+
+// isolated runs the tests isolated from the user's Git and majlis setup
+// (fixtures.Isolate). The majlis commands of the scripts are this binary
+// too, but they must keep the environment their script gives them (its
+// HOME, its host ledger), so isolation applies to the tests only: after
+// testscript.Main has dispatched commands, before the tests run.
+type isolated struct{ m *testing.M }
+
+func (i isolated) Run() int {
+	home, err := fixtures.Isolate()
+	if err != nil {
+		panic(err)
+	}
+	code := i.m.Run()
+	if os.Getenv("MAJLIS_KEEP_TEST_HOME") == "" {
+		os.RemoveAll(home)
+	}
+	return code
 }
 
 // TestScripts runs testdata/script/*.txtar against the real command line.
 // Extra commands:
 //
-//	exits N PROG ARGS...   run PROG and require exit status N
+//	exits N PROG ARGS...              run PROG and require exit status N
+//	poll TIMEOUT REGEXP PROG ARGS...  run PROG until its stdout matches
+//	                                  REGEXP, failing after TIMEOUT
+//	grab VAR REGEXP                   set $VAR to the first group of
+//	                                  REGEXP in the last stdout (an id)
+//
+// The host ledger of admission (machine-wide leases) is $WORK/host.db:
+// scripts never touch the real ~/.local/state, and the repositories of one
+// script share it, as the repositories of one machine do.
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("testdata", "script"),
@@ -37,13 +64,24 @@ func TestScripts(t *testing.T) {
 			e.Setenv("HOME", home)
 			e.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
 			e.Setenv("XDG_STATE_HOME", filepath.Join(home, ".local", "state"))
+			e.Setenv("MAJLIS_HOST_LEDGER", filepath.Join(e.WorkDir, "host.db"))
 			e.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+			e.Setenv("GIT_TERMINAL_PROMPT", "0")
 			e.Setenv("LC_ALL", "C")
-			gitconfig := "[user]\n\tname = majlis test\n\temail = test@majlis.invalid\n[init]\n\tdefaultBranch = main\n"
+			e.Setenv("TZ", "UTC")
+			// A binary built with -race sleeps a second at exit, waiting
+			// for racing goroutines to report; the commands of a script
+			// are such binaries under 'make test', hundreds of them. A
+			// race they detect still fails the command (exit 66).
+			e.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+			gitconfig := "[user]\n\tname = majlis test\n\temail = test@majlis.invalid\n[init]\n\tdefaultBranch = main\n" +
+				"[commit]\n\tgpgsign = false\n[core]\n\tautocrlf = false\n"
 			return os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(gitconfig), 0o644)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exits": cmdExits,
+			"poll":  cmdPoll,
+			"grab":  cmdGrab,
 		},
 	})
 }
@@ -68,4 +106,47 @@ func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
 	}
+}
+
+// cmdPoll waits for a condition with a deadline instead of sleeping a
+// fixed time: it runs PROG (whatever its exit status) until its stdout
+// matches REGEXP, then leaves that run's output for the next assertions.
+func cmdPoll(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 3 {
+		ts.Fatalf("usage: poll TIMEOUT REGEXP PROG ARGS...")
+	}
+	timeout, err := time.ParseDuration(args[0])
+	if err != nil {
+		ts.Fatalf("poll: bad timeout %q", args[0])
+	}
+	re, err := regexp.Compile(args[1])
+	if err != nil {
+		ts.Fatalf("poll: %v", err)
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		ts.Exec(args[2], args[3:]...)
+		if re.MatchString(ts.ReadFile("stdout")) {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("poll: %s did not print a match for %q within %v; last output:\n%s", args[2], args[1], timeout, ts.ReadFile("stdout"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func cmdGrab(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: grab VAR REGEXP")
+	}
+	re, err := regexp.Compile(args[1])
+	if err != nil {
+		ts.Fatalf("grab: %v", err)
+	}
+	m := re.FindStringSubmatch(ts.ReadFile("stdout"))
+	if len(m) < 2 {
+		ts.Fatalf("grab: no match for %q (with a group) in stdout", args[1])
+	}
+	ts.Setenv(args[0], m[1])
 }

@@ -66,7 +66,9 @@ workspaces back without ever destroying anyone's files.
 Every command accepts --repo DIR (any worktree of the repository; default: the
 one containing the working directory) and --json (stdout gets exactly one JSON
 object, success or error). Exit codes are stable: see 'majlis help exit-codes'.`,
-		Example: `  majlis version
+		Example: `  majlis init
+  majlis begin T-14 --paths 'src/auth/**' --json
+  majlis lease acquire --holder T-14 host:port:3000
   majlis help exit-codes
   majlis version --json`,
 		SilenceUsage:  true,
@@ -79,6 +81,11 @@ object, success or error). Exit codes are stable: see 'majlis help exit-codes'.`
 	root.AddCommand(
 		newInitCmd(g),
 		newWorkspaceCmd(g),
+		newBeginCmd(g),
+		newLeaseCmd(g),
+		newCheckCmd(g),
+		newPolicyCmd(g),
+		newHookCmd(g),
 		newVersionCmd(g),
 		newExitCodesTopic(),
 		newDebugCmd(g),

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/majlis-dev/majlis/provider"
+	"github.com/spf13/cobra"
+)
+
+func newBeginCmd(g *globalOptions) *cobra.Command {
+	var opts provider.BeginOptions
+	cmd := &cobra.Command{
+		Use:   "begin TASK --paths GLOB...",
+		Short: "Allocate a task's workspace and declare what it will touch",
+		Long: `Begin TASK in one step: allocate its workspace (binding TASK, branch
+majlis/TASK, at --base) and acquire intent leases on --paths for holder TASK
+in that workspace. With --shared, no workspace is allocated: the intents are
+declared in the current checkout, where they conflict with other holders'
+leases (exit 4, held, under the default policy).
+
+A GLOB is a repository path, literal or ending in /** (a subtree). Intents
+overlapping other tasks' in other worktrees are granted with a warning (policy
+cross_worktree_overlap). Bad arguments are refused before anything is
+allocated. The intents can only be admitted once the workspace exists: if
+they are refused then, the workspace stays (the error names it, with the
+request id); retry with the same --request-id once the conflict is gone to
+resume, or take it back with 'majlis workspace reclaim TASK'. Retrying a
+begin that succeeded returns the recorded result.`,
+		Example: `  majlis begin T-14 --paths 'src/auth/**' --paths docs/auth.md
+  majlis begin T-15 --paths 'src/billing/**' --base origin/main --request-id job-15 --json
+  majlis begin T-16 --paths 'docs/**' --shared`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Task = args[0]
+			p, err := g.openProvider(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			res, err := p.Begin(cmd.Context(), opts)
+			if err != nil {
+				return err
+			}
+			g.warn(res.Warnings)
+			return g.emit(res, func(w io.Writer) {
+				if res.Workspace != nil {
+					fmt.Fprintf(w, "began %s in its workspace %s (branch %s)\n", res.Task, res.Workspace.Path, res.Workspace.Branch)
+				} else {
+					fmt.Fprintf(w, "began %s in the shared checkout %s\n", res.Task, res.Checkout)
+				}
+				renderLeases(w, res.Leases, false, nil)
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&opts.Paths, "paths", nil, "repository paths the task will touch, literal or ending in /** (repeatable, or comma-separated)")
+	f.StringVar(&opts.Base, "base", "", "revision the workspace starts from (default HEAD of the main worktree)")
+	f.BoolVar(&opts.Shared, "shared", false, "declare the intents in the current checkout; allocate no workspace")
+	f.DurationVar(&opts.TTL, "ttl", 0, "lifetime of the intent leases (default 10m)")
+	f.StringVar(&opts.RequestID, "request-id", "", "idempotency key: a retry returns the recorded result or resumes")
+	return cmd
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/majlis-dev/majlis/admission"
+	"github.com/spf13/cobra"
+)
+
+func newLeaseAcquireCmd(g *globalOptions) *cobra.Command {
+	var req admission.AcquireRequest
+	cmd := &cobra.Command{
+		Use:   "acquire --holder H RESOURCE...",
+		Short: "Acquire leases on files, intents and host names, all or none",
+		Long: `Grant every RESOURCE to the holder, or none of them. RESOURCE is file:PATH,
+intent:PATH, intent:DIR/**, intent:** (the whole checkout) or host:NAME.
+Relative paths are taken from the working directory when it lies in the
+checkout (--repo DIR names another), else from the checkout's top level.
+
+Refusals change nothing: a conflict with another holder's live lease that the
+policy blocks, or a host name held elsewhere on the machine (exit 4, held,
+with the conflicts in details); a quarantined resource, or a path that is
+unsafe (traversal with .., a symbolic link leaving the checkout, a hard-linked
+file, the .git folder) (exit 3). Conflicts the policy lets through are granted
+with a warning naming the policy key. A resource the holder already holds,
+active, in the same checkout is returned unchanged.
+
+--pid records a process with the leases: once it is proven dead, a
+quarantine of them lifts by itself. Retrying with the same --request-id
+returns the recorded result and grants nothing new.`,
+		Example: `  majlis lease acquire --holder agent-1 file:src/auth/session.go
+  majlis lease acquire --holder agent-1 --ttl 30m 'intent:src/auth/**' host:port:3000 --json
+  majlis lease acquire --holder agent-2 --pid $$ --request-id job-7 file:README.md`,
+		Args: usageArgs(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req.Resources = args
+			req.Checkout = g.Repo
+			req.Cwd, _ = os.Getwd()
+			svc, err := g.openAdmission(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer svc.Close()
+			res, err := svc.Acquire(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			g.warn(res.Warnings)
+			return g.emit(res, func(w io.Writer) {
+				notes := map[string]string{}
+				for _, id := range res.Reused {
+					notes[id] = "already held"
+				}
+				if res.Replayed {
+					fmt.Fprintf(w, "request %s was carried out before; its leases as recorded then (nothing new granted):\n", res.RequestID)
+				} else {
+					fmt.Fprintf(w, "granted %s to %s:\n", plural(len(res.Leases), "lease", "leases"), req.Holder)
+				}
+				renderLeases(w, res.Leases, false, notes)
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&req.Holder, "holder", "", "who holds the leases (a task id, an agent name)")
+	f.DurationVar(&req.TTL, "ttl", 0, "lifetime of the leases (default 10m)")
+	f.IntVar(&req.OwnerPID, "pid", 0, "a process whose proven death lifts a quarantine of these leases")
+	f.StringVar(&req.RequestID, "request-id", "", "idempotency key: a retry returns the recorded result")
+	return cmd
+}

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+func newPolicyShowCmd(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show",
+		Short: "Show the repository's policy",
+		Long:  "Show every policy key with its value: allow, warn or block. Keys never set have their defaults.",
+		Example: `  majlis policy show
+  majlis policy show --json | jq -r .policy.enforcement_gap`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			svc, err := g.openAdmission(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer svc.Close()
+			pol, err := svc.Policy(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return g.emit(map[string]any{"policy": pol}, func(w io.Writer) { renderPolicy(w, pol) })
+		},
+	}
+}

@@ -1,0 +1,118 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"os"
+
+	"github.com/majlis-dev/majlis/admission"
+	"github.com/majlis-dev/majlis/pathid"
+)
+
+// Admission opens the repository's admission ledgers (package admission):
+// its repository ledger in the state dir, and the host ledger. The caller
+// closes the service.
+func (p *Provider) Admission(ctx context.Context) (*admission.Service, error) {
+	return admission.Open(ctx, p.StateDir, admission.Options{})
+}
+
+// Where Check found the holder it checked.
+const (
+	HolderGiven     = "given"     // CheckOptions.Holder
+	HolderWorkspace = "workspace" // the binding of the workspace the checkout is
+	HolderDefault   = "default"   // CheckOptions.DefaultHolder
+)
+
+// CheckOptions configure Check.
+type CheckOptions struct {
+	// Holder whose leases the changes are compared with. Empty: the
+	// binding of the workspace the checkout is, else DefaultHolder.
+	Holder string
+	// DefaultHolder is the holder when the checkout is not a workspace
+	// (the CLI passes $MAJLIS_HOLDER).
+	DefaultHolder string
+	// IfHolder makes a checkout without any holder a success that checks
+	// nothing (Skipped), instead of an error: the pre-commit hook runs in
+	// every worktree, including those no task holds.
+	IfHolder bool
+}
+
+// A CheckResult is admission's check of the checkout the provider was
+// opened in, with where its holder came from.
+type CheckResult struct {
+	*admission.CheckResult
+	// HolderSource is HolderGiven, HolderWorkspace or HolderDefault; empty
+	// when nothing was checked.
+	HolderSource string `json:"holder_source"`
+	// Skipped: no holder was found and IfHolder asked for no error;
+	// nothing was checked or recorded.
+	Skipped bool `json:"skipped"`
+}
+
+// Check compares the changed files of the checkout the provider was
+// opened in with the leases of its holder (admission.Service.Check): the
+// holder given, else the binding of the workspace that checkout is, else
+// DefaultHolder. Without any, it refuses with ErrInvalidArgument (or, with
+// IfHolder, reports Skipped). Refusals of the check itself are admission's
+// (ErrPolicyBlocked when the policy enforcement_gap blocks).
+func (p *Provider) Check(ctx context.Context, o CheckOptions) (*CheckResult, error) {
+	holder, source := o.Holder, HolderGiven
+	if holder == "" {
+		ws, err := p.workspaceAt(p.Repo.Toplevel)
+		if err != nil {
+			return nil, err
+		}
+		if ws != nil {
+			holder, source = ws.Claim.Binding, HolderWorkspace
+		}
+	}
+	if holder == "" {
+		holder, source = o.DefaultHolder, HolderDefault
+	}
+	if holder == "" {
+		if o.IfHolder {
+			return &CheckResult{Skipped: true, CheckResult: &admission.CheckResult{Checkout: p.Repo.Toplevel,
+				Gaps: []string{}, Warnings: []admission.Warning{}, DecidedBy: []string{}}}, nil
+		}
+		return nil, &Error{Op: "check", Path: p.Repo.Toplevel, Err: ErrInvalidArgument,
+			Reason: "no holder to check: " + p.Repo.Toplevel + " is not a majlis workspace and no holder was named",
+			Hint:   "pass --holder NAME, or set MAJLIS_HOLDER"}
+	}
+	svc, err := p.Admission(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer svc.Close()
+	res, err := svc.Check(ctx, admission.CheckRequest{Checkout: p.Repo.Toplevel, Holder: holder})
+	if err != nil {
+		return nil, err
+	}
+	return &CheckResult{CheckResult: res, HolderSource: source}, nil
+}
+
+// workspaceAt returns the live, created workspace whose worktree has the
+// top level dir, or nil when dir is not one.
+func (p *Provider) workspaceAt(dir string) (*claimRecord, error) {
+	phys, err := pathid.Physical(dir)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := p.liveClaims()
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range recs {
+		ev := r.Events[EventCreated]
+		if ev == nil || (r.Claim.PhysicalPath != phys && r.Claim.Path != dir) {
+			continue
+		}
+		// The directory is the one created for the claim, not another
+		// that took its place.
+		if id, err := pathid.Lstat(r.Claim.Path); err == nil && id.Dev == ev.Dev && id.Ino == ev.Ino {
+			return r, nil
+		} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+	}
+	return nil, nil
+}

@@ -1,0 +1,155 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/majlis-dev/majlis/admission"
+)
+
+// BeginOptions describe a task to begin.
+type BeginOptions struct {
+	Task string // the binding of its workspace and the holder of its leases
+	// Paths are the repository paths the task will touch, literal or
+	// ending in /** (at least one): its repository intent.
+	Paths []string
+	Base  string // revision of the new workspace; default HEAD of the main worktree
+	// Shared declares the intent in the checkout the provider was opened
+	// in, instead of allocating a workspace.
+	Shared bool
+	TTL    time.Duration // lifetime of the intent leases; 0: admission.DefaultTTL
+	// RequestID makes the call idempotent: a retry with the same id and
+	// arguments returns the recorded result, or resumes where an earlier
+	// attempt stopped. Empty: Begin makes one up (reported in the result
+	// and in a BeginError, so that the caller can resume).
+	RequestID string
+}
+
+// A BeginResult is a begun task: its workspace and its intent leases.
+type BeginResult struct {
+	Task      string     `json:"task"`
+	Workspace *Workspace `json:"workspace"` // nil with Shared
+	// Checkout is the worktree the intents were declared in: the
+	// workspace's, or (Shared) the current one.
+	Checkout  string              `json:"checkout"`
+	Leases    []admission.Lease   `json:"leases"`
+	Warnings  []admission.Warning `json:"warnings"`
+	DecidedBy []string            `json:"decided_by"`
+	RequestID string              `json:"request_id"`
+	// Replayed: the leases were granted by an earlier call with the same
+	// request id; nothing new was granted now.
+	Replayed bool `json:"replayed"`
+}
+
+// A BeginError reports a begin whose workspace was allocated but whose
+// intents were refused. The workspace is left in place: undoing an
+// allocation is a reclaim, which is never done behind the caller's back.
+// It unwraps to the refusal (admission's ErrHeld, ErrQuarantined, ...).
+type BeginError struct {
+	Task      string
+	Workspace *Workspace
+	RequestID string
+	Err       error
+}
+
+func (e *BeginError) Unwrap() error { return e.Err }
+
+func (e *BeginError) Error() string {
+	return fmt.Sprintf("begin %s: the workspace was allocated at %s, but its intents were refused: %v; %s",
+		e.Task, e.Workspace.Path, e.Err, e.Hint())
+}
+
+// Hint says what the caller can do next.
+func (e *BeginError) Hint() string {
+	return fmt.Sprintf("the workspace is left in place: retry with --request-id %s once the conflict is gone (it resumes), "+
+		"or take the workspace back with 'majlis workspace reclaim %s'", e.RequestID, e.Task)
+}
+
+// Begin starts a task in one step: it allocates the task's workspace
+// (binding Task, intent Paths) and acquires intent:PATH leases for holder
+// Task in that workspace's checkout; with Shared, it only acquires them,
+// in the current checkout.
+//
+// The workspace must exist before its intents can be admitted in it, so
+// the two steps are not one transaction. Everything that can be checked
+// without the workspace is checked before it is allocated: the task name,
+// the paths, and the request id, which is bound to all the arguments
+// before any effect. When the admission then refuses, the workspace stays
+// and Begin returns a *BeginError naming it: a retry with the same request
+// id resumes (the allocation is found, the admission is tried again), and
+// 'majlis workspace reclaim' takes the workspace back.
+func (p *Provider) Begin(ctx context.Context, o BeginOptions) (*BeginResult, error) {
+	fail := func(reason, hint string) error {
+		return &Error{Op: "begin", Binding: o.Task, Err: ErrInvalidArgument, Reason: reason, Hint: hint}
+	}
+	if err := ValidBinding(o.Task); err != nil {
+		return nil, err
+	}
+	if len(o.Paths) == 0 {
+		return nil, fail("no paths named", "name what the task will touch with --paths GLOB (a path, or DIR/**)")
+	}
+	intent, err := normalizeIntent(o.Paths)
+	if err != nil {
+		return nil, fail(err.Error(), "")
+	}
+	resources := make([]string, len(intent))
+	for i, g := range intent {
+		resources[i] = "intent:" + g
+		if _, err := admission.ParseResource(resources[i]); err != nil {
+			return nil, err
+		}
+	}
+	if o.TTL < 0 {
+		return nil, fail(fmt.Sprintf("ttl %v is negative", o.TTL), "")
+	}
+	if o.Shared && o.Base != "" {
+		return nil, fail("--base names the revision of a new workspace; --shared allocates none", "drop one of them")
+	}
+	reqID := o.RequestID
+	if reqID == "" {
+		reqID = "begin-" + newID()[:16]
+	}
+	args := requestArgs{Op: "begin", Binding: o.Task, Base: o.Base, Intent: intent, Shared: o.Shared}
+	if o.TTL != 0 {
+		args.TTL = o.TTL.String()
+	}
+	// A request id is bound to all the arguments once something was done
+	// under it (a workspace allocated, or an admission tried), so that a
+	// retry with other arguments is refused before any effect, and a
+	// begin that failed before any effect (an unknown base) binds nothing.
+	if err := p.checkRequest(reqID, args); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	res := &BeginResult{Task: o.Task, Checkout: p.Repo.Toplevel, RequestID: reqID}
+	if !o.Shared {
+		ws, err := p.Allocate(ctx, AllocateOptions{Binding: o.Task, Base: o.Base, Intent: intent, RequestID: reqID + "/allocate"})
+		if err != nil {
+			return nil, err
+		}
+		res.Workspace, res.Checkout = ws, ws.Path
+	}
+	if err := p.recordRequest(reqID, args); err != nil {
+		return nil, err
+	}
+	refused := func(err error) error {
+		if res.Workspace == nil {
+			return err
+		}
+		return &BeginError{Task: o.Task, Workspace: res.Workspace, RequestID: reqID, Err: err}
+	}
+	svc, err := p.Admission(ctx)
+	if err != nil {
+		return nil, refused(err)
+	}
+	defer svc.Close()
+	granted, err := svc.Acquire(ctx, admission.AcquireRequest{Holder: o.Task, TTL: o.TTL, Resources: resources,
+		Checkout: res.Checkout, Cwd: res.Checkout, RequestID: reqID})
+	if err != nil {
+		return nil, refused(err)
+	}
+	res.Leases, res.Warnings, res.DecidedBy, res.Replayed = granted.Leases, granted.Warnings, granted.DecidedBy, granted.Replayed
+	return res, nil
+}
