@@ -49,3 +49,18 @@ git init -q "$(dirname "$repo")/app.workspaces/T-2/vendor/lib"
 say "$majlis workspace reclaim T-2 --yes"
 set +e; "$majlis" workspace reclaim T-2 --yes; echo "exit status: $?"; set -e
 run ls "$(dirname "$repo")/app.workspaces/T-2/vendor/lib/.git/HEAD"
+
+say "# leases: two agents declare what they will touch before they start"
+mkdir -p src/auth/session && printf 'package auth\n' > src/auth/session/session.go && git add . && git commit -qm "add auth"
+run "$majlis" begin T-14 --paths 'src/auth/**'
+say "$majlis begin T-15 --paths 'src/auth/session/**'   # overlaps T-14 in another worktree: a warning"
+"$majlis" begin T-15 --paths 'src/auth/session/**'
+run "$majlis" lease acquire --holder T-14 host:port:3000
+say "$majlis lease acquire --holder T-15 host:port:3000   # the port is T-14's: refused, exit 4"
+set +e; "$majlis" lease acquire --holder T-15 host:port:3000; echo "exit status: $?"; set -e
+run "$majlis" lease list
+say "$majlis workspace reclaim T-15 --yes   # T-15 still holds its intent: its workspace is live, exit 4"
+set +e; "$majlis" workspace reclaim T-15 --yes; echo "exit status: $?"; set -e
+say "# T-14 is done: its leases go, then its workspace can be reclaimed"
+run "$majlis" lease release --holder T-14
+run "$majlis" workspace reclaim T-14 --yes
