@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/majlis-dev/majlis/admission"
 )
@@ -39,7 +40,7 @@ func (p *Provider) leaseLiveness(ctx context.Context, rec *claimRecord) error {
 			names = append(names, fmt.Sprintf("and %d more", len(live)-3))
 			break
 		}
-		names = append(names, fmt.Sprintf("%s %s:%s (holder %s, %s until %s)", l.ID, l.Scope, l.Resource, l.Holder, l.State, l.ExpiresAt.Format("15:04:05Z")))
+		names = append(names, fmt.Sprintf("%s %s (holder %s, %s until %s)", l.ID, l.Resource, l.Holder, l.State, l.ExpiresAt.UTC().Format(time.RFC3339)))
 	}
 	return &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrWorkspaceLive,
 		Reason: "its task holds leases: " + strings.Join(names, "; "),
