@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,64 +29,8 @@ import (
 	"github.com/majlis-dev/majlis/reservation"
 )
 
-// crashGoEnv holds the variables through which the go command finds the
-// build cache, module cache and settings of whoever ran go test. It is
-// captured at package initialisation, before TestMain (fixtures.Main)
-// points HOME at a temporary directory, so that building the failpoints
-// binary reuses them instead of starting from an empty cache.
-var crashGoEnv = func() map[string]*string {
-	env := map[string]*string{}
-	for _, k := range []string{"HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"} {
-		if v, ok := os.LookupEnv(k); ok {
-			env[k] = &v
-		} else {
-			env[k] = nil
-		}
-	}
-	return env
-}()
-
-var crashBuild struct {
-	once sync.Once
-	bin  string
-	err  error
-}
-
-// crashBinary builds cmd/majlis with the failpoints tag, once per test
-// binary, into the isolated test HOME (which fixtures.Main removes when the
-// tests end). A failed build fails the test: the crash tests never skip.
-func crashBinary(t *testing.T) string {
-	t.Helper()
-	b := &crashBuild
-	b.once.Do(func() {
-		home := os.Getenv("MAJLIS_TEST_HOME")
-		if home == "" {
-			b.err = errors.New("no isolated test HOME: TestMain must run fixtures.Main")
-			return
-		}
-		bin := filepath.Join(home, "bin", "majlis-failpoints")
-		cmd := exec.Command("go", "build", "-tags", "failpoints", "-o", bin, "github.com/majlis-dev/majlis/cmd/majlis")
-		for _, kv := range os.Environ() {
-			if k, _, _ := strings.Cut(kv, "="); !slices.Contains(slices.Collect(maps.Keys(crashGoEnv)), k) {
-				cmd.Env = append(cmd.Env, kv)
-			}
-		}
-		for k, v := range crashGoEnv {
-			if v != nil {
-				cmd.Env = append(cmd.Env, k+"="+*v)
-			}
-		}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("go build -tags failpoints ./cmd/majlis: %v\n%s", err, out)
-			return
-		}
-		b.bin = bin
-	})
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	return b.bin
-}
+// crashBinary is the failpoints build of cmd/majlis (fixtures.FailpointsBinary).
+func crashBinary(t *testing.T) string { return fixtures.FailpointsBinary(t) }
 
 // A crashRun is one finished run of the majlis binary.
 type crashRun struct {

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -22,65 +21,8 @@ import (
 	"github.com/majlis-dev/majlis/fixtures"
 )
 
-// goEnv holds the variables through which the go command finds its build
-// and module caches, captured at package initialisation: before TestMain
-// isolates the tests in a temporary HOME, so that building the failpoints
-// binary reuses the caches of whoever ran go test.
-var goEnv = func() map[string]*string {
-	env := map[string]*string{}
-	for _, k := range []string{"HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"} {
-		if v, ok := os.LookupEnv(k); ok {
-			env[k] = &v
-		} else {
-			env[k] = nil
-		}
-	}
-	return env
-}()
-
-var failpointsBuild struct {
-	once sync.Once
-	bin  string
-	err  error
-}
-
-// failpointsBinary builds cmd/majlis with the failpoints tag, once per
-// test binary, into the isolated test HOME (removed when the tests end). A
-// failed build fails the test: crash tests never skip.
-func failpointsBinary(t *testing.T) string {
-	t.Helper()
-	b := &failpointsBuild
-	b.once.Do(func() {
-		home := os.Getenv("MAJLIS_TEST_HOME")
-		if home == "" {
-			b.err = errors.New("no isolated test HOME: TestMain must isolate the tests")
-			return
-		}
-		bin := filepath.Join(home, "bin", "majlis-failpoints")
-		cmd := exec.Command("go", "build", "-tags", "failpoints", "-o", bin, "github.com/majlis-dev/majlis/cmd/majlis")
-		for _, kv := range os.Environ() {
-			if k, _, _ := strings.Cut(kv, "="); !hasKey(goEnv, k) {
-				cmd.Env = append(cmd.Env, kv)
-			}
-		}
-		for k, v := range goEnv {
-			if v != nil {
-				cmd.Env = append(cmd.Env, k+"="+*v)
-			}
-		}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("go build -tags failpoints ./cmd/majlis: %v\n%s", err, out)
-			return
-		}
-		b.bin = bin
-	})
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	return b.bin
-}
-
-func hasKey(m map[string]*string, k string) bool { _, ok := m[k]; return ok }
+// failpointsBinary is the failpoints build of cmd/majlis (fixtures.FailpointsBinary).
+func failpointsBinary(t *testing.T) string { return fixtures.FailpointsBinary(t) }
 
 // A binRun is one finished run of the binary.
 type binRun struct {
