@@ -34,8 +34,9 @@
 //     again for a resource it holds, active, in the same checkout returns
 //     that lease unchanged.
 //   - Expiry does not prove a writer stopped. A lease that expired without
-//     release is quarantined: it keeps blocking every holder (its own
-//     included), cannot be renewed, and lifts only when its holder releases
+//     release is quarantined: wherever the policy blocks, it keeps refusing
+//     every holder (its own included) with ErrQuarantined, and where the
+//     policy only warns the warning names it; it cannot be renewed, and lifts only when its holder releases
 //     it, Resolve attests that the writer stopped, or the owner process
 //     recorded with it is proven dead (same machine, and another boot, no
 //     such pid, or another start time; see package reservation).

@@ -118,6 +118,35 @@ func caseFolds(dir string, lstat func(string) (fs.FileInfo, error)) (bool, error
 	return pathid.CaseInsensitive(dir)
 }
 
+const (
+	hintInside = "name the file by its path inside the checkout"
+	hintGit    = "name a file of the working tree; Git's own data is not leased"
+)
+
+// CheckWritten applies the rules of Key that need no file system, to a path
+// as the caller wrote it: not empty, no NUL byte, no ".." component, and,
+// for a relative path, no ".git" component (an absolute one is judged by
+// Key once it is located in a checkout, whose own path may hold one). It lets a caller refuse such a path before anything
+// exists to resolve it in (majlis begin, before it allocates the
+// workspace); Key applies them again.
+func CheckWritten(raw string) error {
+	refuse := func(reason, hint string) error {
+		return &Error{Op: "path", Path: raw, Reason: reason, Hint: hint, Err: ErrUnsafePath}
+	}
+	switch {
+	case raw == "":
+		return refuse("the path is empty", hintInside)
+	case strings.IndexByte(raw, 0) >= 0:
+		return refuse("the path contains a NUL byte", hintInside)
+	case hasDotDot(raw):
+		return refuse(raw+" has a '..' component", hintInside+", without '..'")
+	}
+	if comp, ok := dotGit(raw); ok && !filepath.IsAbs(raw) {
+		return refuse(raw+" lies in "+comp+", Git's own data", hintGit)
+	}
+	return nil
+}
+
 // Key returns the canonical key of raw (a file path or the literal part of
 // an intent): slash-separated, clean, relative to c.Root, "" for the root
 // itself. A relative raw is taken relative to cwd when cwd lies inside the
@@ -169,14 +198,10 @@ func (c Checkout) Key(cwd, raw string, file bool) (string, error) {
 		reason, hint := describe(err)
 		return refuse(prefix+reason, hint)
 	}
-	const hintInside = "name the file by its path inside the checkout"
+	if err := CheckWritten(raw); err != nil {
+		return "", err
+	}
 	switch {
-	case raw == "":
-		return refuse("the path is empty", hintInside)
-	case strings.IndexByte(raw, 0) >= 0:
-		return refuse("the path contains a NUL byte", hintInside)
-	case hasDotDot(raw):
-		return refuse(raw+" has a '..' component", hintInside+", without '..'")
 	case !filepath.IsAbs(c.Root):
 		return refuse("the checkout root "+c.Root+" is not an absolute path", "open the checkout with OpenCheckout")
 	}
@@ -203,7 +228,6 @@ func (c Checkout) Key(cwd, raw string, file bool) (string, error) {
 		}
 	}
 
-	const hintGit = "name a file of the working tree; Git's own data is not leased"
 	if comp, ok := dotGit(rel); ok {
 		return refuse(raw+" lies in "+comp+", Git's own data", hintGit)
 	}

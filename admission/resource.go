@@ -86,6 +86,19 @@ func (r Resource) String() string { return string(r.Scope) + ":" + r.Raw }
 // intentParts splits an intent into its literal path and whether it covers
 // the subtree below that path. "**" is the subtree of the checkout root,
 // whose literal part is "" (the root).
+// Literal returns the path a file or intent resource names (for DIR/**,
+// DIR; "" for the whole checkout, intent:**), and "" for a host resource.
+func (r Resource) Literal() string {
+	switch r.Scope {
+	case ScopeFile:
+		return r.Raw
+	case ScopeIntent:
+		lit, _ := r.intentParts()
+		return lit
+	}
+	return ""
+}
+
 func (r Resource) intentParts() (literal string, subtree bool) {
 	if r.Raw == "**" {
 		return "", true

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/majlis-dev/majlis/admission"
+	"github.com/majlis-dev/majlis/gitops"
 	"github.com/majlis-dev/majlis/pathid"
 )
 
@@ -71,8 +72,7 @@ func (p *Provider) Check(ctx context.Context, o CheckOptions) (*CheckResult, err
 	}
 	if holder == "" {
 		if o.IfHolder {
-			return &CheckResult{Skipped: true, CheckResult: &admission.CheckResult{Checkout: p.Repo.Toplevel,
-				Gaps: []string{}, Warnings: []admission.Warning{}, DecidedBy: []string{}}}, nil
+			return skippedCheck(p.Repo.Toplevel), nil
 		}
 		return nil, &Error{Op: "check", Path: p.Repo.Toplevel, Err: ErrInvalidArgument,
 			Reason: "no holder to check: " + p.Repo.Toplevel + " is not a majlis workspace and no holder was named",
@@ -88,6 +88,32 @@ func (p *Provider) Check(ctx context.Context, o CheckOptions) (*CheckResult, err
 		return nil, err
 	}
 	return &CheckResult{CheckResult: res, HolderSource: source}, nil
+}
+
+// CheckRepository opens the repository containing dir and runs Check in
+// the checkout dir is in. With IfHolder, a repository that was never
+// registered with `majlis init` has no leases and no holder to check, so
+// it reports Skipped instead of refusing: the pre-commit hook may run in
+// repositories majlis does not manage (a global core.hooksPath).
+func CheckRepository(ctx context.Context, dir string, o CheckOptions) (*CheckResult, error) {
+	p, err := Open(ctx, dir)
+	if errors.Is(err, ErrNotInitialized) && o.IfHolder {
+		top := dir
+		if repo, derr := gitops.Discover(ctx, dir); derr == nil {
+			top = repo.Toplevel
+		}
+		return skippedCheck(top), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	return p.Check(ctx, o)
+}
+
+func skippedCheck(checkout string) *CheckResult {
+	return &CheckResult{Skipped: true, CheckResult: &admission.CheckResult{Checkout: checkout,
+		Gaps: []string{}, Warnings: []admission.Warning{}, DecidedBy: []string{}}}
 }
 
 // workspaceAt returns the live, created workspace whose worktree has the

@@ -98,8 +98,15 @@ func (p *Provider) Begin(ctx context.Context, o BeginOptions) (*BeginResult, err
 	resources := make([]string, len(intent))
 	for i, g := range intent {
 		resources[i] = "intent:" + g
-		if _, err := admission.ParseResource(resources[i]); err != nil {
+		r, err := admission.ParseResource(resources[i])
+		if err != nil {
 			return nil, err
+		}
+		// What can be refused before the workspace exists is refused now.
+		if lit := r.Literal(); lit != "" {
+			if err := admission.CheckWritten(lit); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if o.TTL < 0 {

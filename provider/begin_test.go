@@ -146,9 +146,12 @@ func TestBeginRefusesBadArgumentsBeforeAllocating(t *testing.T) {
 		{Task: "T-1", Paths: []string{"src/**"}, TTL: -1},
 		{Task: "T-1", Paths: []string{"src/**"}, Shared: true, Base: "HEAD"},
 		{Task: "bad/task", Paths: []string{"src/**"}},
+		{Task: "T-1", Paths: []string{".git/**"}},
+		{Task: "T-1", Paths: []string{"src/.GIT/config"}},
 	} {
 		_, err := p.Begin(t.Context(), o)
-		if !errors.Is(err, ErrInvalidArgument) && !errors.Is(err, ErrInvalidBinding) && !errors.Is(err, admission.ErrInvalid) {
+		if !errors.Is(err, ErrInvalidArgument) && !errors.Is(err, ErrInvalidBinding) && !errors.Is(err, admission.ErrInvalid) &&
+			!errors.Is(err, admission.ErrUnsafePath) {
 			t.Errorf("begin %+v: %v, want an invalid-argument refusal", o, err)
 		}
 	}

@@ -43,7 +43,7 @@ func (p *Provider) leaseLiveness(ctx context.Context, rec *claimRecord) error {
 		names = append(names, fmt.Sprintf("%s %s (holder %s, %s until %s)", l.ID, l.Resource, l.Holder, l.State, l.ExpiresAt.UTC().Format(time.RFC3339)))
 	}
 	return &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrWorkspaceLive,
-		Reason: "its task holds leases: " + strings.Join(names, "; "),
+		Reason: "leases keep it in use: " + strings.Join(names, "; "),
 		Hint:   "let the holder release them (majlis lease release --holder H), or, for a quarantined one whose writer has stopped, majlis lease resolve ID --writer-stopped"}
 }
 

@@ -35,12 +35,7 @@ gaps in details). 'majlis hook install' runs it before every commit.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.DefaultHolder = os.Getenv(holderEnv)
-			p, err := g.openProvider(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer p.Close()
-			res, err := p.Check(cmd.Context(), opts)
+			res, err := provider.CheckRepository(cmd.Context(), g.Repo, opts)
 			if err != nil {
 				return err
 			}
@@ -49,6 +44,8 @@ gaps in details). 'majlis hook install' runs it before every commit.`,
 				switch {
 				case res.Skipped:
 					fmt.Fprintf(w, "nothing checked: %s is not a majlis workspace and no holder is named (--holder, %s)\n", res.Checkout, holderEnv)
+				case len(res.Gaps) == 0 && res.Policy == "allow":
+					fmt.Fprintf(w, "%s checked against the leases of %s; changes outside them are recorded, not reported (policy enforcement_gap=allow)\n", plural(res.Changed, "changed path", "changed paths"), res.Holder)
 				case len(res.Gaps) == 0:
 					fmt.Fprintf(w, "%s: every change lies inside the leases of %s\n", plural(res.Changed, "changed path", "changed paths"), res.Holder)
 				default:
