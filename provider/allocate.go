@@ -214,7 +214,7 @@ func (p *Provider) publishClaim(ctx context.Context, claim Claim, args requestAr
 		return nil, err
 	}
 	dir := p.claimsDir(claim.Binding)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := mkdirDurable(dir); err != nil {
 		return nil, &Error{Op: "allocate", Binding: claim.Binding, Path: dir, Err: err}
 	}
 	// The journal names the claim before it exists (see journal.go).
@@ -590,7 +590,7 @@ func (p *Provider) recordRequest(id string, args requestArgs, result ...any) err
 		return err
 	}
 	dir, name := p.requestPath(id)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := mkdirDurable(dir); err != nil {
 		return err
 	}
 	err = reservation.Publish(dir, name, data)

@@ -238,15 +238,3 @@ func (p *Provider) readJournal() ([]*journalClaimState, error) {
 	}
 	return out, nil
 }
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
