@@ -506,7 +506,11 @@ func (s *Service) settleAttempt(ctx context.Context, hl *ledger, repoLedger, att
 		if err != nil {
 			return err
 		}
-		return settlePending(ctx, c, s.nanos(), repoLedger, attempt, committed)
+		now, err := s.ledgerNow(ctx, c)
+		if err != nil {
+			return err
+		}
+		return settlePending(ctx, c, now, repoLedger, attempt, committed)
 	})
 	return committed, err
 }
@@ -600,10 +604,13 @@ type evaluation struct {
 // recorded owner is proven dead are resolved, pending host rows whose
 // admitter is proven dead are granted or deleted.
 func (s *Service) evaluate(ctx context.Context, l *ledger, c *sql.Conn, p *prepared, idx []int) (*evaluation, error) {
-	e := &evaluation{s: s, l: l, c: c, p: p, idx: idx, now: s.nanos(), pol: DefaultPolicy(),
+	now, err := s.ledgerNow(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	e := &evaluation{s: s, l: l, c: c, p: p, idx: idx, now: now, pol: DefaultPolicy(),
 		rows: map[int]row{}, reused: map[int]bool{}, warned: map[string]bool{}, decided: []string{}}
 	if l.kind == kindRepository {
-		var err error
 		if e.pol, err = readPolicy(ctx, c); err != nil {
 			return nil, err
 		}
@@ -843,6 +850,12 @@ func (e *evaluation) resolveIfOwnerDead(ctx context.Context, r *row) (bool, erro
 // granted) if the repository ledger committed the attempt, else deleted
 // (gone). Otherwise r stays pending, and why says what is known.
 func (e *evaluation) settleDeadAdmitter(ctx context.Context, r *row) (gone bool, why string, err error) {
+	return e.s.settleDeadAdmitter(ctx, e.c, e.now, r)
+}
+
+// settleDeadAdmitter is evaluation.settleDeadAdmitter inside any
+// transaction c of the host ledger.
+func (s *Service) settleDeadAdmitter(ctx context.Context, c *sql.Conn, now int64, r *row) (gone bool, why string, err error) {
 	o, ok, err := ownerOf(r.admitter)
 	if err != nil || !ok {
 		return false, "its admitting process is not recorded", nil
@@ -851,11 +864,11 @@ func (e *evaluation) settleDeadAdmitter(ctx context.Context, r *row) (gone bool,
 	if live != reservation.OwnerDead {
 		return false, why, nil
 	}
-	committed, cerr := e.s.attemptCommitted(ctx, r.repoLedger.String, r.pendingRequest.String)
+	committed, cerr := s.attemptCommitted(ctx, r.repoLedger.String, r.pendingRequest.String)
 	if cerr != nil {
 		return false, "its admitter is dead but the ledger " + r.repoLedger.String + " cannot be read: " + cerr.Error(), nil
 	}
-	if err := settlePending(ctx, e.c, e.now, r.repoLedger.String, r.pendingRequest.String, committed); err != nil {
+	if err := settlePending(ctx, c, now, r.repoLedger.String, r.pendingRequest.String, committed); err != nil {
 		return false, "", err
 	}
 	if !committed {

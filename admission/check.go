@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -36,8 +35,9 @@ type CheckResult struct {
 
 // Check compares the checkout's changes (git status, untracked files
 // included, both sides of renames) with the active leases of req.Holder in
-// that checkout: a path is covered by a file lease on it or an intent
-// covering it. A lease observed after an edit proves nothing, so Check
+// that checkout: a path, as Git names it (a symlink is a change of the
+// link, never of its target), is covered by a file lease on it or an
+// intent covering it. A lease observed after an edit proves nothing, so Check
 // never grants one: each uncovered path is recorded as an enforcement_gap
 // event (one transaction), and the enforcement_gap policy decides: allow
 // reports nothing, warn reports warnings, block refuses with
@@ -75,7 +75,10 @@ func (s *Service) Check(ctx context.Context, req CheckRequest) (*CheckResult, er
 		DecidedBy: []string{PolicyEnforcementGap}}
 	var gaps []string
 	err = s.repo.tx(ctx, op, func(c *sql.Conn) error {
-		now := s.nanos()
+		now, err := s.ledgerNow(ctx, c)
+		if err != nil {
+			return err
+		}
 		pol, err := readPolicy(ctx, c)
 		if err != nil {
 			return err
@@ -89,18 +92,22 @@ func (s *Service) Check(ctx context.Context, req CheckRequest) (*CheckResult, er
 		}
 		gaps = gaps[:0]
 		for _, p := range paths {
-			// The key names the path as a lease would: through symlink
-			// aliases and case folding. A path whose identity cannot be
-			// verified is a gap.
-			key, kerr := co.Key(co.Root, filepath.Join(co.Root, filepath.FromSlash(p)), false)
-			if kerr != nil || !covered(leases, key, now) {
+			// The changed entry is the path Git names, as it names it:
+			// Git never follows a symlink in the worktree, so a changed
+			// symlink, or a path below a directory replaced by one, is a
+			// change of that path, not of the file it points to (resolving
+			// it would let a new link to a leased file pass). Keys are
+			// physical, so a lease taken through an alias covers the
+			// target's path, which is what Git reports when the target is
+			// edited. Case is folded as keys are.
+			key := p
+			if co.Fold {
+				key = strings.ToLower(key)
+			}
+			if !covered(leases, key, now) {
 				gaps = append(gaps, p)
-				why := "no active lease of the holder covers it"
-				if kerr != nil {
-					why = kerr.Error()
-				}
 				if err := appendEvent(ctx, c, now, "enforcement_gap", req.Holder, "",
-					map[string]string{"path": p, "checkout": co.Root, "why": why, "policy": string(res.Policy)}); err != nil {
+					map[string]string{"path": p, "checkout": co.Root, "why": "no active lease of the holder covers it", "policy": string(res.Policy)}); err != nil {
 					return err
 				}
 			}

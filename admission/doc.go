@@ -43,8 +43,12 @@
 //   - A generation grows with every grant of a resource and is never
 //     reused, across release and re-acquisition.
 //   - File and intent paths are made canonical and checked for safety
-//     (confinement, symlinks, hard links, case) before any ledger is
-//     touched; refusals are ErrUnsafePath.
+//     (confinement, symlinks, hard links, case, worktrees or repositories
+//     nested inside the checkout) before any ledger is touched; refusals
+//     are ErrUnsafePath.
+//   - A ledger is judged by its clock, never earlier than the last event
+//     it recorded: a clock stepped back does not make an expired lease
+//     active again.
 //   - A request id makes a mutating call idempotent: a retry with the same
 //     id and arguments returns the recorded result (evidence, not a new
 //     grant); the same id with other arguments is ErrRequestConflict.

@@ -240,14 +240,20 @@ func (l *ledger) tx(ctx context.Context, op string, fn func(c *sql.Conn) error) 
 	}
 	defer c.Close()
 	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		// The driver reports ctx's error when ctx ends during the call,
+		// even if BEGIN took the write lock meanwhile: such a connection
+		// must not return to the pool (closing it ends the transaction).
+		_ = c.Raw(func(any) error { return driver.ErrBadConn })
 		return l.fail(op, err)
 	}
+	committed := false
 	defer func() {
-		if err == nil {
+		if committed {
 			return
 		}
-		// Roll back even when ctx was cancelled. A connection that cannot
-		// roll back must not return to the pool inside a transaction.
+		// Roll back on any error, a panic included, even when ctx was
+		// cancelled. A connection that cannot roll back must not return
+		// to the pool inside a transaction.
 		if _, rbErr := c.ExecContext(context.Background(), "ROLLBACK"); rbErr != nil {
 			_ = c.Raw(func(any) error { return driver.ErrBadConn })
 		}
@@ -255,9 +261,13 @@ func (l *ledger) tx(ctx context.Context, op string, fn func(c *sql.Conn) error) 
 	if err := fn(c); err != nil {
 		return l.fail(op, err)
 	}
-	if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
+	// COMMIT is not tied to ctx: the driver reports ctx's error when ctx
+	// ends during a call, even one that committed, and the answer must be
+	// the outcome: a grant that committed is reported as a grant.
+	if _, err := c.ExecContext(context.WithoutCancel(ctx), "COMMIT"); err != nil {
 		return l.fail(op, err)
 	}
+	committed = true
 	return nil
 }
 

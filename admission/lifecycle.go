@@ -113,7 +113,10 @@ func (s *Service) Renew(ctx context.Context, req RenewRequest) (*RenewResult, er
 	out := &RenewResult{Leases: []Lease{}, Warnings: []Warning{}, RequestID: req.RequestID}
 	for _, l := range ledgers {
 		err := l.tx(ctx, op, func(c *sql.Conn) error {
-			now := s.nanos()
+			now, err := s.ledgerNow(ctx, c)
+			if err != nil {
+				return err
+			}
 			rows, err := s.selectRows(ctx, c, l, req.Holder, ids, located)
 			if err != nil {
 				return err
@@ -183,8 +186,11 @@ func renewable(op string, r row, holder string, now int64) error {
 // released (which lifts a quarantine). With IDs, every named lease must
 // exist (ErrNotFound) and belong to the holder (ErrNotHolder), and those
 // already released or resolved are reported unchanged; a pending host
-// lease cannot be released (ErrNotFound). Without IDs, every such lease of
-// the holder is released; none is not an error.
+// lease still being admitted cannot be released (ErrNotFound). Without
+// IDs, every such lease of the holder is released; none is not an error.
+// A pending host lease whose admitting process is proven dead is settled
+// first: granted, and so released, if its repository transaction
+// committed; removed otherwise.
 func (s *Service) Release(ctx context.Context, req ReleaseRequest) (*ReleaseResult, error) {
 	const op = "release"
 	if err := checkHolder(op, req.Holder); err != nil {
@@ -210,17 +216,26 @@ func (s *Service) Release(ctx context.Context, req ReleaseRequest) (*ReleaseResu
 		return nil, err
 	}
 	for _, id := range ids {
-		if err := releasable(op, located[id].row, req.Holder); err != nil {
-			return nil, err
+		// A pending row is judged inside the transaction, once settled.
+		if r := located[id].row; r.holder != req.Holder {
+			return nil, releasable(op, r, req.Holder)
 		}
 	}
 	out := &ReleaseResult{Leases: []Lease{}, RequestID: req.RequestID}
 	for _, l := range ledgers {
 		err := l.tx(ctx, op, func(c *sql.Conn) error {
-			now := s.nanos()
+			now, err := s.ledgerNow(ctx, c)
+			if err != nil {
+				return err
+			}
 			rows, err := s.selectRows(ctx, c, l, req.Holder, ids, located)
 			if err != nil {
 				return err
+			}
+			if l.kind == kindHost {
+				if rows, err = s.settleForRelease(ctx, c, now, req.Holder, ids, rows); err != nil {
+					return err
+				}
 			}
 			var released []string
 			var evs []event
@@ -246,6 +261,39 @@ func (s *Service) Release(ctx context.Context, req ReleaseRequest) (*ReleaseResu
 	}
 	if err := s.record(ctx, op, req.RequestID, digest, out); err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// settleForRelease settles, in a transaction of the host ledger, the
+// pending rows a release meets whose admitting process is proven dead:
+// granted if their repository transaction committed (so that this release
+// ends them, instead of a later admission or a retry of the request
+// confirming them after the holder let go), removed otherwise. Without
+// ids, the holder's pending rows of this repository are looked at too;
+// those still being admitted are left alone.
+func (s *Service) settleForRelease(ctx context.Context, c *sql.Conn, now int64, holder string, ids []string, rows []row) ([]row, error) {
+	if len(ids) == 0 {
+		pending, err := queryRows(ctx, c, `SELECT `+rowColumns+` FROM leases WHERE holder = ? AND repo = ? AND state = 'pending'`+
+			liveClause+` ORDER BY acquired_at, id`, holder, s.repoID)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, pending...)
+	}
+	out := rows[:0]
+	for i := range rows {
+		r := rows[i]
+		if r.live() && r.state == "pending" {
+			gone, _, err := s.settleDeadAdmitter(ctx, c, now, &r)
+			if err != nil {
+				return nil, err
+			}
+			if gone || (r.state == "pending" && len(ids) == 0) {
+				continue
+			}
+		}
+		out = append(out, r)
 	}
 	return out, nil
 }
@@ -290,7 +338,10 @@ func (s *Service) Resolve(ctx context.Context, req ResolveRequest) (*Lease, erro
 	}
 	var out Lease
 	err = ledgers[0].tx(ctx, op, func(c *sql.Conn) error {
-		now := s.nanos()
+		now, err := s.ledgerNow(ctx, c)
+		if err != nil {
+			return err
+		}
 		rows, err := s.selectRows(ctx, c, ledgers[0], "", ids, located)
 		if err != nil {
 			return err
@@ -341,11 +392,14 @@ func (s *Service) List(ctx context.Context, req ListRequest) ([]Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := s.nanos()
 	out := []Lease{}
 	for _, l := range []*ledger{s.repo, hl} {
 		if l == nil {
 			continue
+		}
+		now, err := s.ledgerNow(ctx, l.db)
+		if err != nil {
+			return nil, l.fail("list", err)
 		}
 		q := `SELECT ` + rowColumns + ` FROM leases WHERE 1 = 1`
 		var args []any
@@ -393,11 +447,14 @@ func (s *Service) LiveLeases(ctx context.Context, holder, checkoutRoot string) (
 		{s.repo, `SELECT ` + rowColumns + ` FROM leases WHERE (holder = ? OR checkout = ?) AND state = 'granted'` + liveClause, []any{holder, checkoutRoot}},
 		{hl, `SELECT ` + rowColumns + ` FROM leases WHERE holder = ? AND repo = ? AND state = 'granted'` + liveClause, []any{holder, s.repoID}},
 	}
-	now := s.nanos()
 	out := []Lease{}
 	for _, q := range queries {
 		if q.l == nil {
 			continue
+		}
+		now, err := s.ledgerNow(ctx, q.l.db)
+		if err != nil {
+			return nil, q.l.fail("list", err)
 		}
 		rows, err := queryRows(ctx, q.l.db, q.q, q.args...)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/majlis-dev/majlis/pathid"
 )
@@ -173,6 +174,11 @@ func CheckWritten(raw string) error {
 //     without regard to case as Git itself does (Git never tracks such a
 //     path), and anything under another name of the checkout's .git (by
 //     device and inode);
+//   - anything in a directory below the root that has a .git entry of its
+//     own (a linked worktree placed inside the checkout, a submodule,
+//     another repository), and that directory itself: its files are not
+//     this checkout's, and one of them would otherwise have a key here and
+//     another in its own worktree;
 //   - an existing regular file with more than one hard link (for file
 //     leases and intents alike): it is reachable under a name no key shows;
 //   - for a file lease (file set): the checkout root, an existing directory,
@@ -261,6 +267,12 @@ func (c Checkout) Key(cwd, raw string, file bool) (string, error) {
 		if isGit {
 			return refuse(raw+" resolves to "+phys+", in "+c.Root+"/.git under the name "+first, hintGit)
 		}
+	}
+	if nested, err := c.nestedRepository(key); err != nil {
+		return refuseErr("cannot tell whether "+raw+" lies in a nested repository or worktree: ", err)
+	} else if nested != "" {
+		return refuse(raw+" resolves to "+phys+", inside "+nested+", another worktree or repository (it has its own .git)",
+			"lease it in that worktree (run majlis there), where it has a key of its own")
 	}
 	if c.Fold {
 		key = strings.ToLower(key)
@@ -405,6 +417,38 @@ func (c Checkout) isDotGit(name string) (bool, error) {
 		return false, err
 	}
 	return id.Equal(git), nil
+}
+
+// nestedRepository returns the directory, below the root, at or above the
+// physical key that holds a .git entry of its own: a linked worktree
+// placed inside this checkout, a submodule or another repository. Its
+// files are not this checkout's: the same file has a key in that worktree,
+// and Git here does not track it. "" when there is none.
+func (c Checkout) nestedRepository(key string) (string, error) {
+	if key == "" {
+		return "", nil
+	}
+	dir := c.Root
+	for comp := range strings.SplitSeq(key, "/") {
+		dir += "/" + comp
+		_, err := os.Lstat(dir + "/.git")
+		switch {
+		case err == nil:
+			return dir, nil
+		case errors.Is(err, fs.ErrNotExist):
+			if _, err := os.Lstat(dir); err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return "", nil // nothing exists below an absent directory
+				}
+				return "", err
+			}
+		case errors.Is(err, syscall.ENOTDIR):
+			return "", nil // dir is a file: the end of the path
+		default:
+			return "", err
+		}
+	}
+	return "", nil
 }
 
 // describe turns an error from pathid (or the OS) into a reason naming the

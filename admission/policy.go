@@ -117,7 +117,11 @@ func (s *Service) SetPolicy(ctx context.Context, key, value string) (PolicySet, 
 		}
 		p = old
 		p.set(key, v)
-		return appendEvent(ctx, c, s.nanos(), "policy", "", "",
+		now, err := s.ledgerNow(ctx, c)
+		if err != nil {
+			return err
+		}
+		return appendEvent(ctx, c, now, "policy", "", "",
 			map[string]string{"key": key, "value": value, "old": string(old.Value(key))})
 	})
 	if err != nil {

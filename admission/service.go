@@ -112,6 +112,29 @@ func (s *Service) HostLedger() string { return s.hostPath }
 
 func (s *Service) nanos() int64 { return s.now().UnixNano() }
 
+// ledgerNow is the time a ledger is judged by (states, expiries, event
+// times): the clock, but never earlier than the last event the ledger
+// recorded. A clock stepped back (NTP, a restored virtual machine) must not
+// turn an expiry the ledger has already acted on back into an active lease:
+// expiry takes permission away, and only a release, a resolve or a dead
+// owner gives it back. Inside a transaction, q is its connection.
+func (s *Service) ledgerNow(ctx context.Context, q rowQuerier) (int64, error) {
+	now := s.nanos()
+	rows, err := q.QueryContext(ctx, `SELECT at FROM events ORDER BY seq DESC LIMIT 1`)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	if rows.Next() {
+		var last int64
+		if err := rows.Scan(&last); err != nil {
+			return 0, err
+		}
+		now = max(now, last)
+	}
+	return now, rows.Err()
+}
+
 // hostLedger returns the host ledger, opening it on first use. With create
 // false, an absent host ledger is not created: (nil, nil) is returned.
 func (s *Service) hostLedger(ctx context.Context, create bool) (*ledger, error) {
