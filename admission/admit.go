@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/internal/failpoint"
+	"github.com/majlis-dev/majlis/pathid"
 	"github.com/majlis-dev/majlis/reservation"
 )
 
@@ -188,6 +189,7 @@ func (s *Service) prepareAcquire(ctx context.Context, req AcquireRequest) (*prep
 			return nil, err
 		}
 	}
+	batch := pathid.NewResolver() // one request's paths, resolved together
 	p := &prepared{holder: req.Holder, ttl: ttl, requestID: req.RequestID}
 	seen := map[string]bool{}
 	for _, r := range parsed {
@@ -197,13 +199,13 @@ func (s *Service) prepareAcquire(ctx context.Context, req AcquireRequest) (*prep
 			t.key = r.Raw
 		case ScopeFile:
 			t.checkout = co.Root
-			t.key, err = co.Key(req.Cwd, r.Raw, true)
+			t.key, err = co.key(batch, req.Cwd, r.Raw, true)
 		case ScopeIntent:
 			t.checkout = co.Root
 			var lit string
 			lit, t.subtree = r.intentParts()
 			if r.Raw != "**" {
-				t.key, err = co.Key(req.Cwd, lit, false)
+				t.key, err = co.key(batch, req.Cwd, lit, false)
 			}
 		}
 		if err != nil {

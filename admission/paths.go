@@ -197,6 +197,12 @@ func CheckWritten(raw string) error {
 // every path answer, the key describes the file system at the moment of
 // the call.
 func (c Checkout) Key(cwd, raw string, file bool) (string, error) {
+	return c.key(nil, cwd, raw, file)
+}
+
+// key is Key; with batch set, the paths of one request are resolved
+// together, the directories they share looked up once (pathid.Resolver).
+func (c Checkout) key(batch *pathid.Resolver, cwd, raw string, file bool) (string, error) {
 	refuse := func(reason, hint string) (string, error) {
 		return "", &Error{Op: "path", Path: raw, Reason: reason, Hint: hint, Err: ErrUnsafePath}
 	}
@@ -240,7 +246,11 @@ func (c Checkout) Key(cwd, raw string, file bool) (string, error) {
 	if rel == "" {
 		rel = "."
 	}
-	phys, err := pathid.Confine(c.Root, rel)
+	confine := pathid.Confine
+	if batch != nil {
+		confine = batch.Confine
+	}
+	phys, err := confine(c.Root, rel)
 	if err != nil {
 		from := ""
 		if !filepath.IsAbs(raw) && rel != raw {

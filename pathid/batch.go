@@ -43,6 +43,12 @@ func (r *Resolver) Resolve(p string) (Resolved, error) {
 	return resolveFormsWith(w, abs)
 }
 
+// Confine is Confine(root, p), through the batch's lookups: the root is
+// walked once for every path of the batch.
+func (r *Resolver) Confine(root, p string) (string, error) {
+	return confine(root, p, r.lstat, r.readlink)
+}
+
 func (r *Resolver) lstat(path string) (fs.FileInfo, error) {
 	if c, ok := r.lstats[path]; ok {
 		return c.fi, c.err

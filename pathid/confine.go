@@ -31,6 +31,10 @@ import (
 // (see CaseInsensitive). Like Physical, its answer holds at the moment of
 // the call.
 func Confine(root, p string) (string, error) {
+	return confine(root, p, os.Lstat, os.Readlink)
+}
+
+func confine(root, p string, lstat func(string) (fs.FileInfo, error), readlink func(string) (string, error)) (string, error) {
 	const op = "confine"
 	if err := validate(op, p); err != nil {
 		return "", err
@@ -42,7 +46,9 @@ func Confine(root, p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	rootRes, err := resolve(root, rootAbs, false)
+	rw := newWalker("resolve", root)
+	rw.lstat, rw.readlink = lstat, readlink
+	rootRes, err := rw.walk("/", segment{rest: rootAbs})
 	if err != nil {
 		return "", err
 	}
@@ -50,7 +56,9 @@ func Confine(root, p string) (string, error) {
 	if !rootRes.exists() {
 		return "", &Error{Op: op, Path: p, Root: root, Reason: "the root " + rootRes.path + " does not exist", Err: syscall.ENOENT}
 	}
-	fi, err := os.Stat(rootPhys)
+	// rootPhys holds no symlink (the walk resolved them all), so lstat
+	// sees what stat would.
+	fi, err := lstat(rootPhys)
 	if err != nil {
 		return "", &Error{Op: op, Path: p, Root: root, Err: err}
 	}
@@ -78,6 +86,7 @@ func Confine(root, p string) (string, error) {
 	}
 
 	w := newWalker(op, p)
+	w.lstat, w.readlink = lstat, readlink
 	w.root, w.fence = root, rootPhys
 	res, err := w.walk(rootPhys, segment{rest: rel})
 	if err != nil {

@@ -83,6 +83,7 @@ func TestConfine(t *testing.T) {
 		{name: "root is a file", root: src + "/a.go", path: "x", wantErr: []error{syscall.ENOTDIR}},
 		{name: "dangling root", root: root + "/dangling", path: "x", wantErr: []error{ErrDanglingSymlink}},
 	}
+	batch := NewResolver()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := tt.root
@@ -93,6 +94,15 @@ func TestConfine(t *testing.T) {
 			checkErr(t, err, tt.wantErr...)
 			if got != tt.want {
 				t.Errorf("Confine(%q, %q) = %q, want %q", r, tt.path, got, tt.want)
+			}
+			// A batch gives the same answer, alone and after every other
+			// case has filled its lookups.
+			for _, res := range []*Resolver{NewResolver(), batch} {
+				got, err := res.Confine(r, tt.path)
+				checkErr(t, err, tt.wantErr...)
+				if got != tt.want {
+					t.Errorf("Resolver.Confine(%q, %q) = %q, want %q", r, tt.path, got, tt.want)
+				}
 			}
 		})
 	}
