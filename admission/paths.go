@@ -139,7 +139,7 @@ func CheckWritten(raw string) error {
 		return refuse("the path is empty", hintInside)
 	case strings.IndexByte(raw, 0) >= 0:
 		return refuse("the path contains a NUL byte", hintInside)
-	case hasDotDot(raw):
+	case pathid.HasDotDot(raw):
 		return refuse(raw+" has a '..' component", hintInside+", without '..'")
 	}
 	if comp, ok := dotGit(raw); ok && !filepath.IsAbs(raw) {
@@ -331,7 +331,7 @@ func (c Checkout) base(cwd string) (string, error) {
 	if cwd == "" {
 		return "", nil
 	}
-	if !hasDotDot(cwd) {
+	if !pathid.HasDotDot(cwd) {
 		// Lexically inside: keep the components as written so that
 		// Confine holds every symlink in them to the checkout. A working
 		// directory inside the checkout as written but resolving outside
@@ -509,28 +509,14 @@ func errText(path string, err error) string {
 	return err.Error()
 }
 
-// hasDotDot reports whether p, as written, has a ".." component.
-func hasDotDot(p string) bool {
-	for c := range strings.SplitSeq(p, "/") {
-		if c == ".." {
-			return true
-		}
-	}
-	return false
-}
-
 // below returns the clean absolute path p relative to root ("" for root
 // itself), when p is root or lies beneath it.
 func below(root, p string) (string, bool) {
-	switch {
-	case p == root:
-		return "", true
-	case root == "/":
-		return p[1:], true
-	case strings.HasPrefix(p, root+"/"):
-		return p[len(root)+1:], true
+	rel, ok := pathid.Below(root, p)
+	if rel == "." {
+		rel = ""
 	}
-	return "", false
+	return rel, ok
 }
 
 // kindOf names the type of a file that is neither regular nor a directory.

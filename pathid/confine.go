@@ -101,7 +101,9 @@ func confine(root, p string, lstat func(string) (fs.FileInfo, error), readlink f
 	return res.path, nil
 }
 
-// hasDotDot reports whether p, as written, has a ".." component.
+// HasDotDot reports whether p, as written, has a ".." component.
+func HasDotDot(p string) bool { return hasDotDot(p) }
+
 func hasDotDot(p string) bool {
 	for c := range strings.SplitSeq(p, "/") {
 		if c == ".." {
@@ -111,8 +113,11 @@ func hasDotDot(p string) bool {
 	return false
 }
 
-// below returns p relative to root when p equals root or lies beneath it
-// (both cleaned and absolute).
+// Below returns p relative to root ("." for root itself) when p equals
+// root or lies beneath it; both must be clean and absolute. It compares
+// names only.
+func Below(root, p string) (string, bool) { return below(root, p) }
+
 func below(root, p string) (string, bool) {
 	switch {
 	case p == root:
