@@ -29,7 +29,8 @@ preview_stale). --yes skips the comparison, never the checks. On a terminal,
 without either, reclaim shows the preview and asks; without a terminal it
 refuses (exit 3, unconfirmed).
 
-Before anything, reclaim refuses a workspace whose --owner-pid process is alive
+Before anything, reclaim refuses a workspace whose --owner-pid process is alive,
+or whose task (or anyone working in it) holds leases, active or quarantined
 (exit 4, workspace_live), whose directory or repository is not the one
 allocated (exit 3), or that any retained peer overlaps: another workspace, a
 worktree, the main worktree (unless it ignores the workspace's folder) or a
