@@ -87,7 +87,7 @@ func TestPanicInTransactionReleasesLock(t *testing.T) {
 	stepHook = nil
 	// Another process (another set of handles) can write.
 	other := e.open()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if _, err := other.Acquire(ctx, AcquireRequest{Holder: "b", Checkout: e.main.Dir, Resources: []string{"file:src/b.go"}}); err != nil {
 		t.Fatalf("after a panic in a transaction: %v", err)

@@ -233,6 +233,9 @@ func git(ctx context.Context, dir string, o cmdOpts, args ...string) (result, er
 			!errors.As(err, &ge) || !partialWorktreeEntry(ge.Stderr) {
 			return res, err
 		}
+		if testHookPartialEntry != nil {
+			testHookPartialEntry(attempt)
+		}
 		select {
 		case <-ctx.Done():
 			return res, err
@@ -240,6 +243,11 @@ func git(ctx context.Context, dir string, o cmdOpts, args ...string) (result, er
 		}
 	}
 }
+
+// testHookPartialEntry, set only by tests, runs each time git() is about
+// to retry a command that met a half-written worktree entry, so that a
+// test can finish the entry exactly then instead of guessing a moment.
+var testHookPartialEntry func(attempt int)
 
 // partialWorktreeEntry recognises git failing on a worktree entry that a
 // concurrent `git worktree add` has not finished writing.

@@ -74,6 +74,9 @@ func AddWorktree(ctx context.Context, dir, path, branch, commit, lockReason stri
 		if !removeBranchAt(context.WithoutCancel(ctx), dir, "refs/heads/"+branch, commit) {
 			break
 		}
+		if testHookPartialEntry != nil {
+			testHookPartialEntry(attempt)
+		}
 		select {
 		case <-ctx.Done():
 			return err

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/majlis-dev/majlis/fixtures"
@@ -270,18 +269,25 @@ func TestAddWorktreeRetriesHalfWrittenSibling(t *testing.T) {
 		}
 	}
 	head := repo.Head()
-	// The concurrent writer finishes a moment later.
-	done := make(chan error, 1)
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		done <- os.WriteFile(filepath.Join(entry, "commondir"), []byte("../..\n"), 0o644)
-	}()
+	// The concurrent writer finishes the entry once git has died on it:
+	// exactly then, not after a guessed moment.
+	retries := 0
+	var finished error
+	testHookPartialEntry = func(int) {
+		if retries++; retries == 1 {
+			finished = os.WriteFile(filepath.Join(entry, "commondir"), []byte("../..\n"), 0o644)
+		}
+	}
+	t.Cleanup(func() { testHookPartialEntry = nil })
 	path := filepath.Join(fixtures.TempDir(t), "ws")
 	if err := AddWorktree(t.Context(), repo.Dir, path, "nb", head, ""); err != nil {
 		t.Fatalf("AddWorktree beside a half-written entry: %v", err)
 	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	if finished != nil {
+		t.Fatal(finished)
+	}
+	if retries == 0 {
+		t.Fatalf("git did not die on the half-written entry: the retry was not exercised")
 	}
 	if got := strings.TrimSpace(repo.Git("rev-parse", "refs/heads/nb")); got != head {
 		t.Errorf("branch nb at %s, want %s", got, head)

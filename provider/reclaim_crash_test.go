@@ -457,36 +457,46 @@ type crashReclaimJSON struct {
 	} `json:"reclaim"`
 }
 
-// crashRetryUntilRecovered retries the reclaim while it exits 4 (held: the
-// crashed owner's reservation has not expired yet), up to a deadline. A
-// retry made before the reservation's expiry must be refused as held.
-func crashRetryUntilRecovered(t *testing.T, bin, dir string, env []string, expires time.Time, args ...string) crashRun {
+// crashWaitExpired waits until this process's clock has passed expires,
+// the expiry of a crashed owner's reservation. A process started after
+// that reads the same system clock later, so it sees the reservation
+// expired however long the machine takes to schedule it: the verdict no
+// longer depends on timing. (The opposite judgement, "not expired yet",
+// is tested only with an expiry minutes away: see
+// TestRetryBeforeExpiryIsRefused.)
+func crashWaitExpired(t *testing.T, expires time.Time) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		started := time.Now()
-		r := crashExec(t, bin, dir, env, args...)
-		if r.exit != 4 {
-			if started.Before(expires.Add(-100 * time.Millisecond)) {
-				t.Errorf("a retry started at %v, before the crashed owner's reservation expired (%v), was not refused as held\n%s",
-					started.Format(time.RFC3339Nano), expires.Format(time.RFC3339Nano), r)
-			}
-			return r
-		}
-		if code := r.errorCode(); code != "held" {
-			t.Fatalf("retry exited 4 with code %q, want held\n%s", code, r)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the crashed reclaim's reservation was never recovered\n%s", r)
-		}
-		time.Sleep(50 * time.Millisecond)
+	crashWaitFor(t, "the reservation's expiry at "+expires.Format(time.RFC3339Nano), 5*time.Minute, func() bool {
+		return time.Now().After(expires)
+	})
+}
+
+// crashPause returns the environment that makes a failpoints binary pause
+// at point until release is called, and a function that waits until the
+// process has reached it. It orders processes without sleeps.
+func crashPause(t *testing.T, point string) (env []string, reached func(), release func()) {
+	t.Helper()
+	gate := filepath.Join(t.TempDir(), "gate")
+	reached = func() {
+		t.Helper()
+		crashWaitFor(t, "a process to reach "+point, 2*time.Minute, func() bool {
+			_, err := os.Lstat(gate + ".reached")
+			return err == nil
+		})
 	}
+	release = func() {
+		t.Helper()
+		if err := os.WriteFile(gate, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return []string{failpoint.EnvVar + "=" + point + "=wait(" + gate + ")"}, reached, release
 }
 
 // TestReclaimCrashMatrix kills a reclaim (SIGKILL) at every reclaim
 // failpoint and checks what survives: T-1's uncommitted work, every file of
 // every retained peer, a clean git fsck; then that a retry with the same
-// request id waits out the dead owner's reservation, finishes the reclaim
+// request id, once the dead owner's reservation has expired, recovers it and finishes the reclaim
 // with a salvage ref holding the work, and that a second retry returns the
 // recorded result and changes nothing.
 func TestReclaimCrashMatrix(t *testing.T) {
@@ -522,7 +532,8 @@ func TestReclaimCrashMatrix(t *testing.T) {
 				t.Errorf("reservation owner pid %d request %q, want the crashed pid %d and R", held.Owner.PID, held.Metadata["request_id"], crash.pid)
 			}
 
-			retry := crashRetryUntilRecovered(t, bin, s.repo.Dir, ttl, held.ExpiresAt, args...)
+			crashWaitExpired(t, held.ExpiresAt)
+			retry := crashExec(t, bin, s.repo.Dir, ttl, args...)
 			if retry.exit != 0 {
 				t.Fatalf("the retry did not finish the reclaim\n%s", retry)
 			}
@@ -577,25 +588,24 @@ func TestReclaimCrashMatrix(t *testing.T) {
 }
 
 // TestConcurrentReclaimsOfOneBinding: two reclaims of T-1 at once; the
-// first pauses right after registering its reservation, the second starts
-// then. The second is refused as held (exit 4, naming the first as the
+// first pauses right after registering its reservation (until the test
+// lets it go on), the second runs then. The second is refused as held (exit 4, naming the first as the
 // holder), the first finishes; nothing is salvaged twice.
 func TestConcurrentReclaimsOfOneBinding(t *testing.T) {
 	bin := crashBinary(t)
 	s := newCrashScene(t)
 	peers := s.capturePeers(t)
-	first := crashStart(t, bin, s.repo.Dir, []string{failpoint.EnvVar + "=reclaim/reserved=sleep(2s)"},
+	pause, reached, release := crashPause(t, "reclaim/reserved")
+	first := crashStart(t, bin, s.repo.Dir, pause,
 		"workspace", "reclaim", "T-1", "--yes", "--request-id", "first", "--json")
-	crashWaitFor(t, "the first reclaim's reservation", 10*time.Second, func() bool {
-		_, err := os.Lstat(s.leasePath())
-		return err == nil
-	})
+	reached()
 	second := crashExec(t, bin, s.repo.Dir, nil, "workspace", "reclaim", "T-1", "--yes", "--request-id", "second", "--json")
-	// The two overlapped: the first still held its reservation when the
-	// second had finished.
+	// The two overlapped: the first, paused, still held its reservation
+	// when the second had finished.
 	if h, err := s.p.leases.Inspect(reclaimPrefix + "T-1"); err != nil || h.Owner.PID != first.cmd.Process.Pid {
 		t.Errorf("when the second reclaim returned, the first no longer held the reservation (%+v, %v): they did not overlap", h, err)
 	}
+	release()
 	r1 := first.wait()
 	if second.exit != 4 || second.errorCode() != "held" {
 		t.Errorf("the second reclaim: want exit 4, code held\n%s", second)
@@ -791,11 +801,11 @@ func gitWorktreeRace(r crashRun) bool {
 }
 
 // TestRecoverCrashedReclaimCLI: after a reclaim is killed holding its
-// reservation, `majlis workspace recover T-1` refuses while the
-// reservation has not expired (exit 4, not_expired, naming the dead owner)
-// and retires it once it has; recovery moves the lease file only: claims
-// and events, the worktree's files and every ref stay as they were. A
-// retry of the reclaim then finishes it.
+// reservation, `majlis workspace recover T-1` retires it once it has
+// expired; recovery moves the lease file only: claims and events, the
+// worktree's files and every ref stay as they were. A retry of the
+// reclaim then finishes it. (Refusals before expiry:
+// TestRetryBeforeExpiryIsRefused.)
 func TestRecoverCrashedReclaimCLI(t *testing.T) {
 	bin := crashBinary(t)
 	s := newCrashScene(t)
@@ -819,37 +829,8 @@ func TestRecoverCrashedReclaimCLI(t *testing.T) {
 	worktrees := s.repo.Git("worktree", "list", "--porcelain")
 	leases := crashLeaseNames(t, s)
 
-	started := time.Now()
-	early := crashExec(t, bin, s.repo.Dir, nil, "workspace", "recover", "T-1", "--json")
-	if !started.Before(held.ExpiresAt) {
-		t.Fatalf("the machine took until %v to try recovery; the reservation had already expired (%v)", started, held.ExpiresAt)
-	}
-	if early.exit != 4 || early.errorCode() != "not_expired" {
-		t.Fatalf("recover before expiry: want exit 4, not_expired\n%s", early)
-	}
-	var refusal struct {
-		Error struct {
-			Details struct {
-				Holder reservation.Record `json:"holder"`
-			} `json:"details"`
-		} `json:"error"`
-	}
-	early.decode(t, &refusal)
-	if refusal.Error.Details.Holder.Owner.PID != crash.pid {
-		t.Errorf("the refusal names owner pid %d, want the crashed pid %d", refusal.Error.Details.Holder.Owner.PID, crash.pid)
-	}
-	if b, _ := os.ReadFile(s.leasePath()); !bytes.Equal(b, leaseBytes) {
-		t.Errorf("a refused recovery changed the lease file")
-	}
-
-	var recovered crashRun
-	crashWaitFor(t, "recovery of the expired reservation", 30*time.Second, func() bool {
-		recovered = crashExec(t, bin, s.repo.Dir, nil, "workspace", "recover", "T-1", "--json")
-		if recovered.exit == 4 && recovered.errorCode() == "not_expired" {
-			return false
-		}
-		return true
-	})
+	crashWaitExpired(t, held.ExpiresAt)
+	recovered := crashExec(t, bin, s.repo.Dir, nil, "workspace", "recover", "T-1", "--json")
 	if recovered.exit != 0 {
 		t.Fatalf("recover after expiry failed\n%s", recovered)
 	}
@@ -910,6 +891,73 @@ func TestRecoverCrashedReclaimCLI(t *testing.T) {
 	retry := crashExec(t, bin, s.repo.Dir, nil, "workspace", "reclaim", "T-1", "--yes", "--request-id", "R", "--json")
 	if retry.exit != 0 {
 		t.Fatalf("the reclaim did not finish after recovery\n%s", retry)
+	}
+	s.checkWorkPreserved(t)
+}
+
+// TestRetryBeforeExpiryIsRefused: a reclaim killed holding a reservation
+// that expires in ten minutes. Before expiry, whatever the machine's load,
+// a retry of the reclaim is refused as held and `workspace recover`
+// as not_expired, each naming the dead owner, and neither changes anything.
+func TestRetryBeforeExpiryIsRefused(t *testing.T) {
+	bin := crashBinary(t)
+	s := newCrashScene(t)
+	ttl := []string{ReservationTTLEnv + "=10m"}
+	args := []string{"workspace", "reclaim", "T-1", "--yes", "--request-id", "R", "--json"}
+	crash := crashExec(t, bin, s.repo.Dir, append(ttl, failpoint.EnvVar+"=reclaim/reserved=crash"), args...)
+	if !crash.killed {
+		t.Fatalf("the reclaim was not killed\n%s", crash)
+	}
+	leaseBytes, err := os.ReadFile(s.leasePath())
+	if err != nil {
+		t.Fatalf("no reservation after the crash: %v", err)
+	}
+	// The retries take the brief publication lease, which raises its
+	// generation record: bookkeeping, not state.
+	fingerprint := func() string {
+		var keep []string
+		for _, line := range strings.SplitAfter(s.stateFingerprint(t), "\n") {
+			if !strings.HasPrefix(line, "leases/publication.") {
+				keep = append(keep, line)
+			}
+		}
+		return strings.Join(keep, "")
+	}
+	before := fingerprint()
+	tree := crashCaptureDir(t, s.target.Path)
+	type refusal struct {
+		Error struct {
+			Details struct {
+				Holder reservation.Record `json:"holder"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	for _, tc := range []struct {
+		args []string
+		code string
+	}{
+		{args, "held"},
+		{[]string{"workspace", "recover", "T-1", "--json"}, "not_expired"},
+	} {
+		r := crashExec(t, bin, s.repo.Dir, ttl, tc.args...)
+		if r.exit != 4 || r.errorCode() != tc.code {
+			t.Errorf("before expiry: want exit 4, %s\n%s", tc.code, r)
+			continue
+		}
+		var out refusal
+		r.decode(t, &out)
+		if pid := out.Error.Details.Holder.Owner.PID; pid != crash.pid {
+			t.Errorf("%s: the refusal names owner pid %d, want the crashed pid %d", tc.code, pid, crash.pid)
+		}
+	}
+	if b, _ := os.ReadFile(s.leasePath()); !bytes.Equal(b, leaseBytes) {
+		t.Errorf("a refused retry changed the lease file")
+	}
+	if diff := cmp.Diff(before, fingerprint()); diff != "" {
+		t.Errorf("a refused retry changed the repository's state (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(tree, crashCaptureDir(t, s.target.Path)); diff != "" {
+		t.Errorf("a refused retry changed T-1 (-before +after):\n%s", diff)
 	}
 	s.checkWorkPreserved(t)
 }

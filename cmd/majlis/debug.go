@@ -14,13 +14,14 @@ func newDebugCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "debug",
 		Short: "Commands for testing and diagnosing majlis itself",
-		Long:  "Commands for testing and diagnosing majlis itself. Their output is stable where CLI.md says so.",
+		Long:  "Commands for testing and diagnosing majlis itself. Their output is stable where docs/cli.md says so.",
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "failpoints",
 		Short: "List the failpoint names this binary knows",
 		Long: `List every failpoint name. Binaries built with -tags failpoints read
-MAJLIS_FAILPOINTS="name=action;..." where action is crash, error or sleep(D).`,
+MAJLIS_FAILPOINTS="name=action;..." where action is crash, error, sleep(D) or
+wait(PATH) (create PATH.reached, then pause until PATH exists).`,
 		Example: `  majlis debug failpoints --json
   MAJLIS_FAILPOINTS='allocate/claimed=crash' majlis-failpoints workspace allocate T-1`,
 		Args: usageArgs(cobra.NoArgs),

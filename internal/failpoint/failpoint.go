@@ -10,7 +10,9 @@
 //
 // Actions: crash (the process kills itself with SIGKILL), error (Inject
 // returns an error wrapping ErrInjected), sleep(D) (Inject pauses for the Go
-// duration D). In ordinary builds Inject is a no-op that costs one branch.
+// duration D), wait(PATH) (Inject creates PATH.reached, then pauses until
+// PATH exists: tests order processes with it instead of with sleeps). In
+// ordinary builds Inject is a no-op that costs one branch.
 package failpoint
 
 import (

@@ -59,7 +59,38 @@ func inject(name string) error {
 		}
 		time.Sleep(d)
 		return nil
+	case strings.HasPrefix(action, "wait(") && strings.HasSuffix(action, ")"):
+		return wait(name, action[len("wait("):len(action)-1])
 	default:
-		return fmt.Errorf("failpoint: %s: unknown action %q for %s (want crash, error or sleep(D))", EnvVar, action, name)
+		return fmt.Errorf("failpoint: %s: unknown action %q for %s (want crash, error, sleep(D) or wait(PATH))", EnvVar, action, name)
+	}
+}
+
+// waitLimit bounds a wait(PATH) action, so that a test that never releases
+// the point cannot leave a process behind for ever.
+const waitLimit = 5 * time.Minute
+
+// wait announces that the process reached the point by creating
+// PATH.reached, then pauses until PATH exists. A test synchronises on the
+// first file and releases the process by creating the second: no sleep
+// decides who goes first.
+func wait(name, path string) error {
+	if path == "" {
+		return fmt.Errorf("failpoint: %s: wait() needs a path, for %s", EnvVar, name)
+	}
+	f, err := os.OpenFile(path+".reached", os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("failpoint: %s at %s: %w", EnvVar, name, err)
+	}
+	f.Close()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w at %s: nobody created %s within %v", ErrInjected, name, path, waitLimit)
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }
