@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -107,16 +109,43 @@ func openLedger(ctx context.Context, path, kind string) (*ledger, error) {
 	if err := checkHeader(path); err != nil {
 		return nil, l.malformed("open", err.Error())
 	}
-	db, err := sql.Open("sqlite", dsn(path))
-	if err != nil {
-		return nil, &Error{Op: "open", Path: path, Err: err}
-	}
-	l.db = db
-	if err := l.validate(ctx); err != nil {
+	// Opening a new ledger switches it to WAL, which takes SQLite's
+	// exclusive lock; a connection that meets it while holding a shared
+	// lock is refused with SQLITE_BUSY at once (deadlock avoidance: the
+	// busy timeout does not apply). Opening changes nothing that another
+	// opener would not also do, so it is tried again, for as long as the
+	// busy timeout would have waited.
+	deadline := time.Now().Add(openBusyLimit)
+	for attempt := 0; ; attempt++ {
+		db, err := sql.Open("sqlite", dsn(path))
+		if err != nil {
+			return nil, &Error{Op: "open", Path: path, Err: err}
+		}
+		l.db = db
+		err = l.validate(ctx)
+		if err == nil {
+			return l, nil
+		}
 		db.Close()
-		return nil, err
+		if !isBusy(err) || time.Now().After(deadline) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(time.Duration(1+rand.IntN(5+min(attempt, 20)*5)) * time.Millisecond):
+		}
 	}
-	return l, nil
+}
+
+// openBusyLimit bounds how long opening a ledger retries SQLITE_BUSY; it
+// matches the busy timeout of every connection (dsn).
+const openBusyLimit = 10 * time.Second
+
+// isBusy reports whether err is SQLite's "database is locked".
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
 }
 
 // sqliteMagic starts every SQLite database file.

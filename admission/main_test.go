@@ -51,6 +51,8 @@ func errCode(err error) string {
 
 // runChild runs a helper mode:
 //   - sleep: print "ready" and block until stdin closes (a live owner).
+//   - open: once MAJLIS_START exists, open the repository ledger at
+//     MAJLIS_LEDGER, print a childResult.
 //   - acquire: acquire MAJLIS_RESOURCES (comma-separated) for
 //     MAJLIS_HOLDER in MAJLIS_CHECKOUT, print a childResult. With
 //     MAJLIS_CRASH_AT set, the process kills itself (SIGKILL) at that
@@ -61,6 +63,25 @@ func runChild(mode string) int {
 	case "sleep":
 		fmt.Println("ready")
 		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+		return 0
+	case "open":
+		// Wait for the start file, then open the ledger once.
+		start := os.Getenv("MAJLIS_START")
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+			if _, err := os.Stat(start); err == nil || time.Now().After(deadline) {
+				break
+			}
+		}
+		l, err := openLedger(context.Background(), os.Getenv("MAJLIS_LEDGER"), kindRepository)
+		if err == nil {
+			err = l.close()
+		}
+		r := childResult{OK: err == nil}
+		if err != nil {
+			r.Code, r.Err = errCode(err), err.Error()
+		}
+		b, _ := json.Marshal(r)
+		fmt.Println(string(b))
 		return 0
 	case "acquire":
 		if at := os.Getenv("MAJLIS_CRASH_AT"); at != "" {
