@@ -17,11 +17,11 @@ import (
 // ignored files are left alone. Submodules are not recursed into, whatever
 // submodule.recurse says: their changes are not the caller's to drop.
 func ResetHard(ctx context.Context, worktree string) error {
-	dir, ceiling, err := topLevel(worktree)
+	dir, o, err := openTree(worktree)
 	if err != nil {
 		return err
 	}
-	_, err = git(ctx, dir, cmdOpts{ceiling: ceiling}, "reset", "--hard", "--quiet", "--no-recurse-submodules")
+	_, err = git(ctx, dir, o, "reset", "--hard", "--quiet", "--no-recurse-submodules")
 	return err
 }
 
@@ -38,7 +38,7 @@ type CleanOptions struct {
 // are kept unless opts.Ignored. Nested repositories (untracked directories
 // with their own .git) are never deleted: that would take git clean -ff.
 func CleanUntracked(ctx context.Context, worktree string, opts CleanOptions) error {
-	dir, ceiling, err := topLevel(worktree)
+	dir, o, err := openTree(worktree)
 	if err != nil {
 		return err
 	}
@@ -46,7 +46,7 @@ func CleanUntracked(ctx context.Context, worktree string, opts CleanOptions) err
 	if opts.Ignored {
 		args = append(args, "-x")
 	}
-	_, err = git(ctx, dir, cmdOpts{ceiling: ceiling}, args...)
+	_, err = git(ctx, dir, o, args...)
 	return err
 }
 
@@ -60,7 +60,7 @@ func CheckIgnore(ctx context.Context, worktree, relpath string) (bool, error) {
 	if relpath == "" {
 		return false, errors.New("gitops: CheckIgnore needs a path")
 	}
-	dir, ceiling, err := topLevel(worktree)
+	dir, o, err := openTree(worktree)
 	if err != nil {
 		return false, err
 	}
@@ -69,7 +69,8 @@ func CheckIgnore(ctx context.Context, worktree, relpath string) (bool, error) {
 	if strings.HasPrefix(relpath, ":") {
 		relpath = "./" + relpath
 	}
-	res, err := git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling, okCodes: []int{1}},
+	o.readOnly, o.okCodes = true, []int{1}
+	res, err := git(ctx, dir, o,
 		"check-ignore", "-q", "--", relpath)
 	if err != nil {
 		return false, err

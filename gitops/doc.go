@@ -23,6 +23,15 @@
 // interrupts git (SIGINT, on which git removes its lock files) rather than
 // killing it.
 //
+// A command that acts on a worktree (status, salvage, reset, clean, the
+// ignore check, reads through a Reader opened on a worktree) names that
+// worktree's git directory (read from its .git) and work tree to git as
+// GIT_DIR and GIT_WORK_TREE. That overrides core.worktree and core.bare,
+// which a worktree's own config (extensions.worktreeConfig) can set to aim
+// git at another directory, such as the main worktree. CheckWorkTree says
+// whether git, left to itself, would agree, so that callers can refuse a
+// worktree their user's git treats as something else.
+//
 // A failed command is an *Error with the arguments, exit status and
 // stderr. Failures that callers branch on unwrap to a sentinel
 // (ErrNotARepository, ErrRefExists, ErrWorktreeLocked, ...): test with
@@ -34,7 +43,10 @@
 //     common dir, the main worktree), in one git process.
 //   - Worktrees: AddWorktree (always locked), ListWorktrees (strictly
 //     parsed), RemoveWorktree, PruneWorktrees, LockWorktree,
-//     UnlockWorktree.
+//     UnlockWorktree; in a worktree's administrative entry, its lock's
+//     reason (ReadWorktreeLock, UnlockWorktreeIf, which lifts only a lock
+//     with the reason given) and a pin that dies with the entry
+//     (PinWorktree, WorktreePin); CheckWorkTree.
 //   - ReadStatus: `git status --porcelain=v2 -z` parsed into entries, with
 //     submodule state and counts by kind.
 //   - Snapshot: the salvage of a worktree's uncommitted state as a commit,

@@ -149,7 +149,8 @@ type cmdOpts struct {
 	// ceiling, when set, is exported as GIT_CEILING_DIRECTORIES (replacing
 	// any inherited value) so that git cannot walk up from -C into an
 	// enclosing repository. Commands that act on a whole worktree set it
-	// to the parent of the worktree's top level.
+	// to the parent of the worktree's top level; git() then names that
+	// worktree's git directory and work tree too (gitDir, workTree).
 	ceiling string
 	// literalPathspecs makes every pathspec a literal path.
 	literalPathspecs bool
@@ -166,6 +167,14 @@ type cmdOpts struct {
 	// that status refreshes the index's stat cache as a plain `git status`
 	// does (see StatusOptions.Refresh).
 	refreshIndex bool
+	// gitDir and workTree, when set, are exported as GIT_DIR and
+	// GIT_WORK_TREE: git then acts on exactly that git directory and work
+	// tree, whatever core.worktree or core.bare say (see openTree).
+	gitDir, workTree string
+	// plain runs git as the user would, left to itself: it discovers the
+	// git directory and work tree from dir even when ceiling is set (see
+	// CheckWorkTree).
+	plain bool
 }
 
 // result is the outcome of a git command that did not fail.
@@ -207,6 +216,9 @@ func environ(o cmdOpts) []string {
 	if o.literalPathspecs {
 		env = append(env, "GIT_LITERAL_PATHSPECS=1")
 	}
+	if o.gitDir != "" && o.workTree != "" {
+		env = append(env, "GIT_DIR="+o.gitDir, "GIT_WORK_TREE="+o.workTree)
+	}
 	env = append(env, o.extraEnv...)
 	return env
 }
@@ -221,6 +233,17 @@ const gitBinary = "git"
 // repository, directory missing) are applied here, command-specific ones by
 // the caller.
 func git(ctx context.Context, dir string, o cmdOpts, args ...string) (result, error) {
+	// A ceiling marks a command that acts on the worktree whose top level
+	// is dir: it always names that worktree's git directory and work tree
+	// (see openTree), so that core.worktree or core.bare in the worktree's
+	// own config cannot aim it at another directory.
+	if o.ceiling != "" && o.gitDir == "" && !o.plain {
+		gitDir, err := worktreeGitDir(dir)
+		if err != nil {
+			return result{}, err
+		}
+		o.gitDir, o.workTree = gitDir, dir
+	}
 	// A concurrent `git worktree add` writes its administrative entry in
 	// steps, and git commands that enumerate worktrees meanwhile die with
 	// "failed to read .../worktrees/<id>/commondir". Commands that change

@@ -22,7 +22,9 @@ func (r *Reader) WorktreeHead(ctx context.Context, worktree string) (string, err
 	if id, ok := r.worktreeHeadInProcess(ctx, worktree); ok {
 		return id, nil
 	}
-	res, err := git(ctx, worktree, cmdOpts{readOnly: true}, "rev-parse", "-q", "--verify", "HEAD^{commit}")
+	o := treeOpts(worktree)
+	o.readOnly = true
+	res, err := git(ctx, worktree, o, "rev-parse", "-q", "--verify", "HEAD^{commit}")
 	if err != nil {
 		return "", classify(err, ErrUnknownRevision, "Needed a single revision", "unknown revision")
 	}
@@ -83,7 +85,7 @@ func (r *Reader) RefExists(ctx context.Context, name string) (bool, error) {
 			return false, nil
 		}
 	}
-	res, err := git(ctx, r.dir, cmdOpts{readOnly: true, okCodes: []int{1}}, "show-ref", "--verify", "-q", "--", name)
+	res, err := git(ctx, r.dir, r.opts(cmdOpts{readOnly: true, okCodes: []int{1}}), "show-ref", "--verify", "-q", "--", name)
 	if err != nil {
 		return false, err
 	}

@@ -26,7 +26,8 @@ import (
 // A Reader is safe for concurrent use. It sees ref updates made after it
 // was opened.
 type Reader struct {
-	dir string // absolute path the Reader was opened on
+	dir  string  // absolute path the Reader was opened on
+	tree cmdOpts // names dir's git dir and work tree when dir is a worktree's top level (openTree)
 
 	mu   sync.Mutex
 	repo *gogit.Repository // nil: every question goes to the git CLI
@@ -40,14 +41,14 @@ func OpenReader(ctx context.Context, path string) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{dir: abs}
+	r := &Reader{dir: abs, tree: treeOpts(abs)}
 	repo, err := gogit.PlainOpenWithOptions(abs, &gogit.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
 	if err == nil {
 		r.repo = repo
 		return r, nil
 	}
 	// go-git refused; let git say whether this is a repository at all.
-	if _, err := git(ctx, abs, cmdOpts{readOnly: true}, "rev-parse", "--git-dir"); err != nil {
+	if _, err := git(ctx, abs, r.opts(cmdOpts{readOnly: true}), "rev-parse", "--git-dir"); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -73,14 +74,26 @@ func (r *Reader) ResolveCommit(ctx context.Context, rev string) (string, error) 
 			return id, nil
 		}
 	}
-	return resolveCLI(ctx, r.dir, rev)
+	return resolveCLI(ctx, r.dir, r.tree, rev)
 }
 
-func resolveCLI(ctx context.Context, dir, rev string) (string, error) {
+// opts returns o with the Reader's git directory and work tree named (see
+// openTree), when it was opened on a worktree's top level.
+func (r *Reader) opts(o cmdOpts) cmdOpts {
+	o.gitDir, o.workTree = r.tree.gitDir, r.tree.workTree
+	if o.ceiling == "" {
+		o.ceiling = r.tree.ceiling
+	}
+	return o
+}
+
+// resolveCLI resolves rev with git run in dir, with tree's git directory
+// and work tree (see openTree) when set.
+func resolveCLI(ctx context.Context, dir string, tree cmdOpts, rev string) (string, error) {
 	if rev == "" || strings.ContainsAny(rev, "\x00\n") {
 		return "", fmt.Errorf("%w: %q", ErrUnknownRevision, rev)
 	}
-	res, err := git(ctx, dir, cmdOpts{readOnly: true, okCodes: []int{1}},
+	res, err := git(ctx, dir, cmdOpts{readOnly: true, okCodes: []int{1}, gitDir: tree.gitDir, workTree: tree.workTree, ceiling: tree.ceiling},
 		"rev-parse", "-q", "--verify", "--end-of-options", rev+"^{commit}")
 	if err != nil {
 		return "", classify(err, ErrUnknownRevision, "Needed a single revision", "unknown revision", "ambiguous argument")
@@ -182,7 +195,7 @@ func (r *Reader) Refs(ctx context.Context, prefix string) ([]Ref, error) {
 			return refs, nil
 		}
 	}
-	res, err := git(ctx, r.dir, cmdOpts{readOnly: true}, "for-each-ref", "--format=%(objectname) %(refname)", "--", prefix)
+	res, err := git(ctx, r.dir, r.opts(cmdOpts{readOnly: true}), "for-each-ref", "--format=%(objectname) %(refname)", "--", prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +281,7 @@ func (r *Reader) IsAncestor(ctx context.Context, ancestor, descendant string) (b
 			return found, nil
 		}
 	}
-	res, err := git(ctx, r.dir, cmdOpts{readOnly: true, okCodes: []int{1}}, "merge-base", "--is-ancestor", a, d)
+	res, err := git(ctx, r.dir, r.opts(cmdOpts{readOnly: true, okCodes: []int{1}}), "merge-base", "--is-ancestor", a, d)
 	if err != nil {
 		return false, err
 	}

@@ -123,3 +123,33 @@ func topLevel(dir string) (abs, ceiling string, err error) {
 	}
 	return abs, filepath.Dir(abs), nil
 }
+
+// openTree checks that dir is the top level of a worktree and returns it
+// absolute, with options that name its git directory (read from dir/.git,
+// see worktreeGitDir) and its work tree explicitly, and the ceiling that
+// keeps git from walking above it. Naming both overrides core.worktree and
+// core.bare, which a worktree's own config (extensions.worktreeConfig)
+// can set to aim git at another directory, such as the main worktree:
+// whatever the configuration says, the command acts on dir. CheckWorkTree
+// tells whether git left to itself would agree.
+func openTree(dir string) (abs string, o cmdOpts, err error) {
+	abs, ceiling, err := topLevel(dir)
+	if err != nil {
+		return "", cmdOpts{}, err
+	}
+	gitDir, err := worktreeGitDir(abs)
+	if err != nil {
+		return "", cmdOpts{}, err
+	}
+	return abs, cmdOpts{ceiling: ceiling, gitDir: gitDir, workTree: abs}, nil
+}
+
+// treeOpts returns openTree's options when dir is the top level of a
+// worktree, and plain options (git discovers the repository from dir)
+// otherwise: for functions that accept any directory of a repository.
+func treeOpts(dir string) cmdOpts {
+	if _, o, err := openTree(dir); err == nil {
+		return o
+	}
+	return cmdOpts{}
+}

@@ -320,13 +320,13 @@ func (r *Reader) head(ctx context.Context) (string, error) {
 			return ref.Hash().String(), nil
 		}
 	}
-	id, err := resolveCLI(ctx, r.dir, "HEAD")
+	id, err := resolveCLI(ctx, r.dir, r.tree, "HEAD")
 	if err == nil || !errors.Is(err, ErrUnknownRevision) {
 		return id, err
 	}
 	// HEAD names no commit: an unborn branch if HEAD is a symbolic ref,
 	// else something is wrong and the snapshot must not pretend otherwise.
-	if _, serr := git(ctx, r.dir, cmdOpts{readOnly: true}, "symbolic-ref", "-q", "HEAD"); serr != nil {
+	if _, serr := git(ctx, r.dir, r.opts(cmdOpts{readOnly: true}), "symbolic-ref", "-q", "HEAD"); serr != nil {
 		return "", err
 	}
 	return "", nil

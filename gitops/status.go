@@ -136,7 +136,9 @@ func ReadStatus(ctx context.Context, dir string, opts StatusOptions) (*Status, e
 	if opts.Ignored {
 		args = append(args, "--ignored=traditional")
 	}
-	res, err := git(ctx, dir, cmdOpts{readOnly: true, refreshIndex: opts.Refresh}, args...)
+	o := treeOpts(dir)
+	o.readOnly, o.refreshIndex = true, opts.Refresh
+	res, err := git(ctx, dir, o, args...)
 	if err != nil {
 		return nil, err
 	}

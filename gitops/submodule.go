@@ -17,20 +17,19 @@ import (
 // entries); an index it cannot parse (split, another hash, damaged) is
 // asked of git.
 func Submodules(ctx context.Context, worktree string) ([]string, error) {
-	dir, ceiling, err := topLevel(worktree)
+	dir, o, err := openTree(worktree)
 	if err != nil {
 		return nil, err
 	}
-	if gitDir, err := worktreeGitDir(dir); err == nil {
-		if data, err := os.ReadFile(filepath.Join(gitDir, "index")); err == nil {
-			if links, err := indexGitlinks(data, 20); err == nil {
-				return links, nil
-			}
-		} else if errors.Is(err, os.ErrNotExist) {
-			return nil, nil // no index yet: no submodules
+	if data, err := os.ReadFile(filepath.Join(o.gitDir, "index")); err == nil {
+		if links, err := indexGitlinks(data, 20); err == nil {
+			return links, nil
 		}
+	} else if errors.Is(err, os.ErrNotExist) {
+		return nil, nil // no index yet: no submodules
 	}
-	res, err := git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling}, "ls-files", "--stage", "-z")
+	o.readOnly = true
+	res, err := git(ctx, dir, o, "ls-files", "--stage", "-z")
 	if err != nil {
 		return nil, err
 	}

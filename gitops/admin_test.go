@@ -1,0 +1,280 @@
+package gitops
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/majlis-dev/majlis/fixtures"
+)
+
+// worktreeConfigScene is a repository whose linked worktree ws has its own
+// uncommitted work, and whose main worktree has work of its own that
+// nothing run on ws may touch.
+func worktreeConfigScene(t *testing.T) (main, ws *fixtures.Repo) {
+	t.Helper()
+	main = fixtures.NewRepo(t)
+	main.WriteFile("tracked.txt", "committed\n")
+	main.Commit("files")
+	ws = main.NewWorktree("ws")
+	ws.WriteFile("tracked.txt", "edited in ws\n")
+	ws.WriteFile("ws-untracked.txt", "untracked in ws\n")
+	main.WriteFile("tracked.txt", "edited in main\n")
+	main.WriteFile("main-untracked.txt", "untracked in main\n")
+	return main, ws
+}
+
+// With core.worktree (or core.bare) in a worktree's own config, git run
+// there without being told otherwise acts on another directory (or none).
+// Every function that acts on a worktree names its git dir and work tree,
+// so each still acts on the worktree it was given, and never on the main
+// worktree that core.worktree names.
+func TestWorktreeFunctionsIgnoreWorktreeConfig(t *testing.T) {
+	t.Parallel()
+	for _, setting := range []struct{ key, value string }{{"core.worktree", ""}, {"core.bare", "true"}} {
+		t.Run(setting.key, func(t *testing.T) {
+			t.Parallel()
+			main, ws := worktreeConfigScene(t)
+			value := setting.value
+			if value == "" {
+				value = main.Dir
+			}
+			ws.SetWorktreeConfig(setting.key, value)
+			mainBefore := files(t, main.Dir)
+			mainStatus := statusBytes(main)
+
+			st, err := ReadStatus(ctx, ws.Dir, StatusOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range st.Entries {
+				got = append(got, e.Kind.String()+" "+e.Path)
+			}
+			if diff := cmp.Diff([]string{"ordinary tracked.txt", "untracked ws-untracked.txt"}, got); diff != "" {
+				t.Errorf("status of ws (-want +got):\n%s", diff)
+			}
+			snap, err := Snapshot(ctx, ws.Dir, "salvage")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := blob(main, snap.Commit, "tracked.txt"); got != "edited in ws\n" {
+				t.Errorf("snapshot holds tracked.txt %q, want ws's edit", got)
+			}
+			if got := blob(main, snap.Commit, "ws-untracked.txt"); got != "untracked in ws\n" {
+				t.Errorf("snapshot holds ws-untracked.txt %q", got)
+			}
+			if _, err := blobErr(main, snap.Commit, "main-untracked.txt"); err == nil {
+				t.Errorf("the snapshot of ws holds the main worktree's untracked file")
+			}
+			if subs, err := Submodules(ctx, ws.Dir); err != nil || len(subs) != 0 {
+				t.Errorf("Submodules = %v, %v", subs, err)
+			}
+			if ignored, err := CheckIgnore(ctx, ws.Dir, "ws-untracked.txt"); err != nil || ignored {
+				t.Errorf("CheckIgnore = %v, %v", ignored, err)
+			}
+			r, err := OpenReader(ctx, ws.Dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if head, err := r.WorktreeHead(ctx, ws.Dir); err != nil || head != ws.Head() {
+				t.Errorf("WorktreeHead = %q, %v", head, err)
+			}
+			if err := ResetHard(ctx, ws.Dir); err != nil {
+				t.Fatal(err)
+			}
+			if err := CleanUntracked(ctx, ws.Dir, CleanOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if got := ws.ReadFile("tracked.txt"); got != "committed\n" {
+				t.Errorf("ws tracked.txt after reset = %q", got)
+			}
+			if exists(ws.Path("ws-untracked.txt")) {
+				t.Errorf("clean left ws's untracked file")
+			}
+			if diff := cmp.Diff(mainBefore, files(t, main.Dir)); diff != "" {
+				t.Errorf("the main worktree changed (-before +after):\n%s", diff)
+			}
+			if got := statusBytes(main); got != mainStatus {
+				t.Errorf("the main worktree's status changed: %q, was %q", got, mainStatus)
+			}
+		})
+	}
+}
+
+func blobErr(r *fixtures.Repo, treeish, path string) (string, error) {
+	return r.TryGit("cat-file", "blob", treeish+":"+path)
+}
+
+func TestCheckWorkTree(t *testing.T) {
+	t.Parallel()
+	t.Run("a plain worktree, also through a symlink", func(t *testing.T) {
+		t.Parallel()
+		main, ws := worktreeConfigScene(t)
+		link := filepath.Join(fixtures.TempDir(t), "link")
+		if err := os.Symlink(ws.Dir, link); err != nil {
+			t.Fatal(err)
+		}
+		for _, dir := range []string{ws.Dir, link, main.Dir} {
+			if err := CheckWorkTree(ctx, dir); err != nil {
+				t.Errorf("CheckWorkTree(%s) = %v", dir, err)
+			}
+		}
+	})
+	t.Run("core.worktree naming the worktree itself", func(t *testing.T) {
+		t.Parallel()
+		_, ws := worktreeConfigScene(t)
+		ws.SetWorktreeConfig("core.worktree", ws.Dir)
+		if err := CheckWorkTree(ctx, ws.Dir); err != nil {
+			t.Errorf("CheckWorkTree = %v", err)
+		}
+	})
+	t.Run("core.bare false", func(t *testing.T) {
+		t.Parallel()
+		_, ws := worktreeConfigScene(t)
+		ws.SetWorktreeConfig("core.bare", "false")
+		if err := CheckWorkTree(ctx, ws.Dir); err != nil {
+			t.Errorf("CheckWorkTree = %v", err)
+		}
+	})
+	t.Run("core.worktree naming the main worktree", func(t *testing.T) {
+		t.Parallel()
+		main, ws := worktreeConfigScene(t)
+		ws.SetWorktreeConfig("core.worktree", main.Dir)
+		m := checkMismatch(t, ws.Dir)
+		if m.GitTopLevel != main.Dir || m.Bare {
+			t.Errorf("mismatch %+v, want git's top level %s", m, main.Dir)
+		}
+		wantSetting(t, m, "core.worktree", main.Dir, "worktree", "config.worktree")
+		if !strings.Contains(m.Error(), main.Dir) || !strings.Contains(m.Error(), "core.worktree") {
+			t.Errorf("message does not name the setting and the directory: %v", m)
+		}
+	})
+	t.Run("core.bare true", func(t *testing.T) {
+		t.Parallel()
+		_, ws := worktreeConfigScene(t)
+		ws.SetWorktreeConfig("core.bare", "true")
+		m := checkMismatch(t, ws.Dir)
+		if !m.Bare {
+			t.Errorf("mismatch %+v, want bare", m)
+		}
+		wantSetting(t, m, "core.bare", "true", "worktree", "config.worktree")
+	})
+	t.Run("not a top level", func(t *testing.T) {
+		t.Parallel()
+		_, ws := worktreeConfigScene(t)
+		ws.Mkdir("sub")
+		if err := CheckWorkTree(ctx, ws.Path("sub")); !errorsIs(err, ErrNotTopLevel) {
+			t.Errorf("CheckWorkTree(sub) = %v, want ErrNotTopLevel", err)
+		}
+	})
+}
+
+func checkMismatch(t *testing.T, dir string) *WorkTreeMismatch {
+	t.Helper()
+	err := CheckWorkTree(ctx, dir)
+	var m *WorkTreeMismatch
+	if !errorsIs(err, ErrWorkTreeMismatch) || !errorsAs(err, &m) {
+		t.Fatalf("CheckWorkTree = %v, want a *WorkTreeMismatch", err)
+	}
+	return m
+}
+
+func wantSetting(t *testing.T, m *WorkTreeMismatch, key, value, scope, file string) {
+	t.Helper()
+	for _, s := range m.Settings {
+		if s.Key == key && s.Value == value && s.Scope == scope && strings.HasSuffix(s.Origin, file) {
+			return
+		}
+	}
+	t.Errorf("settings %+v do not name %s = %s (%s, %s)", m.Settings, key, value, scope, file)
+}
+
+func TestUnlockWorktreeIf(t *testing.T) {
+	t.Parallel()
+	const mine = "majlis workspace T-1 (claim 0123456789ab)"
+	for _, tc := range []struct {
+		name   string
+		reason string // "-" for no lock
+		lifted bool
+	}{
+		{"its own lock", mine, true},
+		{"not locked", "-", true},
+		{"someone else's lock", "user: keep this", false},
+		{"a lock without a reason", "", false},
+		{"a lock whose reason only starts like its own", mine + " and more", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			main := fixtures.NewRepo(t)
+			ws := main.NewWorktree("ws")
+			admin := fixtures.AdminDir(t, ws.Dir)
+			if tc.reason != "-" {
+				main.LockWorktree(ws.Dir, tc.reason)
+			}
+			before, _ := os.ReadFile(filepath.Join(admin, "locked"))
+			err := UnlockWorktreeIf(admin, mine)
+			lock, rerr := ReadWorktreeLock(admin)
+			if rerr != nil {
+				t.Fatal(rerr)
+			}
+			if tc.lifted {
+				if err != nil || lock.Locked {
+					t.Errorf("UnlockWorktreeIf = %v, lock now %+v; want it lifted", err, lock)
+				}
+				return
+			}
+			var le *LockedError
+			if !errorsIs(err, ErrWorktreeLocked) || !errorsAs(err, &le) || le.Reason != tc.reason {
+				t.Errorf("UnlockWorktreeIf = %v, want a *LockedError with reason %q", err, tc.reason)
+			}
+			after, _ := os.ReadFile(filepath.Join(admin, "locked"))
+			if !lock.Locked || lock.Reason != tc.reason || string(after) != string(before) {
+				t.Errorf("lock now %+v (%q), want it kept as %q", lock, after, before)
+			}
+			if left, _ := filepath.Glob(filepath.Join(admin, "locked.*")); len(left) > 0 {
+				t.Errorf("left behind: %v", left)
+			}
+		})
+	}
+}
+
+func TestPinWorktree(t *testing.T) {
+	t.Parallel()
+	main := fixtures.NewRepo(t)
+	ws := main.NewWorktree("ws")
+	admin := fixtures.AdminDir(t, ws.Dir)
+	if _, err := WorktreePin(admin); !errorsIs(err, fs.ErrNotExist) {
+		t.Fatalf("WorktreePin of an unpinned entry = %v", err)
+	}
+	if err := PinWorktree(admin, "sha256:1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := PinWorktree(admin, "sha256:1"); err != nil {
+		t.Errorf("pinning again with the same token: %v", err)
+	}
+	if err := PinWorktree(admin, "sha256:2"); !errorsIs(err, ErrPinMismatch) {
+		t.Errorf("pinning with another token = %v, want ErrPinMismatch", err)
+	}
+	if got, err := WorktreePin(admin); err != nil || got != "sha256:1" {
+		t.Errorf("WorktreePin = %q, %v", got, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(admin, pinFile+".tmp-*")); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+	// git still treats the entry as its own.
+	if out := ws.Git("status", "--porcelain"); out != "" {
+		t.Errorf("status = %q", out)
+	}
+	// A worktree that git makes again at the same place has no pin.
+	again := main.ReAddWorktree(ws.Dir, true)
+	if fixtures.AdminDir(t, again.Dir) != admin {
+		t.Fatalf("the new entry has another name")
+	}
+	if _, err := WorktreePin(admin); !errorsIs(err, fs.ErrNotExist) {
+		t.Errorf("WorktreePin of the re-added entry = %v, want none", err)
+	}
+}
