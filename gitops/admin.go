@@ -319,3 +319,37 @@ func WorktreePin(adminDir string) (string, error) {
 	}
 	return s, nil
 }
+
+// WorktreeEntries returns the administrative entries
+// (<common dir>/worktrees/<id>) whose back-pointer (gitdir) names
+// <path>/.git for one of paths. git keeps the entry of a worktree whose
+// directory is gone until it is pruned; this finds it without the
+// directory. It reads the entries in process.
+func WorktreeEntries(commonDir string, paths ...string) ([]string, error) {
+	root := filepath.Join(commonDir, "worktrees")
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, p := range paths {
+		want[filepath.Join(filepath.Clean(p), ".git")] = true
+	}
+	var out []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		b, err := readSmallFile(filepath.Join(root, e.Name(), "gitdir"))
+		if err != nil {
+			continue // not an entry, or one still being written: not the path's
+		}
+		if p := strings.TrimRight(string(b), "\n"); filepath.IsAbs(p) && want[filepath.Clean(p)] {
+			out = append(out, filepath.Join(root, e.Name()))
+		}
+	}
+	return out, nil
+}

@@ -381,8 +381,7 @@ func (p *Provider) createWorktree(ctx context.Context, rec *claimRecord) (*Works
 	if err := os.MkdirAll(filepath.Dir(c.Path), 0o755); err != nil {
 		return nil, p.undoAllocation(ctx, rec, err, made{})
 	}
-	reason := fmt.Sprintf("majlis workspace %s (claim %s)", c.Binding, shortDigest(rec.Digest))
-	if err := gitops.AddWorktree(ctx, c.CommonDir, c.Path, c.Branch, c.Base, reason); err != nil {
+	if err := gitops.AddWorktree(ctx, c.CommonDir, c.Path, c.Branch, c.Base, lockReason(rec)); err != nil {
 		// A branch or path git reports as existing is someone else's and
 		// stays. Otherwise git may have got as far as creating the branch,
 		// or even the worktree (a failing post-checkout hook): both are
@@ -394,6 +393,9 @@ func (p *Provider) createWorktree(ctx context.Context, rec *claimRecord) (*Works
 		return nil, p.undoAllocation(ctx, rec, err, m)
 	}
 	all := made{worktree: true, branch: true}
+	if err := pinEntry(rec); err != nil {
+		return nil, p.undoAllocation(ctx, rec, err, all)
+	}
 	id, err := pathid.Lstat(c.Path)
 	if err != nil {
 		return nil, p.undoAllocation(ctx, rec, err, all)
@@ -405,6 +407,16 @@ func (p *Provider) createWorktree(ctx context.Context, rec *claimRecord) (*Works
 		return nil, err
 	}
 	return p.view(ctx, rec, false)
+}
+
+// pinEntry pins the admin entry of the worktree just created for rec with
+// the claim digest (see adminentry.go), before the created event.
+func pinEntry(rec *claimRecord) error {
+	dir, err := verifyRepository("allocate", rec)
+	if err != nil {
+		return err
+	}
+	return gitops.PinWorktree(dir, rec.Digest)
 }
 
 // made says what an allocation created before it failed.
@@ -499,6 +511,9 @@ func (p *Provider) resumeAllocation(ctx context.Context, rec *claimRecord) (*Wor
 	}
 	for _, w := range wts {
 		if (w.Path == c.Path || w.Path == c.PhysicalPath) && w.Head == c.Base && w.Branch == "refs/heads/"+c.Branch {
+			if err := pinEntry(rec); err != nil {
+				return nil, err
+			}
 			id, err := pathid.Lstat(c.Path)
 			if err != nil {
 				return nil, err

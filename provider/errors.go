@@ -31,6 +31,8 @@ var (
 	ErrUnconfirmed     = errors.New("provider: reclaim needs confirmation")
 	ErrDirtySubmodule  = errors.New("provider: a submodule has changes salvage cannot capture")
 	ErrRepository      = errors.New("provider: workspace does not belong to the claimed repository")
+	ErrWorktreeConfig  = errors.New("provider: git would act on another directory than the workspace")
+	ErrLocked          = errors.New("provider: workspace is locked by someone else")
 )
 
 // An Error reports a refused or failed workspace operation with its facts.
@@ -41,6 +43,9 @@ type Error struct {
 	Peer    string // the other workspace or path involved, if any
 	Reason  string
 	Hint    string // what the user can do
+	// Details are further facts for scripts (the JSON error's details),
+	// such as the reason of a lock majlis did not set.
+	Details map[string]any
 	Err     error
 }
 

@@ -80,6 +80,14 @@ type Preview struct {
 	Steps        []Step `json:"steps"`
 	PeersChecked int    `json:"peers_checked"`
 	Peers        []Peer `json:"peers"`
+	// AdminEntry is git's administrative entry of the workspace
+	// (<common dir>/worktrees/<id>). Pinned says whether it carries
+	// majlis's pin; an entry of a workspace allocated before majlis pinned
+	// them is pinned by the reclaim, before its first step.
+	AdminEntry struct {
+		Path   string `json:"path"`
+		Pinned bool   `json:"pinned"`
+	} `json:"admin_entry"`
 
 	status *gitops.Status
 }
@@ -104,6 +112,9 @@ type ReclaimResult struct {
 	StepsDone   []string `json:"steps_done"`
 	Removed     bool     `json:"removed"`
 	Branch      string   `json:"branch"` // kept
+	// PinnedOnFirstContact reports that the workspace, allocated before
+	// majlis pinned admin entries, was pinned by this reclaim.
+	PinnedOnFirstContact bool `json:"pinned_on_first_contact,omitempty"`
 }
 
 // PreviewReclaim computes what a reclaim of binding would do, changing
@@ -114,14 +125,15 @@ func (p *Provider) PreviewReclaim(ctx context.Context, binding string) (*Preview
 	if err != nil {
 		return nil, err
 	}
-	if err := p.authority(ctx, rec); err != nil {
+	entry, err := p.authority(ctx, rec)
+	if err != nil {
 		if errors.Is(err, ErrMissing) {
 			pv, _, merr := p.missingPreview(ctx, rec, err)
 			return pv, merr
 		}
 		return nil, err
 	}
-	pv, err := p.preview(ctx, rec, false)
+	pv, err := p.previewWith(ctx, rec, entry, false)
 	if err != nil {
 		return nil, err
 	}
@@ -136,6 +148,19 @@ func (p *Provider) PreviewReclaim(ctx context.Context, binding string) (*Preview
 // stat cache (gitops.StatusOptions.Refresh): the index's content stays
 // the same, and `git worktree remove` then need not re-read every file.
 func (p *Provider) preview(ctx context.Context, rec *claimRecord, refresh bool) (*Preview, error) {
+	dir, err := verifyRepository("reclaim", rec)
+	if err != nil {
+		return nil, err
+	}
+	entry, err := verifyAdminEntry("reclaim", rec, dir, false)
+	if err != nil {
+		return nil, err
+	}
+	return p.previewWith(ctx, rec, entry, refresh)
+}
+
+// previewWith is preview with the admin entry that authority verified.
+func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adminEntry, refresh bool) (*Preview, error) {
 	c := rec.Claim
 	st, err := gitops.ReadStatus(ctx, c.Path, gitops.StatusOptions{Ignored: true, Refresh: refresh})
 	if err != nil {
@@ -150,6 +175,7 @@ func (p *Provider) preview(ctx context.Context, rec *claimRecord, refresh bool) 
 	if pv.Peers == nil {
 		pv.Peers = []Peer{}
 	}
+	pv.AdminEntry.Path, pv.AdminEntry.Pinned = entry.dir, entry.pinned
 	n := st.Counts()
 	s := &pv.Salvage
 	s.Modified, s.Added, s.Deleted = n.Modified+n.TypeChanged, n.Added, n.Deleted
@@ -188,38 +214,59 @@ func (p *Provider) preview(ctx context.Context, rec *claimRecord, refresh bool) 
 }
 
 // authority establishes that the target may be reclaimed at all: no live
-// owner, the directory is the one allocated, and it is a linked worktree
-// of the claimed repository.
-func (p *Provider) authority(ctx context.Context, rec *claimRecord) error {
+// owner, the directory is the one allocated, it is a linked worktree of
+// the claimed repository whose admin entry is the one allocated and not
+// locked by anyone else, and git run in it acts on it (see adminentry.go).
+// It returns the verified admin entry.
+func (p *Provider) authority(ctx context.Context, rec *claimRecord) (*adminEntry, error) {
 	c := rec.Claim
 	if c.OwnerPID != 0 {
 		self, err := reservation.ProcessOwner(os.Getpid())
 		if err != nil {
-			return err
+			return nil, err
 		}
 		owner := self
 		owner.PID, owner.StartTime = c.OwnerPID, c.OwnerStart
 		if live, why := reservation.JudgeOwner(owner); live != reservation.OwnerDead {
-			return &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrWorkspaceLive,
+			return nil, &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrWorkspaceLive,
 				Reason: fmt.Sprintf("its owner process %d is %s: %s", c.OwnerPID, live, why),
 				Hint:   "stop the owner process (or wait for it to exit), then reclaim"}
 		}
 	}
 	if err := p.leaseLiveness(ctx, rec); err != nil {
-		return err
+		return nil, err
 	}
-	if err := p.verifyIdentity("reclaim", rec); err != nil {
-		return err
+	return p.verifyWorkspace(ctx, "reclaim", rec)
+}
+
+// verifyWorkspace runs the checks of the workspace itself (not of its
+// owner or leases): directory identity, repository, admin entry, git's
+// view. They read files in process but for one git process.
+func (p *Provider) verifyWorkspace(ctx context.Context, op string, rec *claimRecord) (*adminEntry, error) {
+	if err := p.verifyIdentity(op, rec); err != nil {
+		return nil, err
 	}
-	return verifyRepository(rec)
+	dir, err := verifyRepository(op, rec)
+	if err != nil {
+		return nil, err
+	}
+	entry, err := verifyAdminEntry(op, rec, dir, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := verifyGitView(ctx, op, rec); err != nil {
+		return nil, err
+	}
+	return entry, nil
 }
 
 // verifyRepository checks that the target's .git file points into the
-// claimed common dir, and that git's record there points back.
-func verifyRepository(rec *claimRecord) error {
+// claimed common dir, and that git's record there points back. It returns
+// that record's directory, the worktree's admin entry.
+func verifyRepository(op string, rec *claimRecord) (string, error) {
 	c := rec.Claim
-	fail := func(reason string) error {
-		return &Error{Op: "reclaim", Binding: c.Binding, Path: filepath.Join(c.Path, ".git"), Err: ErrRepository,
+	fail := func(reason string) (string, error) {
+		return "", &Error{Op: op, Binding: c.Binding, Path: filepath.Join(c.Path, ".git"), Err: ErrRepository,
 			Reason: reason, Hint: "majlis will not touch it; inspect the directory"}
 	}
 	dotgit := filepath.Join(c.Path, ".git")
@@ -251,7 +298,7 @@ func verifyRepository(rec *claimRecord) error {
 	if same.Relation != pathid.Equal {
 		return fail(fmt.Sprintf("the repository's record %s points to %s, not here", gitdir, backPath))
 	}
-	return nil
+	return filepath.Clean(gitdir), nil
 }
 
 // Reclaim salvages, cleans and removes the binding's workspace, under a
@@ -285,7 +332,8 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 		return nil, &Error{Op: "reclaim", Binding: o.Binding, Err: ErrUnconfirmed,
 			Hint: "run with --preview, then --confirm DIGEST (or --yes to skip the comparison)"}
 	}
-	if err := p.authority(ctx, rec); err != nil {
+	entry, err := p.authority(ctx, rec)
+	if err != nil {
 		if errors.Is(err, ErrMissing) {
 			return p.reclaimMissing(ctx, rec, o, args, err)
 		}
@@ -303,7 +351,7 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 	if err := fpReclaimReserved.Inject(); err != nil {
 		return nil, err
 	}
-	res, err := p.reclaimReserved(ctx, rec, lease, o)
+	res, err := p.reclaimReserved(ctx, rec, entry, lease, o)
 	if err != nil {
 		return nil, err
 	}
@@ -318,9 +366,9 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 	return res, nil
 }
 
-func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, lease *heldReservation, o ReclaimOptions) (*ReclaimResult, error) {
+func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, entry *adminEntry, lease *heldReservation, o ReclaimOptions) (*ReclaimResult, error) {
 	c := rec.Claim
-	pv, err := p.preview(ctx, rec, true)
+	pv, err := p.previewWith(ctx, rec, entry, true)
 	if err != nil {
 		return nil, err
 	}
@@ -337,6 +385,19 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, lease 
 		return nil, &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrDirtySubmodule,
 			Reason: "dirty submodules: " + strings.Join(pv.Salvage.DirtySubmodules, ", "),
 			Hint:   "commit their changes, or pass --salvage-submodules to salvage them too"}
+	}
+	// A workspace allocated before majlis pinned admin entries is pinned
+	// now, before any step: the checks that follow then require the pin,
+	// so the entry cannot be swapped for another one meanwhile.
+	if !entry.pinned {
+		if _, err := verifyAdminEntry("reclaim", rec, entry.dir, false); err != nil {
+			return nil, err
+		}
+		if err := gitops.PinWorktree(entry.dir, rec.Digest); err != nil {
+			return nil, &Error{Op: "reclaim", Binding: c.Binding, Path: entry.dir, Err: ErrIdentity,
+				Reason: "pinning git's entry of the workspace: " + err.Error(), Hint: "inspect it"}
+		}
+		res.PinnedOnFirstContact = true
 	}
 
 	// Salvage first; nothing is destroyed if it fails. Checked-out
@@ -395,9 +456,12 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, lease 
 		return nil, err
 	}
 	if err := step("remove", fpReclaimBeforeRemove, true, func() error {
-		// Unlocking destroys nothing; an entry that was not locked makes it
-		// fail harmlessly, and a lock that stays makes the removal refuse.
-		_ = gitops.UnlockWorktree(ctx, c.CommonDir, c.Path)
+		// Only majlis's own lock is lifted (the re-check just refused any
+		// other); a lock someone puts back meanwhile makes git refuse the
+		// removal.
+		if err := unlockOwn(rec, entry.dir); err != nil {
+			return err
+		}
 		// Never --force, except that git refuses any worktree with
 		// checked-out submodules without it: their work and commits were
 		// kept above, and the checks just ran. Otherwise a file written
@@ -408,7 +472,7 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, lease 
 			return err
 		}
 		if err := gitops.RemoveWorktree(ctx, c.CommonDir, c.Path, len(owned) > 0); err != nil {
-			_ = gitops.LockWorktree(ctx, c.CommonDir, c.Path, "majlis workspace "+c.Binding+" (reclaim interrupted)")
+			_ = gitops.LockWorktree(ctx, c.CommonDir, c.Path, lockReason(rec))
 			return err
 		}
 		return nil
@@ -457,6 +521,25 @@ func (p *Provider) missingPreview(ctx context.Context, rec *claimRecord, missing
 	}
 	pv := &Preview{Binding: c.Binding, Path: c.Path, PhysicalPath: c.PhysicalPath, Branch: c.Branch,
 		ClaimDigest: rec.Digest, Released: rec.has(EventReleased), Peers: []Peer{}}
+	if listed {
+		// The entry git keeps for the path must be the workspace's own, and
+		// not locked by anyone else ("on removable media"): forgetting it
+		// would make the directory, when it comes back, no worktree at all.
+		entries, err := gitops.WorktreeEntries(c.CommonDir, c.Path, c.PhysicalPath)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(entries) != 1 {
+			return nil, false, &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrIdentity,
+				Reason: fmt.Sprintf("git lists a worktree at the path, but %d entries of %s name it", len(entries), filepath.Join(c.CommonDir, "worktrees")),
+				Hint:   "inspect git's worktree entries ('git worktree list --porcelain')"}
+		}
+		entry, err := verifyAdminEntry("reclaim", rec, entries[0], true)
+		if err != nil {
+			return nil, false, err
+		}
+		pv.AdminEntry.Path, pv.AdminEntry.Pinned = entry.dir, entry.pinned
+	}
 	pv.Salvage.Clean, pv.Salvage.DirtySubmodules = true, []string{}
 	if listed {
 		pv.Steps = []Step{{"forget", 0, "the directory is gone (deleted or moved by hand): unregister git's worktree entry and retire the claim; nothing on disk is deleted (if you moved it, run 'git worktree repair NEW_PATH' instead)"}}
@@ -508,7 +591,9 @@ func (p *Provider) reclaimMissing(ctx context.Context, rec *claimRecord, o Recla
 		return nil, err
 	}
 	if listed {
-		_ = gitops.UnlockWorktree(ctx, c.CommonDir, c.Path)
+		if err := unlockOwn(rec, pv.AdminEntry.Path); err != nil {
+			return nil, err
+		}
 		if err := gitops.RemoveWorktree(ctx, c.CommonDir, c.Path, false); err != nil {
 			return nil, err
 		}
@@ -555,11 +640,14 @@ func (p *Provider) recheck(ctx context.Context, rec *claimRecord, lease *heldRes
 		return &Error{Op: "reclaim", Binding: rec.Claim.Binding, Err: ErrIdentity,
 			Reason: "the binding's claim changed during the reclaim"}
 	}
-	if err := p.verifyIdentity("reclaim", now); err != nil {
+	entry, err := p.verifyWorkspace(ctx, "reclaim", now)
+	if err != nil {
 		return err
 	}
-	if err := verifyRepository(now); err != nil {
-		return err
+	if !entry.pinned {
+		return &Error{Op: "reclaim", Binding: rec.Claim.Binding, Path: rec.Claim.Path, Err: ErrIdentity,
+			Reason: "git's entry of the workspace (" + entry.dir + ") lost majlis's pin during the reclaim",
+			Hint:   "majlis will not act on it; inspect the worktree"}
 	}
 	if err := p.leaseLiveness(ctx, now); err != nil {
 		return err

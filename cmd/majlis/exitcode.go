@@ -123,6 +123,8 @@ var providerCodes = []struct {
 	{provider.ErrUnconfirmed, ExitRefused, "unconfirmed"},
 	{provider.ErrDirtySubmodule, ExitRefused, "dirty_submodule"},
 	{provider.ErrRepository, ExitRefused, "repository_mismatch"},
+	{provider.ErrWorktreeConfig, ExitRefused, "worktree_config_mismatch"},
+	{provider.ErrLocked, ExitRefused, "locked"},
 	{provider.ErrAlreadyInit, ExitRefused, "already_initialized"},
 	{provider.ErrBranchExists, ExitRefused, "branch_exists"},
 	{provider.ErrPathExists, ExitRefused, "path_exists"},
@@ -186,6 +188,11 @@ func providerDetails(err error) map[string]any {
 	d := map[string]any{"op": pe.Op}
 	for k, v := range map[string]string{"binding": pe.Binding, "path": pe.Path, "peer": pe.Peer, "reason": pe.Reason, "hint": pe.Hint} {
 		if v != "" {
+			d[k] = v
+		}
+	}
+	for k, v := range pe.Details {
+		if _, taken := d[k]; !taken {
 			d[k] = v
 		}
 	}

@@ -8,6 +8,7 @@ const exitCodesHelp = `Every majlis command exits with one of these codes. Scrip
   1  unexpected failure (a bug, an I/O error, git failing unexpectedly)
   2  usage error (unknown command or flag, bad argument); nothing was changed
   3  refused for safety: overlap with a retained peer, identity drift,
+     a lock majlis did not set, a workspace git would not act on,
      malformed or unverifiable authority, unconfirmed or stale preview,
      quarantined resource, unsafe path, blocked by policy, unsupported
      filesystem, a hook majlis did not write; nothing was changed
@@ -25,7 +26,8 @@ exit status:
   1  internal, git_failed, reservation_failed, admission_failed
   2  usage, invalid_argument, invalid_binding, invalid_request
   3  peer_overlap, preview_stale, unconfirmed, dirty_submodule,
-     repository_mismatch, already_initialized, branch_exists, path_exists,
+     repository_mismatch, worktree_config_mismatch, locked,
+     already_initialized, branch_exists, path_exists,
      nested_workspace, reserved_target, request_conflict, malformed_record,
      workspace_missing, identity_drift, interrupted, unsupported_filesystem,
      not_owner, lease_changed, quarantined, unsafe_path, policy_blocked,
@@ -36,7 +38,11 @@ exit status:
 
 Lease refusals carry their facts in details: "conflicts" (held,
 quarantined: each with the other lease and the policy key that decided),
-"gaps" (policy_blocked: the changed paths outside the holder's leases).`
+"gaps" (policy_blocked: the changed paths outside the holder's leases).
+Workspace refusals do too: "lock_reason" and "admin_entry" (locked: a
+worktree lock majlis did not set, which it never lifts), "setting",
+"value", "origin", "git_work_tree" and "git_dir" (worktree_config_mismatch:
+the workspace's own git config aims git at another directory, or none).`
 
 // newExitCodesTopic is an additional help topic: `majlis help exit-codes`.
 func newExitCodesTopic() *cobra.Command {
