@@ -9,6 +9,7 @@ package provider
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -430,4 +431,91 @@ func TestReclaimPinOfAnotherClaim(t *testing.T) {
 	before := identityObserve(t, p, repo, target.Path)
 	refuseEverywhere(t, p, "T-1", ErrIdentity)
 	identityUnchanged(t, before, identityObserve(t, p, repo, target.Path))
+}
+
+// A bare main repository (core.bare = true in the shared config, which git
+// ignores for linked worktrees) and a separate git dir are no mismatch:
+// their workspaces are reclaimed as any other.
+func TestReclaimBareAndSeparateGitDir(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		make func(t *testing.T) string // returns a directory of the repository
+	}{
+		{"bare main repository", func(t *testing.T) string {
+			src := fixtures.NewRepo(t)
+			bare := filepath.Join(fixtures.TempDir(t), "app.git")
+			fixtures.Git(t, src.Dir, "clone", "--quiet", "--bare", src.Dir, bare)
+			// majlis is run from a worktree of it.
+			wt := filepath.Join(fixtures.TempDir(t), "main-wt")
+			fixtures.Git(t, bare, "worktree", "add", "--quiet", wt)
+			return wt
+		}},
+		{"separate git dir", func(t *testing.T) string {
+			dir := filepath.Join(fixtures.TempDir(t), "app")
+			fixtures.Git(t, fixtures.TempDir(t), "init", "--quiet", "--initial-branch=main", "--separate-git-dir", filepath.Join(fixtures.TempDir(t), "app.git"), dir)
+			r := &fixtures.Repo{T: t, Dir: dir}
+			r.WriteFile("README.md", "# app\n")
+			r.Commit("initial")
+			return dir
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := tc.make(t)
+			if _, err := Init(t.Context(), dir, InitOptions{WorkspaceRoot: filepath.Join(fixtures.TempDir(t), "ws")}); err != nil {
+				t.Fatal(err)
+			}
+			p, err := Open(t.Context(), dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { p.Close() })
+			target := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+			ws := &fixtures.Repo{T: t, Dir: target.Path}
+			ws.WriteFile("notes.txt", "untracked\n")
+			pv, err := p.PreviewReclaim(t.Context(), "T-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !pv.AdminEntry.Pinned {
+				t.Errorf("admin entry %+v not pinned", pv.AdminEntry)
+			}
+			res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Confirm: pv.Digest})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Removed || res.SalvageRef == nil {
+				t.Errorf("result %+v", res)
+			}
+			if _, err := os.Lstat(target.Path); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("workspace left: %v", err)
+			}
+		})
+	}
+}
+
+// GIT_DIR, GIT_WORK_TREE and GIT_INDEX_FILE set by the caller (a git hook
+// or alias running majlis) aimed at the main worktree change nothing:
+// reclaim acts on the workspace.
+func TestReclaimIgnoresCallersGitEnvironment(t *testing.T) {
+	repo, p, target := identityScene(t)
+	mainBefore := peerTree(t, repo.Dir)
+	common := repo.CommonDir()
+	env := map[string]string{"GIT_DIR": common, "GIT_WORK_TREE": repo.Dir, "GIT_INDEX_FILE": filepath.Join(common, "index")}
+	for k, v := range env {
+		t.Setenv(k, v) // restored when the test ends
+	}
+	res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true})
+	for k := range env {
+		os.Unsetenv(k) // fixtures' plain git below must not see them
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	peerReclaimed(t, p, repo, target, res)
+	if diff := cmpLines(mainBefore, peerTree(t, repo.Dir)); diff != "" {
+		t.Errorf("the main worktree changed:\n%s", diff)
+	}
+	if got := repo.Git("status", "--porcelain"); !strings.Contains(got, "main-notes.txt") || !strings.Contains(got, "README.md") {
+		t.Errorf("the main worktree lost its work: %q", got)
+	}
 }
