@@ -519,3 +519,60 @@ func TestReclaimIgnoresCallersGitEnvironment(t *testing.T) {
 		t.Errorf("the main worktree lost its work: %q", got)
 	}
 }
+
+// A .git file cross-linked to a sibling's entry, whose back-pointer was
+// rewritten to match (a `git worktree repair` gone wrong, or a hand edit):
+// the .git file and the back-pointer agree, but the entry has no pin.
+func TestReclaimCrossLinkedEntry(t *testing.T) {
+	repo, p, target := identityScene(t)
+	sibling := repo.NewWorktree("sibling")
+	sibling.WriteFile("sibling-notes.txt", "the sibling's work\n")
+	admin := fixtures.AdminDir(t, sibling.Dir)
+	if err := os.WriteFile(filepath.Join(target.Path, ".git"), []byte("gitdir: "+admin+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(admin, "gitdir"), []byte(filepath.Join(target.Path, ".git")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := identityObserve(t, p, repo, target.Path, sibling.Dir)
+	pe := refuseEverywhere(t, p, "T-1", ErrIdentity)
+	if pe.Details["admin_entry"] != admin {
+		t.Errorf("details %v do not name the entry %s", pe.Details, admin)
+	}
+	identityUnchanged(t, before, identityObserve(t, p, repo, target.Path, sibling.Dir))
+	peerNoLease(t, p)
+}
+
+// The checks before every destructive step see a lock or a lost pin that
+// appeared after the reclaim began.
+func TestReclaimRecheckSeesLockAndPin(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, repo *fixtures.Repo, target *Workspace)
+		want   error
+	}{
+		{"someone locks it", func(t *testing.T, repo *fixtures.Repo, target *Workspace) {
+			repo.LockWorktree(target.Path, "user: mine now")
+		}, ErrLocked},
+		{"the pin is gone", func(t *testing.T, repo *fixtures.Repo, target *Workspace) {
+			if err := os.Remove(filepath.Join(fixtures.AdminDir(t, target.Path), "majlis-claim")); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrIdentity},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo, p, target := identityScene(t)
+			rec := peerCurrent(t, p, "T-1")
+			lease, err := p.reserve(t.Context(), rec, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lease.release()
+			if err := p.recheck(t.Context(), rec, lease); err != nil {
+				t.Fatalf("recheck of an intact workspace: %v", err)
+			}
+			tc.change(t, repo, target)
+			peerRefused(t, p.recheck(t.Context(), rec, lease), tc.want)
+		})
+	}
+}
