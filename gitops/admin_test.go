@@ -278,3 +278,36 @@ func TestPinWorktree(t *testing.T) {
 		t.Errorf("WorktreePin of the re-added entry = %v, want none", err)
 	}
 }
+
+func TestWorktreeEntries(t *testing.T) {
+	t.Parallel()
+	main := fixtures.NewRepo(t)
+	ws := main.NewWorktree("ws")
+	other := main.NewWorktree("other")
+	admin := fixtures.AdminDir(t, ws.Dir)
+	common := main.CommonDir()
+	if err := os.RemoveAll(ws.Dir); err != nil { // the directory gone, the entry kept
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		paths []string
+		want  []string
+	}{
+		{[]string{ws.Dir}, []string{admin}},
+		{[]string{ws.Dir + "/", "/elsewhere"}, []string{admin}},
+		{[]string{other.Dir}, []string{fixtures.AdminDir(t, other.Dir)}},
+		{[]string{main.Dir}, nil},
+		{[]string{filepath.Dir(ws.Dir)}, nil},
+	} {
+		got, err := WorktreeEntries(common, tc.paths...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("WorktreeEntries(%q) (-want +got):\n%s", tc.paths, diff)
+		}
+	}
+	if got, err := WorktreeEntries(fixtures.NewRepo(t).CommonDir(), ws.Dir); err != nil || got != nil {
+		t.Errorf("a repository without linked worktrees: %v, %v", got, err)
+	}
+}
