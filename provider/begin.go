@@ -109,8 +109,8 @@ func (p *Provider) Begin(ctx context.Context, o BeginOptions) (*BeginResult, err
 			}
 		}
 	}
-	if o.TTL < 0 {
-		return nil, fail(fmt.Sprintf("ttl %v is negative", o.TTL), "")
+	if err := admission.ValidTTL("begin", o.TTL); err != nil {
+		return nil, err
 	}
 	if o.Shared && o.Base != "" {
 		return nil, fail("--base names the revision of a new workspace; --shared allocates none", "drop one of them")

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/majlis-dev/majlis/admission"
@@ -144,6 +145,7 @@ func TestBeginRefusesBadArgumentsBeforeAllocating(t *testing.T) {
 		{Task: "T-1", Paths: []string{"../up/**"}},
 		{Task: "T-1", Paths: []string{"/abs/**"}},
 		{Task: "T-1", Paths: []string{"src/**"}, TTL: -1},
+		{Task: "T-1", Paths: []string{"src/**"}, TTL: 100000 * time.Hour},
 		{Task: "T-1", Paths: []string{"src/**"}, Shared: true, Base: "HEAD"},
 		{Task: "bad/task", Paths: []string{"src/**"}},
 		{Task: "T-1", Paths: []string{".git/**"}},

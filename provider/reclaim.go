@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/internal/envvar"
 	"github.com/majlis-dev/majlis/internal/failpoint"
 	"github.com/majlis-dev/majlis/pathid"
 	"github.com/majlis-dev/majlis/reservation"
@@ -35,15 +36,22 @@ var (
 // to exercise dead-owner recovery.
 const ReservationTTLEnv = "MAJLIS_RESERVATION_TTL"
 
-const defaultReservationTTL = 2 * time.Minute
+// The accepted reservation TTLs. A reservation is renewed every third of
+// its TTL, so the minimum keeps renewal well above the cost of a renewal;
+// the maximum bounds how long a crashed reclaim's reservation blocks its
+// binding before it can be recovered.
+const (
+	MinReservationTTL     = time.Second
+	MaxReservationTTL     = 24 * time.Hour
+	defaultReservationTTL = 2 * time.Minute
+)
 
-func reservationTTL() time.Duration {
-	if v := os.Getenv(ReservationTTLEnv); v != "" {
-		if d, err := time.ParseDuration(v); err == nil && d > 0 {
-			return d
-		}
-	}
-	return defaultReservationTTL
+// ReservationTTL returns the expiry of reclaim reservations: the value of
+// MAJLIS_RESERVATION_TTL, or 2m when it is unset. A value that is not a Go
+// duration from MinReservationTTL to MaxReservationTTL is an
+// *envvar.Error, never replaced by the default.
+func ReservationTTL() (time.Duration, error) {
+	return envvar.Duration(ReservationTTLEnv, defaultReservationTTL, MinReservationTTL, MaxReservationTTL)
 }
 
 // A Step is one effect a reclaim will have (or had).
@@ -760,12 +768,15 @@ type heldReservation struct {
 // has expired) is recovered first.
 func (p *Provider) reserve(ctx context.Context, rec *claimRecord, requestID string) (*heldReservation, error) {
 	c := rec.Claim
+	ttl, err := ReservationTTL()
+	if err != nil {
+		return nil, err
+	}
 	pub, err := p.publicationLease(ctx, "reclaim "+c.Binding)
 	if err != nil {
 		return nil, err
 	}
 	defer pub.Release()
-	ttl := reservationTTL()
 	req := reservation.Request{Resource: reclaimPrefix + c.Binding, Purpose: "reclaim", TTL: ttl,
 		AuthorityDigest: rec.Digest,
 		Metadata:        map[string]string{"binding": c.Binding, "request_id": requestID, "path": c.Path, "physical_path": c.PhysicalPath}}
@@ -786,7 +797,9 @@ func (p *Provider) reserve(ctx context.Context, rec *claimRecord, requestID stri
 
 func (h *heldReservation) renew() {
 	defer h.wg.Done()
-	t := time.NewTicker(h.ttl / 3)
+	// Renew every third of the TTL: two renewals may fail before it
+	// expires. The floor keeps the interval positive whatever the TTL.
+	t := time.NewTicker(max(h.ttl/3, 10*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {

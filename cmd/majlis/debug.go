@@ -20,8 +20,9 @@ func newDebugCmd(g *globalOptions) *cobra.Command {
 		Use:   "failpoints",
 		Short: "List the failpoint names this binary knows",
 		Long: `List every failpoint name. Binaries built with -tags failpoints read
-MAJLIS_FAILPOINTS="name=action;..." where action is crash, error, sleep(D) or
-wait(PATH) (create PATH.reached, then pause until PATH exists).`,
+MAJLIS_FAILPOINTS="name=action;..." where action is crash, error, panic,
+sleep(D) or wait(PATH) (create PATH.reached, then pause until PATH exists);
+a name or action it does not know is a usage error.`,
 		Example: `  majlis debug failpoints --json
   MAJLIS_FAILPOINTS='allocate/claimed=crash' majlis-failpoints workspace allocate T-1`,
 		Args: usageArgs(cobra.NoArgs),

@@ -2,10 +2,12 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/internal/envvar"
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/majlis-dev/majlis/reservation"
 )
@@ -57,7 +59,13 @@ func classify(err error) classification {
 func classifySentinel(err error) classification {
 	var ue *usageError
 	var re *reservation.Error
+	var ee *envvar.Error
+	var pe *panicError
 	switch {
+	case errors.As(err, &pe):
+		return classification{ExitError, "internal", map[string]any{"panic": fmt.Sprint(pe.value)}}
+	case errors.As(err, &ee):
+		return classification{ExitUsage, "usage", map[string]any{"variable": ee.Name, "value": ee.Value, "accepted": ee.Accepted, "reason": ee.Reason}}
 	case errors.As(err, &ue) || isCobraUsage(err):
 		return classification{ExitUsage, "usage", nil}
 	}

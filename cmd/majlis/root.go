@@ -25,8 +25,22 @@ func Main() ExitCode {
 	return run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 }
 
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) ExitCode {
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (code ExitCode) {
 	g := &globalOptions{Stdout: stdout, Stderr: stderr, Stdin: stdin}
+	// A panic is a bug, but scripts still get one JSON error and exit 1;
+	// deferred cleanups (a reservation's release) ran while it unwound.
+	// Panics of other goroutines cannot be caught: code run in goroutines
+	// must not panic.
+	defer func() {
+		if v := recover(); v != nil {
+			pe := newPanicError(v)
+			fmt.Fprintf(stderr, "majlis: panic: %v\n%s", v, pe.stack)
+			if !g.JSON {
+				g.JSON = jsonRequested(args)
+			}
+			code = g.fail(pe)
+		}
+	}()
 	root := newRootCmd(g)
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -73,6 +87,12 @@ object, success or error). Exit codes are stable: see 'majlis help exit-codes'.`
   majlis version --json`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Name() == "help" {
+				return nil // help on the environment variables must stay reachable
+			}
+			return checkEnvironment()
+		},
 	}
 	root.PersistentFlags().StringVar(&g.Repo, "repo", "", "repository to act on (any of its worktrees; default: the one containing the working directory)")
 	root.PersistentFlags().BoolVar(&g.JSON, "json", false, "print exactly one JSON object on stdout (result or error)")

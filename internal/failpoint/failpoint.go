@@ -9,16 +9,19 @@
 //	MAJLIS_FAILPOINTS="allocate/claimed=crash;reclaim/before-reset=sleep(2s)"
 //
 // Actions: crash (the process kills itself with SIGKILL), error (Inject
-// returns an error wrapping ErrInjected), sleep(D) (Inject pauses for the Go
-// duration D), wait(PATH) (Inject creates PATH.reached, then pauses until
-// PATH exists: tests order processes with it instead of with sleeps). In
-// ordinary builds Inject is a no-op that costs one branch.
+// returns an error wrapping ErrInjected), panic (Inject panics, as a bug
+// would), sleep(D) (Inject pauses for the Go duration D), wait(PATH) (Inject
+// creates PATH.reached, then pauses until PATH exists: tests order processes
+// with it instead of with sleeps). In ordinary builds Inject is a no-op that
+// costs one branch, and the variable is not read.
 package failpoint
 
 import (
 	"errors"
 	"sort"
 	"sync"
+
+	"github.com/majlis-dev/majlis/internal/envvar"
 )
 
 // ErrInjected is wrapped by the error an `error` action returns.
@@ -70,4 +73,17 @@ func Names() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Check validates MAJLIS_FAILPOINTS in binaries built with the failpoints
+// tag: every item name=action, every name declared, every action known.
+// It returns an *envvar.Error. Call it after every package that declares
+// points has been initialised (from main).
+func Check() error {
+	spec, err := check()
+	if err != nil {
+		return &envvar.Error{Name: EnvVar, Value: spec, Reason: err.Error(),
+			Accepted: "name=action items separated by ';', each name listed by 'majlis debug failpoints', each action crash, error, panic, sleep(D) or wait(PATH)"}
+	}
+	return nil
 }

@@ -3,6 +3,7 @@
 package failpoint
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -33,8 +34,49 @@ func parse() {
 			parseErr = fmt.Errorf("failpoint: %s: %q has no action (want name=action)", EnvVar, item)
 			return
 		}
-		actions[strings.TrimSpace(name)] = strings.TrimSpace(action)
+		name, action = strings.TrimSpace(name), strings.TrimSpace(action)
+		if err := checkAction(action); err != nil {
+			parseErr = fmt.Errorf("failpoint: %s: %s: %v", EnvVar, name, err)
+			return
+		}
+		actions[name] = action
 	}
+}
+
+func checkAction(action string) error {
+	switch {
+	case action == "crash", action == "error", action == "panic":
+		return nil
+	case strings.HasPrefix(action, "sleep(") && strings.HasSuffix(action, ")"):
+		d, err := time.ParseDuration(action[len("sleep(") : len(action)-1])
+		if err != nil || d < 0 {
+			return fmt.Errorf("bad sleep duration in %q (want a Go duration, zero or more)", action)
+		}
+		return nil
+	case strings.HasPrefix(action, "wait(") && strings.HasSuffix(action, ")"):
+		if len(action) == len("wait()") {
+			return errors.New("wait() needs a path")
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown action %q (want crash, error, panic, sleep(D) or wait(PATH))", action)
+}
+
+func check() (string, error) {
+	parseOnce.Do(parse)
+	spec := os.Getenv(EnvVar)
+	if parseErr != nil {
+		return spec, parseErr
+	}
+	for name := range actions {
+		mu.Lock()
+		_, known := points[name]
+		mu.Unlock()
+		if !known {
+			return spec, fmt.Errorf("failpoint: %s: unknown failpoint %q (see 'majlis debug failpoints')", EnvVar, name)
+		}
+	}
+	return spec, nil
 }
 
 func inject(name string) error {
@@ -52,17 +94,14 @@ func inject(name string) error {
 		select {} // SIGKILL is not deliverable to a handler; wait for it
 	case action == "error":
 		return fmt.Errorf("%w at %s", ErrInjected, name)
-	case strings.HasPrefix(action, "sleep(") && strings.HasSuffix(action, ")"):
-		d, err := time.ParseDuration(action[len("sleep(") : len(action)-1])
-		if err != nil {
-			return fmt.Errorf("failpoint: %s: bad sleep duration in %q: %v", EnvVar, action, err)
-		}
+	case action == "panic":
+		panic("failpoint: injected panic at " + name)
+	case strings.HasPrefix(action, "wait("):
+		return wait(name, action[len("wait("):len(action)-1])
+	default: // sleep(D), checked by parse
+		d, _ := time.ParseDuration(action[len("sleep(") : len(action)-1])
 		time.Sleep(d)
 		return nil
-	case strings.HasPrefix(action, "wait(") && strings.HasSuffix(action, ")"):
-		return wait(name, action[len("wait("):len(action)-1])
-	default:
-		return fmt.Errorf("failpoint: %s: unknown action %q for %s (want crash, error, sleep(D) or wait(PATH))", EnvVar, action, name)
 	}
 }
 
@@ -75,9 +114,6 @@ const waitLimit = 5 * time.Minute
 // first file and releases the process by creating the second: no sleep
 // decides who goes first.
 func wait(name, path string) error {
-	if path == "" {
-		return fmt.Errorf("failpoint: %s: wait() needs a path, for %s", EnvVar, name)
-	}
 	f, err := os.OpenFile(path+".reached", os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("failpoint: %s at %s: %w", EnvVar, name, err)
