@@ -12,9 +12,10 @@ const failpointsEnabled = failpoint.Enabled
 
 func newDebugCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "debug",
-		Short: "Commands for testing and diagnosing majlis itself",
-		Long:  "Commands for testing and diagnosing majlis itself. Their output is stable where docs/cli.md says so.",
+		Use:     "debug",
+		Short:   "Commands for testing and diagnosing majlis itself",
+		Long:    "Commands for testing and diagnosing majlis itself. Their output is stable where docs/cli.md says so.",
+		Example: `  majlis debug failpoints --json`,
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "failpoints",

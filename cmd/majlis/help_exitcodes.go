@@ -7,8 +7,9 @@ const exitCodesHelp = `Every majlis command exits with one of these codes. Scrip
   0  done
   1  unexpected failure (a bug, an I/O error, git failing unexpectedly);
      a panic is reported as the error internal
-  2  usage error (unknown command or flag, bad argument, an environment
-     variable majlis does not accept); nothing was changed
+  2  usage error (unknown command, subcommand or flag, a command group
+     without its subcommand, bad argument, an environment variable majlis
+     does not accept); nothing was changed
   3  refused for safety: overlap with a retained peer, identity drift,
      a lock majlis did not set, a workspace git would not act on,
      malformed or unverifiable authority, unconfirmed or stale preview,

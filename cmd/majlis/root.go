@@ -110,6 +110,7 @@ object, success or error). Exit codes are stable: see 'majlis help exit-codes'.`
 		newExitCodesTopic(),
 		newDebugCmd(g),
 	)
+	strictGroups(g, root)
 	return root
 }
 
