@@ -137,6 +137,9 @@ func (p *Provider) PreviewReclaim(ctx context.Context, binding string) (*Preview
 	if err != nil {
 		if errors.Is(err, ErrMissing) {
 			pv, _, merr := p.missingPreview(ctx, rec, err)
+			if merr == nil {
+				p.rememberPreview(pv)
+			}
 			return pv, merr
 		}
 		return nil, err
@@ -148,6 +151,7 @@ func (p *Provider) PreviewReclaim(ctx context.Context, binding string) (*Preview
 	if err := firstOverlap(rec.Claim.Binding, rec.Claim.Path, pv.Peers); err != nil {
 		return nil, err
 	}
+	p.rememberPreview(pv)
 	return pv, nil
 }
 
@@ -317,6 +321,11 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 	if err := ValidBinding(o.Binding); err != nil {
 		return nil, err
 	}
+	if o.Confirm != "" {
+		if err := CheckDigest(o.Confirm); err != nil {
+			return nil, err
+		}
+	}
 	args := requestArgs{Op: "reclaim", Binding: o.Binding}
 	if o.RequestID != "" {
 		if r, err := p.readRequest(o.RequestID); err == nil {
@@ -371,6 +380,7 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 	if err := lease.release(); err != nil {
 		return nil, err
 	}
+	p.forgetPreviews(o.Binding)
 	return res, nil
 }
 
@@ -384,9 +394,7 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, entry 
 		return nil, err
 	}
 	if !o.Yes && pv.Digest != o.Confirm {
-		return nil, &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrPreviewStale,
-			Reason: "the workspace or its peers changed: the preview's digest is now " + pv.Digest,
-			Hint:   "run --preview again and confirm the new digest"}
+		return nil, p.staleError(o.Confirm, pv)
 	}
 	res := &ReclaimResult{Binding: c.Binding, Path: c.Path, Branch: c.Branch, StepsDone: []string{}, SalvageRefs: []string{}}
 	if len(pv.Salvage.DirtySubmodules) > 0 && !o.SalvageSubmodules {
@@ -573,8 +581,7 @@ func (p *Provider) reclaimMissing(ctx context.Context, rec *claimRecord, o Recla
 		return nil, err
 	}
 	if listed && !o.Yes && o.Confirm != pv.Digest {
-		return nil, &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrPreviewStale,
-			Reason: "the preview's digest is now " + pv.Digest, Hint: "run --preview again and confirm the new digest"}
+		return nil, p.staleError(o.Confirm, pv)
 	}
 	lease, err := p.reserve(ctx, rec, o.RequestID)
 	if err != nil {
@@ -630,6 +637,7 @@ func (p *Provider) reclaimMissing(ctx context.Context, rec *claimRecord, o Recla
 	if err := lease.release(); err != nil {
 		return nil, err
 	}
+	p.forgetPreviews(o.Binding)
 	return res, nil
 }
 

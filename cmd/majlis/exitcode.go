@@ -53,6 +53,19 @@ func classify(err error) classification {
 		c.details["request_id"] = be.RequestID
 		c.details["hint"] = be.Hint()
 	}
+	// A stale --confirm: what changed since the confirmed preview.
+	var ps *provider.PreviewStaleError
+	if errors.As(err, &ps) {
+		if c.details == nil {
+			c.details = map[string]any{}
+		}
+		c.details["confirmed"] = ps.Confirmed
+		c.details["digest"] = ps.Digest
+		c.details["preview"] = ps.Preview
+		if ps.Changes != nil {
+			c.details["changed"] = ps.Changes
+		}
+	}
 	return c
 }
 

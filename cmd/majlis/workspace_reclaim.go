@@ -23,9 +23,13 @@ refs/majlis/salvage/BINDING/<n>, reset and clean it, and remove the worktree.
 The branch is kept.
 
 --preview shows what would be salvaged, reset, cleaned and removed, the
-retained peers checked, and a digest of it all; nothing changes. --confirm
+retained peers checked, and a digest of it all; nothing changes (a summary
+of it is kept in the state folder for a while, so that a stale --confirm can
+say what changed since). --confirm
 DIGEST proceeds only if the preview computed now has that digest (else exit 3,
-preview_stale). --yes skips the comparison, never the checks. On a terminal,
+preview_stale, saying what changed since that preview: files, peers, HEAD,
+while its summary is kept, a day at most); a DIGEST that is not sha256: and
+64 lowercase hex digits is a usage error (exit 2). --yes skips the comparison, never the checks. On a terminal,
 without either, reclaim shows the preview and asks; without a terminal it
 refuses (exit 3, unconfirmed).
 
@@ -46,6 +50,11 @@ See docs/reclaim.md.`,
 			opts.Binding = args[0]
 			if preview && (opts.Yes || opts.Confirm != "") {
 				return &usageError{fmt.Errorf("--preview cannot be combined with --confirm or --yes")}
+			}
+			if cmd.Flags().Changed("confirm") {
+				if err := provider.CheckDigest(opts.Confirm); err != nil {
+					return &usageError{err}
+				}
 			}
 			p, err := g.openProvider(cmd.Context())
 			if err != nil {
