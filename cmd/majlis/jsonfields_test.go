@@ -49,6 +49,13 @@ func TestJSONFieldsArePinned(t *testing.T) {
 		"hook":   {admission.HookResult{}, []string{"backup", "changed", "hooks_dir", "majlis", "path"}},
 		"begin": {provider.BeginResult{}, []string{"checkout", "decided_by", "leases", "replayed", "request_id", "task",
 			"warnings", "workspace"}},
+
+		// details.changed of preview_stale.
+		"preview_changes": {provider.PreviewChanges{}, []string{"branch", "claim", "counts", "files_added", "files_changed",
+			"files_listed", "files_removed", "head", "peers_added", "peers_changed", "peers_removed", "released"}},
+		"file_change":  {provider.FileChange{}, []string{"from", "path", "to"}},
+		"count_change": {provider.CountChange{}, []string{"from", "to"}},
+		"value_change": {provider.ValueChange{}, []string{"from", "to"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := fieldNames(t, tc.v)
