@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/internal/envvar"
 	"github.com/majlis-dev/majlis/reservation"
 )
 
@@ -336,7 +337,7 @@ func (c *PreviewChanges) String() string {
 			return
 		}
 		shown := list[:min(len(list), 5)]
-		s := fmt.Sprintf("%s %s (%s", plural(len(list), "file", "files"), what, strings.Join(shown, ", "))
+		s := fmt.Sprintf("%s %s (%s", nounCount(len(list), "file", "files"), what, strings.Join(shown, ", "))
 		if len(list) > len(shown) {
 			s += fmt.Sprintf(" and %d more", len(list)-len(shown))
 		}
@@ -389,7 +390,7 @@ func (c *PreviewChanges) String() string {
 	return strings.Join(parts, "; ")
 }
 
-func plural(n int, one, many string) string {
+func nounCount(n int, one, many string) string {
 	if n == 1 {
 		return fmt.Sprintf("%d %s", n, one)
 	}
@@ -404,23 +405,26 @@ func (p *Provider) staleError(confirmed string, pv *Preview) error {
 			Hint: "run --preview again and confirm the new digest"}}
 	path := filepath.Join(p.previewsDir(pv.Binding), strings.TrimPrefix(confirmed, "sha256:")+".preview")
 	data, err := os.ReadFile(path)
-	var old *previewSummary
-	if err == nil {
-		old, err = decodePreviewSummary(data)
+	if errors.Is(err, os.ErrNotExist) {
+		e.Err.Reason = fmt.Sprintf("the preview %s is unknown or expired (summaries are kept for %s, the last %d per workspace), so what changed cannot be said",
+			shortDigest(confirmed), envvar.Format(previewMaxAge), previewKeep)
+	} else {
+		var old *previewSummary
+		if err == nil {
+			old, err = decodePreviewSummary(data)
+		}
 		if err == nil && (old.Digest != confirmed || old.Binding != pv.Binding) {
 			err = errors.New("it is the summary of another preview")
 		}
 		if err != nil {
 			e.Preview = "unreadable"
-			e.Err.Reason = fmt.Sprintf("the preview %s is not the current one, and its kept summary %s is unreadable (%v), so what changed cannot be said", shortDigest(confirmed), path, err)
+			e.Err.Reason = fmt.Sprintf("the preview %s is not the current one, and its kept summary %s is unreadable (%v), so what changed cannot be said",
+				shortDigest(confirmed), path, err)
+		} else {
+			e.Preview = "known"
+			e.Changes = diffSummaries(old, summarize(pv, p.now()))
+			e.Err.Reason = fmt.Sprintf("compared with the preview %s of %s: %s", shortDigest(confirmed), old.At.Format(time.RFC3339), e.Changes)
 		}
-	} else {
-		e.Err.Reason = fmt.Sprintf("the preview %s is unknown or expired (summaries are kept for %s, the last %d per workspace), so what changed cannot be said", shortDigest(confirmed), "a day", previewKeep)
-	}
-	if old != nil && err == nil {
-		e.Preview = "known"
-		e.Changes = diffSummaries(old, summarize(pv, p.now()))
-		e.Err.Reason = fmt.Sprintf("compared with the preview %s of %s: %s", shortDigest(confirmed), old.At.Format(time.RFC3339), e.Changes)
 	}
 	e.Err.Reason += "; the preview's digest is now " + pv.Digest
 	return e
