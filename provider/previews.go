@@ -44,6 +44,8 @@ type previewSummary struct {
 	Branch          string        `json:"branch"`
 	Head            string        `json:"head"`
 	Released        bool          `json:"released"`
+	AdminEntry      string        `json:"admin_entry"` // git's administrative entry of the workspace
+	Pinned          bool          `json:"pinned"`      // it carries majlis's pin
 	DirtySubmodules []string      `json:"dirty_submodules"`
 	Files           []summaryFile `json:"files"`       // sorted by path; at most previewMaxEntries
 	FilesTotal      int           `json:"files_total"` // every status entry, ignored files included
@@ -108,6 +110,7 @@ func CheckDigest(d string) error {
 func summarize(pv *Preview, at time.Time) *previewSummary {
 	s := &previewSummary{Format: formatPreview, Digest: pv.Digest, Binding: pv.Binding, At: at.UTC(),
 		ClaimDigest: pv.ClaimDigest, Branch: pv.Branch, Head: pv.Head, Released: pv.Released,
+		AdminEntry: pv.AdminEntry.Path, Pinned: pv.AdminEntry.Pinned,
 		DirtySubmodules: nonNil(pv.Salvage.DirtySubmodules), Files: []summaryFile{}, Peers: []Peer{}}
 	if pv.status != nil {
 		s.FilesTotal = len(pv.status.Entries)
@@ -227,6 +230,10 @@ type PreviewChanges struct {
 	Branch   *ValueChange `json:"branch,omitempty"`
 	Released *ValueChange `json:"released,omitempty"`
 	Claim    *ValueChange `json:"claim,omitempty"`
+	// AdminEntry is git's administrative entry of the workspace, and
+	// Pinned whether majlis's pin is on it.
+	AdminEntry *ValueChange `json:"admin_entry,omitempty"`
+	Pinned     *ValueChange `json:"pinned,omitempty"`
 }
 
 // A FileChange is a path whose state differs between two previews.
@@ -319,6 +326,8 @@ func diffSummaries(old, cur *previewSummary) *PreviewChanges {
 	c.Branch = value(old.Branch, cur.Branch)
 	c.Released = value(fmt.Sprint(old.Released), fmt.Sprint(cur.Released))
 	c.Claim = value(old.ClaimDigest, cur.ClaimDigest)
+	c.AdminEntry = value(old.AdminEntry, cur.AdminEntry)
+	c.Pinned = value(fmt.Sprint(old.Pinned), fmt.Sprint(cur.Pinned))
 	return c
 }
 
@@ -383,6 +392,12 @@ func (c *PreviewChanges) String() string {
 	}
 	if c.Claim != nil {
 		parts = append(parts, "the workspace's claim changed")
+	}
+	if c.AdminEntry != nil {
+		parts = append(parts, fmt.Sprintf("git's entry of the workspace is %s instead of %s", c.AdminEntry.To, c.AdminEntry.From))
+	}
+	if c.Pinned != nil {
+		parts = append(parts, "pinned: "+c.Pinned.To)
 	}
 	if len(parts) == 0 {
 		return "nothing the preview lists by name differs (the workspace's records changed)"

@@ -51,8 +51,8 @@ func TestJSONFieldsArePinned(t *testing.T) {
 			"warnings", "workspace"}},
 
 		// details.changed of preview_stale.
-		"preview_changes": {provider.PreviewChanges{}, []string{"branch", "claim", "counts", "files_added", "files_changed",
-			"files_listed", "files_removed", "head", "peers_added", "peers_changed", "peers_removed", "released"}},
+		"preview_changes": {provider.PreviewChanges{}, []string{"admin_entry", "branch", "claim", "counts", "files_added", "files_changed",
+			"files_listed", "files_removed", "head", "peers_added", "peers_changed", "peers_removed", "pinned", "released"}},
 		"file_change":  {provider.FileChange{}, []string{"from", "path", "to"}},
 		"count_change": {provider.CountChange{}, []string{"from", "to"}},
 		"value_change": {provider.ValueChange{}, []string{"from", "to"}},
