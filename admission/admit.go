@@ -613,6 +613,9 @@ func (s *Service) evaluate(ctx context.Context, l *ledger, c *sql.Conn, p *prepa
 	e := &evaluation{s: s, l: l, c: c, p: p, idx: idx, now: now, pol: DefaultPolicy(),
 		rows: map[int]row{}, reused: map[int]bool{}, warned: map[string]bool{}, decided: []string{}}
 	if l.kind == kindRepository {
+		if err := s.guardCheckouts(ctx, p, idx); err != nil {
+			return nil, err
+		}
 		if e.pol, err = readPolicy(ctx, c); err != nil {
 			return nil, err
 		}
@@ -642,6 +645,30 @@ func (s *Service) evaluate(ctx context.Context, l *ledger, c *sql.Conn, p *prepa
 		}
 	}
 	return e, nil
+}
+
+// guardCheckouts asks the guard about each checkout of the targets at idx,
+// inside the repository ledger's write transaction.
+func (s *Service) guardCheckouts(ctx context.Context, p *prepared, idx []int) error {
+	if s.guard == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	for _, i := range idx {
+		co := p.targets[i].checkout
+		if co == "" || seen[co] {
+			continue
+		}
+		seen[co] = true
+		if err := s.guard(ctx, co); err != nil {
+			var ae *Error
+			if !errors.As(err, &ae) {
+				err = &Error{Op: "acquire", Path: co, Err: err}
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 const liveClause = ` AND released_at IS NULL AND resolved_at IS NULL`

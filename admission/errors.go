@@ -19,6 +19,9 @@ var (
 	ErrRequestConflict = errors.New("admission: request id already used with other arguments")
 	ErrMalformed       = errors.New("admission: malformed ledger")
 	ErrNotInitialized  = errors.New("admission: repository not initialized")
+	// ErrReclaiming: a file or intent lease was asked for in a checkout
+	// that a reclaim has reserved (Options.Guard said so).
+	ErrReclaiming = errors.New("admission: the checkout is being reclaimed")
 	// ErrHookExists: InstallHook found a pre-commit hook that majlis did
 	// not write (or a backup it would overwrite); it is left untouched.
 	ErrHookExists = errors.New("admission: a pre-commit hook majlis did not write is installed")

@@ -452,23 +452,34 @@ func (s *Service) LiveLeases(ctx context.Context, holder, checkoutRoot string) (
 		if q.l == nil {
 			continue
 		}
-		now, err := s.ledgerNow(ctx, q.l.db)
-		if err != nil {
-			return nil, q.l.fail("list", err)
-		}
-		rows, err := queryRows(ctx, q.l.db, q.q, q.args...)
-		if err != nil {
-			return nil, q.l.fail("list", err)
-		}
-		for _, r := range rows {
-			if r.stateAt(now) != StateActive {
-				if o, ok, err := ownerOf(r.owner); err == nil && ok {
-					if live, _ := reservation.JudgeOwner(o); live == reservation.OwnerDead {
-						continue
+		// Read under the ledger's write lock (BEGIN IMMEDIATE), which
+		// changes nothing but waits for any admission under way: one that
+		// began before the caller's reclaim reservation was registered,
+		// and so may not have seen it, has committed by the time this
+		// reads (see Options.Guard).
+		err := q.l.tx(ctx, "list", func(c *sql.Conn) error {
+			now, err := s.ledgerNow(ctx, c)
+			if err != nil {
+				return err
+			}
+			rows, err := queryRows(ctx, c, q.q, q.args...)
+			if err != nil {
+				return err
+			}
+			for _, r := range rows {
+				if r.stateAt(now) != StateActive {
+					if o, ok, err := ownerOf(r.owner); err == nil && ok {
+						if live, _ := reservation.JudgeOwner(o); live == reservation.OwnerDead {
+							continue
+						}
 					}
 				}
+				out = append(out, r.lease(now))
 			}
-			out = append(out, r.lease(now))
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	return out, nil

@@ -23,7 +23,23 @@ type Options struct {
 	HostLedger string
 	// Now is the clock; nil means time.Now. Tests pass a fake one.
 	Now func() time.Time
+	// Guard, when set, is asked about every checkout in which a file or
+	// intent lease would be granted, inside the repository ledger's write
+	// transaction (after BEGIN IMMEDIATE, before anything is read or
+	// written). An error refuses the whole admission, unchanged: the
+	// provider refuses a checkout that a reclaim has reserved
+	// (ErrReclaiming). Because the guard runs under the ledger's write
+	// lock, a reclaim that registers its reservation and then reads the
+	// leases under that same lock cannot miss a grant the guard let
+	// through (see docs/reclaim.md, "the order between admission and
+	// reclaim").
+	Guard CheckoutGuard
 }
+
+// A CheckoutGuard judges a checkout (its physical top level) in which
+// leases are about to be granted. It must not take the ledger's lock, nor
+// any lock that is held by someone waiting for it.
+type CheckoutGuard func(ctx context.Context, checkout string) error
 
 // A Service admits leases for one registered repository. Open it with the
 // repository's state dir; it holds database handles (Close them) but no
@@ -35,6 +51,7 @@ type Service struct {
 	repo     *ledger
 	hostPath string
 	now      func() time.Time
+	guard    CheckoutGuard
 
 	mu        sync.Mutex
 	host      *ledger
@@ -86,7 +103,7 @@ func Open(ctx context.Context, stateDir string, opts Options) (*Service, error) 
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{stateDir: phys, repoID: filepath.Dir(phys), repo: repo, hostPath: hostPath, now: now}, nil
+	return &Service{stateDir: phys, repoID: filepath.Dir(phys), repo: repo, hostPath: hostPath, now: now, guard: opts.Guard}, nil
 }
 
 // Close closes the ledgers.

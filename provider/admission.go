@@ -14,7 +14,7 @@ import (
 // its repository ledger in the state dir, and the host ledger. The caller
 // closes the service.
 func (p *Provider) Admission(ctx context.Context) (*admission.Service, error) {
-	return admission.Open(ctx, p.StateDir, admission.Options{})
+	return admission.Open(ctx, p.StateDir, p.admissionOptions())
 }
 
 // Where Check found the holder it checked.

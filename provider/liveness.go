@@ -10,19 +10,26 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/admission"
+	"github.com/majlis-dev/majlis/pathid"
+	"github.com/majlis-dev/majlis/reservation"
 )
 
 // leaseLiveness refuses (ErrWorkspaceLive) while the workspace's task is
-// still at work by the ledger's account: the binding (the task's holder
+// still at work by the ledgers' account: the binding (the task's holder
 // name, as `majlis begin` uses it) holds an active or quarantined lease,
-// or some holder took one in the workspace's checkout. A repository whose
-// ledger was never created has no leases; a ledger that cannot be read
-// refuses, as any unreadable authority does.
+// or some holder took one in the workspace's checkout.
+//
+// Every ledger that can hold such a lease is consulted: the repository
+// ledger and the host ledger. A repository ledger that is missing (never
+// created, or deleted) is created empty, so that the host ledger is still
+// read: a missing ledger never means "no leases" for the other one. A
+// ledger that cannot be read refuses, as any unreadable authority does.
+//
+// The ledgers are read under their write lock (admission.Service.LiveLeases),
+// which is what lets a reclaim that holds its reservation trust the answer:
+// see guardCheckout.
 func (p *Provider) leaseLiveness(ctx context.Context, rec *claimRecord) error {
 	c := rec.Claim
-	if _, err := os.Lstat(filepath.Join(p.StateDir, admission.RepositoryLedgerName)); errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
 	svc, err := p.admission(ctx)
 	if err != nil {
 		return err
@@ -47,12 +54,82 @@ func (p *Provider) leaseLiveness(ctx context.Context, rec *claimRecord) error {
 		Hint:   "let the holder release them (majlis lease release --holder H), or, for a quarantined one whose writer has stopped, majlis lease resolve ID --writer-stopped"}
 }
 
+// admissionOptions are the options every admission service of the
+// provider is opened with: its guard refuses leases in a checkout that a
+// reclaim has reserved.
+func (p *Provider) admissionOptions() admission.Options {
+	leases := p.leases
+	return admission.Options{Guard: func(ctx context.Context, checkout string) error {
+		return guardCheckout(leases, checkout)
+	}}
+}
+
+// guardCheckout refuses (admission.ErrReclaiming) a lease in checkout, a
+// physical top level, while a reclaim reservation covers it: the target
+// is the checkout or contains it. It also refuses a checkout that is gone
+// (a reclaim that finished removes the directory before it lets go of
+// its reservation).
+//
+// It runs inside the repository ledger's write transaction. The order
+// between admission and reclaim (docs/reclaim.md) rests on it: a reclaim
+// registers its reservation first, then reads the leases under the same
+// write lock. An admission whose transaction began before the reservation
+// existed has committed by then, so the reclaim sees its lease and
+// refuses; one that began after sees the reservation here and refuses.
+// Lock order everywhere: a reclaim reservation (and the publication lease
+// that registers it) before the ledger's BEGIN IMMEDIATE; this guard only
+// reads lease files, it takes no lock.
+//
+// leases is only read by path (List and Inspect open the files), so it
+// stays usable after its Provider was closed.
+func guardCheckout(leases *reservation.Dir, checkout string) error {
+	names, err := leases.List(reclaimPrefix)
+	if err != nil {
+		return &admission.Error{Op: "acquire", Path: leases.Path(), Err: admission.ErrReclaiming,
+			Reason: "the reclaim reservations cannot be read: " + err.Error(),
+			Hint:   "majlis refuses a lease it cannot show to be outside every reclaim; check the state folder"}
+	}
+	for _, res := range names {
+		rec, err := leases.Inspect(res)
+		if errors.Is(err, reservation.ErrNotFound) {
+			continue // released meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		target, ptarget := rec.Metadata["path"], rec.Metadata["physical_path"]
+		covered := target == "" || ptarget == "" // unreadable target: fail closed
+		for _, t := range []string{target, ptarget} {
+			if t == "" {
+				continue
+			}
+			if r := pathid.Relate(checkout, t); r == pathid.Equal || r == pathid.BContainsA {
+				covered = true
+			}
+		}
+		if covered {
+			binding := rec.Metadata["binding"]
+			return &admission.Error{Op: "acquire", Path: checkout, Resource: res, Err: admission.ErrReclaiming,
+				Reason: fmt.Sprintf("the checkout %s is being reclaimed: reclaim reservation %s (workspace %s, request %q) covers it",
+					checkout, res, binding, rec.Metadata["request_id"]),
+				Hint: "its files are about to be removed: take the lease in another checkout; if that reclaim died, " +
+					"'majlis workspace recover " + binding + "' retires its reservation once it has expired"}
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(checkout, ".git")); err != nil {
+		return &admission.Error{Op: "acquire", Path: checkout, Err: admission.ErrInvalid,
+			Reason: "the checkout " + checkout + " is gone (" + err.Error() + ")",
+			Hint:   "take the lease in a checkout that exists"}
+	}
+	return nil
+}
+
 // admission opens the repository's admission ledger once per Provider.
 func (p *Provider) admission(ctx context.Context) (*admission.Service, error) {
 	p.admMu.Lock()
 	defer p.admMu.Unlock()
 	if p.adm == nil {
-		svc, err := admission.Open(ctx, p.StateDir, admission.Options{})
+		svc, err := admission.Open(ctx, p.StateDir, p.admissionOptions())
 		if err != nil {
 			return nil, err
 		}

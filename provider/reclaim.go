@@ -232,7 +232,8 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 // It returns the verified admin entry.
 func (p *Provider) authority(ctx context.Context, rec *claimRecord) (*adminEntry, error) {
 	c := rec.Claim
-	if c.OwnerPID != 0 {
+	// Releasing hands the workspace back: its owner process stops counting.
+	if c.OwnerPID != 0 && !rec.has(EventReleased) {
 		self, err := reservation.ProcessOwner(os.Getpid())
 		if err != nil {
 			return nil, err
@@ -365,6 +366,11 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 	// retry recovers it once it has expired and this process is proven
 	// dead.)
 	defer lease.release()
+	// The leases again, now that the reservation stands: an admission
+	// that did not see it had committed before this reads (liveness.go).
+	if err := p.leaseLiveness(ctx, rec); err != nil {
+		return nil, err
+	}
 	if err := fpReclaimReserved.Inject(); err != nil {
 		return nil, err
 	}

@@ -166,6 +166,7 @@ var admissionCodes = []struct {
 }{
 	{admission.ErrInvalid, ExitUsage, "invalid_argument"},
 	{admission.ErrHeld, ExitHeld, "held"},
+	{admission.ErrReclaiming, ExitHeld, "reclaiming"},
 	{admission.ErrQuarantined, ExitRefused, "quarantined"},
 	{admission.ErrUnsafePath, ExitRefused, "unsafe_path"},
 	{admission.ErrPolicyBlocked, ExitRefused, "policy_blocked"},

@@ -36,7 +36,7 @@ exit status:
      not_owner, lease_changed, quarantined, unsafe_path, policy_blocked,
      not_holder, not_quarantined, hook_exists
   4  held, binding_live, workspace_live, owner_alive, owner_unknown,
-     not_expired, exists
+     not_expired, exists, reclaiming
   5  not_found, not_a_repository, not_initialized, unknown_base
 
 Lease refusals carry their facts in details: "conflicts" (held,
