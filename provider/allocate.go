@@ -21,6 +21,9 @@ import (
 var (
 	fpAllocateClaimed = failpoint.New("allocate/claimed")
 	fpAllocateCreated = failpoint.New("allocate/created")
+	// fpAllocateChecked fires after git's worktrees were checked for
+	// nesting, before the publication lease.
+	fpAllocateChecked = failpoint.New("allocate/checked")
 )
 
 // publicationTTL bounds how long a crashed publisher can block others
@@ -143,18 +146,6 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 	if err != nil {
 		return nil, fail(ErrInvalidArgument, err.Error(), path, "")
 	}
-	worktrees, err := gitops.WorktreePaths(ctx, p.Reg.CommonDir)
-	if err != nil {
-		return nil, err
-	}
-	for _, w := range worktrees {
-		if err := p.checkNesting(ctx, o, path, physical, w, "worktree"); err != nil {
-			return nil, err
-		}
-	}
-
-	// Publication: under the brief provider-wide lease, check what only
-	// the state folder knows and publish the claim.
 	claim := Claim{Format: formatClaim, Binding: o.Binding, RequestID: o.RequestID, Path: path,
 		PhysicalPath: physical, CommonDir: p.Reg.CommonDir, RepositoryID: p.Reg.ID, Base: base,
 		BaseRef: o.Base, Branch: o.Branch, Intent: intent, OwnerPID: o.OwnerPID, OwnerStart: owner.StartTime,
@@ -162,9 +153,32 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 	if claim.Allocator, err = reservation.ProcessOwner(os.Getpid()); err != nil {
 		return nil, err
 	}
-	rec, err := p.publishClaim(ctx, claim, args)
-	if err != nil {
-		return nil, err
+	var rec *claimRecord
+	for attempt := 1; ; attempt++ {
+		// Git's worktrees, with the ignore rules of those that contain
+		// the path; then, under the brief provider-wide lease, what only
+		// the state folder knows, and the claim is published. A
+		// workspace created in between, around the path, was not judged
+		// by its ignore rules: judge again (rarely needed twice).
+		cleared, err := p.checkWorktrees(ctx, o, path, physical)
+		if err != nil {
+			return nil, err
+		}
+		if err := fpAllocateChecked.Inject(); err != nil {
+			return nil, err
+		}
+		rec, err = p.publishClaim(ctx, claim, args, cleared)
+		if errors.Is(err, errJudgeAgain) {
+			if attempt < 3 {
+				continue
+			}
+			return nil, fail(ErrNested, "workspaces around the path kept being created while it was checked", path,
+				"retry; choose a path outside other workspaces, or pass --allow-nested")
+		}
+		if err != nil {
+			return nil, err
+		}
+		break
 	}
 	if err := fpAllocateClaimed.Inject(); err != nil {
 		return nil, p.undoAllocation(ctx, rec, err, made{})
@@ -172,9 +186,37 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 	return p.createWorktree(ctx, rec)
 }
 
+// checkWorktrees refuses a path that overlaps a worktree git lists,
+// except one inside a worktree that ignores it (or with --allow-nested).
+// It returns the worktrees (as git lists them) that contain the path and
+// were cleared by their ignore rules.
+func (p *Provider) checkWorktrees(ctx context.Context, o AllocateOptions, path, physical string) (map[string]bool, error) {
+	worktrees, err := gitops.WorktreePaths(ctx, p.Reg.CommonDir)
+	if err != nil {
+		return nil, err
+	}
+	cleared := map[string]bool{}
+	for _, w := range worktrees {
+		ignored, err := p.checkNesting(ctx, o, path, physical, w, "worktree")
+		if err != nil {
+			return nil, err
+		}
+		if ignored {
+			cleared[w] = true
+		}
+	}
+	return cleared, nil
+}
+
+// errJudgeAgain: a workspace around the path was created after its
+// worktree was judged; the caller runs the checks again.
+var errJudgeAgain = errors.New("a workspace around the path was created meanwhile")
+
 // publishClaim takes the publication lease, checks the binding, reserved
-// reclaim targets and other claims, and publishes the claim.
-func (p *Provider) publishClaim(ctx context.Context, claim Claim, args requestArgs) (*claimRecord, error) {
+// reclaim targets and every other published claim, created or not, and
+// publishes the claim. cleared names the worktrees whose ignore rules
+// were found to ignore the path, before the lease.
+func (p *Provider) publishClaim(ctx context.Context, claim Claim, args requestArgs, cleared map[string]bool) (*claimRecord, error) {
 	lease, err := p.publicationLease(ctx, "allocate "+claim.Binding)
 	if err != nil {
 		return nil, err
@@ -200,7 +242,7 @@ func (p *Provider) publishClaim(ctx context.Context, claim Claim, args requestAr
 		return nil, err
 	}
 	for _, other := range others {
-		if err := p.checkClaimOverlap(claim, other); err != nil {
+		if err := p.checkClaimOverlap(claim, other, cleared); err != nil {
 			return nil, err
 		}
 	}
@@ -261,8 +303,9 @@ func (p *Provider) publicationLease(ctx context.Context, purpose string) (*reser
 }
 
 // checkNesting refuses a new workspace path inside (or containing) an
-// existing worktree, unless allowed or ignored by that worktree.
-func (p *Provider) checkNesting(ctx context.Context, o AllocateOptions, path, physical, other, kind string) error {
+// existing worktree, unless allowed or ignored by that worktree; ignored
+// reports the latter.
+func (p *Provider) checkNesting(ctx context.Context, o AllocateOptions, path, physical, other, kind string) (ignored bool, err error) {
 	rel := pathid.Relate(path, other)
 	if !rel.Overlapping() {
 		if op, err := pathid.Physical(other); err == nil {
@@ -270,28 +313,29 @@ func (p *Provider) checkNesting(ctx context.Context, o AllocateOptions, path, ph
 		}
 	}
 	if !rel.Overlapping() {
-		return nil
+		return false, nil
 	}
 	if rel == pathid.BContainsA {
 		if o.AllowNested {
-			return nil
+			return false, nil
 		}
 		relpath, err := filepath.Rel(other, path)
 		if err == nil && !strings.HasPrefix(relpath, "..") {
 			if ignored, err := gitops.CheckIgnore(ctx, other, relpath); err == nil && ignored {
-				return nil
+				return true, nil
 			}
 		}
 	}
-	return &Error{Op: "allocate", Binding: o.Binding, Path: path, Peer: other, Err: ErrNested,
+	return false, &Error{Op: "allocate", Binding: o.Binding, Path: path, Peer: other, Err: ErrNested,
 		Reason: fmt.Sprintf("%s overlaps the %s at %s (%s)", path, kind, other, rel),
 		Hint:   "choose a path outside it, have that worktree ignore the path, or pass --allow-nested"}
 }
 
-// checkClaimOverlap refuses a claim that overlaps another live claim:
-// containing it always, inside it unless --allow-nested (git-ignore was
-// checked before the lease for created worktrees).
-func (p *Provider) checkClaimOverlap(c Claim, other *claimRecord) error {
+// checkClaimOverlap refuses a claim that overlaps another live claim,
+// created or not: containing it always, inside it unless --allow-nested
+// or its worktree was found (before the lease, in cleared) to ignore the
+// path. A workspace created since that check returns errJudgeAgain.
+func (p *Provider) checkClaimOverlap(c Claim, other *claimRecord, cleared map[string]bool) error {
 	oc := other.Claim
 	rel := pathid.Relate(c.Path, oc.Path)
 	if !rel.Overlapping() {
@@ -301,7 +345,10 @@ func (p *Provider) checkClaimOverlap(c Claim, other *claimRecord) error {
 		return nil
 	}
 	if rel == pathid.BContainsA && other.has(EventCreated) {
-		return nil // a created worktree was checked (with its ignore rules) before the lease
+		if cleared[oc.Path] || cleared[oc.PhysicalPath] {
+			return nil // its worktree ignores the path
+		}
+		return errJudgeAgain
 	}
 	return &Error{Op: "allocate", Binding: c.Binding, Path: c.Path, Peer: oc.Path, Err: ErrNested,
 		Reason: fmt.Sprintf("%s overlaps workspace %s at %s (%s)", c.Path, oc.Binding, oc.Path, rel),

@@ -213,8 +213,9 @@ func TestRacingAllocationsNeverNest(t *testing.T) {
 			t.Fatalf("round %d: both allocations succeeded, one inside the other\n%s\n%s", i, ra, rb)
 		}
 		for _, r := range []crashRun{ra, rb} {
-			if r.exit != 0 && r.errorCode() != "nested_workspace" {
-				t.Fatalf("round %d: an allocation failed otherwise than nested_workspace\n%s", i, r)
+			// The inner one's git creates p on the way: path_exists.
+			if code := r.errorCode(); r.exit != 0 && code != "nested_workspace" && code != "path_exists" {
+				t.Fatalf("round %d: an allocation failed otherwise than nested_workspace or path_exists\n%s", i, r)
 			}
 		}
 		if ra.exit == 0 {
@@ -226,4 +227,24 @@ func TestRacingAllocationsNeverNest(t *testing.T) {
 	}
 	t.Logf("%d rounds: the outer won %d, the inner %d", rounds, outer, inner)
 	_ = p
+}
+
+// TestAllocationInsideWorkspaceCreatedMeanwhile pauses `allocate Q --path
+// p/sub` after it checked git's worktrees and before it publishes, while
+// P is allocated at p and created: Q is refused.
+func TestAllocationInsideWorkspaceCreatedMeanwhile(t *testing.T) {
+	bin := crashBinary(t)
+	repo, p := newProvider(t)
+	path := filepath.Join(filepath.Dir(repo.Dir), "p")
+	pause, reached, release := crashPause(t, "allocate/checked")
+	q := crashStart(t, bin, repo.Dir, pause, "workspace", "allocate", "Q", "--path", filepath.Join(path, "sub"), "--json")
+	reached()
+	mustAllocate(t, p, AllocateOptions{Binding: "P", Path: path})
+	release()
+	if r := q.wait(); r.exit != 3 || r.errorCode() != "nested_workspace" {
+		t.Fatalf("the allocation inside a workspace created meanwhile: want exit 3, nested_workspace\n%s", r)
+	}
+	if _, err := os.Lstat(filepath.Join(path, "sub")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("p/sub exists: %v", err)
+	}
 }

@@ -76,7 +76,7 @@ func runChild(mode string) int {
 			BaseRef: "HEAD", Branch: "majlis/" + opts.Binding, Intent: []string{}, CreatedAt: p.now().UTC()}
 		c.Allocator, _ = reservation.ProcessOwner(os.Getpid())
 		args := requestArgs{Op: "allocate", Binding: opts.Binding, Base: "HEAD", Branch: c.Branch, Path: path, Intent: []string{}}
-		if _, err := p.publishClaim(ctx, c, args); err != nil {
+		if _, err := p.publishClaim(ctx, c, args, nil); err != nil {
 			fmt.Println(err)
 			return 1
 		}
