@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -146,6 +147,9 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 	if err != nil {
 		return nil, fail(ErrInvalidArgument, err.Error(), path, "")
 	}
+	if err := p.checkOutsideGitDirs(o.Binding, path, physical); err != nil {
+		return nil, err
+	}
 	claim := Claim{Format: formatClaim, Binding: o.Binding, RequestID: o.RequestID, Path: path,
 		PhysicalPath: physical, CommonDir: p.Reg.CommonDir, RepositoryID: p.Reg.ID, Base: base,
 		BaseRef: o.Base, Branch: o.Branch, Intent: intent, OwnerPID: o.OwnerPID, OwnerStart: owner.StartTime,
@@ -194,6 +198,14 @@ func (p *Provider) checkWorktrees(ctx context.Context, o AllocateOptions, path, 
 	worktrees, err := gitops.WorktreePaths(ctx, p.Reg.CommonDir)
 	if err != nil {
 		return nil, err
+	}
+	// The main worktree, which git does not list when the git directory
+	// lives apart from it.
+	if p.mainErr != nil {
+		return nil, p.mainUnknown("allocate", o.Binding)
+	}
+	if p.main != "" && !slices.Contains(worktrees, p.main) {
+		worktrees = append(worktrees, p.main)
 	}
 	cleared := map[string]bool{}
 	for _, w := range worktrees {

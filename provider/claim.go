@@ -40,13 +40,18 @@ type Registration struct {
 	CommonDir     string    `json:"common_dir"`
 	WorkspaceRoot string    `json:"workspace_root"`
 	CreatedAt     time.Time `json:"created_at"`
+	// MainWorktree is the main worktree's top level, recorded at init
+	// (git cannot say where it is when the git directory lives apart);
+	// empty for a bare repository, and in registrations made before
+	// majlis recorded it (see locateMain).
+	MainWorktree string `json:"main_worktree,omitempty"`
 }
 
 func (r *Registration) check() error {
 	if r.ID == "" || r.CommonDir == "" || r.WorkspaceRoot == "" || r.CreatedAt.IsZero() {
 		return errors.New("incomplete registration")
 	}
-	if !filepath.IsAbs(r.CommonDir) || !filepath.IsAbs(r.WorkspaceRoot) {
+	if !filepath.IsAbs(r.CommonDir) || !filepath.IsAbs(r.WorkspaceRoot) || (r.MainWorktree != "" && !filepath.IsAbs(r.MainWorktree)) {
 		return errors.New("paths must be absolute")
 	}
 	return nil

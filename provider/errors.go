@@ -33,6 +33,7 @@ var (
 	ErrRepository      = errors.New("provider: workspace does not belong to the claimed repository")
 	ErrWorktreeConfig  = errors.New("provider: git would act on another directory than the workspace")
 	ErrLocked          = errors.New("provider: workspace is locked by someone else")
+	ErrUnsafePath      = errors.New("provider: path lies inside a git directory")
 )
 
 // An Error reports a refused or failed workspace operation with its facts.

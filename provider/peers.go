@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -172,12 +173,20 @@ func (p *Provider) checkPeers(ctx context.Context, target *claimRecord, fromJour
 	if err != nil {
 		return nil, err
 	}
-	for i, w := range paths {
+	// The main worktree is not listed by git when the git directory
+	// lives apart from it (git lists the git directory instead).
+	if p.mainErr != nil {
+		return nil, p.mainUnknown("reclaim", t.Binding)
+	}
+	if p.main != "" && !slices.Contains(paths, p.main) {
+		paths = append(paths, p.main)
+	}
+	for _, w := range paths {
 		if w == t.Path || w == t.PhysicalPath {
 			continue // the target's own entry
 		}
 		kind := PeerWorktree
-		if i == 0 && filepath.Base(t.CommonDir) == ".git" && w == filepath.Dir(t.CommonDir) {
+		if w == p.main {
 			kind = PeerMainWorktree
 		}
 		if err := add(kind, w, ""); err != nil {
@@ -266,6 +275,19 @@ func walkForGit(dir string, top bool, out *[]string) error {
 	f.Close()
 	if err != nil {
 		return err
+	}
+	if !top && slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() == "HEAD" }) {
+		// A directory git would open as a git directory (a bare
+		// repository, a moved .git, an admin entry) is a repository of
+		// its own too.
+		names := make(map[string]bool, len(entries))
+		for _, e := range entries {
+			names[e.Name()] = true
+		}
+		if isGitDir(dir, names) {
+			*out = append(*out, dir)
+			return nil
+		}
 	}
 	for _, e := range entries {
 		name := e.Name()

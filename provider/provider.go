@@ -25,6 +25,10 @@ type Provider struct {
 
 	leases *reservation.Dir
 	now    func() time.Time
+	// main is the main worktree ("" for a bare repository); mainErr
+	// is errMainUnknown when it cannot be located (gitdirs.go).
+	main    string
+	mainErr error
 
 	admMu sync.Mutex
 	adm   *admission.Service // opened on first use (liveness.go)
@@ -54,6 +58,19 @@ func Init(ctx context.Context, dir string, opts InitOptions) (*Repository, error
 		return nil, err
 	}
 	state := filepath.Join(repo.CommonDir, "majlis")
+	if existing, err := readRegistration(state); err == nil {
+		if existing.MainWorktree != "" {
+			repo.MainWorktree = existing.MainWorktree
+		}
+	} else if !errors.Is(err, ErrNotInitialized) {
+		return nil, err
+	} else if repo.MainWorktree, err = locateMain(ctx, "init", repo, nil); errors.Is(err, errMainUnknown) {
+		return nil, &Error{Op: "init", Path: repo.CommonDir, Err: ErrInvalidArgument,
+			Reason: "the repository's git directory lives apart from its main worktree, which git cannot locate from " + repo.Toplevel,
+			Hint:   "run 'majlis init' inside the main worktree"}
+	} else if err != nil {
+		return nil, err
+	}
 	root := opts.WorkspaceRoot
 	if root != "" {
 		if root, err = pathid.Lexical(root); err != nil {
@@ -70,7 +87,7 @@ func Init(ctx context.Context, dir string, opts InitOptions) (*Repository, error
 		return nil, &Error{Op: "init", Path: state, Err: err}
 	}
 	reg := Registration{Format: formatRepository, ID: newID(), CommonDir: repo.CommonDir,
-		WorkspaceRoot: root, CreatedAt: time.Now().UTC()}
+		WorkspaceRoot: root, CreatedAt: time.Now().UTC(), MainWorktree: repo.MainWorktree}
 	data, _, err := seal("repository", &reg)
 	if err != nil {
 		return nil, err
@@ -114,11 +131,15 @@ func Open(ctx context.Context, dir string) (*Provider, error) {
 			Reason: "registered for " + reg.CommonDir + " but found in " + repo.CommonDir,
 			Hint:   "the repository was moved or copied; register the copy with a fresh state folder"}
 	}
+	main, mainErr := locateMain(ctx, "open", repo, reg)
+	if mainErr != nil && !errors.Is(mainErr, errMainUnknown) {
+		return nil, mainErr
+	}
 	leases, err := reservation.Open(filepath.Join(state, "leases"))
 	if err != nil {
 		return nil, err
 	}
-	return &Provider{Repo: repo, Reg: *reg, StateDir: state, leases: leases, now: time.Now}, nil
+	return &Provider{Repo: repo, Reg: *reg, StateDir: state, leases: leases, now: time.Now, main: main, mainErr: mainErr}, nil
 }
 
 // Close releases the provider's handles.
@@ -159,6 +180,15 @@ func discover(ctx context.Context, op, dir string) (gitops.Repo, error) {
 	}
 	repo, err := gitops.Discover(ctx, dir)
 	if err != nil {
+		if errors.Is(err, gitops.ErrNotAWorkTree) {
+			// A bare repository, or a directory inside a git directory:
+			// majlis acts from a worktree, and every workspace is a
+			// linked worktree of the repository.
+			return repo, &Error{Op: op, Path: dir, Err: ErrInvalidArgument,
+				Reason: dir + " is a bare repository or lies inside a git directory, not in a worktree",
+				Hint: "add a worktree to it ('git -C " + dir + " worktree add PATH') and run majlis there " +
+					"(--repo PATH); 'majlis init' then needs --workspace-root DIR, since a bare repository has no main worktree"}
+		}
 		if errors.Is(err, gitops.ErrNotARepository) || errors.Is(err, os.ErrNotExist) {
 			return repo, &Error{Op: op, Path: dir, Err: ErrNotRepository, Reason: err.Error(),
 				Hint: "run majlis inside a git repository or pass --repo DIR"}

@@ -150,6 +150,7 @@ var providerCodes = []struct {
 	{provider.ErrBranchExists, ExitRefused, "branch_exists"},
 	{provider.ErrPathExists, ExitRefused, "path_exists"},
 	{provider.ErrNested, ExitRefused, "nested_workspace"},
+	{provider.ErrUnsafePath, ExitRefused, "unsafe_path"},
 	{provider.ErrReserved, ExitRefused, "reserved_target"},
 	{provider.ErrRequestConflict, ExitRefused, "request_conflict"},
 	{provider.ErrMalformed, ExitRefused, "malformed_record"},
