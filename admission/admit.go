@@ -70,8 +70,15 @@ type AcquireRequest struct {
 	// arguments returns the recorded result and grants nothing new.
 	RequestID string
 	// OwnerPID, when not 0, records that process's identity with the
-	// leases: once it is proven dead, a quarantine of them lifts by itself.
+	// leases: once it is proven dead, a quarantine of them lifts by itself,
+	// and they can be released without their token. The process itself
+	// and its descendants may renew and release them without the token.
 	OwnerPID int
+	// Token is the grant's secret lease token (see token.go): renewing or
+	// releasing the leases needs it. Empty: Acquire generates one and
+	// returns it in the result, once. A retry with the same RequestID must
+	// present the same token.
+	Token string
 }
 
 // An AcquireResult is a successful admission.
@@ -90,6 +97,10 @@ type AcquireResult struct {
 	// Replayed: the result was recorded by an earlier call with the same
 	// request id; nothing was granted now, and the states are as recorded.
 	Replayed bool `json:"replayed"`
+	// Token is the lease token Acquire generated because none was
+	// supplied. It is returned this once (the ledger keeps only its
+	// digest): renewing and releasing these leases needs it.
+	Token string `json:"token,omitempty"`
 }
 
 // A Warning is a conflict that policy let through, or another fact the
@@ -119,6 +130,8 @@ type prepared struct {
 	owner     sql.NullString // reservation.Owner of OwnerPID, JSON
 	requestID string
 	digest    string
+	token     string // supplied or generated
+	generated bool   // token was generated: return it
 }
 
 // Acquire grants every requested resource to req.Holder, or none. File
@@ -136,6 +149,14 @@ func (s *Service) Acquire(ctx context.Context, req AcquireRequest) (*AcquireResu
 	if err != nil {
 		return nil, err
 	}
+	res, err := s.admit(ctx, p)
+	if err == nil && p.generated && !res.Replayed {
+		res.Token = p.token
+	}
+	return res, err
+}
+
+func (s *Service) admit(ctx context.Context, p *prepared) (*AcquireResult, error) {
 	var hostIdx, repoIdx []int
 	for i, t := range p.targets {
 		if t.scope == ScopeHost {
@@ -169,6 +190,12 @@ func (s *Service) prepareAcquire(ctx context.Context, req AcquireRequest) (*prep
 	if err := checkRequestID(op, req.RequestID); err != nil {
 		return nil, err
 	}
+	token, generated := req.Token, false
+	if token == "" {
+		token, generated = NewToken(), true
+	} else if err := checkToken(op, token); err != nil {
+		return nil, err
+	}
 	if len(req.Resources) == 0 {
 		return nil, &Error{Op: op, Err: ErrInvalid, Reason: "no resource named", Hint: "name at least one file:PATH, intent:PATH or host:NAME"}
 	}
@@ -190,7 +217,7 @@ func (s *Service) prepareAcquire(ctx context.Context, req AcquireRequest) (*prep
 		}
 	}
 	batch := pathid.NewResolver() // one request's paths, resolved together
-	p := &prepared{holder: req.Holder, ttl: ttl, requestID: req.RequestID}
+	p := &prepared{holder: req.Holder, ttl: ttl, requestID: req.RequestID, token: token, generated: generated}
 	seen := map[string]bool{}
 	for _, r := range parsed {
 		t := target{scope: r.Scope}
@@ -228,7 +255,7 @@ func (s *Service) prepareAcquire(ctx context.Context, req AcquireRequest) (*prep
 		o, err := reservation.ProcessOwner(req.OwnerPID)
 		if err != nil {
 			return nil, &Error{Op: op, Err: ErrInvalid, Reason: "owner process: " + err.Error(),
-				Hint: "name a running process with --pid"}
+				Hint: "name a running process with --owner-pid"}
 		}
 		b, _ := json.Marshal(o)
 		p.owner = sql.NullString{String: string(b), Valid: true}
@@ -244,7 +271,8 @@ func (s *Service) prepareAcquire(ctx context.Context, req AcquireRequest) (*prep
 		TTL       int64
 		Resources []string
 		OwnerPID  int
-	}{op, p.holder, int64(ttl), resources, req.OwnerPID})
+		Token     string `json:",omitempty"`
+	}{op, p.holder, int64(ttl), resources, req.OwnerPID, tokenDigest(token)})
 	return p, nil
 }
 
@@ -847,7 +875,16 @@ func (e *evaluation) consider(ctx context.Context, i int, t target, r *row) erro
 				Message: fmt.Sprintf("%s (lease %s of %s); policy %s=warn", reason, r.id, r.holder, key)})
 		}
 	case Block:
-		e.conflicts = append(e.conflicts, Conflict{Resource: t.resource, Lease: other, Policy: key, Reason: reason})
+		cf := Conflict{Resource: t.resource, Lease: other, Policy: key, Reason: reason}
+		if st == StateActive {
+			if o, ok, err := ownerOf(r.owner); err == nil && ok {
+				if live, why := reservation.JudgeOwner(o); live == reservation.OwnerDead {
+					cf.Recoverable = true
+					cf.Reason += fmt.Sprintf("; its owner process %d is proven dead (%s): recoverable", o.PID, why)
+				}
+			}
+		}
+		e.conflicts = append(e.conflicts, cf)
 		if st == StateQuarantined {
 			e.quarantined = true
 		}
@@ -909,6 +946,17 @@ func (s *Service) settleDeadAdmitter(ctx context.Context, c *sql.Conn, now int64
 
 func (e *evaluation) denied() bool { return len(e.conflicts) > 0 }
 
+// allRecoverable reports whether every conflict is with a lease whose
+// owner is proven dead.
+func allRecoverable(cs []Conflict) bool {
+	for _, c := range cs {
+		if !c.Recoverable {
+			return false
+		}
+	}
+	return len(cs) > 0
+}
+
 // denial is the error of a denied admission.
 func (e *evaluation) denial() error {
 	err := &Error{Op: "acquire", Resource: e.conflicts[0].Resource, Conflicts: e.conflicts, Err: ErrHeld}
@@ -929,6 +977,12 @@ func (e *evaluation) denial() error {
 	case c.Lease.State == StatePending:
 		err.Reason = fmt.Sprintf("%s is being admitted to %s by another process (lease %s, pending)", c.Resource, c.Lease.Holder, c.Lease.ID)
 		err.Hint = "retry in a moment"
+	case allRecoverable(e.conflicts):
+		err.Err = ErrRecoverable
+		err.Reason = fmt.Sprintf("%s is not held: lease %s of %s belongs to owner process %d, which is proven dead; the lease is recoverable",
+			c.Resource, c.Lease.ID, c.Lease.Holder, c.Lease.OwnerPID)
+		err.Hint = fmt.Sprintf("release it ('majlis lease release --holder %s %s': no token is needed once its owner is dead), then retry",
+			c.Lease.Holder, c.Lease.ID)
 	default:
 		err.Reason = fmt.Sprintf("%s is held by %s (lease %s, expires %s; policy %s)", c.Resource, c.Lease.Holder, c.Lease.ID,
 			c.Lease.ExpiresAt.Format(time.RFC3339), c.Policy)
@@ -988,7 +1042,7 @@ func (e *evaluation) insertAll(ctx context.Context, pending *pendingInfo) error 
 			todo = append(todo, i)
 		}
 	}
-	const chunk = 500 // 20 parameters a lease row, well under SQLite's limit
+	const chunk = 400 // 22 parameters a lease row, well under SQLite's limit
 	for lo := 0; lo < len(todo); lo += chunk {
 		part := todo[lo:min(lo+chunk, len(todo))]
 		gens, err := e.nextGenerations(ctx, part)
@@ -1001,7 +1055,8 @@ func (e *evaluation) insertAll(ctx context.Context, pending *pendingInfo) error 
 			t := e.p.targets[i]
 			r := row{id: newLeaseID(), scope: string(t.scope), resource: t.resource, key: t.key, subtree: t.subtree,
 				checkout: t.checkout, repo: e.s.repoID, holder: e.p.holder, generation: gens[genKey{t.scope, t.key, t.subtree, t.checkout}],
-				acquired: e.now, expires: e.now + int64(e.p.ttl), owner: e.p.owner, state: "granted", requestID: e.p.requestID}
+				acquired: e.now, expires: e.now + int64(e.p.ttl), owner: e.p.owner, state: "granted", requestID: e.p.requestID,
+				tokenDigest: sql.NullString{String: tokenDigest(e.p.token), Valid: true}}
 			if r.generation == 0 {
 				return fmt.Errorf("admission: no generation was returned for %s", t.resource)
 			}
@@ -1021,12 +1076,12 @@ func (e *evaluation) insertAll(ctx context.Context, pending *pendingInfo) error 
 			}
 			args = append(args, r.id, r.scope, r.resource, r.key, r.subtree, r.checkout, r.repo, r.holder, r.generation,
 				r.acquired, r.expires, r.released, r.resolved, r.resolvedHow, r.owner, r.state, r.requestID,
-				r.pendingRequest, r.admitter, r.repoLedger)
+				r.pendingRequest, r.admitter, r.repoLedger, r.tokenDigest, r.forced)
 			evs = append(evs, event{kind: kind, holder: r.holder, leaseID: r.id, detail: d})
 			e.rows[i] = r
 		}
 		if _, err := e.c.ExecContext(ctx, `INSERT INTO leases (`+rowColumns+`) VALUES `+
-			placeholders(len(part), 20), args...); err != nil {
+			placeholders(len(part), 22), args...); err != nil {
 			return err
 		}
 		if err := appendEvents(ctx, e.c, e.now, evs); err != nil {

@@ -78,7 +78,7 @@ func TestCheck(t *testing.T) {
 	if _, err := e.s.Check(ctx, CheckRequest{Checkout: e.main.Dir, Holder: "a"}); err == nil {
 		t.Fatal("docs/b.md is leased to other, yet a's check passed")
 	}
-	e.s.Release(ctx, ReleaseRequest{Holder: "other"})
+	e.s.Release(ctx, ReleaseRequest{Token: testToken, Holder: "other"})
 	e.mustAcquire("a", "", "file:docs/b.md")
 	if _, err := e.s.Check(ctx, CheckRequest{Checkout: e.main.Dir, Holder: "a"}); err != nil {
 		t.Fatalf("fully covered: %v", err)

@@ -79,7 +79,7 @@ func TestConflictRules(t *testing.T) {
 				}
 				defer func() {
 					for _, h := range []string{"old", "new"} {
-						if _, err := e.s.Release(ctx, ReleaseRequest{Holder: h}); err != nil {
+						if _, err := e.s.Release(ctx, ReleaseRequest{Token: testToken, Holder: h}); err != nil {
 							t.Fatal(err)
 						}
 					}

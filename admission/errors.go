@@ -22,6 +22,13 @@ var (
 	// ErrReclaiming: a file or intent lease was asked for in a checkout
 	// that a reclaim has reserved (Options.Guard said so).
 	ErrReclaiming = errors.New("admission: the checkout is being reclaimed")
+	// ErrTokenRequired: renewing or releasing a lease needs its lease
+	// token, the owner process, or Force.
+	ErrTokenRequired = errors.New("admission: the lease token is required")
+	// ErrRecoverable: every lease that blocks an admission belongs to an
+	// owner process that is proven dead; it can be released without its
+	// token, and then the admission can succeed.
+	ErrRecoverable = errors.New("admission: held by a dead owner; recoverable")
 	// ErrHookExists: InstallHook found a pre-commit hook that majlis did
 	// not write (or a backup it would overwrite); it is left untouched.
 	ErrHookExists = errors.New("admission: a pre-commit hook majlis did not write is installed")
@@ -34,6 +41,9 @@ type Conflict struct {
 	Lease    Lease  `json:"lease"`    // the other holder's lease
 	Policy   string `json:"policy"`   // the policy key that decided
 	Reason   string `json:"reason"`
+	// Recoverable: the other lease is active but its owner process is
+	// proven dead, so anyone may release it (no token needed).
+	Recoverable bool `json:"recoverable,omitempty"`
 }
 
 // An Error reports a refused or failed admission operation with its facts.

@@ -33,7 +33,9 @@ func ExampleService_Acquire() {
 	}
 	defer s.Close()
 
-	res, err := s.Acquire(ctx, admission.AcquireRequest{Holder: "agent-1", Checkout: repo,
+	// The client's secret lease token: renewing and releasing need it.
+	token := admission.NewToken()
+	res, err := s.Acquire(ctx, admission.AcquireRequest{Token: token, Holder: "agent-1", Checkout: repo,
 		Resources: []string{"intent:src/auth/**", "host:port:3000"}})
 	if err != nil {
 		fmt.Println(err)

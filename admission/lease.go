@@ -57,6 +57,9 @@ type Lease struct {
 	ReleasedAt  *time.Time `json:"released_at,omitempty"`
 	ResolvedAt  *time.Time `json:"resolved_at,omitempty"`
 	ResolvedHow string     `json:"resolved_how,omitempty"` // writer_stopped or owner_dead
+	// Forced says who last renewed or released it without its lease
+	// token (--force).
+	Forced *Forced `json:"forced,omitempty"`
 }
 
 // row is a leases-table row as stored.
@@ -74,6 +77,8 @@ type row struct {
 	pendingRequest           sql.NullString // host ledger: the two-phase request key
 	admitter                 sql.NullString // host ledger: reservation.Owner of the admitting process
 	repoLedger               sql.NullString // host ledger: the repository ledger of the request
+	tokenDigest              sql.NullString // digest of the grant's lease token; NULL before tokens
+	forced                   sql.NullString // Forced, JSON: the last renew or release without the token
 
 	gone bool // deleted in this transaction (an abandoned pending row)
 }
@@ -81,7 +86,7 @@ type row struct {
 // rowColumns lists the columns scanRow reads, in order.
 const rowColumns = `id, scope, resource, key, subtree, checkout, repo, holder, generation,
 	acquired_at, expires_at, released_at, resolved_at, resolved_how, owner_json, state, request_id,
-	pending_request, admitter_json, repo_ledger`
+	pending_request, admitter_json, repo_ledger, token_digest, forced_json`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -89,7 +94,7 @@ func scanRow(sc scanner) (row, error) {
 	var r row
 	err := sc.Scan(&r.id, &r.scope, &r.resource, &r.key, &r.subtree, &r.checkout, &r.repo, &r.holder,
 		&r.generation, &r.acquired, &r.expires, &r.released, &r.resolved, &r.resolvedHow, &r.owner,
-		&r.state, &r.requestID, &r.pendingRequest, &r.admitter, &r.repoLedger)
+		&r.state, &r.requestID, &r.pendingRequest, &r.admitter, &r.repoLedger, &r.tokenDigest, &r.forced)
 	return r, err
 }
 
@@ -142,6 +147,12 @@ func (r *row) lease(now int64) Lease {
 		t := fromNanos(r.resolved.Int64)
 		l.ResolvedAt = &t
 		l.ResolvedHow = r.resolvedHow.String
+	}
+	if r.forced.Valid {
+		var f Forced
+		if json.Unmarshal([]byte(r.forced.String), &f) == nil {
+			l.Forced = &f
+		}
 	}
 	return l
 }

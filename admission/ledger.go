@@ -65,6 +65,8 @@ var schema = []string{
 		pending_request TEXT,
 		admitter_json TEXT,
 		repo_ledger TEXT,
+		token_digest TEXT,
+		forced_json TEXT,
 		FOREIGN KEY (scope, key, subtree, checkout) REFERENCES generations (scope, key, subtree, checkout))`,
 	`CREATE INDEX leases_live ON leases (scope, key) WHERE released_at IS NULL AND resolved_at IS NULL`,
 	`CREATE INDEX leases_holder ON leases (holder) WHERE released_at IS NULL AND resolved_at IS NULL`,
@@ -232,7 +234,8 @@ func (l *ledger) validate(ctx context.Context) error {
 	case meta["kind"] != l.kind:
 		return l.malformed("open", fmt.Sprintf("it is a %q ledger, not a %s ledger", meta["kind"], l.kind))
 	}
-	return nil
+	rows.Close()
+	return l.migrate(ctx)
 }
 
 type querier interface {

@@ -144,7 +144,7 @@ func TestMalformedHostLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	_, err = s.Acquire(context.Background(), AcquireRequest{Holder: "a", Resources: []string{"host:x"}})
+	_, err = s.Acquire(context.Background(), AcquireRequest{Token: testToken, Holder: "a", Resources: []string{"host:x"}})
 	wantErr(t, err, ErrMalformed)
 }
 
@@ -211,7 +211,7 @@ func TestJSONShapes(t *testing.T) {
 		{res.Leases[0], []string{"acquired_at", "checkout", "expires_at", "generation", "holder", "id", "key", "resource", "scope", "state"}},
 		{res.Leases[1], []string{"acquired_at", "expires_at", "generation", "holder", "id", "key", "resource", "scope", "state"}},
 		{res.Warnings[0], []string{"code", "lease", "message", "policy", "resource"}},
-		{Conflict{}, []string{"lease", "policy", "reason", "resource"}},
+		{Conflict{}, []string{"lease", "policy", "reason", "resource"}}, // recoverable only when true
 		{DefaultPolicy(), []string{"cross_worktree_overlap", "enforcement_gap", "same_checkout_conflict"}},
 	} {
 		if got := keys(tc.v); !slices.Equal(got, tc.want) {

@@ -21,6 +21,10 @@ type RenewRequest struct {
 	// repository.
 	IDs       []string
 	RequestID string
+	// Token is the lease token of the grant; Force renews without it
+	// (recorded). See Release.
+	Token string
+	Force bool
 }
 
 // A RenewResult lists the renewed leases.
@@ -41,6 +45,13 @@ type ReleaseRequest struct {
 	// leases acquired for this repository.
 	IDs       []string
 	RequestID string
+	// Token is the lease token of the grant. A lease granted with a token
+	// is released only with it, or by its owner process (or a descendant
+	// of it), or by anyone once that owner is proven dead; otherwise Force
+	// releases it, and the ledger records who (event "force", and the
+	// lease's Forced). Leases granted before tokens need none.
+	Token string
+	Force bool
 }
 
 // A ReleaseResult lists the released leases (with IDs, leases already
@@ -104,11 +115,20 @@ func (s *Service) Renew(ctx context.Context, req RenewRequest) (*RenewResult, er
 	if err != nil {
 		return nil, err
 	}
+	auth := authority{token: req.Token, force: req.Force}
+	if req.Token != "" {
+		if err := checkToken(op, req.Token); err != nil {
+			return nil, err
+		}
+	}
 	now := s.nanos()
 	for _, id := range ids { // refuse before any change
 		if err := renewable(op, located[id].row, req.Holder, now); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.preauthorize(ctx, op, auth, ledgers, req.Holder, ids, located, func(r row) bool { return r.stateAt(now) == StateActive }); err != nil {
+		return nil, err
 	}
 	out := &RenewResult{Leases: []Lease{}, Warnings: []Warning{}, RequestID: req.RequestID}
 	for _, l := range ledgers {
@@ -134,6 +154,15 @@ func (s *Service) Renew(ctx context.Context, req RenewRequest) (*RenewResult, er
 						Message: fmt.Sprintf("lease %s (%s) expired at %s without release and cannot be renewed; release it", r.id, r.resource,
 							other.ExpiresAt.Format(time.RFC3339))})
 					continue
+				}
+				forced, err := auth.authorize(op, r)
+				if err != nil {
+					return err
+				}
+				if forced {
+					if err := recordForced(ctx, c, now, op, &r); err != nil {
+						return err
+					}
 				}
 				r.expires = now + int64(ttl)
 				renewed = append(renewed, r.id)
@@ -162,6 +191,42 @@ func (s *Service) Renew(ctx context.Context, req RenewRequest) (*RenewResult, er
 		return nil, err
 	}
 	return out, nil
+}
+
+// preauthorize checks, before any ledger changes, that the caller may act
+// on every lease the operation will touch (those for which applies holds),
+// so that a refusal in one ledger never follows a change in another. The
+// transactions check again.
+func (s *Service) preauthorize(ctx context.Context, op string, auth authority, ledgers []*ledger, holder string, ids []string, where map[string]located, applies func(row) bool) error {
+	var rows []row
+	if len(ids) > 0 {
+		for _, id := range ids {
+			rows = append(rows, where[id].row)
+		}
+	} else {
+		for _, l := range ledgers {
+			q := `SELECT ` + rowColumns + ` FROM leases WHERE holder = ? AND state = 'granted'` + liveClause
+			args := []any{holder}
+			if l.kind == kindHost {
+				q += ` AND repo = ?`
+				args = append(args, s.repoID)
+			}
+			rs, err := queryRows(ctx, l.db, q, args...)
+			if err != nil {
+				return l.fail(op, err)
+			}
+			rows = append(rows, rs...)
+		}
+	}
+	for _, r := range rows {
+		if !applies(r) {
+			continue
+		}
+		if _, err := auth.authorize(op, r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // renewable says whether holder may renew r now.
@@ -221,6 +286,15 @@ func (s *Service) Release(ctx context.Context, req ReleaseRequest) (*ReleaseResu
 			return nil, releasable(op, r, req.Holder)
 		}
 	}
+	auth := authority{token: req.Token, force: req.Force}
+	if req.Token != "" {
+		if err := checkToken(op, req.Token); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.preauthorize(ctx, op, auth, ledgers, req.Holder, ids, located, func(r row) bool { return r.live() }); err != nil {
+		return nil, err
+	}
 	out := &ReleaseResult{Leases: []Lease{}, RequestID: req.RequestID}
 	for _, l := range ledgers {
 		err := l.tx(ctx, op, func(c *sql.Conn) error {
@@ -244,6 +318,15 @@ func (s *Service) Release(ctx context.Context, req ReleaseRequest) (*ReleaseResu
 					return err
 				}
 				if r.live() {
+					forced, err := auth.authorize(op, r)
+					if err != nil {
+						return err
+					}
+					if forced {
+						if err := recordForced(ctx, c, now, op, &r); err != nil {
+							return err
+						}
+					}
 					r.released = sql.NullInt64{Int64: now, Valid: true}
 					released = append(released, r.id)
 					evs = append(evs, event{kind: "release", holder: r.holder, leaseID: r.id, detail: map[string]string{"resource": r.resource}})

@@ -110,7 +110,7 @@ func runChild(mode string) int {
 				}
 			}
 		}
-		_, err = s.Acquire(ctx, AcquireRequest{Holder: os.Getenv("MAJLIS_HOLDER"), Checkout: os.Getenv("MAJLIS_CHECKOUT"),
+		_, err = s.Acquire(ctx, AcquireRequest{Token: testToken, Holder: os.Getenv("MAJLIS_HOLDER"), Checkout: os.Getenv("MAJLIS_CHECKOUT"),
 			Resources: strings.Split(os.Getenv("MAJLIS_RESOURCES"), ","), RequestID: os.Getenv("MAJLIS_REQUEST")})
 		r := childResult{OK: err == nil}
 		if err != nil {
@@ -255,7 +255,7 @@ func (e *env) acquire(holder, dir string, resources ...string) (*AcquireResult, 
 	if dir == "" {
 		dir = e.main.Dir
 	}
-	return e.s.Acquire(context.Background(), AcquireRequest{Holder: holder, Checkout: dir, Resources: resources})
+	return e.s.Acquire(context.Background(), AcquireRequest{Token: testToken, Holder: holder, Checkout: dir, Resources: resources})
 }
 
 func (e *env) mustAcquire(holder, dir string, resources ...string) *AcquireResult {
@@ -299,3 +299,8 @@ func wantErr(t *testing.T, err, want error) *Error {
 	}
 	return ae
 }
+
+// testToken is the lease token the tests' clients present, as one client
+// would: every lease they acquire, renew or release carries it. The tests
+// of lease tokens themselves (token_test.go) use others, and none.
+const testToken = "test-lease-token-0123456789abcdef"

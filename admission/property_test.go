@@ -128,7 +128,7 @@ func runProperty(t *testing.T, pol PolicySet, rng *rand.Rand, steps int) {
 			}
 			ttl := time.Duration(1+rng.IntN(10)) * time.Minute
 			what = fmt.Sprintf("acquire %s %v in %s ttl %v", h, rs, dir, ttl)
-			res, err := e.s.Acquire(ctx, AcquireRequest{Holder: h, Checkout: dir, Resources: rs, TTL: ttl})
+			res, err := e.s.Acquire(ctx, AcquireRequest{Token: testToken, Holder: h, Checkout: dir, Resources: rs, TTL: ttl})
 			checkAdmission(t, step, what, pol, before, h, roots[dir], rs, res, err)
 		case op < 60: // renew
 			h := holders[rng.IntN(len(holders))]
@@ -139,7 +139,7 @@ func runProperty(t *testing.T, pol PolicySet, rng *rand.Rand, steps int) {
 				}
 			}
 			what = fmt.Sprintf("renew %s %v", h, ids)
-			_, err := e.s.Renew(ctx, RenewRequest{Holder: h, IDs: ids, TTL: time.Duration(1+rng.IntN(10)) * time.Minute})
+			_, err := e.s.Renew(ctx, RenewRequest{Token: testToken, Holder: h, IDs: ids, TTL: time.Duration(1+rng.IntN(10)) * time.Minute})
 			if err != nil && !errors.Is(err, ErrQuarantined) && !errors.Is(err, ErrNotFound) {
 				t.Fatalf("step %d: %s: %v", step, what, err)
 			}
@@ -152,7 +152,7 @@ func runProperty(t *testing.T, pol PolicySet, rng *rand.Rand, steps int) {
 				}
 			}
 			what = fmt.Sprintf("release %s %v", h, ids)
-			if _, err := e.s.Release(ctx, ReleaseRequest{Holder: h, IDs: ids}); err != nil {
+			if _, err := e.s.Release(ctx, ReleaseRequest{Token: testToken, Holder: h, IDs: ids}); err != nil {
 				t.Fatalf("step %d: %s: %v", step, what, err)
 			}
 		case op < 90: // time passes

@@ -12,7 +12,7 @@ import (
 // it expire without release.
 func quarantine(t *testing.T, e *env, ownerPID int) Lease {
 	t.Helper()
-	res, err := e.s.Acquire(context.Background(), AcquireRequest{Holder: "a", Checkout: e.main.Dir, TTL: time.Minute,
+	res, err := e.s.Acquire(context.Background(), AcquireRequest{Token: testToken, Holder: "a", Checkout: e.main.Dir, TTL: time.Minute,
 		Resources: []string{"file:src/a.go"}, OwnerPID: ownerPID})
 	if err != nil {
 		t.Fatal(err)
@@ -50,16 +50,16 @@ func TestQuarantineCannotBeRenewed(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	q := quarantine(t, e, 0)
-	_, err := e.s.Renew(ctx, RenewRequest{Holder: "a", IDs: []string{q.ID}})
+	_, err := e.s.Renew(ctx, RenewRequest{Token: testToken, Holder: "a", IDs: []string{q.ID}})
 	wantErr(t, err, ErrQuarantined)
-	_, err = e.s.Renew(ctx, RenewRequest{Holder: "a"})
+	_, err = e.s.Renew(ctx, RenewRequest{Token: testToken, Holder: "a"})
 	wantErr(t, err, ErrQuarantined)
 	if l := e.lease(q.ID); l.ExpiresAt != q.ExpiresAt {
 		t.Fatalf("a refused renewal changed the expiry: %v -> %v", q.ExpiresAt, l.ExpiresAt)
 	}
 	// Renewing everything renews the active ones and names the rest.
 	act := e.mustAcquire("a", "", "file:src/b.go").Leases[0]
-	res, err := e.s.Renew(ctx, RenewRequest{Holder: "a", TTL: time.Hour})
+	res, err := e.s.Renew(ctx, RenewRequest{Token: testToken, Holder: "a", TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,9 +74,9 @@ func TestQuarantineCannotBeRenewed(t *testing.T) {
 func TestQuarantineLiftedByRelease(t *testing.T) {
 	e := newEnv(t)
 	q := quarantine(t, e, 0)
-	_, err := e.s.Release(context.Background(), ReleaseRequest{Holder: "b", IDs: []string{q.ID}})
+	_, err := e.s.Release(context.Background(), ReleaseRequest{Token: testToken, Holder: "b", IDs: []string{q.ID}})
 	wantErr(t, err, ErrNotHolder)
-	res, err := e.s.Release(context.Background(), ReleaseRequest{Holder: "a", IDs: []string{q.ID}})
+	res, err := e.s.Release(context.Background(), ReleaseRequest{Token: testToken, Holder: "a", IDs: []string{q.ID}})
 	if err != nil || len(res.Leases) != 1 || res.Leases[0].State != StateReleased {
 		t.Fatalf("release: %+v, %v", res, err)
 	}
@@ -110,7 +110,7 @@ func TestQuarantineLiftedByResolve(t *testing.T) {
 	}
 	// A released lease needs no resolving.
 	r := e.mustAcquire("d", "", "file:src/d.go").Leases[0]
-	e.s.Release(ctx, ReleaseRequest{Holder: "d"})
+	e.s.Release(ctx, ReleaseRequest{Token: testToken, Holder: "d"})
 	_, err = e.s.Resolve(ctx, ResolveRequest{ID: r.ID, WriterStopped: true})
 	wantErr(t, err, ErrNotQuarantined)
 }
@@ -166,7 +166,7 @@ func TestOwnerPIDMustRun(t *testing.T) {
 	owner := startSleeper(t)
 	pid := owner.cmd.Process.Pid
 	owner.kill(t)
-	_, err := e.s.Acquire(context.Background(), AcquireRequest{Holder: "a", Checkout: e.main.Dir,
+	_, err := e.s.Acquire(context.Background(), AcquireRequest{Token: testToken, Holder: "a", Checkout: e.main.Dir,
 		Resources: []string{"file:x"}, OwnerPID: pid})
 	wantErr(t, err, ErrInvalid)
 }
@@ -197,13 +197,13 @@ func TestLiveLeases(t *testing.T) {
 	if live("nobody", root) != 1 || live("nobody", "/elsewhere") != 0 {
 		t.Fatal("a lease taken in the checkout does not count for it, or counts elsewhere")
 	}
-	e.s.Release(ctx, ReleaseRequest{Holder: "a"})
-	e.s.Release(ctx, ReleaseRequest{Holder: "b"})
+	e.s.Release(ctx, ReleaseRequest{Token: testToken, Holder: "a"})
+	e.s.Release(ctx, ReleaseRequest{Token: testToken, Holder: "b"})
 	quarantine(t, e, 0)
 	if live("a", "") != 1 {
 		t.Fatal("a quarantined lease without owner is not live")
 	}
-	e.s.Release(ctx, ReleaseRequest{Holder: "a"})
+	e.s.Release(ctx, ReleaseRequest{Token: testToken, Holder: "a"})
 	if live("a", root) != 0 {
 		t.Fatal("released, yet live")
 	}

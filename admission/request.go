@@ -49,7 +49,7 @@ func lookupRequest(ctx context.Context, q rowQuerier, id string) (*recorded, err
 func (r *recorded) replayInto(op, id, digest string, out any) error {
 	if r.op != op || r.digest != digest {
 		return &Error{Op: op, Err: ErrRequestConflict,
-			Reason: fmt.Sprintf("request id %q was used for another %s call with other arguments", id, r.op),
+			Reason: fmt.Sprintf("request id %q was used for another %s call with other arguments (or another lease token)", id, r.op),
 			Hint:   "use a new request id for a new request"}
 	}
 	if err := json.Unmarshal([]byte(r.result), out); err != nil {

@@ -20,7 +20,7 @@ func TestRequestID(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			ctx := context.Background()
-			req := AcquireRequest{Holder: "a", Checkout: e.main.Dir, Resources: tc.resources, RequestID: "req-1"}
+			req := AcquireRequest{Token: testToken, Holder: "a", Checkout: e.main.Dir, Resources: tc.resources, RequestID: "req-1"}
 			first, err := e.s.Acquire(ctx, req)
 			if err != nil {
 				t.Fatal(err)
@@ -55,9 +55,11 @@ func TestRequestID(t *testing.T) {
 
 			// Other arguments under the same id refuse.
 			for _, other := range []AcquireRequest{
-				{Holder: "b", Checkout: e.main.Dir, Resources: tc.resources, RequestID: "req-1"},
-				{Holder: "a", Checkout: e.main.Dir, Resources: append([]string{"file:other"}, tc.resources...), RequestID: "req-1"},
-				{Holder: "a", Checkout: e.main.Dir, Resources: tc.resources, RequestID: "req-1", TTL: time.Hour},
+				{Token: testToken, Holder: "b", Checkout: e.main.Dir, Resources: tc.resources, RequestID: "req-1"},
+				{Token: testToken, Holder: "a", Checkout: e.main.Dir, Resources: append([]string{"file:other"}, tc.resources...), RequestID: "req-1"},
+				{Token: testToken, Holder: "a", Checkout: e.main.Dir, Resources: tc.resources, RequestID: "req-1", TTL: time.Hour},
+				{Token: "another-token-0123456789", Holder: "a", Checkout: e.main.Dir, Resources: tc.resources, RequestID: "req-1"},
+				{Holder: "a", Checkout: e.main.Dir, Resources: tc.resources, RequestID: "req-1"},
 			} {
 				_, err := e.s.Acquire(ctx, other)
 				wantErr(t, err, ErrRequestConflict)
@@ -75,10 +77,10 @@ func TestRequestIDNotRecordedOnDenial(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	e.mustAcquire("a", "", "file:x")
-	req := AcquireRequest{Holder: "b", Checkout: e.main.Dir, Resources: []string{"file:x"}, RequestID: "r"}
+	req := AcquireRequest{Token: testToken, Holder: "b", Checkout: e.main.Dir, Resources: []string{"file:x"}, RequestID: "r"}
 	_, err := e.s.Acquire(ctx, req)
 	wantErr(t, err, ErrHeld)
-	e.s.Release(ctx, ReleaseRequest{Holder: "a"})
+	e.s.Release(ctx, ReleaseRequest{Token: testToken, Holder: "a"})
 	res, err := e.s.Acquire(ctx, req)
 	if err != nil || res.Replayed {
 		t.Fatalf("retry: %+v, %v", res, err)
@@ -89,27 +91,27 @@ func TestRequestIDRenewReleaseResolve(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	l := e.mustAcquire("a", "", "file:x").Leases[0]
-	r1, err := e.s.Renew(ctx, RenewRequest{Holder: "a", TTL: time.Hour, RequestID: "renew-1"})
+	r1, err := e.s.Renew(ctx, RenewRequest{Token: testToken, Holder: "a", TTL: time.Hour, RequestID: "renew-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(time.Minute)
-	r2, err := e.s.Renew(ctx, RenewRequest{Holder: "a", TTL: time.Hour, RequestID: "renew-1"})
+	r2, err := e.s.Renew(ctx, RenewRequest{Token: testToken, Holder: "a", TTL: time.Hour, RequestID: "renew-1"})
 	if err != nil || !r2.Replayed || !r2.Leases[0].ExpiresAt.Equal(r1.Leases[0].ExpiresAt) {
 		t.Fatalf("renew replay: %+v, %v", r2, err)
 	}
 	if got := e.lease(l.ID).ExpiresAt; !got.Equal(r1.Leases[0].ExpiresAt) {
 		t.Fatalf("a replayed renewal extended the lease to %v", got)
 	}
-	_, err = e.s.Renew(ctx, RenewRequest{Holder: "a", TTL: 2 * time.Hour, RequestID: "renew-1"})
+	_, err = e.s.Renew(ctx, RenewRequest{Token: testToken, Holder: "a", TTL: 2 * time.Hour, RequestID: "renew-1"})
 	wantErr(t, err, ErrRequestConflict)
-	_, err = e.s.Release(ctx, ReleaseRequest{Holder: "a", RequestID: "renew-1"})
+	_, err = e.s.Release(ctx, ReleaseRequest{Token: testToken, Holder: "a", RequestID: "renew-1"})
 	wantErr(t, err, ErrRequestConflict)
 
-	if _, err := e.s.Release(ctx, ReleaseRequest{Holder: "a", RequestID: "rel"}); err != nil {
+	if _, err := e.s.Release(ctx, ReleaseRequest{Token: testToken, Holder: "a", RequestID: "rel"}); err != nil {
 		t.Fatal(err)
 	}
-	rel, err := e.s.Release(ctx, ReleaseRequest{Holder: "a", RequestID: "rel"})
+	rel, err := e.s.Release(ctx, ReleaseRequest{Token: testToken, Holder: "a", RequestID: "rel"})
 	if err != nil || !rel.Replayed || len(rel.Leases) != 1 {
 		t.Fatalf("release replay: %+v, %v", rel, err)
 	}
@@ -130,14 +132,14 @@ func TestGenerations(t *testing.T) {
 					t.Fatalf("round %d: %s generation %d, want %d", round, l.Resource, l.Generation, want[l.Resource])
 				}
 			}
-			if _, err := e.s.Release(ctx, ReleaseRequest{Holder: h}); err != nil {
+			if _, err := e.s.Release(ctx, ReleaseRequest{Token: testToken, Holder: h}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	// Renewal keeps the generation; another checkout counts apart.
 	l := e.mustAcquire("a", "", "file:x").Leases[0]
-	r, err := e.s.Renew(ctx, RenewRequest{Holder: "a", IDs: []string{l.ID}})
+	r, err := e.s.Renew(ctx, RenewRequest{Token: testToken, Holder: "a", IDs: []string{l.ID}})
 	if err != nil || r.Leases[0].Generation != l.Generation {
 		t.Fatalf("renew: %+v, %v", r, err)
 	}

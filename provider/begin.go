@@ -26,6 +26,14 @@ type BeginOptions struct {
 	// attempt stopped. Empty: Begin makes one up (reported in the result
 	// and in a BeginError, so that the caller can resume).
 	RequestID string
+	// OwnerPID, when not 0, is the task's process (the agent): its life
+	// marks the workspace in use (as allocate --owner-pid), it may renew
+	// and release the leases without their token, and its proven death
+	// makes them recoverable.
+	OwnerPID int
+	// Token is the lease token of the intent leases (admission.AcquireRequest.Token);
+	// empty: one is generated and returned in the result, once.
+	Token string
 }
 
 // A BeginResult is a begun task: its workspace and its intent leases.
@@ -42,6 +50,9 @@ type BeginResult struct {
 	// Replayed: the leases were granted by an earlier call with the same
 	// request id; nothing new was granted now.
 	Replayed bool `json:"replayed"`
+	// Token is the lease token generated for the leases (none was
+	// supplied), returned this once.
+	Token string `json:"token,omitempty"`
 }
 
 // A BeginError reports a begin whose workspace was allocated but whose
@@ -119,7 +130,7 @@ func (p *Provider) Begin(ctx context.Context, o BeginOptions) (*BeginResult, err
 	if reqID == "" {
 		reqID = "begin-" + newID()[:16]
 	}
-	args := requestArgs{Op: "begin", Binding: o.Task, Base: o.Base, Intent: intent, Shared: o.Shared}
+	args := requestArgs{Op: "begin", Binding: o.Task, Base: o.Base, Intent: intent, Shared: o.Shared, OwnerPID: o.OwnerPID}
 	if o.TTL != 0 {
 		args.TTL = o.TTL.String()
 	}
@@ -132,7 +143,7 @@ func (p *Provider) Begin(ctx context.Context, o BeginOptions) (*BeginResult, err
 	}
 	res := &BeginResult{Task: o.Task, Checkout: p.Repo.Toplevel, RequestID: reqID}
 	if !o.Shared {
-		ws, err := p.Allocate(ctx, AllocateOptions{Binding: o.Task, Base: o.Base, Intent: intent, RequestID: reqID + "/allocate"})
+		ws, err := p.Allocate(ctx, AllocateOptions{Binding: o.Task, Base: o.Base, Intent: intent, OwnerPID: o.OwnerPID, RequestID: reqID + "/allocate"})
 		if err != nil {
 			return nil, err
 		}
@@ -153,10 +164,11 @@ func (p *Provider) Begin(ctx context.Context, o BeginOptions) (*BeginResult, err
 	}
 	defer svc.Close()
 	granted, err := svc.Acquire(ctx, admission.AcquireRequest{Holder: o.Task, TTL: o.TTL, Resources: resources,
-		Checkout: res.Checkout, Cwd: res.Checkout, RequestID: reqID})
+		Checkout: res.Checkout, Cwd: res.Checkout, RequestID: reqID, OwnerPID: o.OwnerPID, Token: o.Token})
 	if err != nil {
 		return nil, refused(err)
 	}
 	res.Leases, res.Warnings, res.DecidedBy, res.Replayed = granted.Leases, granted.Warnings, granted.DecidedBy, granted.Replayed
+	res.Token = granted.Token
 	return res, nil
 }

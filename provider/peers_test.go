@@ -769,8 +769,8 @@ func TestReclaimAuthority(t *testing.T) {
 		// The task's own intent, and another holder's file lease taken in
 		// the workspace: each keeps it live.
 		for _, acq := range []admission.AcquireRequest{
-			{Holder: "T-1", Checkout: target.Path, Resources: []string{"intent:src/**"}},
-			{Holder: "helper", Checkout: target.Path, Resources: []string{"file:notes.txt"}},
+			{Holder: "T-1", Checkout: target.Path, Resources: []string{"intent:src/**"}, Token: "token-of-T-1-0123456789"},
+			{Holder: "helper", Checkout: target.Path, Resources: []string{"file:notes.txt"}, Token: "token-of-helper-0123456789"},
 		} {
 			if _, err := svc.Acquire(t.Context(), acq); err != nil {
 				t.Fatal(err)
@@ -783,7 +783,7 @@ func TestReclaimAuthority(t *testing.T) {
 			}
 			peerUnchanged(t, before, peerObserve(t, p, repo, target.Path))
 			peerNoLease(t, p)
-			if _, err := svc.Release(t.Context(), admission.ReleaseRequest{Holder: acq.Holder}); err != nil {
+			if _, err := svc.Release(t.Context(), admission.ReleaseRequest{Holder: acq.Holder, Token: acq.Token}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -62,6 +62,7 @@ func readTrimmed(path string) (string, error) {
 type procInfo struct {
 	state     byte   // R, S, D, Z, X, ...
 	startTime uint64 // clock ticks after boot
+	ppid      int    // parent process id
 }
 
 // errNoProcess means the kernel says no process has the pid.
@@ -90,7 +91,11 @@ func readProc(pid int) (procInfo, error) {
 	if err != nil {
 		return procInfo{}, fmt.Errorf("/proc/%d/stat: start time: %v", pid, err)
 	}
-	return procInfo{state: f[0][0], startTime: st}, nil
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		return procInfo{}, fmt.Errorf("/proc/%d/stat: parent pid: %v", pid, err)
+	}
+	return procInfo{state: f[0][0], startTime: st, ppid: ppid}, nil
 }
 
 // pidExists asks the kernel whether any process has pid. It is not fooled

@@ -18,6 +18,7 @@ func readSelfOwner() (Owner, error) {
 type procInfo struct {
 	state     byte
 	startTime uint64
+	ppid      int
 }
 
 var errNoProcess = errors.New("no such process")

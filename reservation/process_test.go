@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -410,5 +411,39 @@ func TestRecoverNeverRetiresAFreshLease(t *testing.T) {
 	// Even once the fresh lease has expired, its live owner keeps it.
 	if _, err := skewed(t, d, 2*time.Minute).Recover(t.Context(), "res"); !errors.Is(err, ErrOwnerAlive) {
 		t.Fatalf("recovering a live owner's expired lease: %v, want ErrOwnerAlive", err)
+	}
+}
+
+func TestIsSelfOrAncestor(t *testing.T) {
+	self, err := ProcessOwner(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !IsSelfOrAncestor(self) {
+		t.Error("the process itself is not its own ancestor-or-self")
+	}
+	parent, err := ProcessOwner(os.Getppid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !IsSelfOrAncestor(parent) {
+		t.Error("the parent process is not an ancestor")
+	}
+	wrong := parent
+	wrong.StartTime++
+	if IsSelfOrAncestor(wrong) {
+		t.Error("a parent pid with another start time (a reused pid) was taken for an ancestor")
+	}
+	child := exec.Command("sleep", "60")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { child.Process.Kill(); child.Wait() }()
+	c, err := ProcessOwner(child.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if IsSelfOrAncestor(c) {
+		t.Error("a child process was taken for an ancestor")
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 func newBeginCmd(g *globalOptions) *cobra.Command {
 	var opts provider.BeginOptions
+	var tok tokenFlag
 	cmd := &cobra.Command{
 		Use:   "begin TASK --paths GLOB...",
 		Short: "Allocate a task's workspace and declare what it will touch",
@@ -26,13 +27,25 @@ allocated. The intents can only be admitted once the workspace exists: if
 they are refused then, the workspace stays (the error names it, with the
 request id); retry with the same --request-id once the conflict is gone to
 resume, or take it back with 'majlis workspace reclaim TASK'. Retrying a
-begin that succeeded returns the recorded result.`,
+begin that succeeded returns the recorded result.
+
+--owner-pid PID names the task's process (the agent): while it runs the
+workspace is in use (reclaim refuses), it and its descendants may renew and
+release the leases without their token, and once it is proven dead the
+leases are recoverable and the workspace reclaimable. The
+leases' token is read from --token-file F or $MAJLIS_LEASE_TOKEN, or
+generated and printed once (JSON: "token"); a retry with the same
+--request-id must present the same token.`,
 		Example: `  majlis begin T-14 --paths 'src/auth/**' --paths docs/auth.md
   majlis begin T-15 --paths 'src/billing/**' --base origin/main --request-id job-15 --json
   majlis begin T-16 --paths 'docs/**' --shared`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Task = args[0]
+			var err error
+			if opts.Token, err = tok.token(); err != nil {
+				return err
+			}
 			p, err := g.openProvider(cmd.Context())
 			if err != nil {
 				return err
@@ -50,6 +63,9 @@ begin that succeeded returns the recorded result.`,
 					fmt.Fprintf(w, "began %s in the shared checkout %s\n", res.Task, res.Checkout)
 				}
 				renderLeases(w, res.Leases, false, nil)
+				if res.Token != "" {
+					fmt.Fprintf(w, "lease token (shown once; renew and release need it): %s\n", res.Token)
+				}
 			})
 		},
 	}
@@ -59,5 +75,7 @@ begin that succeeded returns the recorded result.`,
 	f.BoolVar(&opts.Shared, "shared", false, "declare the intents in the current checkout; allocate no workspace")
 	f.DurationVar(&opts.TTL, "ttl", 0, "lifetime of the intent leases (default 10m)")
 	f.StringVar(&opts.RequestID, "request-id", "", "idempotency key: a retry returns the recorded result or resumes")
+	f.IntVar(&opts.OwnerPID, "owner-pid", 0, "the task's process: its life marks the workspace and leases in use")
+	tok.register(f)
 	return cmd
 }

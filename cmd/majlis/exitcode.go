@@ -168,6 +168,8 @@ var admissionCodes = []struct {
 	{admission.ErrInvalid, ExitUsage, "invalid_argument"},
 	{admission.ErrHeld, ExitHeld, "held"},
 	{admission.ErrReclaiming, ExitHeld, "reclaiming"},
+	{admission.ErrRecoverable, ExitHeld, "recoverable"},
+	{admission.ErrTokenRequired, ExitRefused, "token_required"},
 	{admission.ErrQuarantined, ExitRefused, "quarantined"},
 	{admission.ErrUnsafePath, ExitRefused, "unsafe_path"},
 	{admission.ErrPolicyBlocked, ExitRefused, "policy_blocked"},

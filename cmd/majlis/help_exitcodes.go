@@ -34,9 +34,9 @@ exit status:
      nested_workspace, reserved_target, request_conflict, malformed_record,
      workspace_missing, identity_drift, interrupted, unsupported_filesystem,
      not_owner, lease_changed, quarantined, unsafe_path, policy_blocked,
-     not_holder, not_quarantined, hook_exists
+     not_holder, not_quarantined, hook_exists, token_required
   4  held, binding_live, workspace_live, owner_alive, owner_unknown,
-     not_expired, exists, reclaiming
+     not_expired, exists, reclaiming, recoverable
   5  not_found, not_a_repository, not_initialized, unknown_base
 
 Lease refusals carry their facts in details: "conflicts" (held,

@@ -11,6 +11,7 @@ import (
 
 func newLeaseAcquireCmd(g *globalOptions) *cobra.Command {
 	var req admission.AcquireRequest
+	var tok tokenFlag
 	cmd := &cobra.Command{
 		Use:   "acquire --holder H RESOURCE...",
 		Short: "Acquire leases on files, intents and host names, all or none",
@@ -27,16 +28,28 @@ file, the .git folder) (exit 3). Conflicts the policy lets through are granted
 with a warning naming the policy key. A resource the holder already holds,
 active, in the same checkout is returned unchanged.
 
---pid records a process with the leases: once it is proven dead, a
-quarantine of them lifts by itself. Retrying with the same --request-id
-returns the recorded result and grants nothing new.`,
+Every grant has a secret lease token: the one in --token-file F or
+$MAJLIS_LEASE_TOKEN, or, when neither is given, a new one, printed this once
+(JSON: "token"). Renewing and releasing the leases needs it (or --force,
+which is recorded); the ledger keeps only its digest.
+
+--owner-pid (alias --pid) records a process with the leases: that process
+and its descendants may renew and release them without the token; once it is
+proven dead, a quarantine of them lifts by itself and anyone may release them
+(a refusal then says "recoverable", exit 4, instead of held). Retrying with
+the same --request-id returns the recorded result and grants nothing new; it
+must present the same token.`,
 		Example: `  majlis lease acquire --holder agent-1 file:src/auth/session.go
   majlis lease acquire --holder agent-1 --ttl 30m 'intent:src/auth/**' host:port:3000 --json
-  majlis lease acquire --holder agent-2 --pid $$ --request-id job-7 file:README.md`,
+  majlis lease acquire --holder agent-2 --owner-pid $$ --token-file ~/.agent-2.token --request-id job-7 file:README.md`,
 		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Resources = args
 			req.Checkout = g.Repo
+			var err error
+			if req.Token, err = tok.token(); err != nil {
+				return err
+			}
 			req.Cwd, _ = os.Getwd()
 			svc, err := g.openAdmission(cmd.Context())
 			if err != nil {
@@ -59,13 +72,18 @@ returns the recorded result and grants nothing new.`,
 					fmt.Fprintf(w, "granted %s to %s:\n", plural(len(res.Leases), "lease", "leases"), req.Holder)
 				}
 				renderLeases(w, res.Leases, false, notes)
+				if res.Token != "" {
+					fmt.Fprintf(w, "lease token (shown once; renew and release need it): %s\n", res.Token)
+				}
 			})
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&req.Holder, "holder", "", "who holds the leases (a task id, an agent name)")
 	f.DurationVar(&req.TTL, "ttl", 0, "lifetime of the leases (default 10m)")
-	f.IntVar(&req.OwnerPID, "pid", 0, "a process whose proven death lifts a quarantine of these leases")
+	f.IntVar(&req.OwnerPID, "owner-pid", 0, "a process whose life marks the leases in use: it may renew and release them; its proven death makes them recoverable")
+	f.IntVar(&req.OwnerPID, "pid", 0, "alias of --owner-pid")
+	tok.register(f)
 	f.StringVar(&req.RequestID, "request-id", "", "idempotency key: a retry returns the recorded result")
 	return cmd
 }

@@ -89,7 +89,7 @@ func TestLeaseAcquireCrash(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			repo := fixtures.NewRepo(t)
-			env := []string{admission.HostLedgerEnv + "=" + filepath.Join(t.TempDir(), "host.db")}
+			env := []string{admission.HostLedgerEnv + "=" + filepath.Join(t.TempDir(), "host.db"), admission.TokenEnv + "=crash-test-token-0123456789"}
 			if r := majlisRun(t, bin, repo.Dir, env, "init"); r.exit != 0 {
 				t.Fatal(r)
 			}
@@ -135,7 +135,7 @@ func TestLeaseAcquireCrash(t *testing.T) {
 	// the same request id completes the grant.
 	t.Run("mixed set, repository committed, retried", func(t *testing.T) {
 		repo := fixtures.NewRepo(t)
-		env := []string{admission.HostLedgerEnv + "=" + filepath.Join(t.TempDir(), "host.db")}
+		env := []string{admission.HostLedgerEnv + "=" + filepath.Join(t.TempDir(), "host.db"), admission.TokenEnv + "=crash-test-token-0123456789"}
 		if r := majlisRun(t, bin, repo.Dir, env, "init"); r.exit != 0 {
 			t.Fatal(r)
 		}

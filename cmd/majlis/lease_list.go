@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/majlis-dev/majlis/admission"
 	"github.com/spf13/cobra"
@@ -36,7 +37,13 @@ Listing changes nothing.`,
 					fmt.Fprintln(w, "no leases (acquire one with: majlis lease acquire --holder H RESOURCE)")
 					return
 				}
-				renderLeases(w, leases, true, nil)
+				notes := map[string]string{}
+				for _, l := range leases {
+					if f := l.Forced; f != nil {
+						notes[l.ID] = fmt.Sprintf("%s forced by %s, pid %d, at %s", f.Op, f.User, f.By.PID, f.At.Format(time.RFC3339))
+					}
+				}
+				renderLeases(w, leases, true, notes)
 			})
 		},
 	}

@@ -1,0 +1,210 @@
+package admission
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestLeaseTokens: a grant without a supplied token gets a generated one,
+// returned once and stored only as a digest; renew and release need it
+// (a wrong or missing token refuses and changes nothing); with it they
+// work; --force works without it and is recorded, in the event log and in
+// the lease as List shows it.
+func TestLeaseTokens(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	res, err := e.s.Acquire(ctx, AcquireRequest{Holder: "A-4", Checkout: e.main.Dir, Resources: []string{"file:src/a.go", "host:port:3000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := res.Token
+	if !strings.HasPrefix(tok, "mlt_") || len(tok) < 32 {
+		t.Fatalf("generated token %q", tok)
+	}
+	for _, db := range []string{e.s.RepositoryLedger(), e.host} {
+		for _, suffix := range []string{"", "-wal"} {
+			b, _ := os.ReadFile(db + suffix)
+			if bytes.Contains(b, []byte(tok)) {
+				t.Errorf("%s holds the token itself, not only its digest", db+suffix)
+			}
+		}
+	}
+	ids := []string{res.Leases[0].ID, res.Leases[1].ID}
+	for _, bad := range []string{"", "mlt_not-the-token-0123456789"} {
+		_, err := e.s.Release(ctx, ReleaseRequest{Holder: "A-4", Token: bad})
+		ae := wantErr(t, err, ErrTokenRequired)
+		if !strings.Contains(ae.Hint, "--force") {
+			t.Errorf("refusal hint %q does not mention --force", ae.Hint)
+		}
+		_, err = e.s.Renew(ctx, RenewRequest{Holder: "A-4", Token: bad, IDs: ids})
+		wantErr(t, err, ErrTokenRequired)
+	}
+	for _, l := range e.list(false) {
+		if l.State != StateActive {
+			t.Fatalf("a refused release changed lease %s: %+v", l.ID, l)
+		}
+	}
+	if _, err := e.s.Renew(ctx, RenewRequest{Holder: "A-4", Token: tok}); err != nil {
+		t.Fatalf("renew with the token: %v", err)
+	}
+	if _, err := e.s.Release(ctx, ReleaseRequest{Holder: "A-4", Token: tok, IDs: ids[:1]}); err != nil {
+		t.Fatalf("release with the token: %v", err)
+	}
+	// Force: done, and recorded.
+	if _, err := e.s.Release(ctx, ReleaseRequest{Holder: "A-4", Force: true}); err != nil {
+		t.Fatalf("release --force: %v", err)
+	}
+	l := e.lease(ids[1])
+	if l.State != StateReleased || l.Forced == nil || l.Forced.Op != "release" || l.Forced.By.PID != os.Getpid() {
+		t.Fatalf("forced release not shown on the lease: %+v", l)
+	}
+	if l := e.lease(ids[0]); l.Forced != nil {
+		t.Errorf("the release with the token is shown as forced: %+v", l)
+	}
+	hl, err := e.s.hostLedger(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := hl.db.QueryRow(`SELECT count(*) FROM events WHERE kind = 'force' AND lease_id = ?`, ids[1]).Scan(&n); err != nil || n != 1 {
+		t.Errorf("force events for %s: %d, %v; want 1", ids[1], n, err)
+	}
+}
+
+// TestLeaseTokenRetry: a retry with the same request id must present the
+// same token; a supplied token is accepted and needed.
+func TestLeaseTokenRetry(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	const tok = "client-token-0123456789abcdef"
+	req := AcquireRequest{Holder: "A-1", Checkout: e.main.Dir, Resources: []string{"file:x"}, RequestID: "r-1", Token: tok}
+	first, err := e.s.Acquire(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Token != "" {
+		t.Errorf("a supplied token was echoed back: %q", first.Token)
+	}
+	again, err := e.s.Acquire(ctx, req)
+	if err != nil || !again.Replayed || again.Leases[0].ID != first.Leases[0].ID {
+		t.Fatalf("retry with the same token: %+v, %v", again, err)
+	}
+	for _, other := range []string{"", "client-token-other-0123456789"} {
+		r := req
+		r.Token = other
+		_, err := e.s.Acquire(ctx, r)
+		wantErr(t, err, ErrRequestConflict)
+	}
+	r := req
+	r.Token = "short"
+	_, err = e.s.Acquire(ctx, r)
+	wantErr(t, err, ErrInvalid)
+	if _, err := e.s.Release(ctx, ReleaseRequest{Holder: "A-1", Token: tok}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLeaseOwnerProcess: the owner process (and its descendants: here the
+// test process is the owner) releases without a token; another process
+// cannot, until the owner is proven dead, and then its lease is reported
+// recoverable, not held, and anyone may release it.
+func TestLeaseOwnerProcess(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	if _, err := e.s.Acquire(ctx, AcquireRequest{Holder: "self", Checkout: e.main.Dir, Resources: []string{"file:s"}, OwnerPID: os.Getpid()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.Release(ctx, ReleaseRequest{Holder: "self"}); err != nil {
+		t.Fatalf("release by the owner process itself, without the token: %v", err)
+	}
+
+	owner := startSleeper(t)
+	res, err := e.s.Acquire(ctx, AcquireRequest{Holder: "agent", Checkout: e.main.Dir, Resources: []string{"file:a", "host:port:3000"},
+		OwnerPID: owner.cmd.Process.Pid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.s.Release(ctx, ReleaseRequest{Holder: "agent"})
+	wantErr(t, err, ErrTokenRequired)
+	_, err = e.acquire("other", "", "file:a")
+	wantErr(t, err, ErrHeld)
+
+	owner.kill(t)
+	_, err = e.s.Acquire(ctx, AcquireRequest{Token: testToken, Holder: "other", Checkout: e.main.Dir, Resources: []string{"file:a", "host:port:3000"}})
+	ae := wantErr(t, err, ErrRecoverable)
+	if !strings.Contains(ae.Reason, "recoverable") || !strings.Contains(ae.Hint, "majlis lease release --holder agent") {
+		t.Errorf("the refusal does not say the lease is recoverable and how: %v", err)
+	}
+	for _, c := range ae.Conflicts {
+		if !c.Recoverable {
+			t.Errorf("conflict %+v not marked recoverable", c)
+		}
+	}
+	// Renewing a dead owner's lease needs the token still; releasing does not.
+	_, err = e.s.Renew(ctx, RenewRequest{Holder: "agent"})
+	wantErr(t, err, ErrTokenRequired)
+	if _, err := e.s.Release(ctx, ReleaseRequest{Holder: "agent"}); err != nil {
+		t.Fatalf("release of a dead owner's leases without the token: %v", err)
+	}
+	for _, l := range res.Leases {
+		if got := e.lease(l.ID); got.State != StateReleased || got.Forced != nil {
+			t.Errorf("lease after its dead owner's release: %+v", got)
+		}
+	}
+	e.mustAcquire("other", "", "file:a")
+}
+
+// TestLedgerMigration opens a ledger written by a majlis without lease
+// tokens: it is upgraded in place (the token columns added), its leases
+// are kept, and one granted before tokens is released by its holder name.
+func TestLedgerMigration(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, RepositoryLedgerName)
+	db, err := sql.Open("sqlite", dsn(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old []string
+	for _, s := range append(append([]string{}, schema...), repositorySchema...) {
+		s = strings.Replace(s, "\t\ttoken_digest TEXT,\n\t\tforced_json TEXT,\n", "", 1)
+		old = append(old, s)
+	}
+	if strings.Contains(strings.Join(old, "\n"), "token_digest") {
+		t.Fatal("could not make the old schema")
+	}
+	old = append(old,
+		`INSERT INTO meta (key, value) VALUES ('schema_version', '1'), ('kind', 'repository')`,
+		`INSERT INTO generations (scope, key, subtree, checkout, last) VALUES ('host', 'port:1', 0, '', 1)`,
+		`INSERT INTO leases (id, scope, resource, key, subtree, checkout, repo, holder, generation, acquired_at, expires_at, state, request_id)
+		 VALUES ('L-00000000000000aa', 'host', 'host:port:1', 'port:1', 0, '', '/r', 'old', 1, 1, 9000000000000000000, 'granted', '')`)
+	for _, s := range old {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	db.Close()
+
+	l, err := openLedger(context.Background(), path, kindRepository)
+	if err != nil {
+		t.Fatalf("opening a ledger without token columns: %v", err)
+	}
+	defer l.close()
+	rows, err := queryRows(context.Background(), l.db, `SELECT `+rowColumns+` FROM leases`)
+	if err != nil || len(rows) != 1 || rows[0].tokenDigest.Valid {
+		t.Fatalf("leases after the upgrade: %+v, %v", rows, err)
+	}
+	if _, err := (authority{}).authorize("release", rows[0]); err != nil {
+		t.Errorf("a lease granted before tokens needs one: %v", err)
+	}
+	// Opening again finds nothing to do.
+	l2, err := openLedger(context.Background(), path, kindRepository)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2.close()
+}
