@@ -41,7 +41,7 @@ func errCode(err error) string {
 		err  error
 		code string
 	}{{ErrHeld, "held"}, {ErrQuarantined, "quarantined"}, {ErrUnsafePath, "unsafe_path"}, {ErrMalformed, "malformed"},
-		{ErrRequestConflict, "request_conflict"}, {ErrInvalid, "invalid"}} {
+		{ErrRequestConflict, "request_conflict"}, {ErrInvalid, "invalid"}, {ErrTokenRequired, "token_required"}} {
 		if errors.Is(err, s.err) {
 			return s.code
 		}
@@ -110,8 +110,13 @@ func runChild(mode string) int {
 				}
 			}
 		}
-		_, err = s.Acquire(ctx, AcquireRequest{Token: testToken, Holder: os.Getenv("MAJLIS_HOLDER"), Checkout: os.Getenv("MAJLIS_CHECKOUT"),
-			Resources: strings.Split(os.Getenv("MAJLIS_RESOURCES"), ","), RequestID: os.Getenv("MAJLIS_REQUEST")})
+		if os.Getenv("MAJLIS_RELEASE") != "" {
+			// Release the holder's leases without a token.
+			_, err = s.Release(ctx, ReleaseRequest{Holder: os.Getenv("MAJLIS_HOLDER")})
+		} else {
+			_, err = s.Acquire(ctx, AcquireRequest{Token: testToken, Holder: os.Getenv("MAJLIS_HOLDER"), Checkout: os.Getenv("MAJLIS_CHECKOUT"),
+				Resources: strings.Split(os.Getenv("MAJLIS_RESOURCES"), ","), RequestID: os.Getenv("MAJLIS_REQUEST")})
+		}
 		r := childResult{OK: err == nil}
 		if err != nil {
 			r.Code, r.Err = errCode(err), err.Error()

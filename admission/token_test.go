@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestLeaseTokens: a grant without a supplied token gets a generated one,
@@ -207,4 +208,33 @@ func TestLedgerMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	l2.close()
+}
+
+// TestLeaseOwnerDescendantReleases: a process descended from the lease's
+// owner process (here, a child of the test process, which is the owner)
+// releases without the token; a process that is not (the child again, for
+// a lease owned by an unrelated running process) cannot.
+func TestLeaseOwnerDescendantReleases(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sleeper := startSleeper(t)
+	for _, tc := range []struct {
+		holder string
+		owner  int
+		ok     bool
+	}{
+		{"mine", os.Getpid(), true},
+		{"theirs", sleeper.cmd.Process.Pid, false},
+	} {
+		if _, err := e.s.Acquire(ctx, AcquireRequest{Holder: tc.holder, Checkout: e.main.Dir, Resources: []string{"file:" + tc.holder},
+			OwnerPID: tc.owner}); err != nil {
+			t.Fatal(err)
+		}
+		c := startChild(t, "acquire", "MAJLIS_STATE="+e.state, "MAJLIS_HOST="+e.host, "MAJLIS_HOLDER="+tc.holder, "MAJLIS_RELEASE=1",
+			"MAJLIS_NOW="+e.clock.Now().Format(time.RFC3339Nano))
+		r, _ := c.result(t)
+		if r.OK != tc.ok || (!tc.ok && r.Code != "token_required") {
+			t.Errorf("%s: release by a child process without the token: %+v, want ok %v (else token_required)", tc.holder, r, tc.ok)
+		}
+	}
 }

@@ -248,3 +248,41 @@ func TestAllocationInsideWorkspaceCreatedMeanwhile(t *testing.T) {
 		t.Fatalf("p/sub exists: %v", err)
 	}
 }
+
+// TestBeginOwnerPid: begin --owner-pid marks the workspace in use while
+// the agent runs; once it is dead, its leases are released without their
+// token (recoverable) and the workspace is reclaimed.
+func TestBeginOwnerPid(t *testing.T) {
+	_, p := newProvider(t)
+	agent := exec.Command("sleep", "600")
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { agent.Process.Kill(); agent.Wait() })
+	res, err := p.Begin(t.Context(), BeginOptions{Task: "T-7", Paths: []string{"src/**"}, OwnerPID: agent.Process.Pid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Token == "" || res.Workspace.OwnerPID != agent.Process.Pid || res.Leases[0].OwnerPID != agent.Process.Pid {
+		t.Fatalf("begin --owner-pid: token %q, workspace owner %d, lease owner %d", res.Token, res.Workspace.OwnerPID, res.Leases[0].OwnerPID)
+	}
+	if _, err := p.PreviewReclaim(t.Context(), "T-7"); !errors.Is(err, ErrWorkspaceLive) {
+		t.Fatalf("preview while the agent runs: %v, want workspace_live", err)
+	}
+	svc, err := p.Admission(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	if _, err := svc.Release(t.Context(), admission.ReleaseRequest{Holder: "T-7"}); !errors.Is(err, admission.ErrTokenRequired) {
+		t.Fatalf("release without the token while the agent runs: %v, want token_required", err)
+	}
+	agent.Process.Kill()
+	agent.Wait()
+	if _, err := svc.Release(t.Context(), admission.ReleaseRequest{Holder: "T-7"}); err != nil {
+		t.Fatalf("release of the dead agent's leases without the token: %v", err)
+	}
+	if _, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-7", Yes: true}); err != nil {
+		t.Fatalf("reclaim once the agent is dead and its leases released: %v", err)
+	}
+}
