@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -13,6 +14,11 @@ import (
 // taken from the working directory), not a directory. It returns an
 // *envvar.Error.
 func CheckEnvironment() error {
+	if tok := os.Getenv(TokenEnv); tok != "" && checkToken("check", tok) != nil {
+		// The value is a secret: it is not repeated in the error.
+		return &envvar.Error{Name: TokenEnv, Value: "(not shown)", Reason: "not a lease token",
+			Accepted: fmt.Sprintf("a lease token: %d to %d printable characters without spaces; unset or empty means none (one is generated when a lease is acquired)", minToken, maxToken)}
+	}
 	p := os.Getenv(HostLedgerEnv)
 	if p == "" {
 		return nil
