@@ -95,7 +95,7 @@ func TestBeginRefusedAfterAllocationResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	o := BeginOptions{Task: "T-2", Paths: []string{"src/auth/login.go"}, RequestID: "job-2"}
+	o := BeginOptions{Task: "T-2", Paths: []string{"src/auth/login.go"}, RequestID: "job-2", Token: "begin-test-token-0123456789"}
 	_, err := p.Begin(t.Context(), o)
 	var be *BeginError
 	if !errors.Is(err, admission.ErrHeld) || !errors.As(err, &be) {
@@ -134,6 +134,12 @@ func TestBeginRefusedAfterAllocationResumes(t *testing.T) {
 	again := mustBegin(t, p, o)
 	if !again.Replayed || again.Workspace.ID != res.Workspace.ID || !cmp.Equal(leaseIDs(again.Leases), leaseIDs(res.Leases)) {
 		t.Errorf("replayed begin: %+v, want the leases %v replayed", again, leaseIDs(res.Leases))
+	}
+	// A replay must present the same lease token.
+	without := o
+	without.Token = ""
+	if _, err := p.Begin(t.Context(), without); !errors.Is(err, admission.ErrRequestConflict) {
+		t.Errorf("replayed begin without its lease token: %v, want a request conflict", err)
 	}
 }
 
