@@ -19,9 +19,15 @@ worktrees and never inside one. Running init again reports the existing
 registration.
 
 Workspaces go under --workspace-root, by default a folder beside the main
-worktree named <repository>.workspaces.`,
+worktree named <repository>.workspaces.
+
+A bare repository is not run in directly (exit 2): add a worktree to it
+('git -C app.git worktree add ../wt') and run init there, with
+--workspace-root. A repository made with 'git init --separate-git-dir' is
+registered from its main worktree, which init records.`,
 		Example: `  majlis init
-  majlis init --workspace-root ~/work/app.workspaces --json`,
+  majlis init --workspace-root ~/work/app.workspaces --json
+  majlis --repo ../wt init --workspace-root ~/work/app.workspaces   # wt: a worktree of a bare repository`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			repo, err := provider.Init(cmd.Context(), g.Repo, opts)
