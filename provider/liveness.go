@@ -98,7 +98,13 @@ func guardCheckout(leases *reservation.Dir, checkout string) error {
 			return err
 		}
 		target, ptarget := rec.Metadata["path"], rec.Metadata["physical_path"]
-		covered := target == "" || ptarget == "" // unreadable target: fail closed
+		if target == "" || ptarget == "" {
+			// A reservation whose target is unknown may cover any checkout.
+			return &admission.Error{Op: "acquire", Path: leases.Path(), Resource: res, Err: admission.ErrReclaiming,
+				Reason: "reclaim reservation " + res + " names no target path, so it may cover " + checkout,
+				Hint:   "once its reclaim is over (or, if it died, 'majlis workspace recover " + rec.Metadata["binding"] + "'), retry"}
+		}
+		covered := false
 		for _, t := range []string{target, ptarget} {
 			if t == "" {
 				continue
