@@ -175,6 +175,9 @@ type cmdOpts struct {
 	// git directory and work tree from dir even when ceiling is set (see
 	// CheckWorkTree).
 	plain bool
+	// stdin, when set, is the command's standard input (object ids for
+	// cat-file and rev-list, paths for update-index).
+	stdin []byte
 }
 
 // result is the outcome of a git command that did not fail.
@@ -285,6 +288,9 @@ func gitOnce(ctx context.Context, dir string, o cmdOpts, args ...string) (result
 	full = append(full, args...)
 	cmd := exec.CommandContext(ctx, gitBinary, full...)
 	cmd.Env = environ(o)
+	if o.stdin != nil {
+		cmd.Stdin = bytes.NewReader(o.stdin)
+	}
 	// Interrupt rather than kill on cancellation: git removes its lock
 	// files (index.lock, ref locks) on SIGINT, but not on SIGKILL.
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }

@@ -3,6 +3,7 @@ package gitops
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 )
@@ -23,51 +24,92 @@ var errSplitIndex = errors.New("split index")
 // file a moment ago, and a wrong answer here only makes the dirty-submodule
 // check ask git about more or fewer paths.
 func indexGitlinks(data []byte, hashLen int) ([]string, error) {
-	if hashLen != 20 && hashLen != 32 {
-		return nil, fmt.Errorf("index: hash length %d", hashLen)
+	var links []string
+	err := scanIndex(data, hashLen, func(e indexEntry) {
+		if e.Mode == ModeGitlink {
+			links = append(links, e.Path)
+		}
+	})
+	if err != nil {
+		return nil, err
 	}
-	if len(data) < 12+hashLen || string(data[:4]) != "DIRC" {
-		return nil, errors.New("index: no DIRC header")
+	return links, nil
+}
+
+// An indexEntry is what scanIndex reports of one index entry.
+type indexEntry struct {
+	Path  string
+	Mode  Mode
+	ID    string // hex
+	Stage int    // 0, or 1 to 3 for a conflict
+	// AssumeUnchanged is the "assume valid" bit (git update-index
+	// --assume-unchanged); SkipWorktree and IntentToAdd are extended
+	// flags (index format 3 and later).
+	AssumeUnchanged, SkipWorktree, IntentToAdd bool
+}
+
+// Index entry flag bits (see gitformat-index(5)).
+const (
+	indexFlagAssumeValid  = 0x8000
+	indexFlagExtended     = 0x4000
+	indexFlagStageMask    = 0x3000
+	indexExtSkipWorktree  = 0x4000
+	indexExtIntentToAdd   = 0x2000
+	indexEntryStatLength  = 40 // ctime, mtime, dev, ino, mode, uid, gid, size
+	indexHeaderLength     = 12
+	indexMaxFlagsNameSize = 0xfff
+)
+
+// scanIndex calls fn with every entry of an index file's bytes, formats 2
+// to 4, for object ids of hashLen bytes, and checks the extensions' framing.
+// A split index (its entries partly in a shared index) gives errSplitIndex.
+func scanIndex(data []byte, hashLen int, fn func(indexEntry)) error {
+	if hashLen != 20 && hashLen != 32 {
+		return fmt.Errorf("index: hash length %d", hashLen)
+	}
+	if len(data) < indexHeaderLength+hashLen || string(data[:4]) != "DIRC" {
+		return errors.New("index: no DIRC header")
 	}
 	version := binary.BigEndian.Uint32(data[4:8])
 	if version < 2 || version > 4 {
-		return nil, fmt.Errorf("index: unsupported version %d", version)
+		return fmt.Errorf("index: unsupported version %d", version)
 	}
 	count := binary.BigEndian.Uint32(data[8:12])
 	end := len(data) - hashLen // the trailing checksum
-	off := 12
-	const statLen = 40 // ctime, mtime, dev, ino, mode, uid, gid, size
-	var links []string
+	off := indexHeaderLength
 	var prev []byte
 	emptyName := false
 	for i := uint32(0); i < count; i++ {
 		start := off
-		if end-off < statLen+hashLen+2 {
-			return nil, fmt.Errorf("index: entry %d truncated", i)
+		if end-off < indexEntryStatLength+hashLen+2 {
+			return fmt.Errorf("index: entry %d truncated", i)
 		}
 		mode := binary.BigEndian.Uint32(data[off+24 : off+28])
-		off += statLen + hashLen
+		id := hex.EncodeToString(data[off+indexEntryStatLength : off+indexEntryStatLength+hashLen])
+		off += indexEntryStatLength + hashLen
 		flags := binary.BigEndian.Uint16(data[off:])
 		off += 2
-		if flags&0x4000 != 0 { // extended flags
+		var ext uint16
+		if flags&indexFlagExtended != 0 {
 			if version < 3 {
-				return nil, fmt.Errorf("index: entry %d has extended flags in version %d", i, version)
+				return fmt.Errorf("index: entry %d has extended flags in version %d", i, version)
 			}
 			if end-off < 2 {
-				return nil, fmt.Errorf("index: entry %d truncated", i)
+				return fmt.Errorf("index: entry %d truncated", i)
 			}
+			ext = binary.BigEndian.Uint16(data[off:])
 			off += 2
 		}
 		var name []byte
 		if version == 4 {
 			strip, n := indexVarint(data[off:end])
 			if n <= 0 || strip > uint64(len(prev)) {
-				return nil, fmt.Errorf("index: entry %d has a bad path prefix", i)
+				return fmt.Errorf("index: entry %d has a bad path prefix", i)
 			}
 			off += n
 			nul := bytes.IndexByte(data[off:end], 0)
 			if nul < 0 {
-				return nil, fmt.Errorf("index: entry %d path not terminated", i)
+				return fmt.Errorf("index: entry %d path not terminated", i)
 			}
 			name = make([]byte, 0, len(prev)-int(strip)+nul)
 			name = append(append(name, prev[:len(prev)-int(strip)]...), data[off:off+nul]...)
@@ -75,13 +117,13 @@ func indexGitlinks(data []byte, hashLen int) ([]string, error) {
 		} else {
 			nul := bytes.IndexByte(data[off:end], 0)
 			if nul < 0 {
-				return nil, fmt.Errorf("index: entry %d path not terminated", i)
+				return fmt.Errorf("index: entry %d path not terminated", i)
 			}
 			name = data[off : off+nul]
 			// 1 to 8 NULs pad the entry to a multiple of 8 bytes.
 			off = start + (off+nul-start+8)&^7
 			if off > end {
-				return nil, fmt.Errorf("index: entry %d truncated", i)
+				return fmt.Errorf("index: entry %d truncated", i)
 			}
 		}
 		if len(name) == 0 {
@@ -89,33 +131,33 @@ func indexGitlinks(data []byte, hashLen int) ([]string, error) {
 			// the shared index; the "link" extension must follow.
 			emptyName = true
 		}
-		if n := int(flags & 0xfff); n < 0xfff && n != len(name) {
-			return nil, fmt.Errorf("index: entry %d path length %d, flags say %d", i, len(name), n)
+		if n := int(flags & indexMaxFlagsNameSize); n < indexMaxFlagsNameSize && n != len(name) {
+			return fmt.Errorf("index: entry %d path length %d, flags say %d", i, len(name), n)
 		}
-		if Mode(mode) == ModeGitlink {
-			links = append(links, string(name))
-		}
+		fn(indexEntry{Path: string(name), Mode: Mode(mode), ID: id, Stage: int(flags&indexFlagStageMask) >> 12,
+			AssumeUnchanged: flags&indexFlagAssumeValid != 0, SkipWorktree: ext&indexExtSkipWorktree != 0,
+			IntentToAdd: ext&indexExtIntentToAdd != 0})
 		prev = name
 	}
 	// Extensions: a 4-byte signature and a 4-byte length each.
 	for off < end {
 		if end-off < 8 {
-			return nil, errors.New("index: truncated extension")
+			return errors.New("index: truncated extension")
 		}
 		sig := string(data[off : off+4])
 		size := binary.BigEndian.Uint32(data[off+4 : off+8])
 		if uint64(size) > uint64(end-off-8) {
-			return nil, fmt.Errorf("index: extension %q overruns the file", sig)
+			return fmt.Errorf("index: extension %q overruns the file", sig)
 		}
 		if sig == "link" {
-			return nil, errSplitIndex
+			return errSplitIndex
 		}
 		off += 8 + int(size)
 	}
 	if emptyName {
-		return nil, errors.New("index: entry with an empty path")
+		return errors.New("index: entry with an empty path")
 	}
-	return links, nil
+	return nil
 }
 
 // indexVarint decodes git's offset varint (varint.c), returning the value

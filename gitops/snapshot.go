@@ -17,11 +17,22 @@ import (
 // SnapshotResult describes what Snapshot captured.
 type SnapshotResult struct {
 	// Clean is set when the worktree had nothing to capture: the snapshot
-	// tree equals HEAD's tree. No commit is made then.
+	// tree and the index's tree equal HEAD's tree, and the survey found
+	// nothing else to keep (Survey.Empty). No commit is made then.
 	Clean bool
-	// Commit is the snapshot commit (empty when Clean). Nothing refers to
-	// it yet: store it with UpdateRefCreate before git gc can prune it.
+	// Commit is the salvage commit (empty when Clean), laid out as Layout
+	// says. Nothing refers to it yet: store it with UpdateRefCreate
+	// before git gc can prune it.
 	Commit string
+	// Layout lists the salvage commit's parents and what each is.
+	Layout SalvageLayout
+	// Index, Untracked and Meta are the index commit, the stand-in for git
+	// stash's untracked-files commit, and the meta commit (the worktree's
+	// git-directory files); made even when Clean, then left unreferenced.
+	Index, Untracked, Meta string
+	// Survey is what the worktree held beyond its files: pinned commits,
+	// per-worktree refs, an interrupted operation, hidden edits.
+	Survey *Survey
 	// Tree is the tree of the worktree's state, as `git add -A` would
 	// stage it.
 	Tree string
@@ -45,29 +56,30 @@ type SnapshotResult struct {
 	NestedRepositories []string
 }
 
-// Snapshot records the uncommitted state of the worktree whose top level
-// is worktree (tracked changes, staged or not, and untracked files that
-// are not ignored) as a commit whose parent is HEAD, without changing
-// anything the worktree's user can see: the index file, HEAD, the branch
-// and the files are left byte-for-byte as they were. It does not store the
-// commit under any ref; the caller does (UpdateRefCreate).
+// Snapshot records everything a removal of the worktree whose top level
+// is worktree would lose, except ignored files, as one salvage commit
+// (see SalvageLayout), without changing anything the worktree's user can
+// see: the index file, HEAD, the branch, the refs and the files are left
+// byte-for-byte as they were. It does not store the commit under any ref;
+// the caller does (UpdateRefCreate).
 //
 // The recipe: copy the worktree's index to a temporary index inside the
 // worktree's own git directory (keeping its modification time, so that
 // git re-reads the files whose stat data it cannot trust, as it would with
-// the real index), `git add -A` into it, then at once `git write-tree`,
-// `git diff-index --cached HEAD` (no difference: clean, no commit) and a
-// check of the submodules, and finally `git commit-tree -p HEAD`. The
-// temporary index is removed whatever happens. Ignore rules (.gitignore,
-// info/exclude, core.excludesFile) are honoured because it is git that
-// adds.
+// the real index); clear the assume-unchanged and skip-worktree flags of
+// the hidden files that differ from their entries; `git add -A --sparse`
+// into it; then at once `git write-tree`, `git diff-index --cached HEAD`
+// and a check of the submodules. Beside that run, at the same time: the
+// index's own tree (`git write-tree` of a second copy), the meta tree of
+// the git directory's files, and `git rev-list` for the commits only the
+// worktree holds. A salvage commit is made only when something differs
+// from HEAD or must be pinned. The temporary indexes are removed whatever
+// happens. Ignore rules (.gitignore, info/exclude, core.excludesFile) are
+// honoured because it is git that adds.
 //
-// What is not captured: the contents of submodules and of nested
-// repositories (reported in the result); changes to paths marked
-// assume-unchanged or skip-worktree, which git add does not look at; and
-// a staged version of a file that was changed again in the worktree
-// (the snapshot holds the worktree's version; the index is left as it
-// was, but a later reset would drop that staged version).
+// What is not captured: ignored files; the contents of submodules and of
+// nested repositories (reported in the result; reclaim keeps checked-out
+// submodules' history separately).
 //
 // worktree must be the top level of a worktree (ErrNotTopLevel otherwise).
 // A concurrent writer in the worktree is not stopped; what it writes while
@@ -90,69 +102,152 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 		return SnapshotResult{}, err
 	}
 
+	indexData, err := os.ReadFile(filepath.Join(gitDir, "index"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return SnapshotResult{}, fmt.Errorf("gitops: snapshot of %s: %w", dir, err)
+	}
+	sv, err := newSurvey(gitDir, parent, indexData)
+	if err != nil {
+		return SnapshotResult{}, err
+	}
+	if err := sv.loadFlagged(ctx, dir, ceiling); err != nil {
+		return SnapshotResult{}, err
+	}
+	// Three private indexes, each removed whatever happens: the worktree's
+	// state (git add -A), the index as it is (its tree), and the git
+	// directory's files (the meta tree).
+	var temps []string
+	defer func() {
+		for _, t := range temps {
+			os.Remove(t)
+			os.Remove(t + ".lock")
+		}
+	}()
 	tmpIndex, err := copyIndex(gitDir)
 	if err != nil {
 		return SnapshotResult{}, fmt.Errorf("gitops: snapshot of %s: %w", dir, err)
 	}
-	defer func() {
-		os.Remove(tmpIndex)
-		os.Remove(tmpIndex + ".lock")
-	}()
+	temps = append(temps, tmpIndex)
+	indexCopy, err := copyIndex(gitDir)
+	if err != nil {
+		return SnapshotResult{}, fmt.Errorf("gitops: snapshot of %s: %w", dir, err)
+	}
+	temps = append(temps, indexCopy)
+	metaIndex := indexCopy + ".meta"
+	temps = append(temps, metaIndex)
 	onTmp := cmdOpts{indexFile: tmpIndex, ceiling: ceiling}
 
-	// advice.addEmbeddedRepo: an untracked nested repository is reported
-	// in the result instead of in a hint on stderr.
-	if _, err := git(ctx, dir, onTmp, "-c", "advice.addEmbeddedRepo=false", "add", "-A"); err != nil {
-		return SnapshotResult{}, err
-	}
-	// write-tree, the diff against HEAD (which tells what the tree holds
-	// and whether it is HEAD's) and the dirty-submodule check each read
-	// the temporary index and nothing else writes it (write-tree replaces
-	// it atomically, with the same entries), so they run at once: a
-	// salvage then takes about as long as the bare recipe. An unborn
-	// branch is rare and needs the tree's id length to name the empty
-	// tree, so it runs them in turn.
-	result := SnapshotResult{Parent: parent}
+	result := SnapshotResult{Parent: parent, Survey: sv}
 	var changes []rawChange
-	writeTree := func() error {
-		res, err := git(ctx, dir, onTmp, "write-tree")
-		if err != nil {
+	var indexTree string
+	// The worktree's tree: hidden files made visible in the private index,
+	// then git add -A --sparse (files outside a sparse checkout's cone are
+	// added too, and skip-worktree entries that are absent stay as they
+	// are), then at once `git write-tree`, `git diff-index --cached HEAD`
+	// (no difference: the tree is HEAD's) and a check of the submodules.
+	// Those three each read the private index and nothing else writes it
+	// (write-tree replaces it atomically, with the same entries), so they
+	// run at once. An unborn branch is rare and needs the tree's id length
+	// to name the empty tree, so it runs them in turn.
+	worktreeTree := func() error {
+		if err := sv.findHidden(ctx, dir, ceiling); err != nil {
 			return err
 		}
-		result.Tree = strings.TrimSuffix(string(res.stdout), "\n")
-		if !isObjectID(result.Tree) {
-			return unexpected("git write-tree", "%q is not an object id", result.Tree)
+		for _, flag := range []string{"--no-assume-unchanged", "--no-skip-worktree"} {
+			if paths := sv.unhide[flag]; len(paths) > 0 {
+				in := strings.Join(paths, "\x00") + "\x00"
+				if _, err := git(ctx, dir, cmdOpts{indexFile: tmpIndex, ceiling: ceiling, stdin: []byte(in)},
+					"update-index", flag, "-z", "--stdin"); err != nil {
+					return err
+				}
+			}
 		}
-		return nil
-	}
-	diff := func(base string) func() error {
-		return func() error {
-			// --ignore-submodules=none: a submodule configured with
-			// ignore=all still has its commit recorded, and a change of
-			// it alone must not make the worktree look clean.
-			res, err := git(ctx, dir, cmdOpts{readOnly: true, indexFile: tmpIndex, ceiling: ceiling},
-				"diff-index", "--cached", "-z", "--no-renames", "--ignore-submodules=none", base)
+		// advice.addEmbeddedRepo: an untracked nested repository is
+		// reported in the result instead of in a hint on stderr.
+		if _, err := git(ctx, dir, onTmp, "-c", "advice.addEmbeddedRepo=false", "-c", "advice.updateSparsePath=false",
+			"add", "-A", "--sparse"); err != nil {
+			return err
+		}
+		writeTree := func() error {
+			res, err := git(ctx, dir, onTmp, "write-tree")
 			if err != nil {
 				return err
 			}
-			changes, err = parseRawDiff(res.stdout)
+			result.Tree = strings.TrimSuffix(string(res.stdout), "\n")
+			if !isObjectID(result.Tree) {
+				return unexpected("git write-tree", "%q is not an object id", result.Tree)
+			}
+			return nil
+		}
+		diff := func(base string) func() error {
+			return func() error {
+				// --ignore-submodules=none: a submodule configured with
+				// ignore=all still has its commit recorded, and a change of
+				// it alone must not make the worktree look clean.
+				res, err := git(ctx, dir, cmdOpts{readOnly: true, indexFile: tmpIndex, ceiling: ceiling},
+					"diff-index", "--cached", "-z", "--no-renames", "--ignore-submodules=none", base)
+				if err != nil {
+					return err
+				}
+				changes, err = parseRawDiff(res.stdout)
+				return err
+			}
+		}
+		submodules := func(hashLen int) func() error {
+			return func() error {
+				var err error
+				result.DirtySubmodules, err = dirtySubmodules(ctx, dir, tmpIndex, ceiling, hashLen)
+				return err
+			}
+		}
+		if parent != "" {
+			return concurrently(writeTree, diff(parent), submodules(len(parent)/2))
+		}
+		if err := writeTree(); err != nil {
 			return err
 		}
+		return concurrently(diff(emptyTree(len(result.Tree))), submodules(len(result.Tree)/2))
 	}
-	submodules := func(hashLen int) func() error {
-		return func() error {
-			var err error
-			result.DirtySubmodules, err = dirtySubmodules(ctx, dir, tmpIndex, ceiling, hashLen)
+	// The index commit, as git stash makes it: the index's tree on HEAD.
+	indexCommit := func() error {
+		var err error
+		if indexTree, err = sv.indexTree(ctx, dir, ceiling, indexCopy); err != nil {
 			return err
 		}
+		args := []string{"commit-tree", "--no-gpg-sign"}
+		if parent != "" {
+			args = append(args, "-p", parent)
+		}
+		result.Index, err = commitTree(ctx, dir, ceiling, nil, append(args, "-m", "majlis salvage: the index", indexTree)...)
+		return err
 	}
+	metaCommit := func() error {
+		tree, err := sv.metaTree(ctx, metaIndex)
+		if err != nil {
+			return err
+		}
+		result.Meta, err = commitTree(ctx, dir, ceiling, nil, "commit-tree", "--no-gpg-sign", "-m",
+			"majlis salvage: the worktree's git directory (index, refs, reflogs, operation state)", tree)
+		return err
+	}
+	placeholder := func() error {
+		var err error
+		result.Untracked, err = commitTree(ctx, dir, ceiling, placeholderEnv, "commit-tree", "--no-gpg-sign", "-m",
+			placeholderMessage, emptyTree(max(len(parent), len(result.Tree))))
+		return err
+	}
+	chains := []func() error{worktreeTree, func() error { return sv.findPins(ctx) }, indexCommit, metaCommit}
 	if parent != "" {
-		err = concurrently(writeTree, diff(parent), submodules(len(parent)/2))
-	} else if err = writeTree(); err == nil {
-		err = concurrently(diff(emptyTree(len(result.Tree))), submodules(len(result.Tree)/2))
+		chains = append(chains, placeholder)
 	}
-	if err != nil {
+	if err := concurrently(chains...); err != nil {
 		return SnapshotResult{}, err
+	}
+	if parent == "" {
+		// The empty tree's id depends on the hash, known now.
+		if err := placeholder(); err != nil {
+			return SnapshotResult{}, err
+		}
 	}
 	for _, c := range changes {
 		switch c.Status {
@@ -169,34 +264,50 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 			result.Files.Modified++
 		}
 	}
-	if len(changes) == 0 {
+	if len(changes) == 0 && indexTree == result.Tree && sv.Empty() {
 		result.Clean = true
 		return result, nil
 	}
 
-	// --no-gpg-sign: commit.gpgSign would make a salvage wait on a
-	// passphrase prompt, or fail without an agent.
+	layout := SalvageLayout{Version: SalvageVersion, Head: parent, Branch: sv.Branch, Index: result.Index,
+		Untracked: result.Untracked, Meta: result.Meta}
+	seen := map[string]bool{parent: true}
+	for _, p := range sv.Pins {
+		if !seen[p.Commit] {
+			seen[p.Commit] = true
+			layout.Pins = append(layout.Pins, p)
+		}
+	}
 	args := []string{"commit-tree", "--no-gpg-sign"}
-	if parent != "" {
-		args = append(args, "-p", parent)
+	for _, p := range layout.Parents() {
+		args = append(args, "-p", p)
 	}
-	args = append(args, "-m", message, result.Tree)
-	res, err := git(ctx, dir, cmdOpts{ceiling: ceiling}, args...)
-	var ge *Error
-	if err != nil && errors.As(err, &ge) && missingIdentity(ge.Stderr) {
-		// No user.name/user.email configured (a CI machine, an agent's
-		// container): a salvage must not fail for that, or a reclaim could
-		// not proceed. The commit is majlis's own, and says so.
-		res, err = git(ctx, dir, cmdOpts{ceiling: ceiling, extraEnv: salvageIdentity}, args...)
-	}
-	if err != nil {
+	args = append(args, "-m", layout.Message(message), result.Tree)
+	if result.Commit, err = commitTree(ctx, dir, ceiling, nil, args...); err != nil {
 		return SnapshotResult{}, err
 	}
-	result.Commit = strings.TrimSuffix(string(res.stdout), "\n")
-	if !isObjectID(result.Commit) {
-		return SnapshotResult{}, unexpected("git commit-tree", "%q is not an object id", result.Commit)
-	}
+	result.Layout = layout
 	return result, nil
+}
+
+// commitTree runs `git commit-tree ARGS` and returns the new commit. Where
+// no user.name/user.email is configured (a CI machine, an agent's
+// container) a salvage must not fail for that, or a reclaim could not
+// proceed: the commit is majlis's own, and says so.
+func commitTree(ctx context.Context, dir, ceiling string, env []string, args ...string) (string, error) {
+	res, err := git(ctx, dir, cmdOpts{ceiling: ceiling, extraEnv: env}, args...)
+	var ge *Error
+	if err != nil && errors.As(err, &ge) && missingIdentity(ge.Stderr) {
+		res, err = git(ctx, dir, cmdOpts{ceiling: ceiling, extraEnv: append(env, salvageIdentity...)}, args...)
+	}
+	if err != nil {
+		return "", err
+	}
+	id := strings.TrimSuffix(string(res.stdout), "\n")
+	if !isObjectID(id) {
+		return "", unexpected("git commit-tree", "%q is not an object id", id)
+	}
+	return id, nil
 }
 
 // concurrently runs fns at once and returns the first error, after all

@@ -1,0 +1,394 @@
+package gitops
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+)
+
+// SalvageVersion is the salvage layout Snapshot writes. Version 1 (before
+// it) is a commit whose tree is the worktree and whose only parent is
+// HEAD.
+const SalvageVersion = 2
+
+// A SalvageLayout says what a salvage commit's parents are. The commit's
+// tree is the worktree's state (as `git add -A --sparse` would stage it,
+// hidden edits included). Its parents, in this order:
+//
+//  1. HEAD (absent when HEAD was an unborn branch);
+//  2. the index commit: the index's tree, with HEAD as its parent, as git
+//     stash makes it (conflicted paths at their "ours" stage, intent-to-add
+//     entries left out; the meta commit keeps the whole index);
+//  3. a stand-in for git stash's untracked-files commit, with an empty
+//     tree: the untracked files are in the salvage tree itself, so that
+//     `git stash apply --index` restores nothing twice;
+//  4. the meta commit, without parents, whose tree holds the files of the
+//     worktree's own git directory that a removal deletes: index (the raw
+//     index file), HEAD, ORIG_HEAD, MERGE_HEAD and the other operation
+//     heads, rebase-merge/, rebase-apply/, sequencer/, the BISECT_* files,
+//     refs/worktree/, refs/bisect/, refs/rewritten/, logs/HEAD and those
+//     refs' reflogs, config.worktree and info/sparse-checkout; plus
+//     conflicts/<stage>/<path> for each conflicted index entry, and
+//     majlis/skip-worktree-present listing the skip-worktree files that
+//     were on disk;
+//  5. and on: every commit only the worktree held (Pins), each named in
+//     the message with where it was found.
+//
+// The commit message ends with trailers that say the same:
+//
+//	Majlis-Salvage: 2
+//	Majlis-Head: <id> | unborn
+//	Majlis-Branch: refs/heads/<name> | detached
+//	Majlis-Parent: <id> head | index | untracked | meta | pin <source>
+//
+// ParseSalvageCommit reads them back, and refuses a commit whose trailers
+// and parents disagree.
+type SalvageLayout struct {
+	Version int
+	// Head is HEAD's commit, "" when unborn; Branch the ref HEAD named,
+	// "" when detached.
+	Head, Branch string
+	// Index, Untracked and Meta are parents 2, 3 and 4 (version 2).
+	Index, Untracked, Meta string
+	Pins                   []Pin
+}
+
+// Parents returns the salvage commit's parents in order.
+func (l SalvageLayout) Parents() []string {
+	var p []string
+	if l.Head != "" {
+		p = append(p, l.Head)
+	}
+	if l.Version < 2 {
+		return p
+	}
+	p = append(p, l.Index, l.Untracked, l.Meta)
+	for _, pin := range l.Pins {
+		p = append(p, pin.Commit)
+	}
+	return p
+}
+
+// Message returns message followed by the layout's trailers (joined to
+// message's own trailers, when its last paragraph is made of them).
+func (l SalvageLayout) Message(message string) string {
+	var b strings.Builder
+	b.WriteString(strings.TrimRight(message, "\n"))
+	last := message
+	if i := strings.LastIndex(strings.TrimRight(message, "\n"), "\n\n"); i >= 0 {
+		last = message[i+2:]
+	}
+	if !allTrailers(last) {
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+	fmt.Fprintf(&b, "Majlis-Salvage: %d\n", l.Version)
+	if l.Head == "" {
+		b.WriteString("Majlis-Head: unborn\n")
+	} else {
+		fmt.Fprintf(&b, "Majlis-Head: %s\n", l.Head)
+	}
+	if l.Branch == "" {
+		b.WriteString("Majlis-Branch: detached\n")
+	} else {
+		fmt.Fprintf(&b, "Majlis-Branch: %s\n", l.Branch)
+	}
+	if l.Head != "" {
+		fmt.Fprintf(&b, "Majlis-Parent: %s head\n", l.Head)
+	}
+	fmt.Fprintf(&b, "Majlis-Parent: %s index\n", l.Index)
+	fmt.Fprintf(&b, "Majlis-Parent: %s untracked\n", l.Untracked)
+	fmt.Fprintf(&b, "Majlis-Parent: %s meta\n", l.Meta)
+	for _, p := range l.Pins {
+		fmt.Fprintf(&b, "Majlis-Parent: %s pin %s\n", p.Commit, oneLine(p.Source))
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func allTrailers(par string) bool {
+	lines := strings.Split(strings.TrimRight(par, "\n"), "\n")
+	for _, l := range lines {
+		k, _, ok := strings.Cut(l, ": ")
+		if !ok || k == "" || strings.ContainsAny(k, " \t") {
+			return false
+		}
+	}
+	return len(lines) > 0
+}
+
+func oneLine(s string) string { return strings.NewReplacer("\n", " ", "\r", " ").Replace(s) }
+
+// ParseSalvageCommit reads the layout of a salvage commit from its raw
+// content (`git cat-file commit`). A commit without a Majlis-Salvage
+// trailer is version 1: its first parent is HEAD. Trailers that disagree
+// with the parents, an unknown version, or anything that does not parse
+// are errors: restore never guesses.
+func ParseSalvageCommit(raw []byte) (SalvageLayout, error) {
+	var l SalvageLayout
+	hdr, msg, ok := bytes.Cut(raw, []byte("\n\n"))
+	if !ok {
+		if !bytes.HasSuffix(raw, []byte("\n")) {
+			return l, fmt.Errorf("salvage commit: no header end")
+		}
+		hdr = bytes.TrimSuffix(raw, []byte("\n"))
+	}
+	var parents []string
+	sawTree := false
+	for i, line := range strings.Split(string(hdr), "\n") {
+		k, v, _ := strings.Cut(line, " ")
+		switch {
+		case i == 0 && k != "tree", i > 0 && k == "tree":
+			return l, fmt.Errorf("salvage commit: header line %d %q", i+1, line)
+		case k == "tree":
+			if !isObjectID(v) {
+				return l, fmt.Errorf("salvage commit: tree %q", v)
+			}
+			sawTree = true
+		case k == "parent":
+			if !isObjectID(v) {
+				return l, fmt.Errorf("salvage commit: parent %q", v)
+			}
+			parents = append(parents, v)
+		}
+	}
+	if !sawTree {
+		return l, fmt.Errorf("salvage commit: no tree")
+	}
+	trailers := map[string][]string{}
+	// The trailers are the last paragraph.
+	text := strings.TrimRight(string(msg), "\n")
+	if i := strings.LastIndex(text, "\n\n"); i >= 0 {
+		text = text[i+2:]
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if k, v, ok := strings.Cut(line, ": "); ok && strings.HasPrefix(k, "Majlis-") {
+			trailers[k] = append(trailers[k], v)
+		}
+	}
+	ver := trailers["Majlis-Salvage"]
+	if len(ver) == 0 {
+		l.Version = 1
+		if len(parents) > 1 {
+			return l, fmt.Errorf("salvage commit: %d parents and no Majlis-Salvage trailer", len(parents))
+		}
+		if len(parents) == 1 {
+			l.Head = parents[0]
+		}
+		return l, nil
+	}
+	if len(ver) != 1 || ver[0] != "2" {
+		return l, fmt.Errorf("salvage commit: unknown layout %q", ver)
+	}
+	l.Version = 2
+	one := func(k string) (string, error) {
+		v := trailers[k]
+		if len(v) != 1 {
+			return "", fmt.Errorf("salvage commit: %d %s trailers", len(v), k)
+		}
+		return v[0], nil
+	}
+	head, err := one("Majlis-Head")
+	if err != nil {
+		return l, err
+	}
+	if head != "unborn" {
+		if !isObjectID(head) {
+			return l, fmt.Errorf("salvage commit: Majlis-Head %q", head)
+		}
+		l.Head = head
+	}
+	branch, err := one("Majlis-Branch")
+	if err != nil {
+		return l, err
+	}
+	if branch != "detached" {
+		if !strings.HasPrefix(branch, "refs/") || CheckRefName(branch) != nil {
+			return l, fmt.Errorf("salvage commit: Majlis-Branch %q", branch)
+		}
+		l.Branch = branch
+	}
+	ps := trailers["Majlis-Parent"]
+	if len(ps) != len(parents) {
+		return l, fmt.Errorf("salvage commit: %d Majlis-Parent trailers for %d parents", len(ps), len(parents))
+	}
+	want := []string{"index", "untracked", "meta"}
+	if l.Head != "" {
+		want = append([]string{"head"}, want...)
+	}
+	for i, p := range ps {
+		id, role, _ := strings.Cut(p, " ")
+		if id != parents[i] {
+			return l, fmt.Errorf("salvage commit: Majlis-Parent %d names %q, parent %d is %s", i+1, id, i+1, parents[i])
+		}
+		if i < len(want) {
+			if role != want[i] {
+				return l, fmt.Errorf("salvage commit: parent %d is %q, want %q", i+1, role, want[i])
+			}
+			switch role {
+			case "head":
+				if id != l.Head {
+					return l, fmt.Errorf("salvage commit: parent 1 %s is not Majlis-Head %s", id, l.Head)
+				}
+			case "index":
+				l.Index = id
+			case "untracked":
+				l.Untracked = id
+			case "meta":
+				l.Meta = id
+			}
+			continue
+		}
+		src, ok := strings.CutPrefix(role, "pin ")
+		if !ok || src == "" {
+			return l, fmt.Errorf("salvage commit: parent %d is %q, want a pin", i+1, role)
+		}
+		l.Pins = append(l.Pins, Pin{Commit: id, Source: src})
+	}
+	if len(ps) < len(want) {
+		return l, fmt.Errorf("salvage commit: %d parents, want at least %d", len(ps), len(want))
+	}
+	return l, nil
+}
+
+// CheckRefName reports why name is not a valid full ref name, or nil. It
+// follows git-check-ref-format(1) for the cases that matter to paths.
+func CheckRefName(name string) error {
+	if name == "" || strings.HasSuffix(name, "/") || strings.HasSuffix(name, ".") || strings.HasPrefix(name, "/") {
+		return fmt.Errorf("ref name %q", name)
+	}
+	for _, part := range strings.Split(name, "/") {
+		if part == "" || strings.HasPrefix(part, ".") || strings.HasSuffix(part, ".lock") {
+			return fmt.Errorf("ref name %q", name)
+		}
+	}
+	if strings.Contains(name, "..") || strings.Contains(name, "@{") ||
+		strings.ContainsAny(name, " ~^:?*[\\\x7f") || strings.IndexFunc(name, func(r rune) bool { return r < 0x20 }) >= 0 {
+		return fmt.Errorf("ref name %q", name)
+	}
+	return nil
+}
+
+// placeholderEnv and placeholderMessage make the stand-in for git stash's
+// untracked-files commit the same commit every time.
+var (
+	placeholderEnv = []string{
+		"GIT_AUTHOR_NAME=majlis salvage", "GIT_AUTHOR_EMAIL=majlis@localhost", "GIT_AUTHOR_DATE=@0 +0000",
+		"GIT_COMMITTER_NAME=majlis salvage", "GIT_COMMITTER_EMAIL=majlis@localhost", "GIT_COMMITTER_DATE=@0 +0000",
+	}
+	placeholderMessage = "majlis salvage: no untracked-files commit (the untracked files are in the salvage tree)"
+)
+
+// indexTree returns the tree of the index (a private copy of it at
+// index): `git write-tree`, which leaves out intent-to-add entries. A
+// conflicted index has no tree of its own; its conflicted paths are put at
+// their "ours" stage (stage 2), or left out where there is none.
+func (s *Survey) indexTree(ctx context.Context, dir, ceiling, index string) (string, error) {
+	o := cmdOpts{indexFile: index, ceiling: ceiling}
+	if len(s.stages) > 0 {
+		var in bytes.Buffer
+		zero := strings.Repeat("0", 2*s.hashLen)
+		done := map[string]bool{}
+		for _, e := range s.stages {
+			if !done[e.Path] {
+				done[e.Path] = true
+				fmt.Fprintf(&in, "0 %s\t%s\x00", zero, e.Path)
+			}
+		}
+		for _, e := range s.stages {
+			if e.Stage == 2 {
+				fmt.Fprintf(&in, "%s %s 0\t%s\x00", e.Mode, e.ID, e.Path)
+			}
+		}
+		o.stdin = in.Bytes()
+		if _, err := git(ctx, dir, o, "update-index", "-z", "--index-info"); err != nil {
+			return "", err
+		}
+		o.stdin = nil
+	}
+	res, err := git(ctx, dir, o, "write-tree")
+	if err != nil {
+		return "", err
+	}
+	id := strings.TrimSuffix(string(res.stdout), "\n")
+	if !isObjectID(id) {
+		return "", unexpected("git write-tree", "%q is not an object id", id)
+	}
+	return id, nil
+}
+
+// metaTree stores the kept git-directory files, the conflict stages and
+// the list of present skip-worktree files as a tree, through the private
+// index at index, and returns it. git hashes the files itself
+// (update-index --add with the git directory as its work tree).
+func (s *Survey) metaTree(ctx context.Context, index string) (string, error) {
+	// Safe for binary files: no end-of-line or filter conversion.
+	o := cmdOpts{indexFile: index, literalPathspecs: true}
+	base := []string{"--git-dir=" + s.commonDir, "--work-tree=" + s.gitDir, "-c", "core.autocrlf=false",
+		"-c", "core.safecrlf=false", "-c", "core.fileMode=false"}
+	if len(s.files) > 0 {
+		o.stdin = []byte(strings.Join(s.files, "\x00") + "\x00")
+		if _, err := git(ctx, s.gitDir, o, append(base, "update-index", "--add", "-z", "--stdin")...); err != nil {
+			return "", err
+		}
+	}
+	var in bytes.Buffer
+	for _, e := range s.stages {
+		fmt.Fprintf(&in, "%s %s 0\tconflicts/%d/%s\x00", e.Mode, e.ID, e.Stage, e.Path)
+	}
+	if len(s.present) > 0 {
+		// a blob listing them, NUL-terminated
+		id, err := s.writeBlob(ctx, []byte(strings.Join(s.present, "\x00")+"\x00"))
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&in, "%s %s 0\tmajlis/skip-worktree-present\x00", ModeFile, id)
+	}
+	if in.Len() > 0 {
+		o.stdin = in.Bytes()
+		if _, err := git(ctx, s.gitDir, o, append(base, "update-index", "-z", "--index-info")...); err != nil {
+			return "", err
+		}
+	}
+	o.stdin = nil
+	res, err := git(ctx, s.gitDir, o, "--git-dir="+s.commonDir, "write-tree")
+	if err != nil {
+		return "", err
+	}
+	id := strings.TrimSuffix(string(res.stdout), "\n")
+	if !isObjectID(id) {
+		return "", unexpected("git write-tree", "%q is not an object id", id)
+	}
+	return id, nil
+}
+
+// writeBlob stores content as a blob and returns its id.
+func (s *Survey) writeBlob(ctx context.Context, content []byte) (string, error) {
+	res, err := git(ctx, s.commonDir, cmdOpts{stdin: content}, "hash-object", "-w", "--stdin")
+	if err != nil {
+		return "", err
+	}
+	id := strings.TrimSpace(string(res.stdout))
+	if !isObjectID(id) {
+		return "", unexpected("git hash-object", "%q is not an object id", id)
+	}
+	return id, nil
+}
+
+// ReadSalvage reads the layout of the salvage commit rev in the repository
+// containing dir.
+func ReadSalvage(ctx context.Context, dir, rev string) (string, SalvageLayout, error) {
+	id, err := resolveCLI(ctx, dir, cmdOpts{}, rev)
+	if err != nil {
+		return "", SalvageLayout{}, err
+	}
+	res, err := git(ctx, dir, cmdOpts{readOnly: true}, "cat-file", "commit", id)
+	if err != nil {
+		return "", SalvageLayout{}, err
+	}
+	l, err := ParseSalvageCommit(res.stdout)
+	if err != nil {
+		return "", l, fmt.Errorf("gitops: %s (%s): %w", rev, id, err)
+	}
+	return id, l, nil
+}

@@ -1,0 +1,542 @@
+package gitops
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// A Pin is a commit that a salvage keeps reachable because nothing else
+// would once the worktree is gone: reachable from no branch, tag or other
+// shared ref, only from this worktree's HEAD, its per-worktree refs, its
+// reflogs or an interrupted operation's state.
+type Pin struct {
+	Commit string `json:"commit"`
+	// Source says where the worktree held it: "HEAD", a per-worktree ref
+	// file ("refs/worktree/x", "refs/bisect/bad"), a reflog ("logs/HEAD")
+	// or an operation's state file ("ORIG_HEAD", "rebase-merge/orig-head").
+	Source string `json:"source"`
+}
+
+// A HiddenFile is a tracked file marked assume-unchanged or skip-worktree
+// whose worktree copy differs from its index entry: git status does not
+// show it, and git add does not look at it.
+type HiddenFile struct {
+	Path   string `json:"path"`
+	Flag   string `json:"flag"`   // "assume-unchanged" or "skip-worktree"
+	Change string `json:"change"` // "modified", "deleted" or "type_changed"
+}
+
+// A Survey is what a worktree holds beyond its files: what a salvage keeps
+// besides the worktree's tree and the index's tree.
+type Survey struct {
+	// Head is HEAD's commit ("" on an unborn branch); Branch the full ref
+	// HEAD names ("" when detached).
+	Head, Branch string
+	// Pins are the commits only this worktree holds, HEAD first.
+	Pins []Pin
+	// Refs are the per-worktree refs (refs/worktree/*, refs/bisect/*,
+	// refs/rewritten/*) and their values.
+	Refs map[string]string
+	// Operation names an interrupted operation ("rebase", "merge",
+	// "cherry-pick", "revert", "bisect", "sequencer"), or is empty.
+	Operation string
+	// Hidden lists assume-unchanged and skip-worktree files that differ
+	// from their index entries.
+	Hidden []HiddenFile
+	// Conflicted and IntentToAdd count the index entries `git write-tree`
+	// leaves out: conflicted paths and intent-to-add entries.
+	Conflicted, IntentToAdd int
+
+	gitDir, commonDir string
+	// files are the worktree's own git-directory files a salvage keeps,
+	// relative to gitDir, slash-separated, sorted.
+	files []string
+	// present are the skip-worktree paths present in the worktree (a
+	// restore writes only those of them).
+	present []string
+	// unhide are hidden paths whose flag a salvage clears in its private
+	// index so that git add records their worktree state, by flag.
+	unhide map[string][]string
+	// stages are the conflicted index entries, kept as blobs.
+	stages []indexEntry
+	// flagged are the assume-unchanged and skip-worktree entries; askGit
+	// says the index could not be read in process.
+	flagged, toHash []indexEntry
+	askGit          bool
+	hashLen         int
+}
+
+// Empty reports whether the survey found nothing a salvage must keep
+// beyond the trees: no pinned commit, per-worktree ref, interrupted
+// operation or hidden edit.
+func (s *Survey) Empty() bool {
+	return len(s.Pins) == 0 && len(s.Refs) == 0 && s.Operation == "" && len(s.Hidden) == 0
+}
+
+// keptFiles are the files of a worktree's own git directory that salvage
+// keeps (and restore puts back); keptDirs the directories kept whole. The
+// rest is git's bookkeeping of the worktree entry (gitdir, commondir,
+// locked), lock files, and submodules' repositories (modules/), which
+// reclaim keeps separately.
+var (
+	keptFiles = []string{"HEAD", "index", "ORIG_HEAD", "MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "MERGE_AUTOSTASH",
+		"AUTO_MERGE", "CHERRY_PICK_HEAD", "REVERT_HEAD", "SQUASH_MSG", "FETCH_HEAD", "BISECT_START", "BISECT_LOG",
+		"BISECT_TERMS", "BISECT_NAMES", "BISECT_EXPECTED_REV", "BISECT_ANCESTORS_OK", "BISECT_RUN", "BISECT_HEAD",
+		"BISECT_FIRST_PARENT", "config.worktree", "info/sparse-checkout", "logs/HEAD"}
+	keptDirs = []string{"rebase-merge", "rebase-apply", "sequencer", "refs/worktree", "refs/bisect", "refs/rewritten",
+		"logs/refs/worktree", "logs/refs/bisect", "logs/refs/rewritten"}
+	// operations maps a state file or directory to the operation it marks.
+	operations = []struct{ file, op string }{
+		{"rebase-merge", "rebase"}, {"rebase-apply", "rebase"}, {"MERGE_HEAD", "merge"},
+		{"CHERRY_PICK_HEAD", "cherry-pick"}, {"REVERT_HEAD", "revert"}, {"sequencer", "sequencer"},
+		{"BISECT_START", "bisect"},
+	}
+	// perWorktreeRefs are the ref namespaces private to a worktree.
+	perWorktreeRefs = []string{"refs/worktree/", "refs/bisect/", "refs/rewritten/"}
+)
+
+// SurveyWorktree finds what the worktree whose top level is worktree holds
+// beyond its files (see Survey), changing nothing. It reads the worktree's
+// git directory and index in process, and runs git to tell commits from
+// other objects, to find which of them no shared ref reaches, and to hash
+// hidden files.
+func SurveyWorktree(ctx context.Context, worktree string) (*Survey, error) {
+	dir, ceiling, err := topLevel(worktree)
+	if err != nil {
+		return nil, err
+	}
+	gitDir, err := worktreeGitDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	r, err := OpenReader(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	head, err := r.head(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return survey(ctx, dir, ceiling, gitDir, head, nil)
+}
+
+// survey does SurveyWorktree's work; index, when not nil, is the index
+// file's content already read.
+func survey(ctx context.Context, dir, ceiling, gitDir, head string, index []byte) (*Survey, error) {
+	s, err := newSurvey(gitDir, head, index)
+	if err != nil {
+		return nil, err
+	}
+	if err := concurrently(
+		func() error { return s.findPins(ctx) },
+		func() error { return s.findHidden(ctx, dir, ceiling) },
+	); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// newSurvey does the in-process part of a survey: the kept files, the
+// per-worktree refs, the operation, and the index's flagged and
+// conflicted entries. findPins and findHidden, which run git, follow.
+func newSurvey(gitDir, head string, index []byte) (*Survey, error) {
+	s := &Survey{Head: head, Refs: map[string]string{}, gitDir: gitDir, unhide: map[string][]string{}}
+	s.commonDir = gitDir
+	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+		c := strings.TrimRight(string(b), "\n")
+		if !filepath.IsAbs(c) {
+			c = filepath.Join(gitDir, c)
+		}
+		s.commonDir = filepath.Clean(c)
+	}
+	s.hashLen = 20
+	if len(head) == 64 {
+		s.hashLen = 32
+	}
+	if err := s.collectFiles(); err != nil {
+		return nil, fmt.Errorf("gitops: reading %s: %w", gitDir, err)
+	}
+	for _, o := range operations {
+		if _, err := os.Lstat(filepath.Join(gitDir, o.file)); err == nil {
+			s.Operation = o.op
+			break
+		}
+	}
+	if index == nil {
+		var err error
+		index, err = os.ReadFile(filepath.Join(gitDir, "index"))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	if len(index) > 0 {
+		err := scanIndex(index, s.hashLen, func(e indexEntry) {
+			switch {
+			case e.Stage != 0:
+				s.Conflicted++
+				s.stages = append(s.stages, e)
+			case e.IntentToAdd:
+				s.IntentToAdd++
+			}
+			if e.Stage == 0 && (e.AssumeUnchanged || e.SkipWorktree) && e.Mode != ModeTree && e.Mode != ModeGitlink {
+				s.flagged = append(s.flagged, e)
+			}
+		})
+		if err != nil {
+			// A split index, or one this code cannot read: findHidden
+			// asks git for the entries instead.
+			s.Conflicted, s.IntentToAdd, s.stages, s.flagged = 0, 0, nil, nil
+			s.askGit = true
+		}
+	}
+	return s, nil
+}
+
+// collectFiles lists the kept files of the git directory and reads the
+// per-worktree refs and HEAD's branch.
+func (s *Survey) collectFiles() error {
+	for _, f := range keptFiles {
+		fi, err := os.Lstat(filepath.Join(s.gitDir, filepath.FromSlash(f)))
+		if err == nil && fi.Mode().IsRegular() {
+			s.files = append(s.files, f)
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrInvalid) {
+			return err
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(s.gitDir, "sharedindex.*")); len(m) > 0 {
+		for _, f := range m {
+			s.files = append(s.files, filepath.Base(f))
+		}
+	}
+	for _, d := range keptDirs {
+		root := filepath.Join(s.gitDir, filepath.FromSlash(d))
+		err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) && p == root {
+					return nil
+				}
+				return err
+			}
+			if !e.Type().IsRegular() || strings.HasSuffix(p, ".lock") {
+				return nil
+			}
+			rel, err := filepath.Rel(s.gitDir, p)
+			if err != nil {
+				return err
+			}
+			s.files = append(s.files, filepath.ToSlash(rel))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	sort.Strings(s.files)
+	if b, err := os.ReadFile(filepath.Join(s.gitDir, "HEAD")); err == nil {
+		if ref, ok := strings.CutPrefix(strings.TrimRight(string(b), "\n"), "ref: "); ok {
+			s.Branch = ref
+		}
+	}
+	for _, f := range s.files {
+		for _, ns := range perWorktreeRefs {
+			if strings.HasPrefix(f, ns) {
+				b, err := os.ReadFile(filepath.Join(s.gitDir, filepath.FromSlash(f)))
+				if err != nil {
+					return err
+				}
+				s.Refs[f] = strings.TrimRight(string(b), "\n")
+			}
+		}
+	}
+	return nil
+}
+
+// findPins reads every object id named in the kept files (refs, reflogs,
+// operation state), keeps the commits, and asks git which of them no
+// shared ref reaches: `git rev-list --not --single-worktree --all`, run in
+// the common directory so that this worktree's HEAD and private refs do
+// not count. Of those, only the tips are pins: a commit that is the
+// parent of another unreachable one is kept through it.
+func (s *Survey) findPins(ctx context.Context) error {
+	type cand struct{ id, source string }
+	var cands []cand
+	seen := map[string]bool{}
+	if s.Head != "" {
+		cands = append(cands, cand{s.Head, "HEAD"})
+		seen[s.Head] = true
+	}
+	for _, f := range s.files {
+		if f == "index" || strings.HasPrefix(f, "sharedindex.") || f == "HEAD" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(s.gitDir, filepath.FromSlash(f)))
+		if err != nil {
+			return err
+		}
+		for _, id := range objectIDs(b) {
+			if !seen[id] {
+				seen[id] = true
+				cands = append(cands, cand{id, f})
+			}
+		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	var in bytes.Buffer
+	for _, c := range cands {
+		in.WriteString(c.id + "\n")
+	}
+	res, err := git(ctx, s.commonDir, cmdOpts{readOnly: true, stdin: in.Bytes()},
+		"cat-file", "--batch-check=%(objectname) %(objecttype)")
+	if err != nil {
+		return err
+	}
+	commits := map[string]bool{}
+	for _, line := range strings.Split(string(res.stdout), "\n") {
+		if id, typ, ok := strings.Cut(line, " "); ok && typ == "commit" && isObjectID(id) {
+			commits[id] = true
+		}
+	}
+	in.Reset()
+	for _, c := range cands {
+		if commits[c.id] {
+			in.WriteString(c.id + "\n")
+		}
+	}
+	if in.Len() == 0 {
+		return nil
+	}
+	res, err = git(ctx, s.commonDir, cmdOpts{readOnly: true, stdin: in.Bytes()},
+		"rev-list", "--parents", "--stdin", "--not", "--single-worktree", "--all")
+	if err != nil {
+		return err
+	}
+	unreachable, parents := map[string]bool{}, map[string]bool{}
+	for _, line := range strings.Split(string(res.stdout), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		for _, id := range f {
+			if !isObjectID(id) {
+				return unexpected("git rev-list", "%q is not an object id", id)
+			}
+		}
+		unreachable[f[0]] = true
+		for _, p := range f[1:] {
+			parents[p] = true
+		}
+	}
+	for _, c := range cands {
+		if unreachable[c.id] && !parents[c.id] {
+			s.Pins = append(s.Pins, Pin{Commit: c.id, Source: c.source})
+		}
+	}
+	return nil
+}
+
+// objectIDs returns the full object ids (40 or 64 hex digits standing
+// alone) in b, in order.
+func objectIDs(b []byte) []string {
+	var ids []string
+	isHex := func(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' }
+	for i := 0; i < len(b); {
+		if !isHex(b[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(b) && isHex(b[j]) {
+			j++
+		}
+		if n := j - i; (n == 40 || n == 64) && (i == 0 || !isWordByte(b[i-1])) && (j == len(b) || !isWordByte(b[j])) {
+			ids = append(ids, string(b[i:j]))
+		}
+		i = j
+	}
+	return ids
+}
+
+func isWordByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_'
+}
+
+// findHidden compares the assume-unchanged and skip-worktree entries of
+// the index with the worktree. A skip-worktree file that is absent is
+// outside a sparse checkout's cone (or was never checked out), not
+// deleted; an absent assume-unchanged file was deleted.
+func (s *Survey) findHidden(ctx context.Context, dir, ceiling string) error {
+	if err := s.loadFlagged(ctx, dir, ceiling); err != nil {
+		return err
+	}
+	defer sort.Slice(s.Hidden, func(i, j int) bool { return s.Hidden[i].Path < s.Hidden[j].Path })
+	for _, e := range s.flagged {
+		flag := "assume-unchanged"
+		if e.SkipWorktree {
+			flag = "skip-worktree"
+		}
+		fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(e.Path)))
+		switch {
+		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) || err != nil && isNotDir(err):
+			if !e.SkipWorktree {
+				s.addHidden(e, flag, "deleted")
+			}
+			continue
+		case err != nil:
+			return err
+		}
+		if e.SkipWorktree {
+			s.present = append(s.present, e.Path)
+		}
+		var mode Mode
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			mode = ModeSymlink
+		case fi.Mode().IsRegular() && fi.Mode()&0o111 != 0:
+			mode = ModeExecutable
+		case fi.Mode().IsRegular():
+			mode = ModeFile
+		default:
+			s.addHidden(e, flag, "type_changed")
+			continue
+		}
+		if (mode == ModeSymlink) != (e.Mode == ModeSymlink) {
+			s.addHidden(e, flag, "type_changed")
+			continue
+		}
+		if mode == ModeSymlink {
+			target, err := os.Readlink(filepath.Join(dir, filepath.FromSlash(e.Path)))
+			if err != nil {
+				return err
+			}
+			if blobHash([]byte(target), s.hashLen) != e.ID {
+				s.addHidden(e, flag, "modified")
+			}
+			continue
+		}
+		if mode != e.Mode {
+			s.addHidden(e, flag, "modified")
+			continue
+		}
+		s.toHash = append(s.toHash, e)
+	}
+	toHash := s.toHash
+	if len(toHash) == 0 {
+		return nil
+	}
+	// git hashes the files, so that clean filters and end-of-line
+	// conversion apply as they would to git add.
+	args := []string{"hash-object", "--"}
+	for _, e := range toHash {
+		args = append(args, e.Path)
+	}
+	res, err := git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling}, args...)
+	if err != nil {
+		return err
+	}
+	ids := strings.Split(strings.TrimSuffix(string(res.stdout), "\n"), "\n")
+	if len(ids) != len(toHash) {
+		return unexpected("git hash-object", "%d ids for %d files", len(ids), len(toHash))
+	}
+	for i, e := range toHash {
+		if ids[i] != e.ID {
+			flag := "assume-unchanged"
+			if e.SkipWorktree {
+				flag = "skip-worktree"
+			}
+			s.addHidden(e, flag, "modified")
+		}
+	}
+	return nil
+}
+
+// loadFlagged asks git for the flagged and conflicted entries when the
+// index could not be read in process.
+func (s *Survey) loadFlagged(ctx context.Context, dir, ceiling string) error {
+	if !s.askGit {
+		return nil
+	}
+	flagged, err := s.flaggedByGit(ctx, dir, ceiling)
+	if err != nil {
+		return err
+	}
+	s.flagged, s.askGit = flagged, false
+	return nil
+}
+
+func (s *Survey) addHidden(e indexEntry, flag, change string) {
+	s.Hidden = append(s.Hidden, HiddenFile{Path: e.Path, Flag: flag, Change: change})
+	if e.AssumeUnchanged {
+		s.unhide["--no-assume-unchanged"] = append(s.unhide["--no-assume-unchanged"], e.Path)
+	}
+	if e.SkipWorktree {
+		s.unhide["--no-skip-worktree"] = append(s.unhide["--no-skip-worktree"], e.Path)
+	}
+}
+
+// flaggedByGit lists the assume-unchanged and skip-worktree entries with
+// `git ls-files -s -v -z` (lowercase tags mark assume-unchanged, S marks
+// skip-worktree), and the conflicted ones.
+func (s *Survey) flaggedByGit(ctx context.Context, dir, ceiling string) ([]indexEntry, error) {
+	res, err := git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling}, "ls-files", "-s", "-v", "-z")
+	if err != nil {
+		return nil, err
+	}
+	var out []indexEntry
+	s.Conflicted, s.stages = 0, nil
+	for _, rec := range bytes.Split(bytes.TrimSuffix(res.stdout, []byte{0}), []byte{0}) {
+		meta, path, ok := bytes.Cut(rec, []byte{'\t'})
+		f := strings.Fields(string(meta))
+		if !ok || len(f) != 4 || len(f[0]) != 1 {
+			return nil, unexpected("git ls-files", "record %q", rec)
+		}
+		mode, err := parseMode(f[1])
+		if err != nil {
+			return nil, err
+		}
+		e := indexEntry{Path: string(path), Mode: mode, ID: f[2]}
+		fmt.Sscan(f[3], &e.Stage)
+		tag := f[0][0]
+		e.AssumeUnchanged = tag >= 'a' && tag <= 'z'
+		e.SkipWorktree = tag == 'S' || tag == 's'
+		if e.Stage != 0 {
+			s.Conflicted++
+			s.stages = append(s.stages, e)
+		} else if (e.AssumeUnchanged || e.SkipWorktree) && mode != ModeGitlink {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func isNotDir(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "not a directory")
+}
+
+// blobHash is the id git gives a blob with content, for ids of hashLen
+// bytes.
+func blobHash(content []byte, hashLen int) string {
+	hdr := fmt.Sprintf("blob %d\x00", len(content))
+	if hashLen == 32 {
+		h := sha256.New()
+		h.Write([]byte(hdr))
+		h.Write(content)
+		return hex.EncodeToString(h.Sum(nil))
+	}
+	h := sha1.New()
+	h.Write([]byte(hdr))
+	h.Write(content)
+	return hex.EncodeToString(h.Sum(nil))
+}
