@@ -231,23 +231,23 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 		return err
 	}
 	placeholder := func() error {
-		var err error
+		// git knows the empty tree without storing it, but fsck and a
+		// fetch of the salvage want it stored: mktree stores it.
+		res, err := git(ctx, dir, cmdOpts{ceiling: ceiling, stdin: []byte{}}, "mktree")
+		if err != nil {
+			return err
+		}
+		empty := strings.TrimSuffix(string(res.stdout), "\n")
+		if !isObjectID(empty) {
+			return unexpected("git mktree", "%q is not an object id", empty)
+		}
 		result.Untracked, err = commitTree(ctx, dir, ceiling, placeholderEnv, "commit-tree", "--no-gpg-sign", "-m",
-			placeholderMessage, emptyTree(max(len(parent), len(result.Tree))))
+			placeholderMessage, empty)
 		return err
 	}
-	chains := []func() error{worktreeTree, func() error { return sv.findPins(ctx) }, indexCommit, metaCommit}
-	if parent != "" {
-		chains = append(chains, placeholder)
-	}
+	chains := []func() error{worktreeTree, func() error { return sv.findPins(ctx) }, indexCommit, metaCommit, placeholder}
 	if err := concurrently(chains...); err != nil {
 		return SnapshotResult{}, err
-	}
-	if parent == "" {
-		// The empty tree's id depends on the hash, known now.
-		if err := placeholder(); err != nil {
-			return SnapshotResult{}, err
-		}
 	}
 	for _, c := range changes {
 		switch c.Status {

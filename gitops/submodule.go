@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Submodules returns the paths (slash-separated, relative to the top
@@ -67,10 +68,50 @@ func FetchInto(ctx context.Context, dir, src string, refspecs ...string) error {
 	if len(refspecs) == 0 {
 		return errors.New("gitops: FetchInto needs a refspec")
 	}
-	args := append([]string{"-c", "protocol.file.allow=always", "fetch", "--quiet", "--no-tags",
+	// uploadpack.allowAnySHA1InWant: refspecs may name commits by id
+	// (stash entries that only the stash's reflog holds); git passes -c
+	// settings on to the upload-pack it runs for the local source.
+	args := append([]string{"-c", "protocol.file.allow=always", "-c", "uploadpack.allowAnySHA1InWant=true", "fetch", "--quiet", "--no-tags",
 		"--no-write-fetch-head", "--no-recurse-submodules", "--", src}, refspecs...)
 	if _, err := git(ctx, dir, cmdOpts{}, args...); err != nil {
 		return fmt.Errorf("gitops: keeping refs of %s: %w", src, err)
 	}
 	return nil
+}
+
+// StashEntries returns the stash entries of the repository whose worktree
+// has its top level at worktree, newest (stash@{0}) first, read in process
+// from the stash's reflog: refs/stash names only the newest.
+func StashEntries(worktree string) ([]string, error) {
+	gitDir, err := worktreeGitDir(worktree)
+	if err != nil {
+		return nil, err
+	}
+	common := gitDir
+	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+		c := strings.TrimRight(string(b), "\n")
+		if !filepath.IsAbs(c) {
+			c = filepath.Join(gitDir, c)
+		}
+		common = c
+	}
+	b, err := os.ReadFile(filepath.Join(common, "logs", "refs", "stash"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) < 2 || !isObjectID(f[1]) {
+			return nil, fmt.Errorf("gitops: %s: malformed reflog line %q", filepath.Join(common, "logs", "refs", "stash"), line)
+		}
+		ids = append([]string{f[1]}, ids...)
+	}
+	return ids, nil
 }

@@ -42,6 +42,12 @@ type AllocateOptions struct {
 	OwnerPID    int      // a process whose life marks the workspace as in use
 	AllowNested bool     // allow a path inside another worktree that does not ignore it
 	RequestID   string   // retrying with the same id returns the recorded result
+
+	// Set by restore only: how HEAD is set (a new branch, an existing
+	// branch already at Base, or detached), and what fills the worktree,
+	// which is then created without a checkout.
+	mode     gitops.CheckoutMode
+	populate func(ctx context.Context, path string) error
 }
 
 // Allocate creates a linked worktree for a binding, after publishing its
@@ -57,11 +63,15 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 	if err != nil {
 		return nil, fail(ErrInvalidArgument, err.Error(), "", "")
 	}
-	if o.Branch == "" {
-		o.Branch = "majlis/" + o.Binding
-	}
-	if err := gitops.CheckBranchName(o.Branch); err != nil {
-		return nil, fail(ErrInvalidArgument, err.Error(), "", "")
+	if o.mode == gitops.Detached {
+		o.Branch = ""
+	} else {
+		if o.Branch == "" {
+			o.Branch = "majlis/" + o.Binding
+		}
+		if err := gitops.CheckBranchName(o.Branch); err != nil {
+			return nil, fail(ErrInvalidArgument, err.Error(), "", "")
+		}
 	}
 	if o.Path == "" {
 		o.Path = filepath.Join(p.Reg.WorkspaceRoot, o.Binding)
@@ -121,7 +131,14 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 		}
 		return nil, err
 	}
-	if exists, err := reader.RefExists(ctx, "refs/heads/"+o.Branch); err != nil {
+	if o.mode == gitops.ExistingBranch {
+		at, err := reader.ResolveCommit(ctx, "refs/heads/"+o.Branch)
+		if err != nil || at != base {
+			return nil, fail(ErrBranchExists, o.Branch, "", "branch "+o.Branch+" is not at "+base+" (majlis never moves a branch); pass --branch NAME for a new one")
+		}
+	} else if o.mode == gitops.Detached {
+		// no branch
+	} else if exists, err := reader.RefExists(ctx, "refs/heads/"+o.Branch); err != nil {
 		return nil, err
 	} else if exists {
 		// A concurrent allocation of the same binding may have created it
@@ -153,7 +170,8 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 	claim := Claim{Format: formatClaim, Binding: o.Binding, RequestID: o.RequestID, Path: path,
 		PhysicalPath: physical, CommonDir: p.Reg.CommonDir, RepositoryID: p.Reg.ID, Base: base,
 		BaseRef: o.Base, Branch: o.Branch, Intent: intent, OwnerPID: o.OwnerPID, OwnerStart: owner.StartTime,
-		AllowNested: o.AllowNested, CreatedAt: p.now().UTC()}
+		AllowNested: o.AllowNested, CreatedAt: p.now().UTC(),
+		Checkout: o.mode == gitops.ExistingBranch, Detached: o.mode == gitops.Detached}
 	if claim.Allocator, err = reservation.ProcessOwner(os.Getpid()); err != nil {
 		return nil, err
 	}
@@ -187,7 +205,7 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 	if err := fpAllocateClaimed.Inject(); err != nil {
 		return nil, p.undoAllocation(ctx, rec, err, made{})
 	}
-	return p.createWorktree(ctx, rec)
+	return p.createWorktree(ctx, rec, o.populate)
 }
 
 // checkWorktrees refuses a path that overlaps a worktree git lists,
@@ -435,23 +453,47 @@ func (p *Provider) liveClaims() ([]*claimRecord, error) {
 
 // createWorktree runs git worktree add for a published claim and records
 // the directory's identity. Any failure undoes what was made.
-func (p *Provider) createWorktree(ctx context.Context, rec *claimRecord) (*Workspace, error) {
+//
+// populate, when set, fills the worktree, which git then creates without
+// checking out any file (restore); a failure undoes the allocation, which
+// removes only what populate wrote.
+func (p *Provider) createWorktree(ctx context.Context, rec *claimRecord, populate func(context.Context, string) error) (*Workspace, error) {
 	c := rec.Claim
 	if err := os.MkdirAll(filepath.Dir(c.Path), 0o755); err != nil {
 		return nil, p.undoAllocation(ctx, rec, err, made{})
 	}
-	if err := gitops.AddWorktree(ctx, c.CommonDir, c.Path, c.Branch, c.Base, lockReason(rec)); err != nil {
+	reason := lockReason(rec)
+	newBranch := !c.Checkout && !c.Detached
+	var err error
+	switch {
+	case populate != nil || !newBranch:
+		mode := gitops.NewBranch
+		if c.Checkout {
+			mode = gitops.ExistingBranch
+		} else if c.Detached {
+			mode = gitops.Detached
+		}
+		err = gitops.AddWorktreeEmpty(ctx, c.CommonDir, c.Path, mode, c.Branch, c.Base, reason)
+		if err == nil && populate != nil {
+			if perr := populate(ctx, c.Path); perr != nil {
+				return nil, p.undoAllocation(ctx, rec, perr, made{worktree: true, branch: newBranch})
+			}
+		}
+	default:
+		err = gitops.AddWorktree(ctx, c.CommonDir, c.Path, c.Branch, c.Base, reason)
+	}
+	if err != nil {
 		// A branch or path git reports as existing is someone else's and
 		// stays. Otherwise git may have got as far as creating the branch,
 		// or even the worktree (a failing post-checkout hook): both are
 		// this command's, since neither existed when the claim was made.
-		m := made{worktree: true, branch: true}
+		m := made{worktree: true, branch: newBranch}
 		if errors.Is(err, gitops.ErrBranchExists) || errors.Is(err, gitops.ErrPathExists) {
 			m = made{}
 		}
 		return nil, p.undoAllocation(ctx, rec, err, m)
 	}
-	all := made{worktree: true, branch: true}
+	all := made{worktree: true, branch: newBranch}
 	if err := pinEntry(rec); err != nil {
 		return nil, p.undoAllocation(ctx, rec, err, all)
 	}
@@ -492,7 +534,8 @@ func (p *Provider) undoAllocation(ctx context.Context, rec *claimRecord, cause e
 		// nothing to remove
 	} else if wts, err := gitops.ListWorktrees(ctx, c.CommonDir); err == nil {
 		for _, w := range wts {
-			if (w.Path == c.Path || w.Path == c.PhysicalPath) && w.Branch == "refs/heads/"+c.Branch {
+			ours := c.Detached && w.Detached || !c.Detached && w.Branch == "refs/heads/"+c.Branch
+			if (w.Path == c.Path || w.Path == c.PhysicalPath) && ours {
 				// Created by this very allocation moments ago: nothing of
 				// anyone else's can be in it yet.
 				_ = gitops.UnlockWorktree(ctx, c.CommonDir, w.Path)
@@ -566,7 +609,7 @@ func (p *Provider) resumeAllocation(ctx context.Context, rec *claimRecord) (*Wor
 				return nil, err
 			}
 		}
-		return p.createWorktree(ctx, rec)
+		return p.createWorktree(ctx, rec, nil)
 	}
 	for _, w := range wts {
 		if (w.Path == c.Path || w.Path == c.PhysicalPath) && w.Head == c.Base && w.Branch == "refs/heads/"+c.Branch {

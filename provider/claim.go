@@ -71,6 +71,11 @@ type Claim struct {
 	Base         string            `json:"base"`     // commit id
 	BaseRef      string            `json:"base_ref"` // as the caller named it
 	Branch       string            `json:"branch"`
+	// Checkout: Branch existed before the claim and is checked out as it
+	// is (never moved or deleted by majlis); Detached: HEAD is detached at
+	// Base and Branch is empty. Both are set only by restore.
+	Checkout bool     `json:"checkout,omitempty"`
+	Detached bool     `json:"detached,omitempty"`
 	Intent       []string          `json:"intent"`
 	OwnerPID     int               `json:"owner_pid"`        // 0: none recorded
 	OwnerStart   uint64            `json:"owner_start_time"` // start time of OwnerPID
@@ -86,8 +91,10 @@ func (c *Claim) check() error {
 	case c.Seq < 1:
 		return fmt.Errorf("invalid seq %d", c.Seq)
 	case c.RequestID == "" || c.Path == "" || c.PhysicalPath == "" || c.CommonDir == "" ||
-		c.RepositoryID == "" || c.Base == "" || c.Branch == "" || c.CreatedAt.IsZero():
+		c.RepositoryID == "" || c.Base == "" || (c.Branch == "") != c.Detached || c.CreatedAt.IsZero():
 		return errors.New("incomplete claim")
+	case c.Checkout && c.Detached:
+		return errors.New("a claim cannot both check out a branch and detach")
 	case !filepath.IsAbs(c.Path) || !filepath.IsAbs(c.PhysicalPath):
 		return errors.New("claim paths must be absolute")
 	case c.Intent == nil:

@@ -1362,7 +1362,7 @@ func benchWorkspace(b *testing.B, p *Provider, binding string) {
 	if err := reservation.Publish(dir, claimName(1, "claim"), data); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := p.createWorktree(context.Background(), &claimRecord{Claim: claim, Digest: digest, Events: map[string]*Event{}}); err != nil {
+	if _, err := p.createWorktree(context.Background(), &claimRecord{Claim: claim, Digest: digest, Events: map[string]*Event{}}, nil); err != nil {
 		b.Fatal(err)
 	}
 }

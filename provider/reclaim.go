@@ -83,8 +83,22 @@ type Preview struct {
 		Untracked       int      `json:"untracked"`
 		Conflicted      int      `json:"conflicted"`
 		DirtySubmodules []string `json:"dirty_submodules"`
+		// What the salvage keeps beyond the files: the index when a file
+		// is staged at a version the worktree no longer has, or has
+		// intent-to-add entries; commits only the workspace holds (Pins,
+		// each with where it was found); per-worktree refs; an interrupted
+		// operation's state; hidden (assume-unchanged, skip-worktree)
+		// edits.
+		PartiallyStaged int                 `json:"partially_staged"`
+		IntentToAdd     int                 `json:"intent_to_add"`
+		Pins            []gitops.Pin        `json:"pins"`
+		WorktreeRefs    []string            `json:"worktree_refs"`
+		Operation       string              `json:"operation"`
+		Hidden          []gitops.HiddenFile `json:"hidden"`
 	} `json:"salvage"`
-	IgnoredFiles int    `json:"ignored_files"` // deleted with the directory, not salvaged
+	IgnoredFiles int `json:"ignored_files"` // deleted with the directory, not salvaged
+	// IgnoredPaths names the first MaxIgnoredPaths of them.
+	IgnoredPaths []string `json:"ignored_paths"`
 	Steps        []Step `json:"steps"`
 	PeersChecked int    `json:"peers_checked"`
 	Peers        []Peer `json:"peers"`
@@ -98,6 +112,26 @@ type Preview struct {
 	} `json:"admin_entry"`
 
 	status *gitops.Status
+}
+
+// MaxIgnoredPaths bounds how many ignored files a preview names; it
+// counts them all.
+const MaxIgnoredPaths = 100
+
+// concurrently runs fns at once and returns the first error, after all
+// have returned.
+func concurrently(fns ...func() error) error {
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // ReclaimOptions describe a reclaim.
@@ -174,7 +208,15 @@ func (p *Provider) preview(ctx context.Context, rec *claimRecord, refresh bool) 
 // previewWith is preview with the admin entry that authority verified.
 func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adminEntry, refresh bool) (*Preview, error) {
 	c := rec.Claim
-	st, err := gitops.ReadStatus(ctx, c.Path, gitops.StatusOptions{Ignored: true, Refresh: refresh})
+	var st *gitops.Status
+	var sv *gitops.Survey
+	err := concurrently(func() (err error) {
+		st, err = gitops.ReadStatus(ctx, c.Path, gitops.StatusOptions{Ignored: true, Refresh: refresh})
+		return err
+	}, func() (err error) {
+		sv, err = gitops.SurveyWorktree(ctx, c.Path)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -193,12 +235,52 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 	s.Modified, s.Added, s.Deleted = n.Modified+n.TypeChanged, n.Added, n.Deleted
 	s.Renamed, s.Untracked, s.Conflicted = n.Renamed+n.Copied, n.Untracked, n.Conflicted
 	s.Files = n.Total()
-	s.Clean = s.Files == 0
 	s.DirtySubmodules = nonNil(st.DirtySubmodules())
+	s.Pins, s.Hidden, s.Operation, s.IntentToAdd = sv.Pins, sv.Hidden, sv.Operation, sv.IntentToAdd
+	if s.Pins == nil {
+		s.Pins = []gitops.Pin{}
+	}
+	if s.Hidden == nil {
+		s.Hidden = []gitops.HiddenFile{}
+	}
+	s.WorktreeRefs = []string{}
+	for r := range sv.Refs {
+		s.WorktreeRefs = append(s.WorktreeRefs, r)
+	}
+	sort.Strings(s.WorktreeRefs)
+	pv.IgnoredPaths = []string{}
+	for _, e := range st.Entries {
+		switch {
+		case e.Kind == gitops.Ignored && len(pv.IgnoredPaths) < MaxIgnoredPaths:
+			pv.IgnoredPaths = append(pv.IgnoredPaths, e.Path)
+		case (e.Kind == gitops.Ordinary || e.Kind == gitops.RenamedOrCopied) && e.X != '.' && e.Y != '.':
+			s.PartiallyStaged++
+		}
+	}
+	s.Clean = s.Files == 0 && sv.Empty()
 	pv.IgnoredFiles = n.Ignored
 	tracked := n.Total() - n.Untracked
 	if !s.Clean {
-		pv.Steps = append(pv.Steps, Step{"salvage", s.Files, "commit uncommitted work to " + SalvagePrefix + c.Binding + "/<n>"})
+		var what []string
+		if s.Files > 0 {
+			what = append(what, fmt.Sprintf("%d changed files", s.Files))
+		}
+		if s.PartiallyStaged+s.IntentToAdd+s.Conflicted > 0 {
+			what = append(what, fmt.Sprintf("the index (%d partially staged, %d intent-to-add, %d conflicted)", s.PartiallyStaged, s.IntentToAdd, s.Conflicted))
+		}
+		if len(s.Hidden) > 0 {
+			what = append(what, fmt.Sprintf("%d hidden edits (assume-unchanged or skip-worktree)", len(s.Hidden)))
+		}
+		if len(s.Pins) > 0 {
+			what = append(what, fmt.Sprintf("%d commits no branch or tag reaches", len(s.Pins)))
+		}
+		if len(s.WorktreeRefs) > 0 {
+			what = append(what, fmt.Sprintf("%d per-worktree refs", len(s.WorktreeRefs)))
+		}
+		if s.Operation != "" {
+			what = append(what, "the state of an interrupted "+s.Operation)
+		}
+		pv.Steps = append(pv.Steps, Step{"salvage", s.Files, "keep " + strings.Join(what, ", ") + " on " + SalvagePrefix + c.Binding + "/<n>"})
 	}
 	if tracked > 0 {
 		pv.Steps = append(pv.Steps, Step{"reset", tracked, "git reset --hard: discard changes to tracked files (salvaged first)"})
@@ -207,6 +289,13 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 		pv.Steps = append(pv.Steps, Step{"clean", n.Untracked, "git clean -fd: delete untracked files (salvaged first)"})
 	}
 	pv.Steps = append(pv.Steps, Step{"remove", n.Ignored, fmt.Sprintf("git worktree remove %s: delete the directory, with %d ignored files that are not salvaged; branch %s is kept", c.Path, n.Ignored, c.Branch)})
+	pins := make([]string, 0, len(s.Pins)+len(sv.Refs))
+	for _, p := range s.Pins {
+		pins = append(pins, p.Commit+" "+p.Source)
+	}
+	for _, r := range s.WorktreeRefs {
+		pins = append(pins, r+" "+sv.Refs[r])
+	}
 
 	// The digest covers every fact above and the paths behind the counts.
 	h := sha256.New()
@@ -218,6 +307,7 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 	}
 	sort.Strings(entries)
 	enc.Encode(entries)
+	enc.Encode(pins)
 	if ev := rec.Events[EventCreated]; ev != nil {
 		enc.Encode([]uint64{ev.Dev, ev.Ino})
 	}
@@ -563,6 +653,7 @@ func (p *Provider) missingPreview(ctx context.Context, rec *claimRecord, missing
 		pv.AdminEntry.Path, pv.AdminEntry.Pinned = entry.dir, entry.pinned
 	}
 	pv.Salvage.Clean, pv.Salvage.DirtySubmodules = true, []string{}
+	pv.Salvage.Pins, pv.Salvage.Hidden, pv.Salvage.WorktreeRefs, pv.IgnoredPaths = []gitops.Pin{}, []gitops.HiddenFile{}, []string{}, []string{}
 	if listed {
 		pv.Steps = []Step{{"forget", 0, "the directory is gone (deleted or moved by hand): unregister git's worktree entry and retire the claim; nothing on disk is deleted (if you moved it, run 'git worktree repair NEW_PATH' instead)"}}
 	} else {
@@ -682,8 +773,9 @@ func (p *Provider) recheck(ctx context.Context, rec *claimRecord, lease *heldRes
 }
 
 // keepSubmodules copies into the repository, under
-// refs/majlis/salvage/<binding>/modules/<k>/<path>/, the HEAD, branches
-// and majlis refs of every checked-out submodule of the workspace, after
+// refs/majlis/salvage/<binding>/modules/<k>/<path>/, the HEAD, branches,
+// tags, majlis refs and every stash entry (stash/<i> for stash@{i}) of
+// every checked-out submodule of the workspace, after
 // salvaging (with salvageDirty) the uncommitted work of dirty ones into
 // their own refs/majlis/salvage/<binding>/<n>. It returns "path prefix"
 // lines for the result.
@@ -735,8 +827,18 @@ func (p *Provider) keepSubmodules(ctx context.Context, rec *claimRecord, dirty [
 			}
 		}
 		prefix := base + strconv.Itoa(k) + "/" + refSafe(filepath.ToSlash(rel))
-		if err := gitops.FetchInto(ctx, c.CommonDir, dir, "+HEAD:"+prefix+"/HEAD",
-			"+refs/heads/*:"+prefix+"/heads/*", "+refs/majlis/*:"+prefix+"/majlis/*"); err != nil {
+		// Every stash entry, not only stash@{0}: the older ones live in
+		// the stash's reflog, which no refspec names.
+		stashes, err := gitops.StashEntries(dir)
+		if err != nil {
+			return nil, err
+		}
+		specs := []string{"+HEAD:" + prefix + "/HEAD", "+refs/heads/*:" + prefix + "/heads/*",
+			"+refs/tags/*:" + prefix + "/tags/*", "+refs/majlis/*:" + prefix + "/majlis/*"}
+		for i, id := range stashes {
+			specs = append(specs, "+"+id+":"+prefix+"/stash/"+strconv.Itoa(i))
+		}
+		if err := gitops.FetchInto(ctx, c.CommonDir, dir, specs...); err != nil {
 			return nil, err
 		}
 		kept = append(kept, filepath.ToSlash(rel)+" "+prefix)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -33,6 +34,18 @@ type SalvageResult struct {
 	// only: their own changes were NOT captured.
 	DirtySubmodules    []string `json:"dirty_submodules"`
 	NestedRepositories []string `json:"nested_repositories"`
+	// Pins are the commits only the workspace held, kept as parents of
+	// the salvage commit; Hidden the assume-unchanged and skip-worktree
+	// files whose edits are in its tree; WorktreeRefs and Operation what
+	// its meta commit keeps (see docs/workspaces.md, "Salvage").
+	Pins         []gitops.Pin        `json:"pins"`
+	Hidden       []gitops.HiddenFile `json:"hidden"`
+	WorktreeRefs []string            `json:"worktree_refs"`
+	Operation    string              `json:"operation"`
+	// IndexCommit and MetaCommit are parents 2 and 4 of the salvage
+	// commit (null when clean).
+	IndexCommit *string `json:"index_commit"`
+	MetaCommit  *string `json:"meta_commit"`
 }
 
 // Salvage preserves the workspace's uncommitted work (tracked changes and
@@ -87,7 +100,17 @@ func (p *Provider) salvage(ctx context.Context, rec *claimRecord, message string
 		return nil, err
 	}
 	res := &SalvageResult{Binding: c.Binding, Clean: snap.Clean,
-		DirtySubmodules: nonNil(snap.DirtySubmodules), NestedRepositories: nonNil(snap.NestedRepositories)}
+		DirtySubmodules: nonNil(snap.DirtySubmodules), NestedRepositories: nonNil(snap.NestedRepositories),
+		Pins: []gitops.Pin{}, Hidden: []gitops.HiddenFile{}, WorktreeRefs: []string{}}
+	if sv := snap.Survey; sv != nil {
+		res.Pins = append(res.Pins, sv.Pins...)
+		res.Hidden = append(res.Hidden, sv.Hidden...)
+		res.Operation = sv.Operation
+		for r := range sv.Refs {
+			res.WorktreeRefs = append(res.WorktreeRefs, r)
+		}
+		sort.Strings(res.WorktreeRefs)
+	}
 	res.Counts.Added, res.Counts.Modified = snap.Files.Added, snap.Files.Modified
 	res.Counts.Deleted, res.Counts.TypeChanged = snap.Files.Deleted, snap.Files.TypeChanged
 	res.Files = snap.Files.Added + snap.Files.Modified + snap.Files.Deleted + snap.Files.TypeChanged
@@ -99,6 +122,7 @@ func (p *Provider) salvage(ctx context.Context, rec *claimRecord, message string
 		return nil, err
 	}
 	res.Ref, res.Commit = &ref, &snap.Commit
+	res.IndexCommit, res.MetaCommit = &snap.Index, &snap.Meta
 	return res, nil
 }
 

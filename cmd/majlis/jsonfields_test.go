@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/majlis-dev/majlis/admission"
+	"github.com/majlis-dev/majlis/gitops"
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/majlis-dev/majlis/reservation"
 )
@@ -25,9 +26,14 @@ func TestJSONFieldsArePinned(t *testing.T) {
 			"created_at", "dirty", "dirty_submodules", "head", "id", "intent", "owner_pid", "path", "physical_path",
 			"reclaimed_at", "released_at", "request_id", "salvage_ref", "state"}},
 		"salvage": {provider.SalvageResult{}, []string{"binding", "clean", "commit", "counts", "dirty_submodules",
-			"files", "nested_repositories", "ref"}},
+			"files", "hidden", "index_commit", "meta_commit", "nested_repositories", "operation", "pins", "ref", "worktree_refs"}},
 		"preview": {provider.Preview{}, []string{"admin_entry", "binding", "branch", "claim_digest", "digest", "head", "ignored_files",
-			"path", "peers", "peers_checked", "physical_path", "released", "salvage", "steps"}},
+			"ignored_paths", "path", "peers", "peers_checked", "physical_path", "released", "salvage", "steps"}},
+		"preview_salvage": {reflect.ValueOf(provider.Preview{}).FieldByName("Salvage").Interface(), []string{"added", "clean",
+			"conflicted", "deleted", "dirty_submodules", "files", "hidden", "intent_to_add", "modified", "operation",
+			"partially_staged", "pins", "renamed", "untracked", "worktree_refs"}},
+		"pin":    {gitops.Pin{}, []string{"commit", "source"}},
+		"hidden": {gitops.HiddenFile{}, []string{"change", "flag", "path"}},
 		"reclaim": {provider.ReclaimResult{}, []string{"binding", "branch", "path", "pinned_on_first_contact", "removed", "salvage_ref",
 			"salvage_refs", "salvaged_submodules", "steps_done"}},
 		"peer":  {provider.Peer{}, []string{"binding", "kind", "overlaps", "path", "relation"}},

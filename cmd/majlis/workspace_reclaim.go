@@ -113,6 +113,28 @@ func renderPreview(w io.Writer, pv *provider.Preview) {
 		fmt.Fprintf(tw, "salvage\t%d files: %d modified, %d added, %d deleted, %d renamed, %d untracked, %d conflicted\n",
 			s.Files, s.Modified, s.Added, s.Deleted, s.Renamed, s.Untracked, s.Conflicted)
 	}
+	for _, h := range s.Hidden {
+		fmt.Fprintf(tw, "  hidden\t%s (%s, %s): salvaged\n", h.Path, h.Flag, h.Change)
+	}
+	for _, p := range s.Pins {
+		fmt.Fprintf(tw, "  pin\t%s, held only by %s\n", short(p.Commit, 12), p.Source)
+	}
+	for _, r := range s.WorktreeRefs {
+		fmt.Fprintf(tw, "  keep\t%s (per-worktree ref)\n", r)
+	}
+	if s.Operation != "" {
+		fmt.Fprintf(tw, "  keep\tthe state of the interrupted %s\n", s.Operation)
+	}
+	if s.PartiallyStaged+s.IntentToAdd > 0 {
+		fmt.Fprintf(tw, "  keep\tthe index: %d partially staged, %d intent-to-add\n", s.PartiallyStaged, s.IntentToAdd)
+	}
+	if pv.IgnoredFiles > 0 {
+		more := ""
+		if pv.IgnoredFiles > len(pv.IgnoredPaths) {
+			more = fmt.Sprintf(" (and %d more)", pv.IgnoredFiles-len(pv.IgnoredPaths))
+		}
+		fmt.Fprintf(tw, "not salvaged\t%d ignored files, deleted: %s%s\n", pv.IgnoredFiles, strings.Join(pv.IgnoredPaths, ", "), more)
+	}
 	for _, st := range pv.Steps {
 		fmt.Fprintf(tw, "  %s\t%s\n", st.Name, st.Detail)
 	}

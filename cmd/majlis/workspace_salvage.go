@@ -13,16 +13,26 @@ func newWorkspaceSalvageCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "salvage BINDING",
 		Short: "Preserve uncommitted work on a salvage ref, touching nothing",
-		Long: `Commit the workspace's uncommitted state (tracked changes, staged or not, and
-untracked files that are not ignored) onto refs/majlis/salvage/BINDING/<n>,
-without touching the workspace's index, HEAD, branch or files. A clean
-workspace makes no ref ("clean": true).
+		Long: `Keep everything a removal of the workspace would lose, except ignored files, as
+one salvage commit on refs/majlis/salvage/BINDING/<n>, without touching the
+workspace's index, HEAD, branch, refs or files: the worktree's files (tracked
+changes, staged or not, untracked files, hidden assume-unchanged and
+skip-worktree edits, files outside a sparse cone), the index whole
+(partially staged files, conflicts, intent-to-add), commits no branch or tag
+reaches (a detached HEAD, per-worktree refs, reflogs, an interrupted
+rebase's), per-worktree refs and an interrupted operation's state. A
+workspace with nothing of that makes no ref ("clean": true).
 
-Submodules and nested repositories are recorded as pointers only: their own
-changes are not captured, and the result lists them.`,
+The commit's parents are HEAD, the index commit, an empty stand-in for git
+stash's untracked-files commit, the meta commit (the worktree's git
+directory files) and the pinned commits; its message's trailers list them.
+'majlis workspace restore' recreates a workspace from it. Submodules and
+nested repositories are recorded as pointers only: their own changes are not
+captured, and the result lists them.`,
 		Example: `  majlis workspace salvage T-14
   majlis workspace salvage T-14 -m "before rebase" --json
-  git log -p refs/majlis/salvage/T-14/1`,
+  git log -1 refs/majlis/salvage/T-14/1      # the trailers name every parent
+  git diff refs/majlis/salvage/T-14/1^1 refs/majlis/salvage/T-14/1`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := g.openProvider(cmd.Context())

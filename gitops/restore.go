@@ -1,0 +1,302 @@
+package gitops
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// A CheckoutMode says what HEAD of a new worktree is.
+type CheckoutMode int
+
+// Checkout modes of AddWorktreeEmpty.
+const (
+	NewBranch      CheckoutMode = iota // a new branch at the commit (-b)
+	ExistingBranch                     // an existing branch, as it is (never moved)
+	Detached                           // HEAD detached at the commit
+)
+
+// AddWorktreeEmpty creates a linked worktree at path, locked with
+// lockReason, whose HEAD is branch or commit as mode says, without checking
+// out any file and without an index (`git worktree add --no-checkout`):
+// RestoreInto fills it. Errors are classified as AddWorktree's.
+// ExistingBranch needs branch to be at commit already; git refuses a
+// branch checked out in another worktree.
+func AddWorktreeEmpty(ctx context.Context, dir, path string, mode CheckoutMode, branch, commit, lockReason string) error {
+	if path == "" || commit == "" || mode != Detached && branch == "" {
+		return errors.New("gitops: AddWorktreeEmpty needs a path, a commit and, unless detached, a branch")
+	}
+	args := []string{"worktree", "add", "--quiet", "--no-checkout", "--lock"}
+	if lockReason != "" {
+		args = append(args, "--reason", lockReason)
+	}
+	switch mode {
+	case NewBranch:
+		args = append(args, "-b", branch, "--", path, commit)
+	case ExistingBranch:
+		args = append(args, "--", path, branch)
+	case Detached:
+		args = append(args, "--detach", "--", path, commit)
+	}
+	_, err := git(ctx, dir, cmdOpts{}, args...)
+	err = classify(err, ErrBranchExists, "fatal: a branch named ", "is already checked out at", "is already used by worktree at")
+	err = classify(err, ErrPathExists, "' already exists", "is a missing but already registered worktree", "is a missing but locked worktree")
+	err = classify(err, ErrUnknownRevision, "fatal: invalid reference: ", "fatal: not a valid object name: ")
+	if errors.Is(err, ErrPathExists) && mode == NewBranch {
+		if cerr := deleteCreatedBranch(context.WithoutCancel(ctx), dir, "refs/heads/"+branch); cerr != nil {
+			return errors.Join(err, cerr)
+		}
+	}
+	return err
+}
+
+// A RestoreReport says what RestoreInto put back and what it could not.
+type RestoreReport struct {
+	Restored    []string
+	NotRestored []string
+}
+
+// RestoreInto fills the empty worktree whose top level is worktree (made
+// by AddWorktreeEmpty at the salvage's HEAD) from the salvage commit
+// commit with layout l: the worktree's files from the salvage tree
+// (deletions stay deleted, modes and symbolic links as they were, files
+// outside a sparse cone left out as they were), then the worktree's own
+// git-directory files from the meta commit (per-worktree refs, reflogs, an
+// interrupted operation's state, per-worktree config, sparse patterns),
+// and last the raw index, whole: staged versions, conflicts,
+// intent-to-add entries and the assume-unchanged and skip-worktree flags.
+// A version 1 salvage has no index: the index is HEAD's, so every change
+// shows as unstaged.
+func RestoreInto(ctx context.Context, worktree, commit string, l SalvageLayout) (RestoreReport, error) {
+	var rep RestoreReport
+	dir, ceiling, err := topLevel(worktree)
+	if err != nil {
+		return rep, err
+	}
+	gitDir, err := worktreeGitDir(dir)
+	if err != nil {
+		return rep, err
+	}
+	hashLen := len(commit) / 2
+	var meta map[string][]byte
+	if l.Version >= 2 {
+		res, err := git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling}, "archive", "--format=tar", l.Meta)
+		if err != nil {
+			return rep, err
+		}
+		if meta, err = readMetaTar(res.stdout); err != nil {
+			return rep, fmt.Errorf("gitops: meta commit %s: %w", l.Meta, err)
+		}
+	}
+	rawIndex, haveIndex := meta["index"]
+
+	// The files: through a private index holding the salvage tree, with the
+	// skip-worktree files that were not on disk marked so that
+	// checkout-index leaves them out.
+	tmp := filepath.Join(gitDir, "majlis-restore.index")
+	defer func() { os.Remove(tmp); os.Remove(tmp + ".lock") }()
+	o := cmdOpts{indexFile: tmp, ceiling: ceiling}
+	if _, err := git(ctx, dir, o, "read-tree", commit+"^{tree}"); err != nil {
+		return rep, err
+	}
+	if haveIndex {
+		present := map[string]bool{}
+		for _, p := range strings.Split(string(meta["majlis/skip-worktree-present"]), "\x00") {
+			present[p] = true
+		}
+		var absent []string
+		if err := scanIndex(rawIndex, hashLen, func(e indexEntry) {
+			if e.Stage == 0 && e.SkipWorktree && !present[e.Path] && e.Mode != ModeTree {
+				absent = append(absent, e.Path)
+			}
+		}); err != nil {
+			rep.NotRestored = append(rep.NotRestored, "sparse checkout: the index could not be read, so files outside the cone were written too")
+		}
+		if len(absent) > 0 {
+			o.stdin = []byte(strings.Join(absent, "\x00") + "\x00")
+			if _, err := git(ctx, dir, o, "update-index", "--skip-worktree", "-z", "--stdin"); err != nil {
+				return rep, err
+			}
+			o.stdin = nil
+		}
+	}
+	if _, err := git(ctx, dir, o, "checkout-index", "--all", "--force"); err != nil {
+		return rep, err
+	}
+	rep.Restored = append(rep.Restored, "files")
+
+	if l.Version < 2 {
+		if l.Head != "" {
+			if _, err := git(ctx, dir, cmdOpts{ceiling: ceiling}, "read-tree", l.Head); err != nil {
+				return rep, err
+			}
+		}
+		rep.NotRestored = append(rep.NotRestored,
+			"index: a salvage made by an earlier majlis keeps no index, so every change shows as unstaged",
+			"per-worktree refs, reflogs and an interrupted operation's state: not kept by earlier salvages")
+		return rep, nil
+	}
+
+	// The git directory's own files, then the index.
+	names := make([]string, 0, len(meta))
+	for n := range meta {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var refs []string
+	for _, n := range names {
+		switch {
+		case n == "index" || n == "HEAD" || strings.HasPrefix(n, "conflicts/") || strings.HasPrefix(n, "majlis/"):
+			continue
+		case !keptName(n):
+			rep.NotRestored = append(rep.NotRestored, n+": not a file majlis restores")
+			continue
+		}
+		dst := filepath.Join(gitDir, filepath.FromSlash(n))
+		if n == "logs/HEAD" {
+			// The old reflog, then the entry git just wrote.
+			now, err := os.ReadFile(dst)
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				return rep, err
+			}
+			if err := writeFileAtomic(dst, append(append([]byte{}, meta[n]...), now...)); err != nil {
+				return rep, err
+			}
+			continue
+		}
+		if _, err := os.Lstat(dst); err == nil {
+			rep.NotRestored = append(rep.NotRestored, n+": git made its own on the new worktree")
+			continue
+		}
+		if err := writeFileAtomic(dst, meta[n]); err != nil {
+			return rep, err
+		}
+		if n == "config.worktree" {
+			// Settings that would aim git at another directory are dropped.
+			for _, key := range []string{"core.worktree", "core.bare"} {
+				if _, err := git(ctx, dir, cmdOpts{okCodes: []int{5}}, "config", "--file", dst, "--unset-all", key); err != nil {
+					return rep, err
+				}
+			}
+		}
+		for _, ns := range perWorktreeRefs {
+			if strings.HasPrefix(n, ns) {
+				refs = append(refs, n)
+			}
+		}
+	}
+	rep.Restored = append(rep.Restored, refs...)
+	for _, op := range operations {
+		if _, ok := meta[op.file]; ok || hasPrefixKey(meta, op.file+"/") {
+			rep.Restored = append(rep.Restored, "the state of the interrupted "+op.op)
+			break
+		}
+	}
+	if _, ok := meta["logs/HEAD"]; ok {
+		rep.Restored = append(rep.Restored, "HEAD's reflog")
+	}
+	if haveIndex {
+		if err := writeFileAtomic(filepath.Join(gitDir, "index"), rawIndex); err != nil {
+			return rep, err
+		}
+		rep.Restored = append(rep.Restored, "index")
+	}
+	return rep, nil
+}
+
+// keptName reports whether n is one of the git-directory files a salvage
+// keeps (see keptFiles and keptDirs): restore writes nothing else.
+func keptName(n string) bool {
+	if n != path.Clean(n) || strings.HasPrefix(n, "/") || strings.HasPrefix(n, "../") || n == ".." {
+		return false
+	}
+	for _, f := range keptFiles {
+		if n == f {
+			return true
+		}
+	}
+	if strings.HasPrefix(n, "sharedindex.") && !strings.Contains(n, "/") {
+		return true
+	}
+	for _, d := range keptDirs {
+		if strings.HasPrefix(n, d+"/") && !strings.HasSuffix(n, ".lock") {
+			return true
+		}
+	}
+	return false
+}
+
+func hasPrefixKey(m map[string][]byte, prefix string) bool {
+	for k := range m {
+		if strings.HasPrefix(k, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// readMetaTar reads the regular files of a `git archive --format=tar`
+// stream: name -> content. Anything but directories, regular files and
+// git's global pax header (the commit id) is refused.
+func readMetaTar(b []byte) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	tr := tar.NewReader(bytes.NewReader(b))
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return files, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		switch h.Typeflag {
+		case tar.TypeDir, tar.TypeXGlobalHeader:
+			continue
+		case tar.TypeReg:
+		default:
+			return nil, fmt.Errorf("entry %q of type %q", h.Name, h.Typeflag)
+		}
+		if h.Name == "" || h.Name != path.Clean(h.Name) || strings.HasPrefix(h.Name, "/") || strings.HasPrefix(h.Name, "../") {
+			return nil, fmt.Errorf("entry name %q", h.Name)
+		}
+		if _, dup := files[h.Name]; dup {
+			return nil, fmt.Errorf("entry %q twice", h.Name)
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			return nil, err
+		}
+		files[h.Name] = data
+	}
+}
+
+// writeFileAtomic writes data to name through a temporary file and a
+// rename, creating parent directories.
+func writeFileAtomic(name string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(name), ".majlis-restore-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), name)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}

@@ -1,0 +1,175 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/majlis-dev/majlis/gitops"
+)
+
+// RestoreOptions describe a restore.
+type RestoreOptions struct {
+	Binding string
+	// Salvage is n of refs/majlis/salvage/<binding>/<n>; 0 means the
+	// latest.
+	Salvage int
+	// Path is where the new workspace goes (default: as allocate's); it
+	// must not exist.
+	Path string
+	// Branch is a new branch to create at the salvage's HEAD. Without it,
+	// the workspace gets what it had: its branch (created again if it is
+	// gone, checked out as it is if it is still at that commit, refused if
+	// it has moved), or a detached HEAD.
+	Branch    string
+	RequestID string
+}
+
+// A RestoreResult reports a restore. Its JSON is part of the CLI contract.
+type RestoreResult struct {
+	Workspace  *Workspace `json:"workspace"`
+	SalvageRef string     `json:"salvage_ref"`
+	Commit     string     `json:"commit"`
+	Layout     int        `json:"layout"` // the salvage layout version: 1 (earlier majlis) or 2
+	Head       string     `json:"head"`
+	Branch     *string    `json:"branch"` // null when detached
+	// Restored lists what was put back ("files", "index", per-worktree
+	// refs, "the state of the interrupted rebase", ...); NotRestored what
+	// could not be, and why.
+	Restored    []string `json:"restored"`
+	NotRestored []string `json:"not_restored"`
+}
+
+// Restore recreates a reclaimed workspace of binding from one of its
+// salvages, as a new workspace (a new claim, allocated as allocate does,
+// with the same checks). It never moves an existing branch and refuses a
+// path that exists. See gitops.RestoreInto for what is put back.
+func (p *Provider) Restore(ctx context.Context, o RestoreOptions) (*RestoreResult, error) {
+	fail := func(err error, reason, hint string) error {
+		return &Error{Op: "restore", Binding: o.Binding, Reason: reason, Hint: hint, Err: err}
+	}
+	if err := ValidBinding(o.Binding); err != nil {
+		return nil, err
+	}
+	if o.Salvage < 0 {
+		return nil, fail(ErrInvalidArgument, fmt.Sprintf("--salvage %d is not a salvage number", o.Salvage), "")
+	}
+	recs, err := p.readBinding(o.Binding)
+	if err != nil {
+		return nil, err
+	}
+	if err := liveBindingError(o.Binding, recs); err != nil {
+		return nil, err
+	}
+	reader, err := gitops.OpenReader(ctx, p.Reg.CommonDir)
+	if err != nil {
+		return nil, err
+	}
+	prefix := SalvagePrefix + o.Binding + "/"
+	refs, err := reader.Refs(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	var nums []int
+	for _, r := range refs {
+		if n, err := strconv.Atoi(strings.TrimPrefix(r.Name, prefix)); err == nil && n > 0 && strconv.Itoa(n) == strings.TrimPrefix(r.Name, prefix) {
+			nums = append(nums, n)
+		}
+	}
+	sort.Ints(nums)
+	n := o.Salvage
+	switch {
+	case len(nums) == 0:
+		return nil, fail(ErrNotFound, "no salvage of "+o.Binding+" under "+prefix, "list them: git for-each-ref "+prefix)
+	case n == 0:
+		n = nums[len(nums)-1]
+	case !containsInt(nums, n):
+		return nil, fail(ErrNotFound, fmt.Sprintf("no salvage %s%d", prefix, n), "list them: git for-each-ref "+prefix)
+	}
+	ref := prefix + strconv.Itoa(n)
+	commit, layout, err := gitops.ReadSalvage(ctx, p.Reg.CommonDir, ref)
+	if err != nil {
+		if errors.Is(err, gitops.ErrUnknownRevision) || errors.As(err, new(*gitops.Error)) {
+			return nil, err
+		}
+		return nil, fail(ErrMalformed, err.Error(), "inspect it with git log -1 "+ref)
+	}
+	if layout.Head == "" {
+		return nil, fail(ErrInvalidArgument, ref+" was taken on an unborn branch",
+			"restore it with plain git: git read-tree "+ref+"^2 && git checkout-index -a")
+	}
+
+	// What HEAD becomes.
+	ao := AllocateOptions{Binding: o.Binding, Path: o.Path, Base: layout.Head, RequestID: o.RequestID}
+	branch := ""
+	switch {
+	case o.Branch != "":
+		ao.Branch, ao.mode = o.Branch, gitops.NewBranch
+		branch = o.Branch
+	case layout.Version >= 2 && layout.Branch == "":
+		ao.mode = gitops.Detached
+	default:
+		name := strings.TrimPrefix(layout.Branch, "refs/heads/")
+		if layout.Version < 2 || !strings.HasPrefix(layout.Branch, "refs/heads/") {
+			if len(recs) == 0 {
+				return nil, fail(ErrNotFound, "no claim of "+o.Binding+" names its branch", "pass --branch NAME")
+			}
+			name = recs[len(recs)-1].Claim.Branch
+		}
+		if name == "" {
+			ao.mode = gitops.Detached
+			break
+		}
+		ao.Branch, branch = name, name
+		at, err := reader.ResolveCommit(ctx, "refs/heads/"+name)
+		switch {
+		case errors.Is(err, gitops.ErrUnknownRevision):
+			ao.mode = gitops.NewBranch
+		case err != nil:
+			return nil, err
+		case at == layout.Head:
+			ao.mode = gitops.ExistingBranch
+		default:
+			return nil, fail(ErrBranchExists, fmt.Sprintf("branch %s has moved to %s since the salvage (which was on %s); majlis never moves a branch", name, at, layout.Head),
+				"pass --branch NAME to restore onto a new branch at "+layout.Head)
+		}
+	}
+	var report gitops.RestoreReport
+	ao.populate = func(ctx context.Context, path string) error {
+		var err error
+		report, err = gitops.RestoreInto(ctx, path, commit, layout)
+		return err
+	}
+	ws, err := p.Allocate(ctx, ao)
+	if err != nil {
+		var pe *Error
+		if errors.As(err, &pe) && pe.Op == "allocate" {
+			pe.Op = "restore"
+		}
+		return nil, err
+	}
+	res := &RestoreResult{Workspace: ws, SalvageRef: ref, Commit: commit, Layout: layout.Version, Head: layout.Head,
+		Restored: nonNil(report.Restored), NotRestored: nonNil(report.NotRestored)}
+	if branch != "" {
+		res.Branch = &branch
+	}
+	if layout.Version >= 2 {
+		kept, _ := reader.Refs(ctx, prefix+"modules/")
+		if len(kept) > 0 {
+			res.NotRestored = append(res.NotRestored, "submodules: not checked out; the history of the old workspace's submodules is under "+prefix+"modules/")
+		}
+	}
+	return res, nil
+}
+
+func containsInt(s []int, n int) bool {
+	for _, v := range s {
+		if v == n {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,379 @@
+package provider
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/majlis-dev/majlis/fixtures"
+)
+
+// The round trip is the test of salvage's completeness: a workspace put
+// into states drawn at random from what git allows, reclaimed, then
+// restored, must come back with the same HEAD, index, files, per-worktree
+// refs and operation state, and every object reachable before (reflogs
+// and the index included) must be reachable after.
+//
+// A failure prints its seed; replay it with
+//
+//	go test ./provider -run TestRestoreRoundTrip -roundtrip.seed=N
+//
+// (or MAJLIS_ROUNDTRIP_SEED=N). -roundtrip.rounds (MAJLIS_ROUNDTRIP_ROUNDS)
+// sets how many workspaces are drawn; the default keeps make test fast.
+var (
+	roundTripSeed   = flag.Uint64("roundtrip.seed", 0, "replay the salvage round trip with this seed")
+	roundTripRounds = flag.Int("roundtrip.rounds", 0, "how many random workspaces the salvage round trip draws")
+)
+
+func TestRestoreRoundTrip(t *testing.T) {
+	seed := *roundTripSeed
+	if v := os.Getenv("MAJLIS_ROUNDTRIP_SEED"); seed == 0 && v != "" {
+		seed, _ = strconv.ParseUint(v, 10, 64)
+	}
+	rounds := *roundTripRounds
+	if v := os.Getenv("MAJLIS_ROUNDTRIP_ROUNDS"); rounds == 0 && v != "" {
+		rounds, _ = strconv.Atoi(v)
+	}
+	if seed != 0 {
+		rounds = 1
+	} else if rounds == 0 {
+		rounds = 8
+		if testing.Short() {
+			rounds = 2
+		}
+	}
+	base := uint64(time.Now().UnixNano())
+	for i := range rounds {
+		s := seed
+		if s == 0 {
+			s = base + uint64(i)
+		}
+		t.Run(fmt.Sprintf("seed=%d", s), func(t *testing.T) {
+			t.Parallel()
+			defer func() {
+				if t.Failed() {
+					t.Logf("replay: go test ./provider -run TestRestoreRoundTrip -roundtrip.seed=%d", s)
+				}
+			}()
+			roundTrip(t, s)
+		})
+	}
+}
+
+// A state is one thing git lets a workspace hold.
+type state struct {
+	name  string
+	apply func(w *world)
+}
+
+// world is one round: the repository, its workspace, and the random source.
+type world struct {
+	t    *testing.T
+	rng  *rand.Rand
+	repo *fixtures.Repo
+	ws   *fixtures.Repo
+	sub  *fixtures.Repo // the workspace's checked-out submodule, if any
+	n    int
+	log  []string
+	// origBranch is the workspace's branch.
+	origBranch string
+}
+
+func (w *world) name(prefix string) string { w.n++; return fmt.Sprintf("%s%d", prefix, w.n) }
+
+// tracked returns a tracked file under src/ (always in the sparse cone),
+// stage 0, not flagged.
+func (w *world) tracked() string {
+	var files []string
+	for _, rec := range strings.Split(w.ws.Git("ls-files", "-s", "-v", "-z", "--", "src"), "\x00") {
+		meta, path, ok := strings.Cut(rec, "\t")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(meta)
+		if len(f) == 4 && f[0] == "H" && f[1] != "120000" && f[3] == "0" {
+			if fi, err := os.Lstat(w.ws.Path(path)); err == nil && fi.Mode().IsRegular() {
+				files = append(files, path)
+			}
+		}
+	}
+	if len(files) == 0 {
+		p := w.name("src/new-")
+		w.ws.WriteFile(p, "made to have one\n")
+		w.ws.Git("add", "--", p)
+		return p
+	}
+	sort.Strings(files)
+	return files[w.rng.IntN(len(files))]
+}
+
+// History states: each needs a clean index and worktree, and leaves them so.
+var historyStates = []state{
+	{"commit", func(w *world) { w.ws.WriteFile(w.name("src/c-"), "committed\n"); w.ws.Commit("c") }},
+	{"detach and commit", func(w *world) { w.ws.DetachedCommit(w.name("src/d-"), "detached\n") }},
+	{"reflog-only commit", func(w *world) {
+		if b := w.branch(); b != "" {
+			w.ws.ReflogOnlyCommit(b, w.name("src/l-"), "reflog\n")
+		}
+	}},
+	{"per-worktree ref", func(w *world) {
+		head := w.ws.Head()
+		w.ws.Git("update-ref", "refs/worktree/"+w.name("keep-"), head)
+	}},
+	{"stash", func(w *world) {
+		f := w.tracked()
+		w.ws.StashEdits(f, "stashed "+w.name("")+"\n")
+	}},
+	{"sparse cone", func(w *world) {
+		if !w.sparse() {
+			w.ws.Git("sparse-checkout", "set", "src")
+		}
+	}},
+	{"submodule commit, tag and stash", func(w *world) {
+		if w.sub == nil {
+			return
+		}
+		w.sub.WriteFile(w.name("sub-"), "in the submodule\n")
+		c := w.sub.Commit("sub commit")
+		w.sub.Git("tag", w.name("sub-tag-"), c)
+		w.sub.TagOnlyCommit("work", w.name("sub-only-"), w.name("sub-t-"), "tagged only\n")
+		w.sub.StashEdits("README.md", "sub stash "+w.name("")+"\n", "sub stash "+w.name("")+"\n")
+	}},
+}
+
+// Operation states: at most one, after the history, on a clean tree.
+var operationStates = []state{
+	{"interrupted rebase", func(w *world) {
+		if w.branch() != "" {
+			w.ws.RebaseStoppedAtEdit(w.name("src/amended-"), "amended\n")
+		}
+	}},
+	{"conflicted merge", func(w *world) { w.conflict("merge") }},
+	{"conflicted cherry-pick", func(w *world) { w.conflict("cherry-pick") }},
+	{"bisect", func(w *world) {
+		w.ws.WriteFile(w.name("src/bisect-"), "one\n")
+		w.ws.Commit("bisect one")
+		w.ws.WriteFile(w.name("src/bisect-"), "two\n")
+		w.ws.Commit("bisect two")
+		w.ws.Git("bisect", "start", "HEAD", "HEAD~2")
+	}},
+}
+
+// conflict makes a side commit that conflicts with HEAD on one file and
+// runs op (merge or cherry-pick) of it, which stops on the conflict.
+func (w *world) conflict(op string) {
+	f := w.name("src/conflict-")
+	w.ws.WriteFile(f, "base\n")
+	w.ws.Commit("conflict base")
+	head := w.ws.Head()
+	w.ws.Git("checkout", "--quiet", "--detach")
+	w.ws.WriteFile(f, "theirs\n")
+	theirs := w.ws.Commit("theirs")
+	w.ws.Git("checkout", "--quiet", head)
+	if b := w.origBranch; b != "" {
+		w.ws.Git("checkout", "--quiet", b)
+	}
+	w.ws.WriteFile(f, "ours\n")
+	w.ws.Commit("ours")
+	if _, err := w.ws.TryGit(op, theirs); err == nil {
+		w.t.Fatalf("%s of %s did not conflict", op, theirs)
+	}
+}
+
+// Worktree states: any number, in any order, last.
+var worktreeStates = []state{
+	{"stage a new file", func(w *world) { p := w.name("src/s-"); w.ws.WriteFile(p, "staged\n"); w.ws.Git("add", "--", p) }},
+	{"partial stage", func(w *world) { w.ws.PartialStage(w.tracked(), "staged "+w.name("")+"\n", "worktree\n") }},
+	{"intent to add", func(w *world) { p := w.name("src/ita-"); w.ws.WriteFile(p, "ita\n"); w.ws.Git("add", "-N", "--", p) }},
+	{"untracked", func(w *world) { w.ws.WriteFile(w.name("src/u dir/u-"), "untracked\n") }},
+	{"delete", func(w *world) { w.ws.Remove(w.tracked()) }},
+	{"git rm", func(w *world) { w.ws.Git("rm", "-f", "--quiet", "--", w.tracked()) }},
+	{"rename", func(w *world) { w.ws.Git("mv", "--", w.tracked(), w.name("src/renamed-")) }},
+	{"mode change", func(w *world) { w.ws.Chmod(w.tracked(), 0o755) }},
+	{"symlink", func(w *world) { w.ws.Symlink("target-"+w.name(""), w.name("src/link-")) }},
+	{"assume-unchanged edit", func(w *world) { w.ws.HideEdit(w.tracked(), "--assume-unchanged", "hidden "+w.name("")+"\n") }},
+	{"skip-worktree edit", func(w *world) { w.ws.HideEdit(w.tracked(), "--skip-worktree", "hidden "+w.name("")+"\n") }},
+	{"outside the sparse cone", func(w *world) {
+		if w.sparse() {
+			w.ws.WriteFile(w.name("docs/outside-"), "outside the cone\n")
+		}
+	}},
+}
+
+func (w *world) sparse() bool {
+	out, _ := w.ws.TryGit("config", "--get", "core.sparseCheckout")
+	return strings.TrimSpace(out) == "true"
+}
+
+func (w *world) branch() string {
+	b, err := w.ws.TryGit("symbolic-ref", "-q", "--short", "HEAD")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(b)
+}
+
+func roundTrip(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	var repo *fixtures.Repo
+	var p *Provider
+	withSub := rng.IntN(3) == 0
+	if withSub {
+		repo, p, _ = submoduleWorkspaceNoAlloc(t)
+	} else {
+		repo, p = newProvider(t)
+	}
+	repo.WriteFiles(map[string]string{"src/a.txt": "a\n", "src/b.txt": "b\n", "src/c.txt": "c\n", "docs/d.txt": "d\n"})
+	repo.Commit("files")
+	w0 := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+	w := &world{t: t, rng: rng, repo: repo, ws: &fixtures.Repo{T: t, Dir: w0.Path}, origBranch: w0.Branch}
+	if withSub {
+		w.ws.Git("-c", "protocol.file.allow=always", "submodule", "--quiet", "update", "--init")
+		w.sub = &fixtures.Repo{T: t, Dir: w.ws.Path("lib")}
+		w.sub.Git("checkout", "--quiet", "-b", "work")
+	}
+	var res *RestoreResult
+	do := func(s state) { w.log = append(w.log, s.name); s.apply(w) }
+	for range rng.IntN(4) {
+		do(historyStates[rng.IntN(len(historyStates))])
+	}
+	if rng.IntN(2) == 0 {
+		do(operationStates[rng.IntN(len(operationStates))])
+	}
+	for range rng.IntN(6) {
+		do(worktreeStates[rng.IntN(len(worktreeStates))])
+	}
+	t.Logf("states: %s", strings.Join(w.log, ", "))
+
+	before := observe(t, w.ws, w.sub)
+	rec, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true, SalvageSubmodules: true})
+	if err != nil {
+		t.Fatalf("reclaim: %v", err)
+	}
+	if rec.SalvageRef == nil {
+		// Nothing to keep: the workspace was as allocated, on its branch.
+		if before.view["HEAD"] != w0.Base || before.view["HEAD symbolic"] != "refs/heads/"+w0.Branch {
+			t.Fatalf("no salvage of a workspace at %s (%s)", before.view["HEAD"], before.view["HEAD symbolic"])
+		}
+		return
+	}
+	res, err = p.Restore(t.Context(), RestoreOptions{Binding: "T-1"})
+	if err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	t.Logf("restored %v; not restored %v", res.Restored, res.NotRestored)
+	after := observe(t, &fixtures.Repo{T: t, Dir: res.Workspace.Path}, nil)
+	if diff := cmp.Diff(before.view, after.view); diff != "" {
+		t.Errorf("restored workspace differs (-before +after):\n%s", diff)
+	}
+	for id := range before.objects {
+		if !after.objects[id] {
+			t.Errorf("object %s was reachable before the reclaim, not after the restore", id)
+		}
+	}
+}
+
+// submoduleWorkspaceNoAlloc is submoduleWorkspace without the allocation.
+func submoduleWorkspaceNoAlloc(t *testing.T) (*fixtures.Repo, *Provider, struct{}) {
+	t.Helper()
+	lib := fixtures.NewRepo(t)
+	repo := fixtures.NewRepoAt(t, filepath.Join(fixtures.TempDir(t), "app"))
+	repo.AddSubmodule("lib", lib)
+	if _, err := Init(t.Context(), repo.Dir, InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Open(t.Context(), repo.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return repo, p, struct{}{}
+}
+
+type observation struct {
+	view    map[string]string
+	objects map[string]bool
+}
+
+// observe records what the round trip must keep of the worktree ws (and
+// of its submodule sub, whose objects only).
+func observe(t *testing.T, ws, sub *fixtures.Repo) observation {
+	t.Helper()
+	o := observation{view: map[string]string{}, objects: map[string]bool{}}
+	o.view["HEAD"] = ws.Head()
+	sym, err := ws.TryGit("symbolic-ref", "-q", "HEAD")
+	if err != nil {
+		sym = "detached"
+	}
+	o.view["HEAD symbolic"] = strings.TrimSpace(sym)
+	o.view["index"] = ws.Git("ls-files", "-s", "-v")
+	o.view["status"] = ws.Git("status", "--porcelain=v2", "--untracked-files=all", "--ignore-submodules=all")
+	o.view["worktree refs"] = ws.Git("for-each-ref", "--format=%(refname) %(objectname)", "refs/worktree", "refs/bisect", "refs/rewritten")
+	gitDir := ws.GitDir()
+	var ops []string
+	for _, f := range []string{"rebase-merge", "rebase-apply", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "BISECT_START", "ORIG_HEAD"} {
+		if b, err := os.ReadFile(filepath.Join(gitDir, f)); err == nil {
+			ops = append(ops, f+"="+strings.TrimSpace(string(b)))
+		} else if _, err := os.Stat(filepath.Join(gitDir, f)); err == nil {
+			ops = append(ops, f+"/")
+		}
+	}
+	o.view["operation"] = strings.Join(ops, "\n")
+	subs := map[string]bool{}
+	for _, rec := range strings.Split(ws.Git("ls-files", "-s"), "\n") {
+		if strings.HasPrefix(rec, "160000 ") {
+			_, path, _ := strings.Cut(rec, "\t")
+			subs[path] = true
+		}
+	}
+	err = filepath.WalkDir(ws.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(ws.Dir, p)
+		rel = filepath.ToSlash(rel)
+		if rel == ".git" || subs[rel] {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, _ := os.Readlink(p)
+			o.view["file "+rel] = "symlink " + target
+		case fi.Mode().IsRegular():
+			b, _ := os.ReadFile(p)
+			o.view["file "+rel] = fmt.Sprintf("%o %q", fi.Mode().Perm()&0o111, b)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	for _, r := range []*fixtures.Repo{ws, sub} {
+		if r == nil {
+			continue
+		}
+		for _, line := range strings.Split(r.Git("rev-list", "--objects", "--all", "--reflog", "--indexed-objects"), "\n") {
+			if id, _, _ := strings.Cut(line, " "); id != "" {
+				o.objects[id] = true
+			}
+		}
+	}
+	return o
+}

@@ -1,0 +1,143 @@
+package provider
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/majlis-dev/majlis/fixtures"
+)
+
+// The five ways a reclaim used to lose work (issue 11), each from the
+// user's side: a state made with plain git, a reclaim, then what is still
+// reachable from a ref of the repository.
+
+// reclaimAll previews (which must not call the workspace clean) and
+// reclaims binding, and checks that the directory is gone.
+func reclaimAll(t *testing.T, p *Provider, binding, path string) (*Preview, *ReclaimResult) {
+	t.Helper()
+	pv, err := p.PreviewReclaim(t.Context(), binding)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: binding, Confirm: pv.Digest, SalvageSubmodules: true})
+	if err != nil {
+		t.Fatalf("reclaim: %v", err)
+	}
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("workspace not removed: %v", err)
+	}
+	return pv, res
+}
+
+func mustReach(t *testing.T, repo *fixtures.Repo, what, id string) {
+	t.Helper()
+	if !repo.Reachable(id) {
+		t.Errorf("%s (%s) is reachable from no ref after the reclaim", what, id)
+	}
+}
+
+func TestReclaimKeepsCommitsOnlyTheWorkspaceHolds(t *testing.T) {
+	for name, make := range map[string]func(ws *fixtures.Repo) string{
+		"detached HEAD": func(ws *fixtures.Repo) string { return ws.DetachedCommit("d.txt", "detached\n") },
+		"refs/worktree": func(ws *fixtures.Repo) string {
+			return ws.WorktreeRefCommit("majlis/T-1", "refs/worktree/keep", "w.txt", "worktree ref\n")
+		},
+		"refs/bisect": func(ws *fixtures.Repo) string {
+			return ws.WorktreeRefCommit("majlis/T-1", "refs/bisect/bad", "b.txt", "bisect\n")
+		},
+		"refs/rewritten": func(ws *fixtures.Repo) string {
+			return ws.WorktreeRefCommit("majlis/T-1", "refs/rewritten/x", "r.txt", "rewritten\n")
+		},
+		"interrupted rebase": func(ws *fixtures.Repo) string { return ws.RebaseStoppedAtEdit("amended.txt", "amended\n") },
+		"HEAD reflog":        func(ws *fixtures.Repo) string { return ws.ReflogOnlyCommit("majlis/T-1", "l.txt", "reflog\n") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			repo, p := newProvider(t)
+			w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+			ws := &fixtures.Repo{T: t, Dir: w.Path}
+			commit := make(ws)
+			pv, res := reclaimAll(t, p, "T-1", w.Path)
+			if pv.Salvage.Clean || len(pv.Salvage.Pins) == 0 {
+				t.Errorf("preview calls the workspace clean, pins %+v", pv.Salvage.Pins)
+			}
+			if res.SalvageRef == nil {
+				t.Fatalf("no salvage ref")
+			}
+			mustReach(t, repo, "the commit only the workspace held", commit)
+		})
+	}
+}
+
+func TestReclaimKeepsThePartiallyStagedVersion(t *testing.T) {
+	repo, p := newProvider(t)
+	w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+	ws := &fixtures.Repo{T: t, Dir: w.Path}
+	staged := ws.PartialStage("README.md", "v1 staged\n", "v2 in the worktree\n")
+	_, res := reclaimAll(t, p, "T-1", w.Path)
+	mustReach(t, repo, "the staged version", staged)
+	if got := repo.Git("show", *res.SalvageRef+"^2:README.md"); got != "v1 staged\n" {
+		t.Errorf("the index commit (parent 2) holds %q", got)
+	}
+	if got := repo.Git("show", *res.SalvageRef+":README.md"); got != "v2 in the worktree\n" {
+		t.Errorf("the salvage tree holds %q", got)
+	}
+}
+
+func TestReclaimKeepsHiddenEdits(t *testing.T) {
+	for _, flag := range []string{"--assume-unchanged", "--skip-worktree"} {
+		t.Run(flag, func(t *testing.T) {
+			repo, p := newProvider(t)
+			w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+			ws := &fixtures.Repo{T: t, Dir: w.Path}
+			blob := ws.HideEdit("README.md", flag, "hidden edit\n")
+			pv, res := reclaimAll(t, p, "T-1", w.Path)
+			if pv.Salvage.Clean {
+				t.Errorf("preview calls a workspace with a hidden edit clean")
+			}
+			named := false
+			for _, h := range pv.Salvage.Hidden {
+				named = named || h.Path == "README.md" && h.Flag == strings.TrimPrefix(flag, "--")
+			}
+			if !named {
+				t.Errorf("preview does not name the hidden file: %+v", pv.Salvage.Hidden)
+			}
+			mustReach(t, repo, "the hidden edit", blob)
+			if got := repo.Git("show", *res.SalvageRef+":README.md"); got != "hidden edit\n" {
+				t.Errorf("the salvage tree holds %q", got)
+			}
+		})
+	}
+}
+
+func TestReclaimKeepsSubmoduleTagsAndStashes(t *testing.T) {
+	repo, p, target := submoduleWorkspace(t)
+	ws := &fixtures.Repo{T: t, Dir: target.Path}
+	ws.Git("-c", "protocol.file.allow=always", "submodule", "--quiet", "update", "--init")
+	sub := &fixtures.Repo{T: t, Dir: ws.Path("lib")}
+	sub.Git("checkout", "--quiet", "-b", "work")
+	tagged := sub.TagOnlyCommit("work", "v-local", "tagged.txt", "tagged only\n")
+	stashes := sub.StashEdits("README.md", "stash one\n", "stash two\n", "stash three\n")
+	reclaimAll(t, p, "T-1", target.Path)
+	mustReach(t, repo, "the submodule commit only a tag held", tagged)
+	for i, s := range stashes {
+		mustReach(t, repo, "submodule stash entry "+string(rune('0'+len(stashes)-1-i)), s)
+	}
+}
+
+func TestReclaimSparseCheckout(t *testing.T) {
+	repo, p := newProvider(t)
+	w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+	ws := &fixtures.Repo{T: t, Dir: w.Path}
+	blob := ws.SparseOutsideCone("cone", "elsewhere/new.txt", "outside the cone\n")
+	_, res := reclaimAll(t, p, "T-1", w.Path)
+	mustReach(t, repo, "the new file outside the sparse cone", blob)
+	if got := repo.Git("show", *res.SalvageRef+":elsewhere/new.txt"); got != "outside the cone\n" {
+		t.Errorf("the salvage tree holds %q", got)
+	}
+	// Files outside the cone that were never checked out are not deletions.
+	if got := repo.Git("show", *res.SalvageRef+":other/tracked.txt"); got != "outside the cone\n" {
+		t.Errorf("the salvage tree holds %q for a file outside the cone", got)
+	}
+}
