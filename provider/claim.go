@@ -60,28 +60,28 @@ func (r *Registration) check() error {
 // A Claim is the immutable record published, under the publication lease,
 // before a workspace is created. Its digest pins it.
 type Claim struct {
-	Format       string            `json:"format"`
-	Binding      string            `json:"binding"`
-	Seq          int               `json:"seq"` // 1 for the binding's first claim, then 2, ...
-	RequestID    string            `json:"request_id"`
-	Path         string            `json:"path"`          // lexical, absolute
-	PhysicalPath string            `json:"physical_path"` // symlinks resolved
-	CommonDir    string            `json:"common_dir"`
-	RepositoryID string            `json:"repository_id"`
-	Base         string            `json:"base"`     // commit id
-	BaseRef      string            `json:"base_ref"` // as the caller named it
-	Branch       string            `json:"branch"`
+	Format       string `json:"format"`
+	Binding      string `json:"binding"`
+	Seq          int    `json:"seq"` // 1 for the binding's first claim, then 2, ...
+	RequestID    string `json:"request_id"`
+	Path         string `json:"path"`          // lexical, absolute
+	PhysicalPath string `json:"physical_path"` // symlinks resolved
+	CommonDir    string `json:"common_dir"`
+	RepositoryID string `json:"repository_id"`
+	Base         string `json:"base"`     // commit id
+	BaseRef      string `json:"base_ref"` // as the caller named it
+	Branch       string `json:"branch"`
 	// Checkout: Branch existed before the claim and is checked out as it
 	// is (never moved or deleted by majlis); Detached: HEAD is detached at
 	// Base and Branch is empty. Both are set only by restore.
-	Checkout bool     `json:"checkout,omitempty"`
-	Detached bool     `json:"detached,omitempty"`
-	Intent       []string          `json:"intent"`
-	OwnerPID     int               `json:"owner_pid"`        // 0: none recorded
-	OwnerStart   uint64            `json:"owner_start_time"` // start time of OwnerPID
-	AllowNested  bool              `json:"allow_nested"`
-	Allocator    reservation.Owner `json:"allocator"`
-	CreatedAt    time.Time         `json:"created_at"`
+	Checkout    bool              `json:"checkout,omitempty"`
+	Detached    bool              `json:"detached,omitempty"`
+	Intent      []string          `json:"intent"`
+	OwnerPID    int               `json:"owner_pid"`        // 0: none recorded
+	OwnerStart  uint64            `json:"owner_start_time"` // start time of OwnerPID
+	AllowNested bool              `json:"allow_nested"`
+	Allocator   reservation.Owner `json:"allocator"`
+	CreatedAt   time.Time         `json:"created_at"`
 }
 
 func (c *Claim) check() error {

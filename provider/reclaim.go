@@ -99,9 +99,9 @@ type Preview struct {
 	IgnoredFiles int `json:"ignored_files"` // deleted with the directory, not salvaged
 	// IgnoredPaths names the first MaxIgnoredPaths of them.
 	IgnoredPaths []string `json:"ignored_paths"`
-	Steps        []Step `json:"steps"`
-	PeersChecked int    `json:"peers_checked"`
-	Peers        []Peer `json:"peers"`
+	Steps        []Step   `json:"steps"`
+	PeersChecked int      `json:"peers_checked"`
+	Peers        []Peer   `json:"peers"`
 	// AdminEntry is git's administrative entry of the workspace
 	// (<common dir>/worktrees/<id>). Pinned says whether it carries
 	// majlis's pin; an entry of a workspace allocated before majlis pinned
