@@ -32,6 +32,8 @@ func TestJSONFieldsArePinned(t *testing.T) {
 		"preview_salvage": {reflect.ValueOf(provider.Preview{}).FieldByName("Salvage").Interface(), []string{"added", "clean",
 			"conflicted", "deleted", "dirty_submodules", "files", "hidden", "intent_to_add", "modified", "operation",
 			"partially_staged", "pins", "renamed", "untracked", "worktree_refs"}},
+		"restore": {provider.RestoreResult{}, []string{"branch", "commit", "head", "layout", "not_restored", "restored",
+			"salvage_ref", "workspace"}},
 		"pin":    {gitops.Pin{}, []string{"commit", "source"}},
 		"hidden": {gitops.HiddenFile{}, []string{"change", "flag", "path"}},
 		"reclaim": {provider.ReclaimResult{}, []string{"binding", "branch", "path", "pinned_on_first_contact", "removed", "salvage_ref",

@@ -20,7 +20,8 @@ preserves uncommitted work on refs/majlis/salvage/<binding>/<n> without
 touching the workspace; release records that the holder is done.`,
 		Example: `  majlis workspace allocate T-14 --json
   majlis workspace list
-  majlis workspace salvage T-14`,
+  majlis workspace salvage T-14
+  majlis workspace restore T-14`,
 	}
 	cmd.AddCommand(
 		newWorkspaceAllocateCmd(g),
@@ -30,6 +31,7 @@ touching the workspace; release records that the holder is done.`,
 		newWorkspaceSalvageCmd(g),
 		newWorkspaceReclaimCmd(g),
 		newWorkspaceRecoverCmd(g),
+		newWorkspaceRestoreCmd(g),
 	)
 	return cmd
 }

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/majlis-dev/majlis/provider"
+	"github.com/spf13/cobra"
+)
+
+func newWorkspaceRestoreCmd(g *globalOptions) *cobra.Command {
+	var opts provider.RestoreOptions
+	cmd := &cobra.Command{
+		Use:   "restore BINDING",
+		Short: "Recreate a reclaimed workspace from its salvage",
+		Long: `Recreate BINDING's workspace from a salvage (the latest, or --salvage N for
+refs/majlis/salvage/BINDING/N), as a new workspace: a new claim, allocated with
+allocate's checks, at --path (default: where allocate would put it). The
+binding must have no live workspace.
+
+Restored: HEAD (the branch, or a detached HEAD), the worktree's files
+(deletions, modes and symbolic links included; files outside a sparse cone
+left out as they were), the index whole (staged versions, conflicts,
+intent-to-add entries, assume-unchanged and skip-worktree flags), the
+per-worktree refs and reflogs, and an interrupted rebase, merge, cherry-pick,
+revert or bisect. The result lists what was restored and what was not (the
+contents of submodules, say). A salvage made by an earlier majlis (one parent)
+restores its files onto HEAD, every change unstaged.
+
+Without --branch, the workspace gets its old branch: created again if it is
+gone, checked out as it is if it still points at the salvage's HEAD, and
+refused (exit 3, branch_exists) if it has moved: majlis never moves a branch.
+--branch NAME creates a new branch at the salvage's HEAD instead. A path that
+exists is refused (exit 3, path_exists).`,
+		Example: `  majlis workspace restore T-14
+  majlis workspace restore T-14 --salvage 2 --path /tmp/T-14-again --json
+  majlis workspace restore T-14 --branch T-14-retry`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Binding = args[0]
+			p, err := g.openProvider(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			res, err := p.Restore(cmd.Context(), opts)
+			if err != nil {
+				return err
+			}
+			return g.emit(map[string]any{"restore": res}, func(w io.Writer) {
+				head := "detached HEAD at " + short(res.Head, 12)
+				if res.Branch != nil {
+					head = "branch " + *res.Branch + " at " + short(res.Head, 12)
+				}
+				fmt.Fprintf(w, "restored %s at %s from %s (%s)\n", res.Workspace.Binding, res.Workspace.Path, res.SalvageRef, head)
+				for _, r := range res.Restored {
+					fmt.Fprintf(w, "  restored: %s\n", r)
+				}
+				for _, r := range res.NotRestored {
+					fmt.Fprintf(w, "  not restored: %s\n", r)
+				}
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&opts.Salvage, "salvage", 0, "restore refs/majlis/salvage/BINDING/N (default: the latest)")
+	f.StringVar(&opts.Path, "path", "", "where to put the workspace (must not exist)")
+	f.StringVar(&opts.Branch, "branch", "", "a new branch at the salvage's HEAD (default: the workspace's own, never moved)")
+	f.StringVar(&opts.RequestID, "request-id", "", "idempotency key for the allocation")
+	return cmd
+}
