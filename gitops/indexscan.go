@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 // errSplitIndex: the index is split (core.splitIndex); its entries live
@@ -64,6 +66,15 @@ const (
 // to 4, for object ids of hashLen bytes, and checks the extensions' framing.
 // A split index (its entries partly in a shared index) gives errSplitIndex.
 func scanIndex(data []byte, hashLen int, fn func(indexEntry)) error {
+	return scanIndexAt(data, hashLen, fn, nil)
+}
+
+// scanIndexEnd sets *pos to where the entries end (the extensions begin).
+func scanIndexEnd(data []byte, hashLen int, pos *int) error {
+	return scanIndexAt(data, hashLen, func(indexEntry) {}, pos)
+}
+
+func scanIndexAt(data []byte, hashLen int, fn func(indexEntry), endOfEntries *int) error {
 	if hashLen != 20 && hashLen != 32 {
 		return fmt.Errorf("index: hash length %d", hashLen)
 	}
@@ -139,6 +150,9 @@ func scanIndex(data []byte, hashLen int, fn func(indexEntry)) error {
 			IntentToAdd: ext&indexExtIntentToAdd != 0})
 		prev = name
 	}
+	if endOfEntries != nil {
+		*endOfEntries = off
+	}
 	// Extensions: a 4-byte signature and a 4-byte length each.
 	for off < end {
 		if end-off < 8 {
@@ -182,4 +196,52 @@ func indexVarint(b []byte) (val uint64, n int) {
 		val = val<<7 + uint64(c&127)
 	}
 	return val, n
+}
+
+// cacheTreeRoot returns the root tree id recorded in an index file's
+// cache-tree ("TREE") extension when it is valid, else "". A valid root is
+// what `git write-tree` of the index would answer, without running it. The
+// file is not trusted: anything unexpected gives "".
+func cacheTreeRoot(data []byte, hashLen int) string {
+	if len(data) < indexHeaderLength+hashLen || string(data[:4]) != "DIRC" {
+		return ""
+	}
+	end := len(data) - hashLen
+	off := -1
+	// Find the extensions: skip the entries by scanning them again.
+	pos := 0
+	if err := scanIndexEnd(data, hashLen, &pos); err != nil {
+		return ""
+	}
+	off = pos
+	for off >= 0 && end-off >= 8 {
+		sig := string(data[off : off+4])
+		size := int(binary.BigEndian.Uint32(data[off+4 : off+8]))
+		if size < 0 || size > end-off-8 {
+			return ""
+		}
+		if sig != "TREE" {
+			off += 8 + size
+			continue
+		}
+		ext := data[off+8 : off+8+size]
+		// The root: an empty path, NUL, "<entries> <subtrees>\n", id.
+		nul := bytes.IndexByte(ext, 0)
+		if nul != 0 {
+			return ""
+		}
+		nl := bytes.IndexByte(ext, '\n')
+		if nl < 0 {
+			return ""
+		}
+		counts := strings.Fields(string(ext[1:nl]))
+		if len(counts) != 2 || strings.HasPrefix(counts[0], "-") {
+			return ""
+		}
+		if _, err := strconv.Atoi(counts[0]); err != nil || len(ext) < nl+1+hashLen {
+			return ""
+		}
+		return hex.EncodeToString(ext[nl+1 : nl+1+hashLen])
+	}
+	return ""
 }

@@ -87,7 +87,7 @@ func RestoreInto(ctx context.Context, worktree, commit string, l SalvageLayout) 
 	}
 	hashLen := len(commit) / 2
 	var meta map[string][]byte
-	if l.Version >= 2 {
+	if l.Version >= 2 && l.Meta != "" {
 		res, err := git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling}, "archive", "--format=tar", l.Meta)
 		if err != nil {
 			return rep, err
@@ -142,6 +142,16 @@ func RestoreInto(ctx context.Context, worktree, commit string, l SalvageLayout) 
 		rep.NotRestored = append(rep.NotRestored,
 			"index: a salvage made by an earlier majlis keeps no index, so every change shows as unstaged",
 			"per-worktree refs, reflogs and an interrupted operation's state: not kept by earlier salvages")
+		return rep, nil
+	}
+
+	if l.Meta == "" {
+		// Nothing beyond HEAD and the index commit, whose tree is the
+		// whole index.
+		if _, err := git(ctx, dir, cmdOpts{ceiling: ceiling}, "read-tree", l.Index); err != nil {
+			return rep, err
+		}
+		rep.Restored = append(rep.Restored, "index")
 		return rep, nil
 	}
 

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -23,7 +25,8 @@ const SalvageVersion = 2
 //  3. a stand-in for git stash's untracked-files commit, with an empty
 //     tree: the untracked files are in the salvage tree itself, so that
 //     `git stash apply --index` restores nothing twice;
-//  4. the meta commit, without parents, whose tree holds the files of the
+//  4. the meta commit (absent when there is nothing for it to keep beyond
+//     what HEAD and the index commit say), without parents, whose tree holds the files of the
 //     worktree's own git directory that a removal deletes: index (the raw
 //     index file), HEAD, ORIG_HEAD, MERGE_HEAD and the other operation
 //     heads, rebase-merge/, rebase-apply/, sequencer/, the BISECT_* files,
@@ -41,6 +44,9 @@ const SalvageVersion = 2
 //	Majlis-Head: <id> | unborn
 //	Majlis-Branch: refs/heads/<name> | detached
 //	Majlis-Parent: <id> head | index | untracked | meta | pin <source>
+//
+// so the parents' positions follow from the trailers: 1 is HEAD unless
+// unborn, and a meta commit comes before the pins when there is one.
 //
 // ParseSalvageCommit reads them back, and refuses a commit whose trailers
 // and parents disagree.
@@ -63,7 +69,10 @@ func (l SalvageLayout) Parents() []string {
 	if l.Version < 2 {
 		return p
 	}
-	p = append(p, l.Index, l.Untracked, l.Meta)
+	p = append(p, l.Index, l.Untracked)
+	if l.Meta != "" {
+		p = append(p, l.Meta)
+	}
 	for _, pin := range l.Pins {
 		p = append(p, pin.Commit)
 	}
@@ -99,7 +108,9 @@ func (l SalvageLayout) Message(message string) string {
 	}
 	fmt.Fprintf(&b, "Majlis-Parent: %s index\n", l.Index)
 	fmt.Fprintf(&b, "Majlis-Parent: %s untracked\n", l.Untracked)
-	fmt.Fprintf(&b, "Majlis-Parent: %s meta\n", l.Meta)
+	if l.Meta != "" {
+		fmt.Fprintf(&b, "Majlis-Parent: %s meta\n", l.Meta)
+	}
 	for _, p := range l.Pins {
 		fmt.Fprintf(&b, "Majlis-Parent: %s pin %s\n", p.Commit, oneLine(p.Source))
 	}
@@ -212,9 +223,12 @@ func ParseSalvageCommit(raw []byte) (SalvageLayout, error) {
 	if len(ps) != len(parents) {
 		return l, fmt.Errorf("salvage commit: %d Majlis-Parent trailers for %d parents", len(ps), len(parents))
 	}
-	want := []string{"index", "untracked", "meta"}
+	want := []string{"index", "untracked"}
 	if l.Head != "" {
 		want = append([]string{"head"}, want...)
+	}
+	if len(ps) > len(want) && strings.HasSuffix(ps[len(want)], " meta") {
+		want = append(want, "meta")
 	}
 	for i, p := range ps {
 		id, role, _ := strings.Cut(p, " ")
@@ -278,6 +292,56 @@ var (
 	}
 	placeholderMessage = "majlis salvage: no untracked-files commit (the untracked files are in the salvage tree)"
 )
+
+// placeholderID is the id of the stand-in commit for ids of n hex digits
+// (40: SHA-1, 64: SHA-256), as commit-tree makes it with placeholderEnv.
+func placeholderID(n int) string {
+	body := fmt.Sprintf("tree %s\nauthor majlis salvage <majlis@localhost> 0 +0000\ncommitter majlis salvage <majlis@localhost> 0 +0000\n\n%s\n",
+		emptyTree(n), placeholderMessage)
+	return objectHash("commit", []byte(body), n/2)
+}
+
+// indexMessage is the index commit's message.
+const indexMessage = "majlis salvage: the index"
+
+// indexCommitID is the id of the index commit of tree on parent, as
+// commit-tree makes it with placeholderEnv.
+func indexCommitID(tree, parent string) string {
+	body := fmt.Sprintf("tree %s\nparent %s\nauthor majlis salvage <majlis@localhost> 0 +0000\ncommitter majlis salvage <majlis@localhost> 0 +0000\n\n%s\n",
+		tree, parent, indexMessage)
+	return objectHash("commit", []byte(body), len(tree)/2)
+}
+
+// objectStored reports whether the object id is stored loose in the
+// repository at commonDir. A packed object is not looked for: the caller
+// then makes it again, which git does without harm.
+func objectStored(commonDir, id string) bool {
+	_, err := os.Stat(filepath.Join(commonDir, "objects", id[:2], id[2:]))
+	return err == nil
+}
+
+// needsMeta reports whether the worktree holds anything that only the
+// meta commit keeps: per-worktree refs, an interrupted operation, an index
+// whose tree is not all of it (conflicts, intent-to-add entries, flagged
+// entries, a split index), per-worktree config or sparse patterns, or
+// reflog entries naming commits that must be pinned. Without it, HEAD and
+// the index commit say everything, and the salvage has no meta parent.
+func (s *Survey) needsMeta() bool {
+	if len(s.Refs) > 0 || s.Operation != "" || s.Conflicted > 0 || s.IntentToAdd > 0 || len(s.flagged) > 0 || s.askGit {
+		return true
+	}
+	for _, f := range s.files {
+		if f == "config.worktree" || f == "info/sparse-checkout" || strings.HasPrefix(f, "sharedindex.") {
+			return true
+		}
+	}
+	for _, p := range s.Pins {
+		if p.Source != "HEAD" {
+			return true
+		}
+	}
+	return false
+}
 
 // indexTree returns the tree of the index (a private copy of it at
 // index): `git write-tree`, which leaves out intent-to-add entries. A

@@ -30,7 +30,26 @@ var testLayouts = []SalvageLayout{
 	{Version: 2, Head: id('1'), Branch: "refs/heads/majlis/T-1", Index: id('2'), Untracked: id('3'), Meta: id('4')},
 	{Version: 2, Head: id('1'), Index: id('2'), Untracked: id('3'), Meta: id('4'),
 		Pins: []Pin{{id('5'), "HEAD"}, {id('6'), "refs/worktree/x"}, {id('7'), "logs/HEAD"}}},
-	{Version: 2, Index: id('2'), Untracked: id('3'), Meta: id('4')}, // unborn
+	{Version: 2, Index: id('2'), Untracked: id('3'), Meta: id('4')},                         // unborn
+	{Version: 2, Head: id('1'), Branch: "refs/heads/x", Index: id('2'), Untracked: id('3')}, // no meta
+	{Version: 2, Head: id('1'), Index: id('2'), Untracked: id('3'), Pins: []Pin{{id('5'), "HEAD"}}},
+}
+
+// TestPlaceholderID checks the stand-in commit's id, computed in process,
+// against git's.
+func TestPlaceholderID(t *testing.T) {
+	t.Parallel()
+	r := fixtures.NewRepo(t)
+	empty := strings.TrimSpace(r.Git("mktree"))
+	got := strings.TrimSpace(r.GitEnv(placeholderEnv, "commit-tree", "-m", placeholderMessage, empty))
+	if want := placeholderID(40); got != want {
+		t.Errorf("git made %s, placeholderID says %s", got, want)
+	}
+	head, tree := r.Head(), r.RevParse("HEAD^{tree}")
+	got = strings.TrimSpace(r.GitEnv(placeholderEnv, "commit-tree", "-p", head, "-m", indexMessage, tree))
+	if want := indexCommitID(tree, head); got != want {
+		t.Errorf("git made %s, indexCommitID says %s", got, want)
+	}
 }
 
 func TestSalvageLayoutRoundTrip(t *testing.T) {

@@ -128,12 +128,16 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 		return SnapshotResult{}, fmt.Errorf("gitops: snapshot of %s: %w", dir, err)
 	}
 	temps = append(temps, tmpIndex)
-	indexCopy, err := copyIndex(gitDir)
-	if err != nil {
-		return SnapshotResult{}, fmt.Errorf("gitops: snapshot of %s: %w", dir, err)
+	// The index's own tree needs a second copy only when the index's
+	// cache-tree does not already name it.
+	indexCopy := tmpIndex + ".index"
+	if sv.cacheTree == "" {
+		if indexCopy, err = copyIndex(gitDir); err != nil {
+			return SnapshotResult{}, fmt.Errorf("gitops: snapshot of %s: %w", dir, err)
+		}
+		temps = append(temps, indexCopy)
 	}
-	temps = append(temps, indexCopy)
-	metaIndex := indexCopy + ".meta"
+	metaIndex := tmpIndex + ".meta"
 	temps = append(temps, metaIndex)
 	onTmp := cmdOpts{indexFile: tmpIndex, ceiling: ceiling}
 
@@ -209,19 +213,33 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 		return concurrently(diff(emptyTree(len(result.Tree))), submodules(len(result.Tree)/2))
 	}
 	// The index commit, as git stash makes it: the index's tree on HEAD.
+	// It is signed and dated as the stand-in is, so that it is named by
+	// its tree and HEAD alone: the same index on the same HEAD is the same
+	// commit, made once (the salvage commit carries the date and who).
 	indexCommit := func() error {
 		var err error
-		if indexTree, err = sv.indexTree(ctx, dir, ceiling, indexCopy); err != nil {
-			return err
+		if indexTree = sv.cacheTree; indexTree == "" {
+			if indexTree, err = sv.indexTree(ctx, dir, ceiling, indexCopy); err != nil {
+				return err
+			}
+		}
+		if parent != "" && len(indexTree) == len(parent) {
+			if id := indexCommitID(indexTree, parent); objectStored(sv.commonDir, id) {
+				result.Index = id
+				return nil
+			}
 		}
 		args := []string{"commit-tree", "--no-gpg-sign"}
 		if parent != "" {
 			args = append(args, "-p", parent)
 		}
-		result.Index, err = commitTree(ctx, dir, ceiling, nil, append(args, "-m", "majlis salvage: the index", indexTree)...)
+		result.Index, err = commitTree(ctx, dir, ceiling, placeholderEnv, append(args, "-m", indexMessage, indexTree)...)
 		return err
 	}
 	metaCommit := func() error {
+		if !sv.needsMeta() {
+			return nil
+		}
 		tree, err := sv.metaTree(ctx, metaIndex)
 		if err != nil {
 			return err
@@ -231,6 +249,14 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 		return err
 	}
 	placeholder := func() error {
+		// The stand-in is the same commit every time: once stored, it is
+		// not made again.
+		if parent != "" {
+			if id := placeholderID(len(parent)); objectStored(sv.commonDir, id) {
+				result.Untracked = id
+				return nil
+			}
+		}
 		// git knows the empty tree without storing it, but fsck and a
 		// fetch of the salvage want it stored: mktree stores it.
 		res, err := git(ctx, dir, cmdOpts{ceiling: ceiling, stdin: []byte{}}, "mktree")

@@ -308,8 +308,8 @@ func TestSnapshotUnborn(t *testing.T) {
 		t.Fatalf("Snapshot on an unborn branch: %+v", res)
 	}
 	if got := r.Git("rev-list", "--parents", "-n1", res.Commit); got != res.Commit+" "+strings.Join(res.Layout.Parents(), " ")+"\n" ||
-		len(res.Layout.Parents()) != 3 {
-		t.Errorf("snapshot on an unborn branch has parents: %q, want index, untracked stand-in, meta", got)
+		len(res.Layout.Parents()) != 2 {
+		t.Errorf("snapshot on an unborn branch has parents: %q, want the index commit and the untracked stand-in", got)
 	}
 	want := map[string]string{"first.txt": entry("100644", "first\n"), "staged.txt": entry("100644", "staged\n")}
 	if diff := cmp.Diff(want, lsTree(r, res.Commit)); diff != "" {

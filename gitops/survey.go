@@ -74,6 +74,9 @@ type Survey struct {
 	flagged, toHash []indexEntry
 	askGit          bool
 	hashLen         int
+	// cacheTree is the index's tree when its cache-tree extension holds
+	// a valid root (what `git write-tree` would answer), else "".
+	cacheTree string
 }
 
 // Empty reports whether the survey found nothing a salvage must keep
@@ -197,6 +200,8 @@ func newSurvey(gitDir, head string, index []byte) (*Survey, error) {
 			// asks git for the entries instead.
 			s.Conflicted, s.IntentToAdd, s.stages, s.flagged = 0, 0, nil, nil
 			s.askGit = true
+		} else if s.Conflicted == 0 && s.IntentToAdd == 0 {
+			s.cacheTree = cacheTreeRoot(index, s.hashLen)
 		}
 	}
 	return s, nil
@@ -272,8 +277,12 @@ func (s *Survey) findPins(ctx context.Context) error {
 	var cands []cand
 	seen := map[string]bool{}
 	if s.Head != "" {
-		cands = append(cands, cand{s.Head, "HEAD"})
 		seen[s.Head] = true
+		// HEAD on a branch is that branch's tip: a shared ref holds it,
+		// and so everything it reaches.
+		if s.Branch == "" {
+			cands = append(cands, cand{s.Head, "HEAD"})
+		}
 	}
 	for _, f := range s.files {
 		if f == "index" || strings.HasPrefix(f, "sharedindex.") || f == "HEAD" {
@@ -528,7 +537,12 @@ func isNotDir(err error) bool {
 // blobHash is the id git gives a blob with content, for ids of hashLen
 // bytes.
 func blobHash(content []byte, hashLen int) string {
-	hdr := fmt.Sprintf("blob %d\x00", len(content))
+	return objectHash("blob", content, hashLen)
+}
+
+// objectHash is the id git gives an object of type typ with content.
+func objectHash(typ string, content []byte, hashLen int) string {
+	hdr := fmt.Sprintf("%s %d\x00", typ, len(content))
 	if hashLen == 32 {
 		h := sha256.New()
 		h.Write([]byte(hdr))
