@@ -98,21 +98,17 @@ func RestoreInto(ctx context.Context, worktree, commit string, l SalvageLayout) 
 	}
 	rawIndex, haveIndex := meta["index"]
 
-	// The files: through a private index holding the salvage tree, with the
-	// skip-worktree files that were not on disk marked so that
-	// checkout-index leaves them out.
-	tmp := filepath.Join(gitDir, "majlis-restore.index")
-	defer func() { os.Remove(tmp); os.Remove(tmp + ".lock") }()
-	o := cmdOpts{indexFile: tmp, ceiling: ceiling}
-	if _, err := git(ctx, dir, o, "read-tree", commit+"^{tree}"); err != nil {
-		return rep, err
-	}
+	// The files. The skip-worktree files that were not on disk (outside a
+	// sparse cone) are left out: through a private index holding the
+	// salvage tree with those marked, which checkout-index skips.
+	// Otherwise one `git read-tree --reset -u` writes them all (into the
+	// worktree's own index, which is replaced below).
+	var absent []string
 	if haveIndex {
 		present := map[string]bool{}
 		for _, p := range strings.Split(string(meta["majlis/skip-worktree-present"]), "\x00") {
 			present[p] = true
 		}
-		var absent []string
 		if err := scanIndex(rawIndex, hashLen, func(e indexEntry) {
 			if e.Stage == 0 && e.SkipWorktree && !present[e.Path] && e.Mode != ModeTree {
 				absent = append(absent, e.Path)
@@ -120,16 +116,26 @@ func RestoreInto(ctx context.Context, worktree, commit string, l SalvageLayout) 
 		}); err != nil {
 			rep.NotRestored = append(rep.NotRestored, "sparse checkout: the index could not be read, so files outside the cone were written too")
 		}
-		if len(absent) > 0 {
-			o.stdin = []byte(strings.Join(absent, "\x00") + "\x00")
-			if _, err := git(ctx, dir, o, "update-index", "--skip-worktree", "-z", "--stdin"); err != nil {
-				return rep, err
-			}
-			o.stdin = nil
-		}
 	}
-	if _, err := git(ctx, dir, o, "checkout-index", "--all", "--force"); err != nil {
-		return rep, err
+	if len(absent) == 0 {
+		if _, err := git(ctx, dir, cmdOpts{ceiling: ceiling}, "read-tree", "--reset", "-u", commit+"^{tree}"); err != nil {
+			return rep, err
+		}
+	} else {
+		tmp := filepath.Join(gitDir, "majlis-restore.index")
+		defer func() { os.Remove(tmp); os.Remove(tmp + ".lock") }()
+		o := cmdOpts{indexFile: tmp, ceiling: ceiling}
+		if _, err := git(ctx, dir, o, "read-tree", commit+"^{tree}"); err != nil {
+			return rep, err
+		}
+		o.stdin = []byte(strings.Join(absent, "\x00") + "\x00")
+		if _, err := git(ctx, dir, o, "update-index", "--skip-worktree", "-z", "--stdin"); err != nil {
+			return rep, err
+		}
+		o.stdin = nil
+		if _, err := git(ctx, dir, o, "checkout-index", "--all", "--force"); err != nil {
+			return rep, err
+		}
 	}
 	rep.Restored = append(rep.Restored, "files")
 

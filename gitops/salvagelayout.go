@@ -323,16 +323,27 @@ func objectStored(commonDir, id string) bool {
 // needsMeta reports whether the worktree holds anything that only the
 // meta commit keeps: per-worktree refs, an interrupted operation, an index
 // whose tree is not all of it (conflicts, intent-to-add entries, flagged
-// entries, a split index), per-worktree config or sparse patterns, or
-// reflog entries naming commits that must be pinned. Without it, HEAD and
+// entries, a split index), any kept file beside HEAD, the index and HEAD's
+// reflog (ORIG_HEAD unless at HEAD, per-worktree config, sparse
+// patterns), or reflog
+// entries naming commits that must be pinned. HEAD's reflog alone does not
+// make one: its commits are pinned, its record of moves is not kept. Without it, HEAD and
 // the index commit say everything, and the salvage has no meta parent.
 func (s *Survey) needsMeta() bool {
 	if len(s.Refs) > 0 || s.Operation != "" || s.Conflicted > 0 || s.IntentToAdd > 0 || len(s.flagged) > 0 || s.askGit {
 		return true
 	}
 	for _, f := range s.files {
-		if f == "config.worktree" || f == "info/sparse-checkout" || strings.HasPrefix(f, "sharedindex.") {
-			return true
+		switch f {
+		case "HEAD", "index", "logs/HEAD":
+		case "ORIG_HEAD":
+			// git worktree add leaves ORIG_HEAD at HEAD in every new
+			// worktree; at HEAD it says nothing HEAD does not.
+			if b, err := os.ReadFile(filepath.Join(s.gitDir, f)); err != nil || strings.TrimSpace(string(b)) != s.Head {
+				return true
+			}
+		default:
+			return true // config.worktree, sparse patterns, a split index...
 		}
 	}
 	for _, p := range s.Pins {

@@ -323,6 +323,9 @@ func observe(t *testing.T, ws, sub *fixtures.Repo) observation {
 	var ops []string
 	for _, f := range []string{"rebase-merge", "rebase-apply", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "BISECT_START", "ORIG_HEAD"} {
 		if b, err := os.ReadFile(filepath.Join(gitDir, f)); err == nil {
+			if f == "ORIG_HEAD" && strings.TrimSpace(string(b)) == o.view["HEAD"] {
+				continue // git worktree add leaves it at HEAD: no information
+			}
 			ops = append(ops, f+"="+strings.TrimSpace(string(b)))
 		} else if _, err := os.Stat(filepath.Join(gitDir, f)); err == nil {
 			ops = append(ops, f+"/")
