@@ -42,16 +42,18 @@ type SalvageResult struct {
 	Hidden       []gitops.HiddenFile `json:"hidden"`
 	WorktreeRefs []string            `json:"worktree_refs"`
 	Operation    string              `json:"operation"`
-	// IndexCommit and MetaCommit are parents 2 and 4 of the salvage
-	// commit (null when clean).
+	// IndexCommit and MetaCommit are the salvage commit's index commit
+	// and meta commit (null when clean; MetaCommit null too when there was
+	// nothing for it to keep).
 	IndexCommit *string `json:"index_commit"`
 	MetaCommit  *string `json:"meta_commit"`
 }
 
-// Salvage preserves the workspace's uncommitted work (tracked changes and
-// untracked, non-ignored files) as a commit on
+// Salvage keeps everything a removal of the workspace would lose, except
+// ignored files, as one salvage commit (gitops.SalvageLayout) on
 // refs/majlis/salvage/<binding>/<n>, without touching the workspace's
-// index, HEAD, branch or files. A clean workspace makes no ref.
+// index, HEAD, branch, refs or files. A workspace with nothing to keep
+// makes no ref.
 func (p *Provider) Salvage(ctx context.Context, binding, message, requestID string) (*SalvageResult, error) {
 	rec, err := p.current("salvage", binding)
 	if err != nil {
@@ -122,7 +124,10 @@ func (p *Provider) salvage(ctx context.Context, rec *claimRecord, message string
 		return nil, err
 	}
 	res.Ref, res.Commit = &ref, &snap.Commit
-	res.IndexCommit, res.MetaCommit = &snap.Index, &snap.Meta
+	res.IndexCommit = &snap.Index
+	if snap.Layout.Meta != "" {
+		res.MetaCommit = &snap.Layout.Meta
+	}
 	return res, nil
 }
 

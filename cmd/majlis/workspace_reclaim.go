@@ -18,14 +18,18 @@ func newWorkspaceReclaimCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "reclaim BINDING",
 		Short: "Salvage, clean and remove a workspace, safely",
-		Long: `Take BINDING's workspace back: salvage its uncommitted work to
-refs/majlis/salvage/BINDING/<n>, reset and clean it, and remove the worktree.
-The branch is kept.
+		Long: `Take BINDING's workspace back: salvage everything its removal would lose
+except ignored files (its files, the index whole, commits only it holds,
+per-worktree refs, an interrupted operation, hidden edits; see 'majlis
+workspace salvage --help') to refs/majlis/salvage/BINDING/<n>, reset and
+clean it, and remove the worktree. The branch is kept; 'majlis workspace
+restore BINDING' brings the workspace back.
 
---preview shows what would be salvaged, reset, cleaned and removed, the
-retained peers checked, and a digest of it all; nothing changes (a summary
-of it is kept in the state folder for a while, so that a stale --confirm can
-say what changed since). --confirm
+--preview shows what would be salvaged and why (each pinned commit with where
+it was found, hidden edits, the ignored files that will be deleted), reset,
+cleaned and removed, the retained peers checked, and a digest of it all;
+nothing changes (a summary of it is kept in the state folder for a while, so
+that a stale --confirm can say what changed since). --confirm
 DIGEST proceeds only if the preview computed now has that digest (else exit 3,
 preview_stale, saying what changed since that preview: files, peers, HEAD,
 while its summary is kept, a day at most); a DIGEST that is not sha256: and
