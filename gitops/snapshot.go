@@ -113,6 +113,9 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 	if err := sv.loadFlagged(ctx, dir, ceiling); err != nil {
 		return SnapshotResult{}, err
 	}
+	if err := sv.checkFlagged(dir); err != nil {
+		return SnapshotResult{}, err
+	}
 	// Three private indexes, each removed whatever happens: the worktree's
 	// state (git add -A), the index as it is (its tree), and the git
 	// directory's files (the meta tree).
@@ -154,7 +157,7 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 	// run at once. An unborn branch is rare and needs the tree's id length
 	// to name the empty tree, so it runs them in turn.
 	worktreeTree := func() error {
-		if err := sv.findHidden(ctx, dir, ceiling); err != nil {
+		if err := sv.hashFlagged(ctx, dir, ceiling); err != nil {
 			return err
 		}
 		for _, flag := range []string{"--no-assume-unchanged", "--no-skip-worktree"} {
@@ -236,7 +239,12 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 		result.Index, err = commitTree(ctx, dir, ceiling, placeholderEnv, append(args, "-m", indexMessage, indexTree)...)
 		return err
 	}
+	// The pins, then the meta commit, which some pins need (those found
+	// in a reflog or a state file only the meta commit keeps).
 	metaCommit := func() error {
+		if err := sv.findPins(ctx); err != nil {
+			return err
+		}
 		if !sv.needsMeta() {
 			return nil
 		}
@@ -271,7 +279,7 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 			placeholderMessage, empty)
 		return err
 	}
-	chains := []func() error{worktreeTree, func() error { return sv.findPins(ctx) }, indexCommit, metaCommit, placeholder}
+	chains := []func() error{worktreeTree, indexCommit, metaCommit, placeholder}
 	if err := concurrently(chains...); err != nil {
 		return SnapshotResult{}, err
 	}

@@ -389,7 +389,16 @@ func (s *Survey) findHidden(ctx context.Context, dir, ceiling string) error {
 	if err := s.loadFlagged(ctx, dir, ceiling); err != nil {
 		return err
 	}
-	defer sort.Slice(s.Hidden, func(i, j int) bool { return s.Hidden[i].Path < s.Hidden[j].Path })
+	if err := s.checkFlagged(dir); err != nil {
+		return err
+	}
+	return s.hashFlagged(ctx, dir, ceiling)
+}
+
+// checkFlagged is the in-process part of findHidden: what lstat and the
+// index tell (presence, type, mode, symbolic link targets). The files
+// left to hash are in s.toHash.
+func (s *Survey) checkFlagged(dir string) error {
 	for _, e := range s.flagged {
 		flag := "assume-unchanged"
 		if e.SkipWorktree {
@@ -440,6 +449,13 @@ func (s *Survey) findHidden(ctx context.Context, dir, ceiling string) error {
 		}
 		s.toHash = append(s.toHash, e)
 	}
+	return nil
+}
+
+// hashFlagged has git hash the flagged files that only their content can
+// tell apart from their index entries.
+func (s *Survey) hashFlagged(ctx context.Context, dir, ceiling string) error {
+	defer sort.Slice(s.Hidden, func(i, j int) bool { return s.Hidden[i].Path < s.Hidden[j].Path })
 	toHash := s.toHash
 	if len(toHash) == 0 {
 		return nil
