@@ -77,3 +77,28 @@ func CheckIgnore(ctx context.Context, worktree, relpath string) (bool, error) {
 	}
 	return res.code == 0, nil
 }
+
+// Unhide clears the assume-unchanged and skip-worktree flags of files in
+// the index of the worktree whose top level is worktree, so that a reset
+// that follows puts them back to HEAD instead of refusing ("not
+// uptodate"). Only the index's flags change; the caller has salvaged the
+// files' edits first.
+func Unhide(ctx context.Context, worktree string, files []HiddenFile) error {
+	dir, ceiling, err := topLevel(worktree)
+	if err != nil {
+		return err
+	}
+	byFlag := map[string][]string{}
+	for _, f := range files {
+		byFlag["--no-"+f.Flag] = append(byFlag["--no-"+f.Flag], f.Path)
+	}
+	for _, flag := range []string{"--no-assume-unchanged", "--no-skip-worktree"} {
+		if paths := byFlag[flag]; len(paths) > 0 {
+			in := strings.Join(paths, "\x00") + "\x00"
+			if _, err := git(ctx, dir, cmdOpts{ceiling: ceiling, stdin: []byte(in)}, "update-index", flag, "-z", "--stdin"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -558,6 +558,11 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, entry 
 	}
 	counts := pv.status.Counts()
 	if err := step("reset", fpReclaimBeforeReset, counts.Total()-counts.Untracked > 0, func() error {
+		// A hidden file whose edit was salvaged would make the reset
+		// refuse; its flag goes first (the index only).
+		if err := gitops.Unhide(ctx, c.Path, pv.Salvage.Hidden); err != nil {
+			return err
+		}
 		return gitops.ResetHard(ctx, c.Path)
 	}); err != nil {
 		return nil, err
