@@ -69,11 +69,8 @@ func scanIndex(data []byte, hashLen int, fn func(indexEntry)) error {
 	return scanIndexAt(data, hashLen, fn, nil)
 }
 
-// scanIndexEnd sets *pos to where the entries end (the extensions begin).
-func scanIndexEnd(data []byte, hashLen int, pos *int) error {
-	return scanIndexAt(data, hashLen, func(indexEntry) {}, pos)
-}
-
+// scanIndexAt is scanIndex, and sets *endOfEntries (when not nil) to where
+// the entries end and the extensions begin.
 func scanIndexAt(data []byte, hashLen int, fn func(indexEntry), endOfEntries *int) error {
 	if hashLen != 20 && hashLen != 32 {
 		return fmt.Errorf("index: hash length %d", hashLen)
@@ -202,19 +199,15 @@ func indexVarint(b []byte) (val uint64, n int) {
 // cache-tree ("TREE") extension when it is valid, else "". A valid root is
 // what `git write-tree` of the index would answer, without running it. The
 // file is not trusted: anything unexpected gives "".
-func cacheTreeRoot(data []byte, hashLen int) string {
-	if len(data) < indexHeaderLength+hashLen || string(data[:4]) != "DIRC" {
+//
+// entriesEnd is where the entries end, as scanIndexAt found it.
+func cacheTreeRoot(data []byte, hashLen, entriesEnd int) string {
+	if len(data) < indexHeaderLength+hashLen || string(data[:4]) != "DIRC" || entriesEnd < indexHeaderLength {
 		return ""
 	}
 	end := len(data) - hashLen
-	off := -1
-	// Find the extensions: skip the entries by scanning them again.
-	pos := 0
-	if err := scanIndexEnd(data, hashLen, &pos); err != nil {
-		return ""
-	}
-	off = pos
-	for off >= 0 && end-off >= 8 {
+	off := entriesEnd
+	for end-off >= 8 {
 		sig := string(data[off : off+4])
 		size := int(binary.BigEndian.Uint32(data[off+4 : off+8]))
 		if size < 0 || size > end-off-8 {

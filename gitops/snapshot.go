@@ -242,6 +242,9 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 	// The pins, then the meta commit, which some pins need (those found
 	// in a reflog or a state file only the meta commit keeps).
 	metaCommit := func() error {
+		if err := sv.readGitDir(); err != nil {
+			return err
+		}
 		if err := sv.findPins(ctx); err != nil {
 			return err
 		}

@@ -140,6 +140,9 @@ func survey(ctx context.Context, dir, ceiling, gitDir, head string, index []byte
 	if err != nil {
 		return nil, err
 	}
+	if err := s.readGitDir(); err != nil {
+		return nil, err
+	}
 	if err := concurrently(
 		func() error { return s.findPins(ctx) },
 		func() error { return s.findHidden(ctx, dir, ceiling) },
@@ -149,9 +152,10 @@ func survey(ctx context.Context, dir, ceiling, gitDir, head string, index []byte
 	return s, nil
 }
 
-// newSurvey does the in-process part of a survey: the kept files, the
-// per-worktree refs, the operation, and the index's flagged and
-// conflicted entries. findPins and findHidden, which run git, follow.
+// newSurvey does the first in-process part of a survey: the index's
+// flagged and conflicted entries and its cache-tree. readGitDir (the
+// git directory's files), then findPins and findHidden, which run git,
+// follow.
 func newSurvey(gitDir, head string, index []byte) (*Survey, error) {
 	s := &Survey{Head: head, Refs: map[string]string{}, gitDir: gitDir, unhide: map[string][]string{}}
 	s.commonDir = gitDir
@@ -166,15 +170,6 @@ func newSurvey(gitDir, head string, index []byte) (*Survey, error) {
 	if len(head) == 64 {
 		s.hashLen = 32
 	}
-	if err := s.collectFiles(); err != nil {
-		return nil, fmt.Errorf("gitops: reading %s: %w", gitDir, err)
-	}
-	for _, o := range operations {
-		if _, err := os.Lstat(filepath.Join(gitDir, o.file)); err == nil {
-			s.Operation = o.op
-			break
-		}
-	}
 	if index == nil {
 		var err error
 		index, err = os.ReadFile(filepath.Join(gitDir, "index"))
@@ -183,7 +178,8 @@ func newSurvey(gitDir, head string, index []byte) (*Survey, error) {
 		}
 	}
 	if len(index) > 0 {
-		err := scanIndex(index, s.hashLen, func(e indexEntry) {
+		end := -1
+		err := scanIndexAt(index, s.hashLen, func(e indexEntry) {
 			switch {
 			case e.Stage != 0:
 				s.Conflicted++
@@ -194,17 +190,33 @@ func newSurvey(gitDir, head string, index []byte) (*Survey, error) {
 			if e.Stage == 0 && (e.AssumeUnchanged || e.SkipWorktree) && e.Mode != ModeTree && e.Mode != ModeGitlink {
 				s.flagged = append(s.flagged, e)
 			}
-		})
+		}, &end)
 		if err != nil {
 			// A split index, or one this code cannot read: findHidden
 			// asks git for the entries instead.
 			s.Conflicted, s.IntentToAdd, s.stages, s.flagged = 0, 0, nil, nil
 			s.askGit = true
 		} else if s.Conflicted == 0 && s.IntentToAdd == 0 {
-			s.cacheTree = cacheTreeRoot(index, s.hashLen)
+			s.cacheTree = cacheTreeRoot(index, s.hashLen, end)
 		}
 	}
 	return s, nil
+}
+
+// readGitDir lists the kept files of the git directory, its per-worktree
+// refs, HEAD's branch and the interrupted operation; findPins, Empty and
+// needsMeta need it first.
+func (s *Survey) readGitDir() error {
+	if err := s.collectFiles(); err != nil {
+		return fmt.Errorf("gitops: reading %s: %w", s.gitDir, err)
+	}
+	for _, o := range operations {
+		if _, err := os.Lstat(filepath.Join(s.gitDir, o.file)); err == nil {
+			s.Operation = o.op
+			break
+		}
+	}
+	return nil
 }
 
 // collectFiles lists the kept files of the git directory and reads the
