@@ -261,9 +261,16 @@ func roundTrip(t *testing.T, seed uint64) {
 		t.Fatalf("reclaim: %v", err)
 	}
 	if rec.SalvageRef == nil {
-		// Nothing to keep: the workspace was as allocated, on its branch.
-		if before.view["HEAD"] != w0.Base || before.view["HEAD symbolic"] != "refs/heads/"+w0.Branch {
+		// Nothing to keep: the workspace was clean, on its branch, which
+		// the reclaim kept; everything is still reachable from it.
+		if before.view["HEAD symbolic"] != "refs/heads/"+w0.Branch || repo.RevParse("refs/heads/"+w0.Branch) != before.view["HEAD"] {
 			t.Fatalf("no salvage of a workspace at %s (%s)", before.view["HEAD"], before.view["HEAD symbolic"])
+		}
+		after := observe(t, repo, nil)
+		for id := range before.objects {
+			if !after.objects[id] {
+				t.Errorf("object %s was reachable before the reclaim, not after", id)
+			}
 		}
 		return
 	}
