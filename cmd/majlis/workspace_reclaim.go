@@ -88,7 +88,7 @@ See docs/reclaim.md.`,
 			return g.emit(map[string]any{"reclaim": res}, func(w io.Writer) {
 				fmt.Fprintf(w, "reclaimed %s: %s (branch %s kept)\n", res.Binding, strings.Join(res.StepsDone, ", "), res.Branch)
 				if res.SalvageRef != nil {
-					fmt.Fprintf(w, "uncommitted work is on %s\n", *res.SalvageRef)
+					fmt.Fprintf(w, "salvaged to %s (majlis workspace restore %s brings it back)\n", *res.SalvageRef, res.Binding)
 				}
 			})
 		},
@@ -112,7 +112,9 @@ func renderPreview(w io.Writer, pv *provider.Preview) {
 	fmt.Fprintf(tw, "released\t%s\n", released)
 	s := pv.Salvage
 	if s.Clean {
-		fmt.Fprintf(tw, "salvage\tnothing: no uncommitted work\n")
+		fmt.Fprintf(tw, "salvage\tnothing: no uncommitted work, nothing only this workspace holds\n")
+	} else if s.Files == 0 {
+		fmt.Fprintf(tw, "salvage\tno changed files; what only this workspace holds:\n")
 	} else {
 		fmt.Fprintf(tw, "salvage\t%d files: %d modified, %d added, %d deleted, %d renamed, %d untracked, %d conflicted\n",
 			s.Files, s.Modified, s.Added, s.Deleted, s.Renamed, s.Untracked, s.Conflicted)
