@@ -115,5 +115,20 @@ func FuzzIndexGitlinks(f *testing.F) {
 		if err == nil && len(links) > len(data)/62 {
 			t.Fatalf("%d gitlinks from %d bytes", len(links), len(data))
 		}
+		// The same file read for salvage: entries with their flags, and the
+		// cache-tree's root.
+		end := -1
+		if err := scanIndexAt(data, 20, func(e indexEntry) {
+			if e.Stage < 0 || e.Stage > 3 || !isObjectID(e.ID) {
+				t.Fatalf("entry %+v", e)
+			}
+		}, &end); err == nil {
+			if end < 12 || end > len(data)-20 {
+				t.Fatalf("entries end at %d of %d bytes", end, len(data))
+			}
+			if root := cacheTreeRoot(data, 20, end); root != "" && !isObjectID(root) {
+				t.Fatalf("cache-tree root %q", root)
+			}
+		}
 	})
 }
