@@ -779,8 +779,9 @@ func (p *Provider) recheck(ctx context.Context, rec *claimRecord, lease *heldRes
 
 // keepSubmodules copies into the repository, under
 // refs/majlis/salvage/<binding>/modules/<k>/<path>/, the HEAD, branches,
-// tags, majlis refs and every stash entry (stash/<i> for stash@{i}) of
-// every checked-out submodule of the workspace, after
+// tags, majlis refs, every stash entry (stash/<i> for stash@{i}) and the
+// commits only its reflogs or per-worktree refs hold (pins/<i>) of every
+// checked-out submodule of the workspace, after
 // salvaging (with salvageDirty) the uncommitted work of dirty ones into
 // their own refs/majlis/salvage/<binding>/<n>. It returns "path prefix"
 // lines for the result.
@@ -842,6 +843,18 @@ func (p *Provider) keepSubmodules(ctx context.Context, rec *claimRecord, dirty [
 			"+refs/tags/*:" + prefix + "/tags/*", "+refs/majlis/*:" + prefix + "/majlis/*"}
 		for i, id := range stashes {
 			specs = append(specs, "+"+id+":"+prefix+"/stash/"+strconv.Itoa(i))
+		}
+		// Commits that only the submodule's reflogs, per-worktree refs or
+		// an interrupted operation hold, as salvage finds them for the
+		// workspace itself.
+		sv, err := gitops.SurveyWorktree(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		for i, pin := range sv.Pins {
+			if pin.Source != "HEAD" { // HEAD is fetched above
+				specs = append(specs, "+"+pin.Commit+":"+prefix+"/pins/"+strconv.Itoa(i))
+			}
 		}
 		if err := gitops.FetchInto(ctx, c.CommonDir, dir, specs...); err != nil {
 			return nil, err

@@ -148,6 +148,7 @@ var historyStates = []state{
 		w.sub.Git("tag", w.name("sub-tag-"), c)
 		w.sub.TagOnlyCommit("work", w.name("sub-only-"), w.name("sub-t-"), "tagged only\n")
 		w.sub.StashEdits("README.md", "sub stash "+w.name("")+"\n", "sub stash "+w.name("")+"\n")
+		w.sub.ReflogOnlyCommit("work", w.name("sub-r-"), "only in the submodule's reflog\n")
 	}},
 }
 

@@ -119,8 +119,10 @@ func TestReclaimKeepsSubmoduleTagsAndStashes(t *testing.T) {
 	sub.Git("checkout", "--quiet", "-b", "work")
 	tagged := sub.TagOnlyCommit("work", "v-local", "tagged.txt", "tagged only\n")
 	stashes := sub.StashEdits("README.md", "stash one\n", "stash two\n", "stash three\n")
+	reflogOnly := sub.ReflogOnlyCommit("work", "reflog.txt", "only in the submodule's HEAD reflog\n")
 	reclaimAll(t, p, "T-1", target.Path)
 	mustReach(t, repo, "the submodule commit only a tag held", tagged)
+	mustReach(t, repo, "the submodule commit only its HEAD reflog held", reflogOnly)
 	for i, s := range stashes {
 		mustReach(t, repo, "submodule stash entry "+string(rune('0'+len(stashes)-1-i)), s)
 	}
