@@ -48,6 +48,7 @@ type AllocateOptions struct {
 	// which is then created without a checkout.
 	mode     gitops.CheckoutMode
 	populate func(ctx context.Context, path string) error
+	restore  string // the salvage ref a restore fills the worktree from
 }
 
 // Allocate creates a linked worktree for a binding, after publishing its
@@ -171,7 +172,7 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 		PhysicalPath: physical, CommonDir: p.Reg.CommonDir, RepositoryID: p.Reg.ID, Base: base,
 		BaseRef: o.Base, Branch: o.Branch, Intent: intent, OwnerPID: o.OwnerPID, OwnerStart: owner.StartTime,
 		AllowNested: o.AllowNested, CreatedAt: p.now().UTC(),
-		Checkout: o.mode == gitops.ExistingBranch, Detached: o.mode == gitops.Detached}
+		Checkout: o.mode == gitops.ExistingBranch, Detached: o.mode == gitops.Detached, Restore: o.restore}
 	if claim.Allocator, err = reservation.ProcessOwner(os.Getpid()); err != nil {
 		return nil, err
 	}
@@ -592,6 +593,23 @@ func (p *Provider) resumeAllocation(ctx context.Context, rec *claimRecord) (*Wor
 			Hint:   "wait for it to finish"}
 	}
 	// The allocator died between the claim and the created event.
+	if c.Restore != "" {
+		// A restore's worktree is filled from its salvage, which only the
+		// restore itself does: it is not finished here. With nothing at
+		// the path, the claim is marked failed (the binding is free again
+		// and the salvage untouched); a restore may be run again.
+		if _, err := os.Lstat(c.Path); errors.Is(err, os.ErrNotExist) {
+			if _, err := p.publishEvent(rec, Event{Kind: EventFailed, Reason: "the restore was interrupted before its worktree was made"}); err != nil {
+				return nil, err
+			}
+			return nil, &Error{Op: "restore", Binding: c.Binding, Path: c.Path, Err: ErrInterrupted,
+				Reason: "the restore of " + c.Restore + " was interrupted before its worktree was made",
+				Hint:   "run majlis workspace restore again (with a new request id)"}
+		}
+		return nil, &Error{Op: "restore", Binding: c.Binding, Path: c.Path, Err: ErrInterrupted,
+			Reason: "the restore of " + c.Restore + " was interrupted: " + c.Path + " may be partly filled",
+			Hint:   "inspect it (the salvage " + c.Restore + " is untouched); if it holds nothing of yours, remove it with git worktree remove --force and run the restore again"}
+	}
 	wts, err := gitops.ListWorktrees(ctx, c.CommonDir)
 	if err != nil {
 		return nil, err
@@ -599,6 +617,7 @@ func (p *Provider) resumeAllocation(ctx context.Context, rec *claimRecord) (*Wor
 	if _, err := os.Lstat(c.Path); errors.Is(err, os.ErrNotExist) {
 		// A branch the dead allocator's git created at the base, checked
 		// out nowhere, is its own: remove it so the add can run again.
+		// (Only allocation creates branches; restore claims returned above.)
 		inUse := false
 		for _, w := range wts {
 			inUse = inUse || w.Branch == "refs/heads/"+c.Branch

@@ -74,8 +74,10 @@ type Claim struct {
 	// Checkout: Branch existed before the claim and is checked out as it
 	// is (never moved or deleted by majlis); Detached: HEAD is detached at
 	// Base and Branch is empty. Both are set only by restore.
-	Checkout    bool              `json:"checkout,omitempty"`
-	Detached    bool              `json:"detached,omitempty"`
+	Checkout bool `json:"checkout,omitempty"`
+	Detached bool `json:"detached,omitempty"`
+	// Restore is the salvage ref a restore fills the worktree from.
+	Restore     string            `json:"restore,omitempty"`
 	Intent      []string          `json:"intent"`
 	OwnerPID    int               `json:"owner_pid"`        // 0: none recorded
 	OwnerStart  uint64            `json:"owner_start_time"` // start time of OwnerPID
@@ -95,6 +97,8 @@ func (c *Claim) check() error {
 		return errors.New("incomplete claim")
 	case c.Checkout && c.Detached:
 		return errors.New("a claim cannot both check out a branch and detach")
+	case (c.Checkout || c.Detached) && c.Restore == "":
+		return errors.New("only a restore checks out an existing branch or detaches")
 	case !filepath.IsAbs(c.Path) || !filepath.IsAbs(c.PhysicalPath):
 		return errors.New("claim paths must be absolute")
 	case c.Intent == nil:

@@ -82,6 +82,22 @@ func runChild(mode string) int {
 		}
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {}
+	case "restore-claim-and-die":
+		// Publish the claim as a detached restore does, then die before
+		// git runs.
+		path, _ := pathid.Lexical(opts.Path)
+		base := os.Getenv("MAJLIS_BASE")
+		c := Claim{Format: formatClaim, Binding: opts.Binding, RequestID: opts.RequestID, Path: path,
+			PhysicalPath: path, CommonDir: p.Reg.CommonDir, RepositoryID: p.Reg.ID, Base: base,
+			BaseRef: base, Detached: true, Restore: os.Getenv("MAJLIS_SALVAGE"), Intent: []string{}, CreatedAt: p.now().UTC()}
+		c.Allocator, _ = reservation.ProcessOwner(os.Getpid())
+		args := requestArgs{Op: "allocate", Binding: opts.Binding, Base: base, Path: path, Intent: []string{}}
+		if _, err := p.publishClaim(ctx, c, args, nil); err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
 	}
 	return 2
 }

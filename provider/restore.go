@@ -61,8 +61,18 @@ func (p *Provider) Restore(ctx context.Context, o RestoreOptions) (*RestoreResul
 	if err != nil {
 		return nil, err
 	}
-	if err := liveBindingError(o.Binding, recs); err != nil {
-		return nil, err
+	// A retry of an earlier restore (same request id) goes on to
+	// allocate, which finishes or reports it; anything else live refuses.
+	var retry *claimRecord
+	if o.RequestID != "" {
+		if retry, err = p.findRequestClaim(o.Binding, o.RequestID); err != nil {
+			return nil, err
+		}
+	}
+	if retry == nil {
+		if err := liveBindingError(o.Binding, recs); err != nil {
+			return nil, err
+		}
 	}
 	reader, err := gitops.OpenReader(ctx, p.Reg.CommonDir)
 	if err != nil {
@@ -103,7 +113,7 @@ func (p *Provider) Restore(ctx context.Context, o RestoreOptions) (*RestoreResul
 	}
 
 	// What HEAD becomes.
-	ao := AllocateOptions{Binding: o.Binding, Path: o.Path, Base: layout.Head, RequestID: o.RequestID}
+	ao := AllocateOptions{Binding: o.Binding, Path: o.Path, Base: layout.Head, RequestID: o.RequestID, restore: ref}
 	branch := ""
 	switch {
 	case o.Branch != "":

@@ -143,3 +143,36 @@ func TestReclaimSparseCheckout(t *testing.T) {
 		t.Errorf("the salvage tree holds %q for a file outside the cone", got)
 	}
 }
+
+// A restore interrupted after its claim, before its worktree: a retry
+// with its request id marks the claim failed (nothing of the salvage is
+// touched, no branch is deleted), and a new restore then succeeds.
+func TestInterruptedRestore(t *testing.T) {
+	repo, p := newProvider(t)
+	w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+	ws := &fixtures.Repo{T: t, Dir: w.Path}
+	detached := ws.DetachedCommit("d.txt", "detached\n")
+	_, res := reclaimAll(t, p, "T-1", w.Path)
+	salvage := repo.RevParse(*res.SalvageRef)
+	branch := repo.RevParse("refs/heads/majlis/T-1")
+
+	k := startChild(t, "restore-claim-and-die", "MAJLIS_REPO="+repo.Dir, "MAJLIS_BINDING=T-1", "MAJLIS_PATH="+w.Path,
+		"MAJLIS_REQUEST=req-r", "MAJLIS_BASE="+detached, "MAJLIS_SALVAGE="+*res.SalvageRef)
+	k.cmd.Wait()
+	if _, err := p.Restore(t.Context(), RestoreOptions{Binding: "T-1", RequestID: "req-r"}); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("retry of the interrupted restore: %v, want ErrInterrupted", err)
+	}
+	if got := repo.RevParse("refs/heads/majlis/T-1"); got != branch {
+		t.Errorf("branch moved from %s to %s", branch, got)
+	}
+	if got := repo.RevParse(*res.SalvageRef); got != salvage {
+		t.Errorf("salvage ref moved from %s to %s", salvage, got)
+	}
+	again, err := p.Restore(t.Context(), RestoreOptions{Binding: "T-1"})
+	if err != nil {
+		t.Fatalf("restore after the failed one: %v", err)
+	}
+	if again.Head != detached || again.Branch != nil {
+		t.Errorf("restored %+v, want detached at %s", again, detached)
+	}
+}
