@@ -174,3 +174,38 @@ func TestScanIndexFlags(t *testing.T) {
 		t.Errorf("scanIndex (-git +scan):\n%s", diff)
 	}
 }
+
+func FuzzParseReflogNew(f *testing.F) {
+	f.Add([]byte(id('0') + " " + id('1') + " a <a@b> 0 +0000\tstash: one\n" + id('1') + " " + id('2') + " a <a@b> 1 +0000\tstash: two\n"))
+	f.Add([]byte(""))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ids, err := parseReflogNew(b)
+		if err != nil {
+			return
+		}
+		for _, x := range ids {
+			if !isObjectID(x) {
+				t.Fatalf("id %q", x)
+			}
+		}
+	})
+}
+
+func FuzzObjectIDs(f *testing.F) {
+	f.Add([]byte("ref: refs/heads/main\n" + id('a') + " " + id('b') + "\tmsg " + id('c') + "x\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, x := range objectIDs(b) {
+			if !isObjectID(x) || !bytes.Contains(b, []byte(x)) {
+				t.Fatalf("id %q from %q", x, b)
+			}
+		}
+	})
+}
+
+func TestObjectIDs(t *testing.T) {
+	got := objectIDs([]byte(id('a') + " " + id('b') + "\t" + id('c') + "x " + strings.Repeat("d", 41) + " " + strings.Repeat("e", 64) + "\n"))
+	want := []string{id('a'), id('b'), strings.Repeat("e", 64)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("objectIDs (-want +got):\n%s", diff)
+	}
+}

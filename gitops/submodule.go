@@ -102,14 +102,24 @@ func StashEntries(worktree string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	ids, err := parseReflogNew(b)
+	if err != nil {
+		return nil, fmt.Errorf("gitops: %s: %w", filepath.Join(common, "logs", "refs", "stash"), err)
+	}
+	return ids, nil
+}
+
+// parseReflogNew returns the new ids of a reflog's lines ("<old> <new>
+// <who> <when>\t<message>"), newest (the last line) first.
+func parseReflogNew(b []byte) ([]string, error) {
 	var ids []string
 	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
 		f := strings.Fields(line)
 		if len(f) == 0 {
 			continue
 		}
-		if len(f) < 2 || !isObjectID(f[1]) {
-			return nil, fmt.Errorf("gitops: %s: malformed reflog line %q", filepath.Join(common, "logs", "refs", "stash"), line)
+		if len(f) < 2 || !isObjectID(f[0]) || !isObjectID(f[1]) {
+			return nil, fmt.Errorf("malformed reflog line %q", line)
 		}
 		ids = append([]string{f[1]}, ids...)
 	}
