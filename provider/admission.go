@@ -128,6 +128,9 @@ func (p *Provider) workspaceAt(dir string) (*claimRecord, error) {
 		return nil, err
 	}
 	for _, r := range recs {
+		if r.damage != nil && (r.Claim.Path == dir || r.Claim.PhysicalPath == phys) {
+			return nil, r.damage.err // this very checkout's records are damaged
+		}
 		ev := r.Events[EventCreated]
 		if ev == nil || (r.Claim.PhysicalPath != phys && r.Claim.Path != dir) {
 			continue

@@ -436,13 +436,18 @@ const autoRequestPrefix = "auto-"
 const reclaimPrefix = "reclaim."
 
 // liveClaims returns the latest live claim of every binding.
+// A damaged binding contributes a stand-in for every place its workspaces
+// may occupy, or refuses when they cannot all be located (damage.go).
 func (p *Provider) liveClaims() ([]*claimRecord, error) {
-	all, err := p.readAllBindings()
+	inv, err := p.readInventory()
 	if err != nil {
 		return nil, err
 	}
-	var out []*claimRecord
-	for _, recs := range all {
+	out, err := inv.peerRecords("allocate")
+	if err != nil {
+		return nil, err
+	}
+	for _, recs := range inv.good {
 		for _, r := range recs {
 			if r.live() {
 				out = append(out, r)

@@ -152,6 +152,9 @@ type claimRecord struct {
 	Claim  Claim
 	Digest string
 	Events map[string]*Event
+	// damage is set on the stand-ins for a damaged binding's workspaces
+	// (damage.go): only Binding, Path and PhysicalPath are known.
+	damage *Damage
 }
 
 func (r *claimRecord) has(kind string) bool { return r.Events[kind] != nil }
@@ -169,6 +172,15 @@ func claimName(seq int, suffix string) string { return fmt.Sprintf("%06d.%s", se
 // readBinding reads every claim of binding, oldest first. Files it does not
 // recognise refuse: the inventory must be fully understood.
 func (p *Provider) readBinding(binding string) ([]*claimRecord, error) {
+	recs, err := p.readBindingRecords(binding)
+	var pe *Error
+	if errors.Is(err, ErrMalformed) && errors.As(err, &pe) && pe.Hint == "" {
+		pe.Binding, pe.Hint = binding, damageHint(binding)
+	}
+	return recs, err
+}
+
+func (p *Provider) readBindingRecords(binding string) ([]*claimRecord, error) {
 	dir := p.claimsDir(binding)
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -305,9 +317,24 @@ func (p *Provider) journalEvent(rec *claimRecord, kind string) {
 // order. The first error, in binding order, wins: a malformed record
 // anywhere refuses the whole inventory.
 func (p *Provider) readAllBindings() ([][]*claimRecord, error) {
-	bindings, err := p.bindings()
+	_, out, errs, err := p.readBindingsEach()
 	if err != nil {
 		return nil, err
+	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// readBindingsEach reads every binding's claims, concurrently, and
+// returns each binding's records or error, in binding order.
+func (p *Provider) readBindingsEach() ([]string, [][]*claimRecord, []error, error) {
+	bindings, err := p.bindings()
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	out := make([][]*claimRecord, len(bindings))
 	errs := make([]error, len(bindings))
@@ -324,10 +351,5 @@ func (p *Provider) readAllBindings() ([][]*claimRecord, error) {
 		}()
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return bindings, out, errs, nil
 }

@@ -149,8 +149,20 @@ func (p *Provider) checkPeers(ctx context.Context, target *claimRecord, fromJour
 	}
 	var all [][]*claimRecord
 	if !fromJournal {
-		if all, err = p.readAllBindings(); err != nil {
+		inv, err := p.readInventory()
+		if err != nil {
 			return nil, err
+		}
+		all = inv.good
+		// A damaged binding's workspaces are peers wherever they may be.
+		stand, err := inv.peerRecords("reclaim")
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range stand {
+			if err := add(PeerWorkspace, r.Claim.Path, r.Claim.Binding); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for _, recs := range all {

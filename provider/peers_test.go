@@ -858,6 +858,8 @@ func TestReclaimAuthority(t *testing.T) {
 
 // A malformed inventory refuses before any effect and says which file is
 // wrong.
+// A damaged record of ANOTHER workspace no longer refuses: damage stays
+// local (damage_test.go).
 func TestReclaimMalformedInventory(t *testing.T) {
 	claimFile := func(p *Provider, binding string) string {
 		return filepath.Join(p.claimsDir(binding), claimName(1, "claim"))
@@ -886,26 +888,9 @@ func TestReclaimMalformedInventory(t *testing.T) {
 			os.WriteFile(f, []byte(strings.Replace(string(b), formatClaim, "majlis.claim/9", 1)), 0o644)
 			return f
 		}},
-		{"truncated claim of a peer", ErrMalformed, func(t *testing.T, p *Provider) string {
-			f := claimFile(p, "P")
-			b, _ := os.ReadFile(f)
-			os.WriteFile(f, b[:len(b)-20], 0o644)
-			return f
-		}},
-		{"unknown format of a peer claim", ErrMalformed, func(t *testing.T, p *Provider) string {
-			f := claimFile(p, "P")
-			b, _ := os.ReadFile(f)
-			os.WriteFile(f, []byte(strings.Replace(string(b), formatClaim, "majlis.claim/2", 1)), 0o644)
-			return f
-		}},
 		{"garbage file in the claims folder", ErrMalformed, func(t *testing.T, p *Provider) string {
 			f := filepath.Join(p.claimsDir("T-1"), "notes.txt")
 			os.WriteFile(f, []byte("hi"), 0o644)
-			return f
-		}},
-		{"garbage file in a peer's claims folder", ErrMalformed, func(t *testing.T, p *Provider) string {
-			f := filepath.Join(p.claimsDir("P"), "000001.claim~")
-			os.WriteFile(f, []byte("editor backup"), 0o644)
 			return f
 		}},
 		{"garbage entry among the bindings", ErrMalformed, func(t *testing.T, p *Provider) string {

@@ -18,6 +18,7 @@ const (
 	StateReclaiming = "reclaiming"
 	StateReclaimed  = "reclaimed"
 	StateMissing    = "missing"
+	// StateDamaged (damage.go): the binding's records cannot all be read.
 )
 
 // A Workspace is what list and show report. Its JSON is part of the CLI
@@ -43,6 +44,9 @@ type Workspace struct {
 	Changes      *gitops.Counts `json:"changes,omitempty"` // show only
 	// DirtySubmodules lists submodules with changes salvage cannot capture (show only).
 	DirtySubmodules []string `json:"dirty_submodules,omitempty"`
+	// Damage, for state damaged only: which file, why, and where the
+	// workspace may be (damage.go).
+	Damage *Damage `json:"damage,omitempty"`
 }
 
 // view renders a claim as a Workspace; with status it also reads git
@@ -126,10 +130,11 @@ type ListOptions struct {
 // List returns the workspaces of the repository, by binding. Failed
 // allocations are never listed; reclaimed ones only with All.
 func (p *Provider) List(ctx context.Context, o ListOptions) ([]*Workspace, error) {
-	all, err := p.readAllBindings()
+	inv, err := p.readInventory()
 	if err != nil {
 		return nil, err
 	}
+	all := inv.good
 	reader, err := gitops.OpenReader(ctx, p.Reg.CommonDir)
 	if err != nil {
 		return nil, err
@@ -150,6 +155,9 @@ func (p *Provider) List(ctx context.Context, o ListOptions) ([]*Workspace, error
 			}
 			out = append(out, w)
 		}
+	}
+	for _, d := range inv.damaged {
+		out = append(out, damagedView(d))
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Binding != out[j].Binding {

@@ -1,0 +1,282 @@
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/pathid"
+)
+
+// Damage stays local. A binding whose records cannot all be read is
+// damaged: it refuses every operation of its own (reclaim, show, release,
+// salvage, a new allocation of it), while operations on other workspaces
+// go on, provided the places its workspaces may occupy are known from a
+// source majlis can trust:
+//
+//   - its other claims, which are sealed and still verify;
+//   - the claims journal, whose lines are checksummed and which names
+//     every claim before it is published (journal.go);
+//   - git's admin entries carrying majlis's lock reason for the binding,
+//     which majlis writes at allocation and git keeps until the worktree
+//     is removed.
+//
+// Each of those places is then a retained peer of every reclaim and is
+// overlapped by no allocation, exactly as if the records were whole: never
+// fewer peers. A damaged claim found in none of them may be a workspace
+// anywhere, so it refuses allocations and reclaims (fail closed), naming
+// the file.
+
+// StateDamaged is the state list reports for a damaged binding.
+const StateDamaged = "damaged"
+
+// Where a damaged binding's workspace was located.
+const (
+	SourceClaim      = "claim"       // one of the binding's claims that still verifies
+	SourceJournal    = "journal"     // the checksummed claims journal
+	SourceAdminEntry = "admin_entry" // git's admin entry with majlis's lock reason
+)
+
+// A Damage reports a binding whose records cannot all be read. Its JSON
+// is part of the CLI contract (list, doctor).
+type Damage struct {
+	Binding string `json:"binding"`
+	File    string `json:"file"`   // the first file that failed to read
+	Reason  string `json:"reason"` // why
+	// Paths are the places the binding's workspaces may occupy, each with
+	// the trustworthy source that names it.
+	Paths []KnownPath `json:"paths"`
+	// Located reports that every claim of the binding that cannot be read
+	// was found in the journal or git's admin entries.
+	Located bool `json:"located"`
+	// Unlocated lists the claim files (or sequence numbers) found nowhere.
+	Unlocated []string `json:"unlocated,omitempty"`
+
+	err *Error // the refusal of the binding's own operations
+}
+
+// A KnownPath is a place a damaged binding's workspace may occupy.
+type KnownPath struct {
+	Path   string `json:"path"`
+	Source string `json:"source"`
+}
+
+// refusal is the error of an operation that cannot proceed past d.
+func (d *Damage) refusal(op string) error {
+	e := *d.err
+	e.Op = op
+	e.Hint = "the place of the workspace it records is known from neither the claims journal nor git's admin entries, " +
+		"so majlis cannot rule out an overlap; 'majlis doctor' explains what to do"
+	e.Details = map[string]any{"damaged_binding": d.Binding, "file": d.File}
+	return &e
+}
+
+// An inventory is every binding's records, the damaged ones apart.
+type inventory struct {
+	good    [][]*claimRecord
+	damaged []*Damage
+}
+
+// readInventory reads every binding like readAllBindings, but a binding
+// whose records are malformed is reported as damaged (and located) rather
+// than refusing the whole inventory. Other failures (an unreadable
+// folder) still refuse.
+func (p *Provider) readInventory() (*inventory, error) {
+	bindings, recs, errs, err := p.readBindingsEach()
+	if err != nil {
+		return nil, err
+	}
+	inv := &inventory{}
+	var loc *locator
+	for i, b := range bindings {
+		if errs[i] == nil {
+			inv.good = append(inv.good, recs[i])
+			continue
+		}
+		var pe *Error
+		if !errors.Is(errs[i], ErrMalformed) || !errors.As(errs[i], &pe) {
+			return nil, errs[i]
+		}
+		if loc == nil {
+			loc = p.newLocator()
+		}
+		inv.damaged = append(inv.damaged, loc.locate(b, pe))
+	}
+	return inv, nil
+}
+
+// peerRecords returns a stand-in claim record for every place a damaged
+// binding's workspace may occupy, for the allocation checks, or the
+// refusal of the first damaged binding that is not located.
+func (inv *inventory) peerRecords(op string) ([]*claimRecord, error) {
+	var out []*claimRecord
+	for _, d := range inv.damaged {
+		if !d.Located {
+			return nil, d.refusal(op)
+		}
+		for _, kp := range d.Paths {
+			phys, err := pathid.Physical(kp.Path)
+			if err != nil {
+				phys = kp.Path
+			}
+			out = append(out, &claimRecord{Claim: Claim{Binding: d.Binding, Path: kp.Path, PhysicalPath: phys},
+				Events: map[string]*Event{}, damage: d})
+		}
+	}
+	return out, nil
+}
+
+// A locator finds where damaged bindings' workspaces are. The journal and
+// git's admin entries are read once.
+type locator struct {
+	p          *Provider
+	journal    []*journalClaimState
+	journalErr error
+	entries    []gitops.AdminEntry
+	entriesErr error
+}
+
+func (p *Provider) newLocator() *locator {
+	l := &locator{p: p}
+	l.journal, l.journalErr = p.readJournal()
+	l.entries, l.entriesErr = gitops.AdminEntries(p.Reg.CommonDir)
+	return l
+}
+
+// majlisLock matches the lock reasons majlis writes (lockReason, ownLock).
+var majlisLock = regexp.MustCompile(`^majlis workspace (\S+) \((?:claim ([0-9a-f]{12})|reclaim interrupted)\)$`)
+
+// lockedFor returns the binding and short claim digest ("" for the
+// reclaim-interrupted form) of a majlis lock reason, or ok false.
+func lockedFor(reason string) (binding, short string, ok bool) {
+	m := majlisLock.FindStringSubmatch(reason)
+	if m == nil || ValidBinding(m[1]) != nil {
+		return "", "", false
+	}
+	return m[1], m[2], true
+}
+
+// locate reads what still verifies of binding's folder and finds every
+// place its workspaces may occupy.
+func (l *locator) locate(binding string, cause *Error) *Damage {
+	d := &Damage{Binding: binding, File: cause.Path, Reason: cause.Reason, err: cause}
+	if d.Reason == "" {
+		d.Reason = strings.TrimPrefix(cause.Err.Error(), "provider: ")
+	}
+	seen := map[string]bool{}
+	add := func(path, source string) {
+		if path != "" && !seen[path] {
+			seen[path] = true
+			d.Paths = append(d.Paths, KnownPath{Path: path, Source: source})
+		}
+	}
+	dir := l.p.claimsDir(binding)
+	entries, _ := os.ReadDir(dir)
+	claims := map[int]*claimRecord{}
+	lost := map[int]bool{} // seqs with a file but no claim that verifies
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp") {
+			continue
+		}
+		seqStr, kind, ok := strings.Cut(name, ".")
+		seq, err := strconv.Atoi(seqStr)
+		if !ok || err != nil || seq < 1 || len(seqStr) != 6 {
+			continue // not a record: it names no workspace
+		}
+		if kind != "claim" {
+			if _, ok := claims[seq]; !ok {
+				lost[seq] = true // may be resolved by a claim read later
+			}
+			continue
+		}
+		rec := &claimRecord{Events: map[string]*Event{}}
+		if rec.Digest, err = readRecord(filepath.Join(dir, name), "claim", formatClaim, &rec.Claim); err != nil ||
+			rec.Claim.Binding != binding || rec.Claim.Seq != seq {
+			lost[seq] = true
+			continue
+		}
+		claims[seq] = rec
+	}
+	digests := map[string]bool{}
+	for seq, rec := range claims {
+		delete(lost, seq)
+		digests[shortDigest(rec.Digest)] = true
+		for _, kind := range []string{EventCreated, EventFailed, EventReclaimed} {
+			var ev Event
+			if _, err := readRecord(filepath.Join(dir, claimName(seq, kind)), "event", formatEvent, &ev); err == nil &&
+				ev.Kind == kind && ev.Seq == seq && ev.Binding == binding && ev.ClaimDigest == rec.Digest {
+				rec.Events[kind] = &ev
+			}
+		}
+		if rec.has(EventFailed) || rec.has(EventReclaimed) && attestedAbsent(rec) {
+			continue
+		}
+		add(rec.Claim.Path, SourceClaim)
+	}
+	// The journal names every claim, by binding and sequence number.
+	inJournal := map[int]bool{}
+	if l.journalErr == nil {
+		for _, c := range l.journal {
+			if c.Binding != binding || claims[c.Seq] != nil {
+				continue
+			}
+			inJournal[c.Seq] = true
+			if c.Failed || c.Reclaimed && absentNow(c.Path, c.Dev, c.Ino) {
+				continue
+			}
+			add(c.Path, SourceJournal)
+		}
+	}
+	// git's admin entries locked by majlis for the binding, other than
+	// those of claims that verify.
+	unknownEntry := false
+	if l.entriesErr == nil {
+		for _, e := range l.entries {
+			b, short, ok := lockedFor(e.Lock.Reason)
+			if !e.Lock.Locked || !ok || b != binding || (short != "" && digests[short]) || e.Path == "" {
+				continue
+			}
+			unknownEntry = true
+			add(e.Path, SourceAdminEntry)
+		}
+	}
+	d.Located = true
+	var seqs []int
+	for seq := range lost {
+		seqs = append(seqs, seq)
+	}
+	sort.Ints(seqs)
+	for _, seq := range seqs {
+		if inJournal[seq] || unknownEntry {
+			continue
+		}
+		d.Located = false
+		d.Unlocated = append(d.Unlocated, filepath.Join(dir, claimName(seq, "claim")))
+	}
+	if d.Paths == nil {
+		d.Paths = []KnownPath{}
+	}
+	return d
+}
+
+// damagedView renders a damaged binding for list.
+func damagedView(d *Damage) *Workspace {
+	w := &Workspace{Binding: d.Binding, State: StateDamaged, Intent: []string{}, Damage: d}
+	if len(d.Paths) > 0 {
+		w.Path = d.Paths[len(d.Paths)-1].Path
+	}
+	return w
+}
+
+// damageHint is the hint of a malformed record in a binding's folder.
+func damageHint(binding string) string {
+	return fmt.Sprintf("majlis will not act on workspace %s until its records are whole; other workspaces are unaffected. "+
+		"'majlis doctor' says what is wrong and what to run", binding)
+}
