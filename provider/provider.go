@@ -169,6 +169,10 @@ func readRegistration(state string) (*Registration, error) {
 			return nil, &Error{Op: "open", Path: filepath.Dir(state), Err: ErrNotInitialized,
 				Hint: "run 'majlis init' in the repository first"}
 		}
+		var pe *Error
+		if errors.As(err, &pe) && errors.Is(err, ErrMalformed) {
+			pe.Hint = "the repository's registration is damaged, so every majlis command refuses until it is restored from a backup; 'majlis doctor' explains"
+		}
 		return nil, err
 	}
 	return &reg, nil

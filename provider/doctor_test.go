@@ -1,0 +1,124 @@
+package provider
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func findingCodes(rep *DoctorReport) map[string]Finding {
+	out := map[string]Finding{}
+	for _, f := range rep.Findings {
+		out[f.Code] = f
+	}
+	return out
+}
+
+// doctor reads everything and changes nothing; --repair moves a damaged
+// record aside after salvaging the workspace, then rebuilds the journal,
+// each only after the preview's digest is confirmed.
+func TestDoctorAndRepair(t *testing.T) {
+	repo, p := peerProvider(t)
+	healthy, err := p.Doctor(t.Context())
+	if err != nil || !healthy.OK || len(healthy.Findings) != 0 {
+		t.Fatalf("doctor of a healthy repository: %+v, %v", healthy, err)
+	}
+	a := mustAllocate(t, p, AllocateOptions{Binding: "A"})
+	b := mustAllocate(t, p, AllocateOptions{Binding: "B"})
+	peerDirty(t, a.Path)
+	file := damageModes[0].damage(t, p)
+
+	before := peerObserve(t, p, repo, a.Path, b.Path)
+	rep, err := Doctor(t.Context(), repo.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, ok := findingCodes(rep)[FindingRecordDamaged]
+	if rep.OK || !ok || f.Path != file || f.Binding != "A" || !f.Repair || f.Severity != SeverityError || !strings.Contains(f.Fix, "--repair") {
+		t.Fatalf("doctor: %+v, want record_damaged for %s", rep.Findings, file)
+	}
+	pv, err := p.Repair(t.Context(), RepairOptions{Preview: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pv.Actions) != 1 || pv.Actions[0].Kind != RepairQuarantineRecord || len(pv.Actions[0].Salvage) != 1 || pv.Actions[0].Salvage[0] != a.Path {
+		t.Fatalf("repair preview: %+v", pv.Actions)
+	}
+	if _, err := p.Repair(t.Context(), RepairOptions{}); !errors.Is(err, ErrUnconfirmed) {
+		t.Errorf("unconfirmed repair: %v", err)
+	}
+	if _, err := p.Repair(t.Context(), RepairOptions{Confirm: "sha256:" + strings.Repeat("0", 64)}); !errors.Is(err, ErrPreviewStale) {
+		t.Errorf("repair with another digest: %v", err)
+	}
+	peerUnchanged(t, before, peerObserve(t, p, repo, a.Path, b.Path))
+
+	res, err := p.Repair(t.Context(), RepairOptions{Confirm: pv.Digest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Done) != 1 || len(res.Done[0].SalvageRefs) != 1 || res.Done[0].MovedTo == "" {
+		t.Fatalf("repair: %+v", res.Done)
+	}
+	// The work is on the salvage ref; the workspace and its files stay.
+	ref := res.Done[0].SalvageRefs[0]
+	if got := repo.Git("show", ref+":notes.txt"); got != "untracked notes\n" {
+		t.Errorf("salvage %s holds notes.txt %q", ref, got)
+	}
+	if _, err := os.Stat(filepath.Join(a.Path, "notes.txt")); err != nil {
+		t.Errorf("workspace files: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(res.Done[0].MovedTo, filepath.Base(file))); err != nil {
+		t.Errorf("damaged record not kept aside: %v", err)
+	}
+	if ws := listed(t, p); ws["A"] != nil || ws["B"] == nil {
+		t.Errorf("list after repair: %v", ws)
+	}
+	rep, err = p.Doctor(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := findingCodes(rep)[FindingLockOrphaned]; !ok {
+		t.Errorf("doctor after repair: %+v, want A's majlis lock reported as orphaned", rep.Findings)
+	}
+}
+
+func TestDoctorJournalRebuild(t *testing.T) {
+	_, p := peerProvider(t)
+	mustAllocate(t, p, AllocateOptions{Binding: "A"})
+	mustAllocate(t, p, AllocateOptions{Binding: "B"})
+	want, _ := os.ReadFile(p.journalPath())
+	if err := os.WriteFile(p.journalPath(), want[:len(want)-5], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, _ := p.Doctor(t.Context())
+	if _, ok := findingCodes(rep)[FindingJournalUnusable]; !ok {
+		t.Fatalf("doctor: %+v, want journal_unusable", rep.Findings)
+	}
+	res, err := p.Repair(t.Context(), RepairOptions{Yes: true})
+	if err != nil || len(res.Done) != 1 || res.Done[0].Kind != RepairRebuildJournal {
+		t.Fatalf("repair: %+v, %v", res, err)
+	}
+	if _, err := p.readJournal(); err != nil {
+		t.Errorf("rebuilt journal: %v", err)
+	}
+	if rep, _ := p.Doctor(t.Context()); !rep.OK {
+		t.Errorf("doctor after repair: %+v", rep.Findings)
+	}
+}
+
+func TestDoctorDamagedRegistration(t *testing.T) {
+	repo, p := newProvider(t)
+	rewrite(t, filepath.Join(p.StateDir, "repository.json"), func(b []byte) []byte { return b[:5] })
+	if _, err := Open(t.Context(), repo.Dir); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "repository.json") {
+		t.Errorf("open: %v", err)
+	}
+	rep, err := Doctor(t.Context(), repo.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, ok := findingCodes(rep)[FindingRegistrationDamaged]; !ok || rep.OK || f.Fix == "" {
+		t.Errorf("doctor: %+v", rep)
+	}
+}

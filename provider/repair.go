@@ -1,0 +1,400 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/majlis-dev/majlis/reservation"
+)
+
+// `majlis doctor --repair` does only what is provably safe, and nothing
+// before its preview is confirmed:
+//
+//   - rebuild_journal: rewrite the claims journal from the claims, when
+//     every claim verifies (so the rebuilt journal names every workspace
+//     the records do), under the publication lease (so no claim is
+//     published meanwhile);
+//   - retire_reservation: reservation.Recover of a lease that expired and
+//     whose exact same-host owner is proven dead (the lease file only);
+//   - quarantine_record: salvage every workspace directory the damaged
+//     binding may have (the salvage of a reclaim, to
+//     refs/majlis/salvage/<binding>/<n>; nothing in the workspace
+//     changes), then move the damaged records into <state>/damaged/. The
+//     workspace's files, git's entry and its lock stay; a binding whose
+//     place is unknown, or whose place holds something majlis cannot
+//     verify as its worktree, is left alone.
+//
+// Each action carries a fingerprint of the facts it rests on; the plan's
+// digest covers them all, and each action's fingerprint is computed again
+// immediately before it runs.
+
+// Repair action kinds.
+const (
+	RepairRebuildJournal    = "rebuild_journal"
+	RepairRetireReservation = "retire_reservation"
+	RepairQuarantineRecord  = "quarantine_record"
+)
+
+// A RepairAction is one step of a repair. Its JSON is part of the CLI
+// contract.
+type RepairAction struct {
+	Kind        string   `json:"kind"`
+	Binding     string   `json:"binding,omitempty"`
+	Path        string   `json:"path,omitempty"`    // the file or lease concerned
+	Files       []string `json:"files,omitempty"`   // quarantine: the records moved
+	Salvage     []string `json:"salvage,omitempty"` // quarantine: the directories salvaged first
+	Detail      string   `json:"detail"`
+	Fingerprint string   `json:"fingerprint"`
+}
+
+// A RepairResult reports a repair plan, and what was done when it ran.
+type RepairResult struct {
+	Digest  string         `json:"digest"`
+	Actions []RepairAction `json:"actions"`
+	Done    []RepairDone   `json:"done"`
+	Preview bool           `json:"preview"`
+}
+
+// A RepairDone is an action carried out.
+type RepairDone struct {
+	Kind        string   `json:"kind"`
+	Binding     string   `json:"binding,omitempty"`
+	Path        string   `json:"path,omitempty"`
+	MovedTo     string   `json:"moved_to,omitempty"`
+	SalvageRefs []string `json:"salvage_refs,omitempty"`
+}
+
+// RepairOptions: Preview only plans; otherwise Confirm (the plan's digest)
+// or Yes is required.
+type RepairOptions struct {
+	Preview bool
+	Confirm string
+	Yes     bool
+}
+
+// Repair plans the safe repairs and, when confirmed, carries them out.
+func (p *Provider) Repair(ctx context.Context, o RepairOptions) (*RepairResult, error) {
+	actions, err := p.planRepair()
+	if err != nil {
+		return nil, err
+	}
+	res := &RepairResult{Digest: planDigest(actions), Actions: actions, Done: []RepairDone{}, Preview: o.Preview}
+	if o.Preview {
+		return res, nil
+	}
+	if !o.Yes && o.Confirm == "" {
+		return nil, &Error{Op: "repair", Err: ErrUnconfirmed, Reason: "a repair needs --confirm DIGEST or --yes",
+			Hint: "run 'majlis doctor --repair --preview' and confirm its digest"}
+	}
+	if o.Confirm != "" && o.Confirm != res.Digest {
+		return nil, &Error{Op: "repair", Err: ErrPreviewStale,
+			Reason:  fmt.Sprintf("the repair plan is now %s, not the confirmed %s", res.Digest, o.Confirm),
+			Hint:    "run 'majlis doctor --repair --preview' again and confirm the new digest",
+			Details: map[string]any{"digest": res.Digest, "confirmed": o.Confirm}}
+	}
+	for _, a := range actions {
+		done, err := p.runRepair(ctx, a)
+		if err != nil {
+			return res, err
+		}
+		res.Done = append(res.Done, *done)
+	}
+	return res, nil
+}
+
+func planDigest(actions []RepairAction) string {
+	h := sha256.New()
+	json.NewEncoder(h).Encode(actions)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// planRepair lists the actions that are provably safe now.
+func (p *Provider) planRepair() ([]RepairAction, error) {
+	actions := []RepairAction{}
+	inv, invErr := p.readInventory()
+	if invErr == nil {
+		for _, d := range inv.damaged {
+			if a, ok := p.planQuarantine(d); ok {
+				actions = append(actions, a)
+			}
+		}
+		if len(inv.damaged) == 0 {
+			if fp, needed := p.journalFingerprint(); needed {
+				actions = append(actions, RepairAction{Kind: RepairRebuildJournal, Path: p.journalPath(), Fingerprint: fp,
+					Detail: "rewrite the claims journal from the claims (they all verify)"})
+			}
+		}
+	}
+	names, err := p.leases.List("")
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		a, err := p.leases.Assess(n)
+		if err != nil || !a.Recoverable {
+			continue
+		}
+		actions = append(actions, RepairAction{Kind: RepairRetireReservation, Binding: a.Record.Metadata["binding"], Path: a.Path,
+			Fingerprint: leaseFingerprint(a.Record),
+			Detail:      "retire lease " + n + ": expired, its owner proven dead (" + a.Reason + "); the lease file only"})
+	}
+	return actions, nil
+}
+
+func leaseFingerprint(r *reservation.Record) string {
+	return fmt.Sprintf("%s %d %s", r.Resource, r.Generation, r.Token)
+}
+
+// journalFingerprint reports whether the journal needs rebuilding (missing,
+// unusable, or not naming a claim as it is) and the facts that decide it.
+func (p *Provider) journalFingerprint() (string, bool) {
+	all, err := p.readAllBindings()
+	if err != nil {
+		return "", false
+	}
+	want := p.journalFromClaims(all)
+	have, err := os.ReadFile(p.journalPath())
+	h := sha256.Sum256(have)
+	fp := "sha256:" + hex.EncodeToString(h[:])
+	if errors.Is(err, os.ErrNotExist) {
+		fp = "absent"
+	} else if err != nil {
+		return "", false
+	}
+	needed := err != nil
+	if !needed {
+		js, jerr := p.readJournal()
+		needed = jerr != nil
+		if !needed {
+			named := map[string]bool{}
+			for _, j := range js {
+				named[fmt.Sprintf("%s %d %s %s", j.Binding, j.Seq, j.Digest, j.Path)] = true
+			}
+			for _, recs := range all {
+				for _, r := range recs {
+					needed = needed || !named[fmt.Sprintf("%s %d %s %s", r.Claim.Binding, r.Claim.Seq, r.Digest, r.Claim.Path)]
+				}
+			}
+		}
+	}
+	w := sha256.Sum256(want)
+	return fp + " -> sha256:" + hex.EncodeToString(w[:]), needed
+}
+
+// journalFromClaims renders the journal the claims imply.
+func (p *Provider) journalFromClaims(all [][]*claimRecord) []byte {
+	var b bytes.Buffer
+	for _, recs := range all {
+		for _, r := range recs {
+			b.Write(journalEntry{Kind: journalClaim, Binding: r.Claim.Binding, Seq: r.Claim.Seq, Digest: r.Digest, Path: r.Claim.Path}.encode())
+			if r.has(EventFailed) {
+				b.Write(journalEntry{Kind: journalFailed, Binding: r.Claim.Binding, Seq: r.Claim.Seq, Digest: r.Digest}.encode())
+			}
+			if r.has(EventReclaimed) {
+				e := journalEntry{Kind: journalReclaimed, Binding: r.Claim.Binding, Seq: r.Claim.Seq, Digest: r.Digest}
+				if c := r.Events[EventCreated]; c != nil {
+					e.Dev, e.Ino = c.Dev, c.Ino
+				}
+				b.Write(e.encode())
+			}
+		}
+	}
+	return b.Bytes()
+}
+
+// planQuarantine plans moving a located damaged binding's damaged records
+// aside, after salvaging each existing directory where it may be.
+func (p *Provider) planQuarantine(d *Damage) (RepairAction, bool) {
+	if !d.Located {
+		return RepairAction{}, false
+	}
+	files := damagedFiles(p.claimsDir(d.Binding))
+	if len(files) == 0 {
+		return RepairAction{}, false
+	}
+	a := RepairAction{Kind: RepairQuarantineRecord, Binding: d.Binding, Path: d.File, Files: files}
+	for _, kp := range d.Paths {
+		if _, err := os.Lstat(kp.Path); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if _, err := verifyRepository("repair", p.standIn(d.Binding, kp.Path)); err != nil {
+			return RepairAction{}, false // something majlis cannot verify is there: leave it to a person
+		}
+		a.Salvage = append(a.Salvage, kp.Path)
+	}
+	fp, err := filesFingerprint(files, a.Salvage)
+	if err != nil {
+		return RepairAction{}, false
+	}
+	a.Fingerprint = fp
+	a.Detail = fmt.Sprintf("salvage the uncommitted work of %s to %s%s/<n> (nothing in it changes), then move %d damaged record(s) into %s",
+		strings.Join(a.Salvage, ", "), SalvagePrefix, d.Binding, len(files), filepath.Join(p.StateDir, "damaged"))
+	if len(a.Salvage) == 0 {
+		a.Detail = fmt.Sprintf("no directory exists where the workspace may be; move %d damaged record(s) into %s",
+			len(files), filepath.Join(p.StateDir, "damaged"))
+	}
+	return a, true
+}
+
+// standIn is a claim record for a damaged binding's workspace at path, for
+// verifyRepository and salvage (which read only these fields).
+func (p *Provider) standIn(binding, path string) *claimRecord {
+	return &claimRecord{Claim: Claim{Binding: binding, Path: path, PhysicalPath: path, CommonDir: p.Reg.CommonDir},
+		Digest: "damaged", Events: map[string]*Event{}}
+}
+
+// damagedFiles lists the files of a binding's folder that do not verify,
+// with every file of a claim that does not.
+func damagedFiles(dir string) []string {
+	entries, _ := os.ReadDir(dir)
+	claims := map[int]string{} // seq -> digest of a claim that verifies
+	var names []string
+	binding := filepath.Base(dir)
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp") {
+			continue
+		}
+		names = append(names, name)
+		seqStr, kind, _ := strings.Cut(name, ".")
+		seq, err := strconv.Atoi(seqStr)
+		if kind != "claim" || err != nil || len(seqStr) != 6 {
+			continue
+		}
+		var c Claim
+		if digest, err := readRecord(filepath.Join(dir, name), "claim", formatClaim, &c); err == nil && c.Binding == binding && c.Seq == seq {
+			claims[seq] = digest
+		}
+	}
+	var out []string
+	for _, name := range names {
+		seqStr, kind, ok := strings.Cut(name, ".")
+		seq, err := strconv.Atoi(seqStr)
+		digest, claimOK := claims[seq]
+		switch {
+		case !ok || err != nil || seq < 1 || len(seqStr) != 6 || !claimOK:
+			out = append(out, filepath.Join(dir, name))
+		case kind == "claim":
+		default:
+			var ev Event
+			if _, err := readRecord(filepath.Join(dir, name), "event", formatEvent, &ev); err != nil ||
+				ev.Kind != kind || ev.Seq != seq || ev.Binding != binding || ev.ClaimDigest != digest {
+				out = append(out, filepath.Join(dir, name))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func filesFingerprint(files, dirs []string) (string, error) {
+	h := sha256.New()
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s %x\n", f, sha256.Sum256(b))
+	}
+	for _, d := range dirs {
+		fmt.Fprintf(h, "dir %s\n", d)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// runRepair re-checks one action's facts and carries it out.
+func (p *Provider) runRepair(ctx context.Context, a RepairAction) (*RepairDone, error) {
+	stale := func(why string) error {
+		return &Error{Op: "repair", Binding: a.Binding, Path: a.Path, Err: ErrPreviewStale,
+			Reason: a.Kind + ": " + why + " since the preview", Hint: "run 'majlis doctor --repair --preview' again"}
+	}
+	done := &RepairDone{Kind: a.Kind, Binding: a.Binding, Path: a.Path}
+	switch a.Kind {
+	case RepairRetireReservation:
+		res := strings.TrimSuffix(filepath.Base(a.Path), ".lease")
+		as, err := p.leases.Assess(res)
+		if err != nil || !as.Recoverable || leaseFingerprint(as.Record) != a.Fingerprint {
+			return nil, stale("the lease changed")
+		}
+		if _, err := p.leases.Recover(ctx, res); err != nil {
+			return nil, err
+		}
+	case RepairRebuildJournal:
+		lease, err := p.publicationLease(ctx, "doctor --repair")
+		if err != nil {
+			return nil, err
+		}
+		defer lease.Release()
+		if fp, needed := p.journalFingerprint(); !needed || fp != a.Fingerprint {
+			return nil, stale("the claims or the journal changed")
+		}
+		all, err := p.readAllBindings()
+		if err != nil {
+			return nil, err
+		}
+		if err := reservation.Replace(p.StateDir, journalName, p.journalFromClaims(all)); err != nil {
+			return nil, err
+		}
+		if err := lease.Check(); err != nil {
+			return nil, err
+		}
+	case RepairQuarantineRecord:
+		if fp, err := filesFingerprint(a.Files, a.Salvage); err != nil || fp != a.Fingerprint {
+			return nil, stale("the damaged records changed")
+		}
+		for _, dir := range a.Salvage {
+			rec := p.standIn(a.Binding, dir)
+			if _, err := verifyRepository("repair", rec); err != nil {
+				return nil, err
+			}
+			sv, err := p.salvage(ctx, rec, "majlis doctor --repair: salvage of damaged workspace "+a.Binding)
+			if err != nil {
+				return nil, err // nothing moved
+			}
+			if sv.Ref != nil {
+				done.SalvageRefs = append(done.SalvageRefs, *sv.Ref)
+			}
+		}
+		lease, err := p.publicationLease(ctx, "doctor --repair")
+		if err != nil {
+			return nil, err
+		}
+		defer lease.Release()
+		if fp, err := filesFingerprint(a.Files, a.Salvage); err != nil || fp != a.Fingerprint {
+			return nil, stale("the damaged records changed")
+		}
+		aside := filepath.Join(p.StateDir, "damaged", a.Binding+"."+p.now().UTC().Format("20060102T150405.000000000Z"))
+		if err := os.MkdirAll(filepath.Dir(aside), 0o755); err != nil {
+			return nil, err
+		}
+		if err := mkdirDurable(aside); err != nil {
+			return nil, err
+		}
+		for _, f := range a.Files {
+			if err := os.Rename(f, filepath.Join(aside, filepath.Base(f))); err != nil {
+				return nil, &Error{Op: "repair", Binding: a.Binding, Path: f, Err: err}
+			}
+		}
+		if err := syncDir(aside); err != nil {
+			return nil, err
+		}
+		if err := syncDir(filepath.Dir(a.Files[0])); err != nil {
+			return nil, err
+		}
+		done.MovedTo = aside
+	default:
+		return nil, fmt.Errorf("repair: unknown action %q", a.Kind)
+	}
+	return done, nil
+}
