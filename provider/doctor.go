@@ -307,7 +307,7 @@ func (p *Provider) checkReservations(add func(Finding)) error {
 			add(Finding{Code: FindingReservationDead, Severity: SeverityWarning, Path: a.Path,
 				Binding: a.Record.Metadata["binding"],
 				Message: fmt.Sprintf("lease %s expired and its owner is proven dead (%s)", n, a.Reason), Repair: true,
-				Fix:     "majlis doctor --repair retires it (the lease file only, never what it protected)"})
+				Fix: "majlis doctor --repair retires it (the lease file only, never what it protected)"})
 		}
 	}
 	return nil
