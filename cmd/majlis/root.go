@@ -106,6 +106,7 @@ object, success or error). Exit codes are stable: see 'majlis help exit-codes'.`
 		newCheckCmd(g),
 		newPolicyCmd(g),
 		newHookCmd(g),
+		newDoctorCmd(g),
 		newVersionCmd(g),
 		newExitCodesTopic(),
 		newDebugCmd(g),

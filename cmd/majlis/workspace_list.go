@@ -14,8 +14,10 @@ func newWorkspaceListCmd(g *globalOptions) *cobra.Command {
 		Use:   "list",
 		Short: "List the repository's workspaces",
 		Long: `List the workspaces majlis allocated in this repository, with their state:
-active, released, reclaiming, reclaimed (only with --all) or missing (the
-directory is gone).`,
+active, released, reclaiming, reclaimed (only with --all), missing (the
+directory is gone) or damaged (its records cannot all be read: "damage" names
+the file, the reason and where the workspace may be; 'majlis doctor' says
+what to do).`,
 		Example: `  majlis workspace list
   majlis workspace list --all --json | jq -r '.workspaces[] | select(.state=="released") | .binding'`,
 		Args: usageArgs(cobra.NoArgs),
@@ -43,6 +45,9 @@ directory is gone).`,
 						if ws.SalvageRef != "" {
 							head = "salvaged to " + ws.SalvageRef
 						}
+					}
+					if ws.Damage != nil {
+						head = "damaged record " + ws.Damage.File + " (majlis doctor)"
 					}
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ws.Binding, ws.State, ws.Branch, head, ws.Path)
 				}
