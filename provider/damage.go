@@ -243,6 +243,9 @@ func (l *locator) locate(binding string, cause *Error) *Damage {
 			if !e.Lock.Locked || !ok || b != binding || (short != "" && digests[short]) || e.Path == "" {
 				continue
 			}
+			if e.PinErr != nil || e.Pin != "" && short != "" && shortDigest(e.Pin) != short {
+				continue // the lock and majlis's pin disagree: not majlis's exact lock
+			}
 			unknownEntry = true
 			add(e.Path, SourceAdminEntry)
 		}

@@ -4,8 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/majlis-dev/majlis/fixtures"
 )
 
 // Damage stays local (issue 13, item 10): one binding's damaged records
@@ -112,7 +115,7 @@ func TestDamageStaysLocal(t *testing.T) {
 			peerNoLease(t, p)
 
 			// Others proceed, with A as a retained peer at its place.
-			c := mustAllocate(t, p, AllocateOptions{Binding: "C"})
+			mustAllocate(t, p, AllocateOptions{Binding: "C"})
 			pv, err := p.PreviewReclaim(t.Context(), "B")
 			if err != nil {
 				t.Fatalf("preview B: %v", err)
@@ -131,7 +134,6 @@ func TestDamageStaysLocal(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(a.Path, "notes.txt")); err != nil {
 				t.Errorf("A's files: %v", err)
 			}
-			_ = c
 		})
 	}
 }
@@ -209,5 +211,117 @@ func TestDamagedPlaceIsNotAllocated(t *testing.T) {
 	}
 	if _, err := os.Lstat(a.Path); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("%s: %v", a.Path, err)
+	}
+}
+
+// lockedFor decodes git lock reasons, which anyone can write: it must
+// accept exactly the reasons majlis writes, and round-trip them.
+func FuzzLockedFor(f *testing.F) {
+	rec := &claimRecord{Claim: Claim{Binding: "T-14"}, Digest: "sha256:0123456789abcdef"}
+	f.Add(lockReason(rec))
+	f.Add("majlis workspace T-14 (reclaim interrupted)")
+	f.Add("majlis workspace ../x (claim 0123456789ab)")
+	f.Add("majlis workspace T-14 (claim 0123456789AB)")
+	f.Add("on removable media")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, reason string) {
+		b, short, ok := lockedFor(reason)
+		if !ok {
+			return
+		}
+		if ValidBinding(b) != nil {
+			t.Fatalf("%q: accepted invalid binding %q", reason, b)
+		}
+		if short == "" {
+			if reason != "majlis workspace "+b+" (reclaim interrupted)" {
+				t.Fatalf("%q accepted as the reclaim-interrupted reason of %s", reason, b)
+			}
+			return
+		}
+		back := lockReason(&claimRecord{Claim: Claim{Binding: b}, Digest: "sha256:" + short})
+		if back != reason {
+			t.Fatalf("%q decoded to %s %s, which majlis writes as %q", reason, b, short, back)
+		}
+	})
+}
+
+// Whatever bytes a claim file holds, list neither fails nor loses the
+// workspace: it is whole, or damaged with the file named and its place
+// known from the journal, and repair would move exactly that claim aside.
+func FuzzDamagedClaim(f *testing.F) {
+	repo := fixtures.NewRepo(f)
+	if _, err := Init(f.Context(), repo.Dir, InitOptions{}); err != nil {
+		f.Fatal(err)
+	}
+	p, err := Open(f.Context(), repo.Dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { p.Close() })
+	a, err := p.Allocate(f.Context(), AllocateOptions{Binding: "A"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	file := filepath.Join(p.claimsDir("A"), claimName(1, "claim"))
+	good, err := os.ReadFile(file)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add(good[:len(good)/2])
+	f.Add([]byte{})
+	f.Add([]byte(`{"claim":{},"sha256":""}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		list, err := p.List(t.Context(), ListOptions{})
+		if err != nil || len(list) != 1 {
+			t.Fatalf("list: %v, %v", list, err)
+		}
+		w := list[0]
+		switch w.State {
+		case StateActive:
+			if w.ClaimDigest != a.ClaimDigest {
+				t.Fatalf("a different claim is listed as A: %+v", w)
+			}
+		case StateDamaged:
+			// A's real place is always among the places kept as peers.
+			known := false
+			for _, kp := range w.Damage.Paths {
+				known = known || kp.Path == a.Path || kp.Path == a.PhysicalPath
+			}
+			if w.Damage.File == "" || !w.Damage.Located || !known {
+				t.Fatalf("damaged A: %+v, want the file named and %s among its places", w.Damage, a.Path)
+			}
+			if files := damagedFiles(p.claimsDir("A")); !slices.Contains(files, w.Damage.File) {
+				t.Fatalf("repair would move %v, not the damaged %s", files, w.Damage.File)
+			}
+		default:
+			t.Fatalf("A is %s", w.State)
+		}
+	})
+}
+
+// A damaged request record refuses only a retry with that request id.
+func TestDamagedRequestStaysLocal(t *testing.T) {
+	_, p := peerProvider(t)
+	mustAllocate(t, p, AllocateOptions{Binding: "A", RequestID: "req-a"})
+	dir, name := p.requestPath("req-a")
+	file := rewrite(t, filepath.Join(dir, name), func(b []byte) []byte { return b[:len(b)-3] })
+	_, err := p.Allocate(t.Context(), AllocateOptions{Binding: "A", RequestID: "req-a"})
+	if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), file) {
+		t.Errorf("retry of req-a: %v, want malformed_record naming %s", err, file)
+	}
+	mustAllocate(t, p, AllocateOptions{Binding: "B", RequestID: "req-b"})
+	if ws := listed(t, p); ws["A"] == nil || ws["A"].State != StateActive {
+		t.Errorf("list: %+v", ws)
+	}
+	rep, err := p.Doctor(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, ok := findingCodes(rep)[FindingRequestDamaged]; !ok || f.Path != file {
+		t.Errorf("doctor: %+v", rep.Findings)
 	}
 }

@@ -45,7 +45,12 @@ quarantined: each with the other lease and the policy key that decided),
 Workspace refusals do too: "lock_reason" and "admin_entry" (locked: a
 worktree lock majlis did not set, which it never lifts), "setting",
 "value", "origin", "git_work_tree" and "git_dir" (worktree_config_mismatch:
-the workspace's own git config aims git at another directory, or none).`
+the workspace's own git config aims git at another directory, or none).
+
+malformed_record names the damaged file (details.path). Damage stays local:
+a workspace's damaged record refuses that workspace's operations, and others
+only when its place cannot be known; 'majlis workspace list' shows it as
+damaged, and 'majlis doctor' says what is wrong and what to run.`
 
 // newExitCodesTopic is an additional help topic: `majlis help exit-codes`.
 func newExitCodesTopic() *cobra.Command {
