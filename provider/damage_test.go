@@ -36,6 +36,18 @@ var damageModes = []struct {
 			return []byte(strings.Replace(string(b), `"base_ref":"HEAD"`, `"base_ref":"HEAX"`, 1))
 		})
 	}},
+	{"claim of an unknown format", SourceJournal, func(t *testing.T, p *Provider) string {
+		return rewrite(t, filepath.Join(p.claimsDir("A"), claimName(1, "claim")), func(b []byte) []byte {
+			return []byte(strings.Replace(string(b), formatClaim, "majlis.claim/9", 1))
+		})
+	}},
+	{"editor backup in the claims folder", SourceClaim, func(t *testing.T, p *Provider) string {
+		f := filepath.Join(p.claimsDir("A"), "000001.claim~")
+		if err := os.WriteFile(f, []byte("editor backup"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}},
 	{"truncated created event", SourceClaim, func(t *testing.T, p *Provider) string {
 		return rewrite(t, filepath.Join(p.claimsDir("A"), claimName(1, EventCreated)), func(b []byte) []byte { return b[:10] })
 	}},

@@ -245,6 +245,9 @@ func (p *Provider) checkEntries(inv *inventory, live []*claimRecord, add func(Fi
 		owned[r.Claim.Binding+" "] = true
 	}
 	for _, e := range entries {
+		if inv == nil {
+			break // the claims could not be listed: no lock can be called orphaned
+		}
 		b, short, ok := lockedFor(e.Lock.Reason)
 		if !e.Lock.Locked || !ok || damaged[b] || owned[b+" "+short] {
 			continue

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/majlis-dev/majlis/internal/failpoint"
 )
 
 func findingCodes(rep *DoctorReport) map[string]Finding {
@@ -120,5 +123,77 @@ func TestDoctorDamagedRegistration(t *testing.T) {
 	}
 	if f, ok := findingCodes(rep)[FindingRegistrationDamaged]; !ok || rep.OK || f.Fix == "" {
 		t.Errorf("doctor: %+v", rep)
+	}
+}
+
+// A reclaim killed holding its reservation: once it expired, doctor names
+// it, and --repair retires the lease file only (claims, worktree and refs
+// as they were).
+func TestDoctorRetiresDeadReservation(t *testing.T) {
+	bin := crashBinary(t)
+	s := newCrashScene(t)
+	crash := crashExec(t, bin, s.repo.Dir, []string{ReservationTTLEnv + "=2s", failpoint.EnvVar + "=reclaim/before-clean=crash"},
+		"workspace", "reclaim", "T-1", "--yes", "--json")
+	if !crash.killed {
+		t.Fatalf("the reclaim was not killed\n%s", crash)
+	}
+	held, err := s.p.leases.Inspect(reclaimPrefix + "T-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashWaitExpired(t, held.ExpiresAt)
+	rep, err := s.p.Doctor(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, ok := findingCodes(rep)[FindingReservationDead]; !ok || f.Binding != "T-1" || !f.Repair {
+		t.Fatalf("doctor: %+v, want reservation_dead_owner for T-1", rep.Findings)
+	}
+	claims := crashCaptureFiles(t, s.p.claimsDir("T-1"))
+	tree := crashCaptureDir(t, s.target.Path)
+	refs := s.repo.Git("for-each-ref", "--format=%(objectname) %(refname)")
+	pv, err := s.p.Repair(t.Context(), RepairOptions{Preview: true})
+	if err != nil || len(pv.Actions) != 1 || pv.Actions[0].Kind != RepairRetireReservation {
+		t.Fatalf("repair preview: %+v, %v", pv, err)
+	}
+	if _, err := s.p.Repair(t.Context(), RepairOptions{Confirm: pv.Digest}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(s.leasePath()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the lease is still there: %v", err)
+	}
+	if diff := cmp.Diff(claims, crashCaptureFiles(t, s.p.claimsDir("T-1"))); diff != "" {
+		t.Errorf("repair changed the claims (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(tree, crashCaptureDir(t, s.target.Path)); diff != "" {
+		t.Errorf("repair changed the worktree (-before +after):\n%s", diff)
+	}
+	if got := s.repo.Git("for-each-ref", "--format=%(objectname) %(refname)"); got != refs {
+		t.Errorf("repair changed refs:\n%s\nwant:\n%s", got, refs)
+	}
+}
+
+// The claims folder holds something majlis did not write: doctor says so,
+// and calls no lock orphaned for want of the claims.
+func TestDoctorUnexpectedEntry(t *testing.T) {
+	_, p := peerProvider(t)
+	mustAllocate(t, p, AllocateOptions{Binding: "A"})
+	f := filepath.Join(p.StateDir, "claims", ".DS_Store")
+	if err := os.WriteFile(f, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := p.Doctor(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := findingCodes(rep)
+	if got, ok := codes[FindingStateUnexpected]; !ok || got.Path != f {
+		t.Errorf("doctor: %+v, want state_unexpected_entry for %s", rep.Findings, f)
+	}
+	if _, ok := codes[FindingLockOrphaned]; ok {
+		t.Errorf("doctor called A's lock orphaned: %+v", rep.Findings)
+	}
+	if res, err := p.Repair(t.Context(), RepairOptions{Preview: true}); err != nil || len(res.Actions) != 0 {
+		t.Errorf("repair preview: %+v, %v; want nothing to do", res, err)
 	}
 }
