@@ -381,9 +381,12 @@ func (p *Provider) checkClaimOverlap(c Claim, other *claimRecord, cleared map[st
 		}
 		return errJudgeAgain
 	}
+	reason := fmt.Sprintf("%s overlaps workspace %s at %s (%s)", c.Path, oc.Binding, oc.Path, rel)
+	if other.damage != nil {
+		reason += "; its records are damaged (" + other.damage.File + "), so majlis keeps every place it may be"
+	}
 	return &Error{Op: "allocate", Binding: c.Binding, Path: c.Path, Peer: oc.Path, Err: ErrNested,
-		Reason: fmt.Sprintf("%s overlaps workspace %s at %s (%s)", c.Path, oc.Binding, oc.Path, rel),
-		Hint:   "choose another --path, or pass --allow-nested to place it inside"}
+		Reason: reason, Hint: "choose another --path, or pass --allow-nested to place it inside"}
 }
 
 // checkReserved refuses a path that overlaps the target of a held reclaim

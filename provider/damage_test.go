@@ -216,9 +216,9 @@ func TestDamagedPlaceIsNotAllocated(t *testing.T) {
 		t.Fatal(err)
 	}
 	repo.Git("worktree", "prune")
-	damageModes[0].damage(t, p)
+	file := damageModes[0].damage(t, p)
 	_, err := p.Allocate(t.Context(), AllocateOptions{Binding: "C", Path: a.Path})
-	if !errors.Is(err, ErrNested) || !strings.Contains(err.Error(), "A") {
+	if !errors.Is(err, ErrNested) || !strings.Contains(err.Error(), "workspace A") || !strings.Contains(err.Error(), file) {
 		t.Fatalf("allocate at A's place: %v, want it refused as overlapping A", err)
 	}
 	if _, err := os.Lstat(a.Path); !errors.Is(err, os.ErrNotExist) {
