@@ -2,6 +2,7 @@ package provider
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -246,7 +247,11 @@ func TestInterruptedAllocationResumes(t *testing.T) {
 	}
 }
 
-func TestMalformedInventoryRefuses(t *testing.T) {
+// A malformed record stays local (damage_test.go): list shows its binding
+// as damaged, and other allocations proceed when its place is known, and
+// refuse when it is not (no journal, no majlis lock on git's entry). An
+// entry among the bindings that is no binding at all still refuses both.
+func TestMalformedInventory(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		damage func(t *testing.T, p *Provider)
@@ -272,21 +277,38 @@ func TestMalformedInventoryRefuses(t *testing.T) {
 			os.WriteFile(f, []byte(`{"event":{},"sha256":"00"}`), 0o644)
 		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, p := newProvider(t)
-			mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
-			tc.damage(t, p)
-			if _, err := p.List(t.Context(), ListOptions{}); !errors.Is(err, ErrMalformed) {
-				t.Errorf("list: %v, want ErrMalformed", err)
-			}
-			_, err := p.Allocate(t.Context(), AllocateOptions{Binding: "T-2"})
-			if !errors.Is(err, ErrMalformed) {
-				t.Errorf("allocate: %v, want ErrMalformed", err)
-			}
-			if _, serr := os.Lstat(filepath.Join(p.Reg.WorkspaceRoot, "T-2")); !errors.Is(serr, os.ErrNotExist) {
-				t.Errorf("refused allocation created its directory")
-			}
-		})
+		for _, located := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/located=%v", tc.name, located), func(t *testing.T) {
+				repo, p := newProvider(t)
+				ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+				if !located {
+					os.Remove(p.journalPath())
+					repo.Git("worktree", "unlock", ws.Path)
+				}
+				tc.damage(t, p)
+				// The claim itself verifies when only an event or a stray
+				// file is damaged: its place is then known from it.
+				claimOK := tc.name == "garbage in the claims folder" || tc.name == "forged event"
+				strict := tc.name == "garbage binding folder"
+				list, err := p.List(t.Context(), ListOptions{})
+				switch {
+				case strict:
+					if !errors.Is(err, ErrMalformed) {
+						t.Errorf("list: %v, want ErrMalformed", err)
+					}
+				case err != nil || len(list) != 1 || list[0].State != StateDamaged:
+					t.Errorf("list: %+v, %v; want T-1 damaged", list, err)
+				}
+				_, err = p.Allocate(t.Context(), AllocateOptions{Binding: "T-2"})
+				refused := strict || !located && !claimOK
+				if refused != errors.Is(err, ErrMalformed) || !refused && err != nil {
+					t.Errorf("allocate: %v, want refused %v", err, refused)
+				}
+				if _, serr := os.Lstat(filepath.Join(p.Reg.WorkspaceRoot, "T-2")); refused && !errors.Is(serr, os.ErrNotExist) {
+					t.Errorf("refused allocation created its directory")
+				}
+			})
+		}
 	}
 }
 

@@ -70,7 +70,8 @@ type KnownPath struct {
 // refusal is the error of an operation that cannot proceed past d.
 func (d *Damage) refusal(op string) error {
 	e := *d.err
-	e.Op = op
+	e.Op, e.Binding = op, ""
+	e.Reason = "the records of workspace " + d.Binding + " are damaged: " + d.Reason
 	e.Hint = "the place of the workspace it records is known from neither the claims journal nor git's admin entries, " +
 		"so majlis cannot rule out an overlap; 'majlis doctor' explains what to do"
 	e.Details = map[string]any{"damaged_binding": d.Binding, "file": d.File}
