@@ -197,3 +197,21 @@ func TestDoctorUnexpectedEntry(t *testing.T) {
 		t.Errorf("repair preview: %+v, %v; want nothing to do", res, err)
 	}
 }
+
+func TestDoctorDamagedLedger(t *testing.T) {
+	_, p := peerProvider(t)
+	f := filepath.Join(p.StateDir, "admission.db")
+	if err := os.WriteFile(f, []byte("not a database\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := p.Doctor(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := findingCodes(rep)[FindingLedgerDamaged]; !ok || got.Path != f || got.Severity != SeverityError {
+		t.Errorf("doctor: %+v, want ledger_damaged for %s", rep.Findings, f)
+	}
+	if b, _ := os.ReadFile(f); string(b) != "not a database\n" {
+		t.Errorf("doctor changed the ledger: %q", b)
+	}
+}
