@@ -671,6 +671,7 @@ type requestArgs struct {
 	Message     string   `json:"message,omitempty"`
 	Shared      bool     `json:"shared,omitempty"` // begin
 	TTL         string   `json:"ttl,omitempty"`    // begin
+	Confirm     string   `json:"confirm,omitempty"` // doctor --repair
 }
 
 type requestRecord struct {

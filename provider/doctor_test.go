@@ -215,3 +215,34 @@ func TestDoctorDamagedLedger(t *testing.T) {
 		t.Errorf("doctor changed the ledger: %q", b)
 	}
 }
+
+// A retry of a repair with the same request id returns the recorded result
+// and does nothing again; another confirmation with that id is refused.
+func TestRepairRequestID(t *testing.T) {
+	_, p := peerProvider(t)
+	mustAllocate(t, p, AllocateOptions{Binding: "A"})
+	if err := os.Remove(p.journalPath()); err != nil {
+		t.Fatal(err)
+	}
+	first, err := p.Repair(t.Context(), RepairOptions{Yes: true, RequestID: "fix-1"})
+	if err != nil || len(first.Done) != 1 {
+		t.Fatalf("repair: %+v, %v", first, err)
+	}
+	journal, _ := os.ReadFile(p.journalPath())
+	if err := os.Remove(p.journalPath()); err != nil {
+		t.Fatal(err)
+	}
+	again, err := p.Repair(t.Context(), RepairOptions{Yes: true, RequestID: "fix-1"})
+	if err != nil || !cmp.Equal(first, again) {
+		t.Fatalf("retry: %+v, %v; want %+v", again, err, first)
+	}
+	if _, err := os.Lstat(p.journalPath()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the retry did the repair again: %v", err)
+	}
+	if _, err := p.Repair(t.Context(), RepairOptions{Confirm: "sha256:" + strings.Repeat("1", 64), RequestID: "fix-1"}); !errors.Is(err, ErrRequestConflict) {
+		t.Errorf("another confirmation under the same id: %v", err)
+	}
+	if len(journal) == 0 {
+		t.Errorf("the rebuilt journal is empty")
+	}
+}

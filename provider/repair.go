@@ -80,10 +80,44 @@ type RepairOptions struct {
 	Preview bool
 	Confirm string
 	Yes     bool
+	// RequestID: a retry with the same id returns the recorded result
+	// and does nothing again.
+	RequestID string
 }
 
 // Repair plans the safe repairs and, when confirmed, carries them out.
 func (p *Provider) Repair(ctx context.Context, o RepairOptions) (*RepairResult, error) {
+	args := requestArgs{Op: "repair", Confirm: o.Confirm}
+	if o.Yes {
+		args.Confirm = "yes"
+	}
+	if o.RequestID != "" && !o.Preview {
+		r, err := p.readRequest(o.RequestID)
+		switch {
+		case err == nil:
+			if err := p.checkRequest(o.RequestID, args); err != nil {
+				return nil, err
+			}
+			var res RepairResult
+			if err := json.Unmarshal(r.Result, &res); err != nil {
+				return nil, &Error{Op: "repair", Path: o.RequestID, Err: ErrMalformed, Reason: "recorded result: " + err.Error()}
+			}
+			return &res, nil
+		case !errors.Is(err, os.ErrNotExist):
+			return nil, err
+		}
+	}
+	res, err := p.repair(ctx, o)
+	if err != nil || o.Preview || o.RequestID == "" {
+		return res, err
+	}
+	if err := p.recordRequest(o.RequestID, args, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (p *Provider) repair(ctx context.Context, o RepairOptions) (*RepairResult, error) {
 	actions, err := p.planRepair()
 	if err != nil {
 		return nil, err

@@ -10,7 +10,7 @@ import (
 
 func newDoctorCmd(g *globalOptions) *cobra.Command {
 	var repair, preview, yes bool
-	var confirm string
+	var confirm, requestID string
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check the majlis state of the repository, and repair what is provably safe",
@@ -60,7 +60,7 @@ re-checked immediately before it runs. docs/doctor.md describes every code.`,
 				return err
 			}
 			defer p.Close()
-			res, err := p.Repair(cmd.Context(), provider.RepairOptions{Preview: preview, Confirm: confirm, Yes: yes})
+			res, err := p.Repair(cmd.Context(), provider.RepairOptions{Preview: preview, Confirm: confirm, Yes: yes, RequestID: requestID})
 			if err != nil {
 				return err
 			}
@@ -72,6 +72,7 @@ re-checked immediately before it runs. docs/doctor.md describes every code.`,
 	f.BoolVar(&preview, "preview", false, "with --repair: list the actions and their digest; change nothing")
 	f.StringVar(&confirm, "confirm", "", "with --repair: carry out the actions of the preview with this digest")
 	f.BoolVar(&yes, "yes", false, "with --repair: carry out the actions planned now, without a digest")
+	f.StringVar(&requestID, "request-id", "", "idempotency key: a retry of --repair returns the recorded result")
 	return cmd
 }
 
