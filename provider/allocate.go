@@ -669,9 +669,10 @@ type requestArgs struct {
 	OwnerPID    int      `json:"owner_pid,omitempty"`
 	AllowNested bool     `json:"allow_nested,omitempty"`
 	Message     string   `json:"message,omitempty"`
-	Shared      bool     `json:"shared,omitempty"`  // begin
-	TTL         string   `json:"ttl,omitempty"`     // begin
-	Confirm     string   `json:"confirm,omitempty"` // doctor --repair
+	Shared      bool     `json:"shared,omitempty"` // begin
+	TTL         string   `json:"ttl,omitempty"`    // begin
+
+	Confirm string `json:"confirm,omitempty"` // doctor --repair: the digest, or "yes"
 }
 
 type requestRecord struct {
