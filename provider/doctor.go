@@ -34,6 +34,13 @@ const (
 	FindingReservationDamaged  = "reservation_damaged"      // a lease file that cannot be read
 )
 
+// allFindingCodes lists every finding code, for the test that keeps
+// docs/doctor.md complete.
+var allFindingCodes = []string{FindingRegistrationDamaged, FindingRecordDamaged, FindingRecordUnlocated,
+	FindingStateUnexpected, FindingRequestDamaged, FindingJournalMissing, FindingJournalUnusable,
+	FindingJournalMismatch, FindingLedgerDamaged, FindingLockOrphaned, FindingEntryMissing,
+	FindingEntryUnpinned, FindingWorkspaceMissing, FindingReservationDead, FindingReservationDamaged}
+
 // Severities of findings.
 const (
 	SeverityError   = "error"   // majlis refuses something because of it

@@ -246,3 +246,21 @@ func TestRepairRequestID(t *testing.T) {
 		t.Errorf("the rebuilt journal is empty")
 	}
 }
+
+// docs/doctor.md describes every finding code doctor can report.
+func TestDoctorCodesDocumented(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "doctor.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, code := range allFindingCodes {
+		if seen[code] {
+			t.Errorf("finding code %s listed twice", code)
+		}
+		seen[code] = true
+		if !strings.Contains(string(doc), "| `"+code+"` |") {
+			t.Errorf("docs/doctor.md has no row for the finding code %s", code)
+		}
+	}
+}
