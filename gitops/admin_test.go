@@ -311,3 +311,41 @@ func TestWorktreeEntries(t *testing.T) {
 		t.Errorf("a repository without linked worktrees: %v, %v", got, err)
 	}
 }
+
+func TestAdminEntries(t *testing.T) {
+	t.Parallel()
+	main := fixtures.NewRepo(t)
+	locked := main.NewWorktree("locked")
+	plain := main.NewWorktree("plain")
+	main.Git("worktree", "lock", "--reason", "majlis workspace X (claim 0123456789ab)", locked.Dir)
+	lockedAdmin, plainAdmin := fixtures.AdminDir(t, locked.Dir), fixtures.AdminDir(t, plain.Dir)
+	if err := PinWorktree(lockedAdmin, "sha256:0123456789abcdef"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(plainAdmin, pinFile), []byte("two\nlines\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := AdminEntries(main.CommonDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	byDir := map[string]AdminEntry{}
+	for _, e := range got {
+		byDir[e.Dir] = e
+	}
+	if len(got) != 2 {
+		t.Fatalf("entries %+v, want 2", got)
+	}
+	l := byDir[lockedAdmin]
+	if l.Path != locked.Dir || !l.Lock.Locked || l.Lock.Reason != "majlis workspace X (claim 0123456789ab)" ||
+		l.Pin != "sha256:0123456789abcdef" || l.PinErr != nil {
+		t.Errorf("locked entry %+v", l)
+	}
+	p := byDir[plainAdmin]
+	if p.Path != plain.Dir || p.Lock.Locked || p.Pin != "" || p.PinErr == nil {
+		t.Errorf("plain entry %+v, want its path, no lock, an unreadable pin", p)
+	}
+	if got, err := AdminEntries(fixtures.NewRepo(t).CommonDir()); err != nil || got != nil {
+		t.Errorf("a repository without linked worktrees: %v, %v", got, err)
+	}
+}

@@ -37,7 +37,11 @@ func AdminEntries(commonDir string) ([]AdminEntry, error) {
 		}
 		e := AdminEntry{Dir: filepath.Join(root, d.Name())}
 		if b, err := readSmallFile(filepath.Join(e.Dir, "gitdir")); err == nil {
-			if p := filepath.Clean(strings.TrimRight(string(b), "\n")); filepath.IsAbs(p) && filepath.Base(p) == ".git" {
+			p := strings.TrimRight(string(b), "\n")
+			if p != "" && !filepath.IsAbs(p) {
+				p = filepath.Join(e.Dir, p) // worktree.useRelativePaths
+			}
+			if p = filepath.Clean(p); p != "." && filepath.Base(p) == ".git" {
 				e.Path = filepath.Dir(p)
 			}
 		}
