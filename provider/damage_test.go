@@ -126,7 +126,12 @@ func TestDamageStaysLocal(t *testing.T) {
 			peerUnchanged(t, before, peerObserve(t, p, repo, a.Path, b.Path))
 			peerNoLease(t, p)
 
-			// Others proceed, with A as a retained peer at its place.
+			// Others proceed, with A as a retained peer at its place (the
+			// full check from the records and the fast one from the
+			// journal agree: peerList compares them).
+			if pr := peerFind(peerList(t, p, "B"), PeerWorkspace, a.Path); pr == nil || pr.Binding != "A" {
+				t.Errorf("B's peers lack workspace A at %s", a.Path)
+			}
 			mustAllocate(t, p, AllocateOptions{Binding: "C"})
 			pv, err := p.PreviewReclaim(t.Context(), "B")
 			if err != nil {
