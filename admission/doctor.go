@@ -8,11 +8,13 @@ import (
 	"strings"
 )
 
-// CheckLedger examines the ledger at path for `majlis doctor`, changing
-// nothing: an absent ledger is fine (found false); an existing one must be
+// CheckLedger examines the ledger at path for `majlis doctor`: an absent
+// ledger is fine (found false) and is not created; an existing one must be
 // a SQLite database of this kind and schema version ("repository" or
 // "host") that passes SQLite's quick_check. A problem is reported as an
-// error wrapping ErrMalformed that names the file.
+// error wrapping ErrMalformed that names the file, and the file is left
+// as it is. A ledger that opens is opened as every command opens it, which
+// brings one made by an earlier majlis up to this schema (migrate).
 func CheckLedger(ctx context.Context, path, kind string) (found bool, err error) {
 	if kind != kindRepository && kind != kindHost {
 		return false, fmt.Errorf("admission: unknown ledger kind %q", kind)
