@@ -30,6 +30,7 @@ const (
 	FindingEntryMissing        = "entry_missing"            // a live workspace's git admin entry is not its own
 	FindingEntryUnpinned       = "entry_unpinned"           // a live workspace's git admin entry lacks majlis's pin
 	FindingWorkspaceMissing    = "workspace_missing"        // a live workspace's directory is gone
+	FindingWorkspaceReplaced   = "workspace_replaced"       // another directory (or a symlink) is at a live workspace's path
 	FindingReservationDead     = "reservation_dead_owner"   // a lease whose owner is proven dead and which expired
 	FindingReservationDamaged  = "reservation_damaged"      // a lease file that cannot be read
 )
@@ -39,7 +40,7 @@ const (
 var allFindingCodes = []string{FindingRegistrationDamaged, FindingRecordDamaged, FindingRecordUnlocated,
 	FindingStateUnexpected, FindingRequestDamaged, FindingJournalMissing, FindingJournalUnusable,
 	FindingJournalMismatch, FindingLedgerDamaged, FindingLockOrphaned, FindingEntryMissing,
-	FindingEntryUnpinned, FindingWorkspaceMissing, FindingReservationDead, FindingReservationDamaged}
+	FindingEntryUnpinned, FindingWorkspaceMissing, FindingWorkspaceReplaced, FindingReservationDead, FindingReservationDamaged}
 
 // Severities of findings.
 const (
@@ -273,6 +274,10 @@ func (p *Provider) checkEntries(inv *inventory, live []*claimRecord, add func(Fi
 		if err := p.verifyIdentity("doctor", r); errors.Is(err, ErrMissing) {
 			add(Finding{Code: FindingWorkspaceMissing, Severity: SeverityWarning, Binding: c.Binding, Path: c.Path,
 				Message: "the directory of workspace " + c.Binding + " is gone", Fix: "majlis workspace reclaim " + c.Binding + " retires its claim"})
+			continue
+		} else if err != nil {
+			add(Finding{Code: FindingWorkspaceReplaced, Severity: SeverityError, Binding: c.Binding, Path: c.Path, Message: err.Error(),
+				Fix: "majlis refuses to act on it (identity_drift); inspect the path: majlis will not touch a directory it did not allocate"})
 			continue
 		}
 		dir, err := verifyRepository("doctor", r)

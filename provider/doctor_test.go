@@ -264,3 +264,33 @@ func TestDoctorCodesDocumented(t *testing.T) {
 		}
 	}
 }
+
+// A workspace whose directory was replaced, and one whose directory is
+// gone: doctor names each, and changes nothing.
+func TestDoctorWorkspaceIdentity(t *testing.T) {
+	repo, p := peerProvider(t)
+	a := mustAllocate(t, p, AllocateOptions{Binding: "A"})
+	b := mustAllocate(t, p, AllocateOptions{Binding: "B"})
+	if err := os.Rename(a.Path, a.Path+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(a.Path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(b.Path, b.Path+".gone"); err != nil {
+		t.Fatal(err)
+	}
+	before := peerObserve(t, p, repo, a.Path, a.Path+".moved", b.Path+".gone")
+	rep, err := p.Doctor(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := findingCodes(rep)
+	if f, ok := codes[FindingWorkspaceReplaced]; !ok || f.Binding != "A" {
+		t.Errorf("doctor: %+v, want workspace_replaced for A", rep.Findings)
+	}
+	if f, ok := codes[FindingWorkspaceMissing]; !ok || f.Binding != "B" {
+		t.Errorf("doctor: %+v, want workspace_missing for B", rep.Findings)
+	}
+	peerUnchanged(t, before, peerObserve(t, p, repo, a.Path, a.Path+".moved", b.Path+".gone"))
+}
