@@ -74,7 +74,10 @@ func (d *Damage) refusal(op string) error {
 	e.Reason = "the records of workspace " + d.Binding + " are damaged: " + d.Reason
 	e.Hint = "the place of the workspace it records is known from neither the claims journal nor git's admin entries, " +
 		"so majlis cannot rule out an overlap; 'majlis doctor' explains what to do"
-	e.Details = map[string]any{"damaged_binding": d.Binding, "file": d.File}
+	e.Details = map[string]any{"damaged_binding": d.Binding, "file": d.File, "unlocated": d.Unlocated}
+	if len(d.Unlocated) > 0 && d.Unlocated[0] != d.File {
+		e.Reason += "; the claim " + d.Unlocated[0] + " is found nowhere"
+	}
 	return &e
 }
 
