@@ -2,6 +2,7 @@ package provider
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -340,5 +341,41 @@ func TestDamagedRequestStaysLocal(t *testing.T) {
 	}
 	if f, ok := findingCodes(rep)[FindingRequestDamaged]; !ok || f.Path != file {
 		t.Errorf("doctor: %+v", rep.Findings)
+	}
+}
+
+// A damaged workspace inside the reclaim target still overlaps it: the
+// reclaim refuses with peer_overlap naming it, and changes nothing.
+// With gone set, A's worktree is removed and pruned first, so git lists it
+// no more: only A's records (damaged) know its place.
+func TestDamagedPeerInsideTargetRefuses(t *testing.T) {
+	for _, mode := range damageModes {
+		for _, gone := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/gone=%v", mode.name, gone), func(t *testing.T) {
+				repo, p := peerProvider(t)
+				b := mustAllocate(t, p, AllocateOptions{Binding: "B"})
+				a := mustAllocate(t, p, AllocateOptions{Binding: "A", Path: filepath.Join(b.Path, "inner"), AllowNested: true})
+				peerDirty(t, b.Path)
+				if gone {
+					repo.Git("worktree", "unlock", a.Path)
+					if err := os.RemoveAll(a.Path); err != nil {
+						t.Fatal(err)
+					}
+					repo.Git("worktree", "prune")
+				} else {
+					peerDirty(t, a.Path)
+				}
+				mode.damage(t, p)
+				before := peerObserve(t, p, repo, a.Path, b.Path)
+				_, err := p.PreviewReclaim(t.Context(), "B")
+				peerRefusedOverlap(t, err, PeerWorkspace, a.Path, a.PhysicalPath)
+				_, err = p.Reclaim(t.Context(), ReclaimOptions{Binding: "B", Yes: true})
+				if !errors.Is(err, ErrPeerOverlap) {
+					t.Errorf("reclaim B: %v, want peer_overlap", err)
+				}
+				peerUnchanged(t, before, peerObserve(t, p, repo, a.Path, b.Path))
+				peerNoLease(t, p)
+			})
+		}
 	}
 }
