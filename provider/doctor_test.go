@@ -294,3 +294,25 @@ func TestDoctorWorkspaceIdentity(t *testing.T) {
 	}
 	peerUnchanged(t, before, peerObserve(t, p, repo, a.Path, a.Path+".moved", b.Path+".gone"))
 }
+
+// The damaged record changed after the preview: the confirmation is stale,
+// and nothing is salvaged or moved.
+func TestRepairStaleAfterChange(t *testing.T) {
+	repo, p := peerProvider(t)
+	a := mustAllocate(t, p, AllocateOptions{Binding: "A"})
+	peerDirty(t, a.Path)
+	file := damageModes[0].damage(t, p)
+	pv, err := p.Repair(t.Context(), RepairOptions{Preview: true})
+	if err != nil || len(pv.Actions) != 1 {
+		t.Fatalf("preview: %+v, %v", pv, err)
+	}
+	rewrite(t, file, func([]byte) []byte { return []byte("other damage") })
+	before := peerObserve(t, p, repo, a.Path)
+	if _, err := p.Repair(t.Context(), RepairOptions{Confirm: pv.Digest}); !errors.Is(err, ErrPreviewStale) {
+		t.Fatalf("confirm after the record changed: %v, want preview_stale", err)
+	}
+	peerUnchanged(t, before, peerObserve(t, p, repo, a.Path))
+	if _, err := os.Stat(filepath.Join(p.StateDir, "damaged")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("damaged/ made by a refused repair: %v", err)
+	}
+}
