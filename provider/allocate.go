@@ -156,8 +156,8 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 		return nil, fail(ErrBranchExists, o.Branch, "", hint)
 	}
 	if _, err := os.Lstat(path); err == nil {
-		return nil, fail(ErrPathExists, path, path,
-			"choose another --path, or move what is there")
+		return nil, p.bindingLiveOr(o.Binding, fail(ErrPathExists, path, path,
+			"choose another --path, or move what is there"))
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fail(ErrInvalidArgument, err.Error(), path, "")
 	}
@@ -185,7 +185,7 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 		// by its ignore rules: judge again (rarely needed twice).
 		cleared, err := p.checkWorktrees(ctx, o, path, physical)
 		if err != nil {
-			return nil, err
+			return nil, p.bindingLiveOr(o.Binding, err)
 		}
 		if err := fpAllocateChecked.Inject(); err != nil {
 			return nil, err
@@ -302,6 +302,18 @@ func (p *Provider) publishClaim(ctx context.Context, claim Claim, args requestAr
 		return nil, fmt.Errorf("allocate %s: the publication lease was lost while publishing the claim: %w", claim.Binding, err)
 	}
 	return &claimRecord{Claim: claim, Digest: digest, Events: map[string]*Event{}}, nil
+}
+
+// bindingLiveOr returns the binding_live refusal when the binding has
+// become live since it was checked (a concurrent allocation of the same
+// binding won: its worktree may be what err found at the path), else err.
+func (p *Provider) bindingLiveOr(binding string, err error) error {
+	if recs, rerr := p.readBinding(binding); rerr == nil {
+		if lerr := liveBindingError(binding, recs); lerr != nil {
+			return lerr
+		}
+	}
+	return err
 }
 
 // liveBindingError refuses a binding whose latest claim is live.
