@@ -9,6 +9,7 @@ import (
 	"github.com/majlis-dev/majlis/internal/envvar"
 	"github.com/majlis-dev/majlis/internal/failpoint"
 	"github.com/majlis-dev/majlis/provider"
+	"github.com/majlis-dev/majlis/server"
 )
 
 // checkEnvironment validates, when a command starts, every environment
@@ -20,6 +21,9 @@ func checkEnvironment() error {
 		return err
 	}
 	if err := admission.CheckEnvironment(); err != nil {
+		return err
+	}
+	if _, err := server.MaxHandlers(); err != nil {
 		return err
 	}
 	if err := failpoint.Check(); err != nil {

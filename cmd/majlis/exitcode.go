@@ -10,6 +10,7 @@ import (
 	"github.com/majlis-dev/majlis/internal/envvar"
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/majlis-dev/majlis/reservation"
+	"github.com/majlis-dev/majlis/server"
 )
 
 // ExitCode is the process exit status, as documented in `majlis help exit-codes`.
@@ -90,6 +91,11 @@ func classifySentinel(err error) classification {
 	for _, m := range admissionCodes {
 		if errors.Is(err, m.err) {
 			return classification{m.exit, m.code, admissionDetails(err)}
+		}
+	}
+	for _, m := range serverCodes {
+		if errors.Is(err, m.err) {
+			return classification{m.exit, m.code, serverDetails(err)}
 		}
 	}
 	switch {
@@ -180,6 +186,44 @@ var admissionCodes = []struct {
 	{admission.ErrMalformed, ExitRefused, "malformed_record"},
 	{admission.ErrNotInitialized, ExitNotFound, "not_initialized"},
 	{admission.ErrHookExists, ExitRefused, "hook_exists"},
+}
+
+// serverCodes maps the server's errors: the probe's states other than
+// running, and the refusals of start, stop and serve.
+var serverCodes = []struct {
+	err  error
+	exit ExitCode
+	code string
+}{
+	{server.ErrInvalid, ExitUsage, "invalid_argument"},
+	{server.ErrNotRunning, ExitNotFound, "server_not_running"},
+	{server.ErrStaleLease, ExitNotFound, "server_stale_lease"},
+	{server.ErrStarting, ExitHeld, "server_starting"},
+	{server.ErrUnresponsive, ExitHeld, "server_unresponsive"},
+	{server.ErrForeign, ExitRefused, "server_foreign"},
+	{server.ErrVersionMismatch, ExitRefused, "server_version_mismatch"},
+	{server.ErrUnsafeState, ExitRefused, "unsafe_state"},
+	{server.ErrFenced, ExitError, "server_fenced"},
+	{server.ErrStartFailed, ExitError, "server_start_failed"},
+}
+
+// serverDetails are the facts of a *server.Error: what the probe found
+// ("server"), the file, reason and hint.
+func serverDetails(err error) map[string]any {
+	var se *server.Error
+	if !errors.As(err, &se) {
+		return reservationDetails(err)
+	}
+	d := map[string]any{"op": se.Op}
+	for k, v := range map[string]string{"path": se.Path, "reason": se.Reason, "hint": se.Hint} {
+		if v != "" {
+			d[k] = v
+		}
+	}
+	if se.Status != nil {
+		d["server"] = se.Status
+	}
+	return d
 }
 
 // admissionDetails are the facts of an *admission.Error: op, resource,

@@ -48,6 +48,12 @@ func TestExitCodesHelpListsEveryCode(t *testing.T) {
 			code string
 		}{m.exit, m.code})
 	}
+	for _, m := range serverCodes {
+		table = append(table, struct {
+			exit ExitCode
+			code string
+		}{m.exit, m.code})
+	}
 	for _, m := range table {
 		got, ok := listed[m.code]
 		switch {

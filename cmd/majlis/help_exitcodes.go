@@ -26,7 +26,8 @@ With --json, a failure prints exactly one object on stdout:
 The code is stable and more precise than the exit status. The codes, by
 exit status:
 
-  1  internal, git_failed, reservation_failed, admission_failed
+  1  internal, git_failed, reservation_failed, admission_failed,
+     server_fenced, server_start_failed
   2  usage, invalid_argument, invalid_binding, invalid_request
   3  peer_overlap, preview_stale, unconfirmed, dirty_submodule,
      repository_mismatch, worktree_config_mismatch, locked,
@@ -34,10 +35,13 @@ exit status:
      nested_workspace, reserved_target, request_conflict, malformed_record,
      workspace_missing, identity_drift, interrupted, unsupported_filesystem,
      not_owner, lease_changed, quarantined, unsafe_path, policy_blocked,
-     not_holder, not_quarantined, hook_exists, token_required
+     not_holder, not_quarantined, hook_exists, token_required,
+     server_foreign, server_version_mismatch, unsafe_state
   4  held, binding_live, workspace_live, owner_alive, owner_unknown,
-     not_expired, exists, reclaiming, recoverable
-  5  not_found, not_a_repository, not_initialized, unknown_base
+     not_expired, exists, reclaiming, recoverable, server_starting,
+     server_unresponsive
+  5  not_found, not_a_repository, not_initialized, unknown_base,
+     server_not_running, server_stale_lease
 
 Lease refusals carry their facts in details: "conflicts" (held,
 quarantined: each with the other lease and the policy key that decided),
@@ -50,7 +54,10 @@ the workspace's own git config aims git at another directory, or none).
 malformed_record names the damaged file (details.path). Damage stays local:
 a workspace's damaged record refuses that workspace's operations, and others
 only when its place cannot be known; 'majlis workspace list' shows it as
-damaged, and 'majlis doctor' says what is wrong and what to run.`
+damaged, and 'majlis doctor' says what is wrong and what to run.
+
+Server refusals, and 'majlis server status' for every state but running,
+carry the probe's findings in details.server ('majlis server --help').`
 
 // newExitCodesTopic is an additional help topic: `majlis help exit-codes`.
 func newExitCodesTopic() *cobra.Command {

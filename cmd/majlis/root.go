@@ -107,6 +107,8 @@ object, success or error). Exit codes are stable: see 'majlis help exit-codes'.`
 		newPolicyCmd(g),
 		newHookCmd(g),
 		newDoctorCmd(g),
+		newServeCmd(g),
+		newServerCmd(g),
 		newVersionCmd(g),
 		newExitCodesTopic(),
 		newDebugCmd(g),

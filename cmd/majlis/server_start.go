@@ -1,0 +1,59 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/majlis-dev/majlis/server"
+	"github.com/spf13/cobra"
+)
+
+func newServerStartCmd(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "start",
+		Short: "Start the repository's server unless it runs",
+		Long: `Start 'majlis serve' detached (its own session; output appended to
+<git-common-dir>/majlis/server.log) and wait until it is ready. Starts are
+serialized by a start lock held across probe, spawn and readiness, so two
+starts at once give one server. A running server is left as it is ("started":
+false). A stale lease whose owner is proven dead is recovered first (once it
+has expired). An unresponsive leaseholder (exit 4), or a port that answers as
+someone else while the leaseholder lives (exit 3), is refused: majlis never
+takes over or kills a live server implicitly.`,
+		Example: `  majlis server start
+  majlis server start --json | jq -r .server.address`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.startServer(cmd, false)
+		},
+	}
+}
+
+func (g *globalOptions) startServer(cmd *cobra.Command, attach bool) error {
+	t, err := g.serverTarget(cmd.Context())
+	if err != nil {
+		return err
+	}
+	argv, err := g.serveCommand()
+	if err != nil {
+		return err
+	}
+	o := server.StartOptions{Command: argv, Probe: server.ProbeOptions{Version: version}}
+	run := server.Start
+	if attach {
+		run = server.Attach
+	}
+	res, err := run(cmd.Context(), t, o)
+	if err != nil {
+		return err
+	}
+	return g.emit(res, func(w io.Writer) {
+		if res.Recovered != nil {
+			fmt.Fprintf(w, "recovered the stale server lease of pid %d\n", res.Recovered.Owner.PID)
+		}
+		if res.Started {
+			fmt.Fprint(w, "started: ")
+		}
+		renderStatus(w, res.Server)
+	})
+}

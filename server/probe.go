@@ -1,0 +1,236 @@
+package server
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/majlis-dev/majlis/provider"
+	"github.com/majlis-dev/majlis/reservation"
+)
+
+// State is what a probe found.
+type State string
+
+// The states of a probe.
+const (
+	NotRunning      State = "not-running"      // no server lease
+	Starting        State = "starting"         // the leaseholder answers as itself but is not ready yet
+	Running         State = "running"          // the leaseholder answers as itself and is ready
+	Unresponsive    State = "unresponsive"     // the leaseholder is alive but does not answer
+	StaleLease      State = "stale-lease"      // the lease's owner is proven dead
+	Foreign         State = "foreign"          // the recorded port answers, but not as the leaseholder
+	VersionMismatch State = "version-mismatch" // the leaseholder answers as itself, in another version
+)
+
+// A Status is the result of a probe. Its fields other than State and
+// Reason come from the lease (and the server's answer, when it gave one).
+type Status struct {
+	State      State  `json:"status"`
+	Reason     string `json:"reason"`
+	Repository string `json:"repository"`
+	Address    string `json:"address"`
+	PID        int    `json:"pid"`
+	StartTime  uint64 `json:"start_time"`
+	Generation uint64 `json:"generation"`
+	Version    string `json:"version"`
+	API        string `json:"api"`
+	Ready      bool   `json:"ready"`
+	Busy       int    `json:"busy"`
+	Owner      string `json:"owner"` // the lease owner's liveness: alive, dead or unknown
+	Lease      string `json:"lease"` // the lease file's path
+}
+
+// A Target names the repository whose server to find.
+type Target struct {
+	StateDir   string // <git-common-dir>/majlis
+	Repository string // the repository id
+}
+
+// Locate finds the repository containing dir (any worktree; "" is the
+// working directory).
+func Locate(ctx context.Context, dir string) (Target, error) {
+	p, err := provider.Open(ctx, dir)
+	if err != nil {
+		return Target{}, err
+	}
+	defer p.Close()
+	return Target{StateDir: p.StateDir, Repository: p.Reg.ID}, nil
+}
+
+// ProbeOptions configure Probe.
+type ProbeOptions struct {
+	Timeout time.Duration // of the liveness request; zero means 1s
+	Version string        // the caller's majlis version; "" accepts any
+}
+
+// Probe reads the server lease and asks the liveness route of the address
+// it records, on a fresh connection with a fresh nonce, whether the
+// leaseholder answers there. Every comparison must hold for Running:
+// repository id, pid, start time, holder, the token's digest and the
+// nonce's HMAC (constant time), and a live process with that pid and start
+// time. It changes nothing.
+func Probe(ctx context.Context, t Target, o ProbeOptions) (*Status, error) {
+	leases, err := openLeases(t.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	defer leases.Close()
+	st, _, err := probe(ctx, leases, t, o)
+	return st, err
+}
+
+// probe is Probe on an open lease folder; it also returns the lease record.
+func probe(ctx context.Context, leases *reservation.Dir, t Target, o ProbeOptions) (*Status, *reservation.Record, error) {
+	if o.Timeout <= 0 {
+		o.Timeout = time.Second
+	}
+	a, err := leases.Assess(Resource)
+	if errors.Is(err, reservation.ErrNotFound) {
+		return &Status{State: NotRunning, Reason: "no server lease", Repository: t.Repository,
+			Lease: leaseDir(t.StateDir) + "/" + Resource + ".lease"}, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	rec := a.Record
+	st := &Status{Repository: rec.Metadata[metaRepository], Address: rec.Metadata[metaAddress],
+		PID: rec.Owner.PID, StartTime: rec.Owner.StartTime, Generation: rec.Generation,
+		Version: rec.Metadata[metaVersion], API: rec.Metadata[metaAPI], Owner: string(a.Liveness), Lease: a.Path}
+	if rec.Purpose != Purpose || st.Repository != t.Repository {
+		return nil, nil, &Error{Op: "probe", Path: a.Path, Err: reservation.ErrMalformed,
+			Reason: fmt.Sprintf("the server lease names purpose %q and repository %q, not %q and %q", rec.Purpose, st.Repository, Purpose, t.Repository)}
+	}
+	host, _, err := net.SplitHostPort(st.Address)
+	if err != nil || host != "127.0.0.1" {
+		return nil, nil, &Error{Op: "probe", Path: a.Path, Err: reservation.ErrMalformed,
+			Reason: fmt.Sprintf("the server lease records address %q, not 127.0.0.1:PORT", st.Address)}
+	}
+	live, err := askLive(ctx, st.Address, o.Timeout)
+	var fe *foreignAnswer
+	switch {
+	case errors.As(err, &fe):
+		st.State, st.Reason = Foreign, fe.why+" (the lease's owner: "+a.Reason+")"
+		return st, rec, nil
+	case err == nil:
+		if why := compare(live.body, rec, t.Repository, live.nonce); why != "" {
+			st.State, st.Reason = Foreign, why+" (the lease's owner: "+a.Reason+")"
+			return st, rec, nil
+		}
+	case a.Liveness == reservation.OwnerDead:
+		st.State, st.Reason = StaleLease, "the lease's owner is dead: "+a.Reason
+		return st, rec, nil
+	default:
+		st.State, st.Reason = Unresponsive, fmt.Sprintf("the leaseholder (pid %d) does not answer on %s: %v; its owner: %s", rec.Owner.PID, st.Address, err, a.Reason)
+		return st, rec, nil
+	}
+	// The answerer is the leaseholder; its process must still be the one
+	// the lease names (the answer could have been sent just before it died).
+	if l, why := reservation.JudgeOwner(rec.Owner); l != reservation.OwnerAlive {
+		st.Owner = string(l)
+		st.State, st.Reason = StaleLease, "the leaseholder answered, then: "+why
+		if l == reservation.OwnerUnknown {
+			st.State = Unresponsive
+		}
+		return st, rec, nil
+	}
+	st.Ready, st.Busy, st.Version, st.API = live.body.Ready, live.body.Busy, live.body.Version, live.body.API
+	switch {
+	case live.body.API != APIVersion || o.Version != "" && live.body.Version != o.Version:
+		st.State, st.Reason = VersionMismatch, fmt.Sprintf("the server runs majlis %s (API %s); this is majlis %s (API %s)", live.body.Version, live.body.API, o.Version, APIVersion)
+	case !live.body.Ready:
+		st.State, st.Reason = Starting, "the leaseholder answers but is not ready yet"
+	default:
+		st.State, st.Reason = Running, "the leaseholder answers on "+st.Address
+	}
+	return st, rec, nil
+}
+
+// compare returns why live is not the answer of the lease's holder, or "".
+func compare(live *Live, rec *reservation.Record, repo, nonce string) string {
+	switch {
+	case live.Repository != repo:
+		return fmt.Sprintf("the answer names repository %q, not %q", live.Repository, repo)
+	case live.PID != rec.Owner.PID || live.StartTime != rec.Owner.StartTime:
+		return fmt.Sprintf("the answer comes from pid %d (start time %d), the lease names pid %d (start time %d)", live.PID, live.StartTime, rec.Owner.PID, rec.Owner.StartTime)
+	case !live.Holder:
+		return "the answerer says it does not hold the server lease"
+	case !equal(live.TokenSHA256, TokenDigest(rec.Token)):
+		return "the answer carries the digest of another token than the lease's"
+	case live.Nonce != nonce || !equal(live.HMAC, TokenHMAC(rec.Token, nonce)):
+		return "the answer's HMAC of the fresh nonce does not match the lease's token (a replayed or forged answer)"
+	}
+	return ""
+}
+
+// foreignAnswer: something answered, but not a liveness route.
+type foreignAnswer struct{ why string }
+
+func (f *foreignAnswer) Error() string { return f.why }
+
+type liveAnswer struct {
+	body  *Live
+	nonce string
+}
+
+// askLive asks the liveness route at addr on a fresh connection.
+func askLive(ctx context.Context, addr string, timeout time.Duration) (*liveAnswer, error) {
+	nonce := newNonce()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/api/v1/live?nonce="+nonce, nil)
+	if err != nil {
+		return nil, err
+	}
+	tr := &http.Transport{DisableKeepAlives: true, Proxy: nil, DialContext: (&net.Dialer{}).DialContext}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		if isProtocolError(err) {
+			return nil, &foreignAnswer{"the port does not answer HTTP: " + err.Error()}
+		}
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, &foreignAnswer{fmt.Sprintf("the liveness route answered %s", resp.Status)}
+	}
+	var l Live
+	if err := json.Unmarshal(data, &l); err != nil {
+		return nil, &foreignAnswer{"the answer is not a liveness document: " + err.Error()}
+	}
+	return &liveAnswer{body: &l, nonce: nonce}, nil
+}
+
+// isProtocolError tells an answer that is not HTTP (something else owns
+// the port) from no answer at all (refused, timed out).
+func isProtocolError(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return false
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return false
+	}
+	return !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF)
+}
+
+func newNonce() string {
+	var b [16]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		panic("server: no randomness: " + err.Error())
+	}
+	return hex.EncodeToString(b[:])
+}

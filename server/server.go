@@ -1,0 +1,355 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/majlis-dev/majlis/admission"
+	"github.com/majlis-dev/majlis/provider"
+	"github.com/majlis-dev/majlis/reservation"
+)
+
+// Options configure Serve.
+type Options struct {
+	Dir     string // any worktree of the repository ("" is the working directory)
+	Version string // majlis version, reported by the liveness route
+
+	// MaxHandlers bounds the API handlers running at once; zero means
+	// DefaultMaxHandlers. Liveness, readiness and shutdown are not counted.
+	MaxHandlers int
+	// LeaseTTL is the server lease's time to expiry, renewed at a third of
+	// it; zero means DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	// FenceInterval is how often the server re-reads its lease; zero
+	// means DefaultFenceInterval.
+	FenceInterval time.Duration
+	// Ready, if set, is called once when the server serves API requests.
+	Ready func(addr string)
+	// Logf, if set, receives one line per notable event.
+	Logf func(format string, args ...any)
+	// DebugRoutes enables GET /api/v1/debug/block, an authenticated API
+	// route that holds a handler until the request ends: tests and
+	// benchmarks fill the pool with it.
+	DebugRoutes bool
+}
+
+// Defaults of Options.
+const (
+	DefaultMaxHandlers   = 32
+	DefaultLeaseTTL      = 30 * time.Second
+	DefaultFenceInterval = time.Second
+)
+
+// Serve runs the repository's server in the calling process until ctx
+// ends, an authenticated shutdown arrives, or the server lease stops being
+// its own (then it returns an error wrapping ErrFenced at once, without
+// touching the lease). Another live server refuses with reservation.ErrHeld.
+func Serve(ctx context.Context, o Options) error {
+	if o.MaxHandlers == 0 {
+		o.MaxHandlers = DefaultMaxHandlers
+	}
+	if o.MaxHandlers < 0 {
+		return &Error{Op: "serve", Err: ErrInvalid, Reason: fmt.Sprintf("max handlers %d is negative", o.MaxHandlers)}
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = DefaultLeaseTTL
+	}
+	if o.FenceInterval <= 0 {
+		o.FenceInterval = DefaultFenceInterval
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	p, err := provider.Open(ctx, o.Dir)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	leases, err := openLeases(p.StateDir)
+	if err != nil {
+		return err
+	}
+	defer leases.Close()
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return &Error{Op: "serve", Err: err, Reason: "cannot listen on 127.0.0.1"}
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	id := p.Reg.ID
+	lease, err := leases.Acquire(ctx, reservation.Request{
+		Resource: Resource, Purpose: Purpose, TTL: o.LeaseTTL,
+		Metadata: map[string]string{metaRepository: id, metaAddress: addr, metaHolder: holderKey(id),
+			metaVersion: o.Version, metaAPI: APIVersion},
+	})
+	if err != nil {
+		return err
+	}
+	rec := lease.Record()
+	s := &srv{
+		o: o, p: p, lease: lease, addr: addr, token: rec.Token,
+		sem:  make(chan struct{}, o.MaxHandlers),
+		stop: make(chan struct{}),
+		live: Live{Repository: id, PID: rec.Owner.PID, StartTime: rec.Owner.StartTime, TokenSHA256: TokenDigest(rec.Token),
+			Version: o.Version, API: APIVersion, MaxHandlers: o.MaxHandlers},
+	}
+	s.holder.Store(true)
+	o.Logf("server for repository %s listening on %s (pid %d, lease generation %d)", id, addr, rec.Owner.PID, rec.Generation)
+
+	hs := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 5 * time.Second, ErrorLog: nil}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(ln) }()
+
+	// Warm what API requests need: the admission ledgers.
+	if s.adm, err = p.Admission(ctx); err != nil {
+		hs.Close()
+		_ = s.release()
+		return err
+	}
+	defer s.adm.Close()
+	s.ready.Store(true)
+	if o.Ready != nil {
+		o.Ready(addr)
+	}
+
+	renew := time.NewTicker(o.LeaseTTL / 3)
+	defer renew.Stop()
+	fence := time.NewTicker(o.FenceInterval)
+	defer fence.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			o.Logf("stopping: %v", context.Cause(ctx))
+			return s.shutdown(hs)
+		case <-s.stop:
+			o.Logf("stopping: shutdown requested")
+			return s.shutdown(hs)
+		case err := <-serveErr:
+			_ = s.release()
+			return &Error{Op: "serve", Err: err}
+		case <-renew.C:
+			if err := lease.Renew(o.LeaseTTL); err != nil {
+				return s.fenced(hs, err)
+			}
+		case <-fence.C:
+			if err := s.fenceCheck(leases); err != nil {
+				return s.fenced(hs, err)
+			}
+		}
+	}
+}
+
+// srv is a running server.
+type srv struct {
+	o     Options
+	p     *provider.Provider
+	adm   *admission.Service
+	lease *reservation.Lease
+	addr  string
+	token string
+
+	live   Live // fixed part of the liveness answer
+	holder atomic.Bool
+	ready  atomic.Bool
+	busy   atomic.Int64
+	sem    chan struct{}
+
+	stopOnce sync.Once
+	stop     chan struct{}
+}
+
+// fenceCheck re-reads the lease: the token there must still be ours.
+func (s *srv) fenceCheck(leases *reservation.Dir) error {
+	rec, err := leases.Inspect(Resource)
+	if err != nil {
+		return err
+	}
+	if !equal(rec.Token, s.token) {
+		return fmt.Errorf("the lease now carries another token (generation %d, pid %d)", rec.Generation, rec.Owner.PID)
+	}
+	return nil
+}
+
+// fenced ends the server at once: the lease is not ours, so nothing of it
+// is touched, and no request in flight is waited for.
+func (s *srv) fenced(hs *http.Server, cause error) error {
+	s.holder.Store(false)
+	hs.Close()
+	s.o.Logf("exiting: %v", cause)
+	return &Error{Op: "serve", Err: ErrFenced, Reason: cause.Error()}
+}
+
+// shutdown stops accepting requests, lets those in flight finish for a
+// short while, and releases the lease if it is still ours.
+func (s *srv) shutdown(hs *http.Server) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s.ready.Store(false)
+	_ = hs.Shutdown(ctx)
+	hs.Close()
+	return s.release()
+}
+
+// release gives the lease up only while its token is still ours.
+func (s *srv) release() error {
+	s.holder.Store(false)
+	if err := s.lease.Check(); err != nil {
+		s.o.Logf("not releasing the lease: %v", err)
+		return &Error{Op: "serve", Err: ErrFenced, Reason: err.Error()}
+	}
+	if err := s.lease.Release(); err != nil {
+		return err
+	}
+	s.o.Logf("released the server lease")
+	return nil
+}
+
+func (s *srv) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/live", s.handleLive)
+	mux.HandleFunc("GET /api/v1/ready", s.handleReady)
+	mux.Handle("POST /api/v1/shutdown", s.guard(http.HandlerFunc(s.handleShutdown)))
+	mux.Handle("GET /api/v1/{$}", s.guard(s.pooled(s.handleIndex)))
+	if s.o.DebugRoutes {
+		mux.Handle("GET /api/v1/debug/block", s.guard(s.pooled(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-s.stop:
+			}
+		})))
+	}
+	return mux
+}
+
+// handleLive answers from memory only: no ledger, no git, no lock other
+// than atomics, never behind the handler pool.
+func (s *srv) handleLive(w http.ResponseWriter, r *http.Request) {
+	l := s.live
+	l.Holder = s.holder.Load()
+	l.Ready = s.ready.Load()
+	l.Busy = int(s.busy.Load())
+	if n := r.URL.Query().Get("nonce"); n != "" {
+		if !validNonce(n) {
+			writeJSON(w, http.StatusBadRequest, errorBody("bad_nonce", "nonce: 1 to 128 letters, digits, - or _"))
+			return
+		}
+		l.Nonce, l.HMAC = n, TokenHMAC(s.token, n)
+	}
+	writeJSON(w, http.StatusOK, &l)
+}
+
+func (s *srv) handleReady(w http.ResponseWriter, _ *http.Request) {
+	if s.ready.Load() && s.holder.Load() {
+		writeJSON(w, http.StatusOK, map[string]bool{"ready": true})
+		return
+	}
+	writeJSON(w, http.StatusServiceUnavailable, map[string]bool{"ready": false})
+}
+
+func (s *srv) handleShutdown(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusAccepted, map[string]bool{"stopping": true})
+	s.stopOnce.Do(func() { close(s.stop) })
+}
+
+// Index is the body of GET /api/v1/: the expensive route.
+type Index struct {
+	Repository *provider.Repository  `json:"repository"`
+	Workspaces []*provider.Workspace `json:"workspaces"`
+	Leases     []admission.Lease     `json:"leases"`
+}
+
+func (s *srv) handleIndex(w http.ResponseWriter, r *http.Request) {
+	ws, err := s.p.List(r.Context(), provider.ListOptions{})
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, errorBody("internal", err.Error()))
+		return
+	}
+	ls, err := s.adm.List(r.Context(), admission.ListRequest{})
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, errorBody("internal", err.Error()))
+		return
+	}
+	if ws == nil {
+		ws = []*provider.Workspace{}
+	}
+	if ls == nil {
+		ls = []admission.Lease{}
+	}
+	writeJSON(w, http.StatusOK, &Index{Repository: s.p.Repository(), Workspaces: ws, Leases: ls})
+}
+
+// guard admits a request only from loopback, addressed to this server's
+// own host name (against DNS rebinding), with the bearer token.
+func (s *srv) guard(h http.Handler) http.Handler {
+	_, port, _ := net.SplitHostPort(s.addr)
+	hosts := map[string]bool{"127.0.0.1:" + port: true, "localhost:" + port: true}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+			writeJSON(w, http.StatusForbidden, errorBody("not_loopback", "requests are accepted from this machine's loopback only"))
+			return
+		}
+		if !hosts[r.Host] {
+			writeJSON(w, http.StatusForbidden, errorBody("bad_host", "the Host header must be 127.0.0.1:"+port+" or localhost:"+port))
+			return
+		}
+		const prefix = "Bearer "
+		a := r.Header.Get("Authorization")
+		if len(a) <= len(prefix) || a[:len(prefix)] != prefix || !equal(a[len(prefix):], s.token) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="majlis"`)
+			writeJSON(w, http.StatusUnauthorized, errorBody("unauthorized", "a bearer token (the server lease's token) is required"))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// pooled runs h within the MaxHandlers bound, waiting for a free slot for
+// as long as the request lasts.
+func (s *srv) pooled(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case s.sem <- struct{}{}:
+		case <-r.Context().Done():
+			return
+		case <-s.stop:
+			writeJSON(w, http.StatusServiceUnavailable, errorBody("stopping", "the server is stopping"))
+			return
+		}
+		s.busy.Add(1)
+		defer func() {
+			s.busy.Add(-1)
+			<-s.sem
+		}()
+		h(w, r)
+	})
+}
+
+func errorBody(code, msg string) any {
+	return map[string]any{"error": map[string]string{"code": code, "message": msg}}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":{"code":"internal","message":"encoding failed"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+var _ = errors.Is
+var _ = os.Getpid
