@@ -1,0 +1,236 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/majlis-dev/majlis/fixtures"
+	"github.com/majlis-dev/majlis/provider"
+	"github.com/majlis-dev/majlis/reservation"
+)
+
+// The test binary re-runs itself as a server (or as a plain process that
+// stands for one) when childEnv names a mode.
+const (
+	childEnv  = "MAJLIS_SERVER_TEST_CHILD"
+	dirEnv    = "MAJLIS_SERVER_TEST_DIR"
+	maxEnv    = "MAJLIS_SERVER_TEST_MAX"
+	fenceEnv  = "MAJLIS_SERVER_TEST_FENCE"
+	leaseTTL  = time.Second // of the test servers: stale leases expire fast
+	childWait = 20 * time.Second
+)
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(childEnv) {
+	case "serve":
+		os.Exit(childServe())
+	case "sleeper":
+		childSleeper()
+	}
+	fixtures.Main(m)
+}
+
+// childServe runs Serve as 'majlis serve' would, ready on --ready-fd.
+func childServe() int {
+	o := Options{Dir: os.Getenv(dirEnv), Version: "test", LeaseTTL: leaseTTL, DebugRoutes: true,
+		Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }}
+	o.MaxHandlers, _ = strconv.Atoi(os.Getenv(maxEnv))
+	if d, err := time.ParseDuration(os.Getenv(fenceEnv)); err == nil {
+		o.FenceInterval = d
+	}
+	for i, a := range os.Args {
+		if a == "--ready-fd" && i+1 < len(os.Args) {
+			fd, _ := strconv.Atoi(os.Args[i+1])
+			f := os.NewFile(uintptr(fd), "ready")
+			o.Ready = func(addr string) { fmt.Fprintf(f, "ready %s\n", addr); f.Close() }
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	if err := Serve(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "serve:", err)
+		if errors.Is(err, ErrFenced) {
+			return 7
+		}
+		return 1
+	}
+	return 0
+}
+
+// childSleeper catches SIGTERM, says so on stdout, and keeps running: a
+// process a stop must not signal.
+func childSleeper() {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGTERM)
+	fmt.Println("sleeping")
+	for range c {
+		fmt.Println("term")
+	}
+}
+
+// testRepo is a registered repository.
+func testRepo(t *testing.T) (string, Target) {
+	t.Helper()
+	r := fixtures.NewRepo(t)
+	if _, err := provider.Init(context.Background(), r.Dir, provider.InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tg, err := Locate(context.Background(), r.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Dir, tg
+}
+
+// startOpts runs this test binary as the server of dir.
+func startOpts(dir string, env ...string) StartOptions {
+	e := append(os.Environ(), childEnv+"=serve", dirEnv+"="+dir)
+	return StartOptions{Command: []string{os.Args[0]}, Env: append(e, env...), Timeout: childWait,
+		Probe: ProbeOptions{Timeout: 2 * time.Second}}
+}
+
+// startServer starts a server for dir and stops it (by force) when the
+// test ends.
+func startServer(t *testing.T, dir string, tg Target, env ...string) *Status {
+	t.Helper()
+	res, err := Start(context.Background(), tg, startOpts(dir, env...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Started || res.Server.State != Running {
+		t.Fatalf("start: started=%v, state %s (%s)", res.Started, res.Server.State, res.Server.Reason)
+	}
+	owner := mustOwner(t, res.Server)
+	t.Cleanup(func() { killOwner(t, owner) })
+	return res.Server
+}
+
+// mustOwner reads the owner identity of the server st from its lease.
+func mustOwner(t *testing.T, st *Status) reservation.Owner {
+	t.Helper()
+	o, err := reservation.ProcessOwner(st.PID)
+	if err != nil || o.StartTime != st.StartTime {
+		t.Fatalf("server pid %d: %v (start time %d, want %d)", st.PID, err, o.StartTime, st.StartTime)
+	}
+	return o
+}
+
+// killOwner kills the exact process o, if it still runs, and waits until
+// it is dead (Start reaps the servers it spawned).
+func killOwner(t *testing.T, o reservation.Owner) {
+	t.Helper()
+	if _, err := terminate(context.Background(), o, time.Millisecond); err != nil {
+		t.Errorf("cleanup: %v", err)
+	}
+	waitDead(t, o)
+}
+
+func waitDead(t *testing.T, o reservation.Owner) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), childWait)
+	defer cancel()
+	// Reaped, not only a zombie: a zombie's other threads may still hold
+	// its files (the lease's witness lock) for a moment.
+	if err := waitFor(ctx, func() bool { return errors.Is(syscall.Kill(o.PID, 0), syscall.ESRCH) }); err != nil {
+		t.Fatalf("pid %d did not exit", o.PID)
+	}
+}
+
+// startSleeper starts a process that catches SIGTERM and reports it.
+func startSleeper(t *testing.T) (*exec.Cmd, *bufio.Scanner) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), childEnv+"=sleeper")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() || sc.Text() != "sleeping" {
+		t.Fatalf("sleeper did not start: %q", sc.Text())
+	}
+	return cmd, sc
+}
+
+// writeLease publishes rec as the server lease by hand (replacing any),
+// as a process that is not this package would.
+func writeLease(t *testing.T, tg Target, rec reservation.Record) {
+	t.Helper()
+	rec.Format, rec.Resource, rec.Purpose = reservation.Format, Resource, Purpose
+	if rec.Token == "" {
+		rec.Token = newNonce()
+	}
+	if rec.Generation == 0 {
+		rec.Generation = 99
+	}
+	now := time.Now().UTC()
+	rec.AcquiredAt, rec.RenewedAt, rec.ExpiresAt = now, now, now.Add(time.Hour)
+	if rec.Metadata == nil {
+		rec.Metadata = map[string]string{}
+	}
+	data, _, err := reservation.Seal("lease", &rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := leaseDir(tg.StateDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, "test-lease.tmp")
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, Resource+".lease")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// leaseToken reads the token of the current server lease.
+func leaseToken(t *testing.T, tg Target) string {
+	t.Helper()
+	d, err := reservation.Open(leaseDir(tg.StateDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	rec, err := d.Inspect(Resource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec.Token
+}
+
+// get sends an API request to addr with the given token and Host.
+func get(t *testing.T, addr, path, token, host string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}

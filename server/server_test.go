@@ -1,0 +1,342 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/majlis-dev/majlis/reservation"
+)
+
+// A fake server on the recorded address, run by the leaseholder itself
+// (this test process holds the lease, so its pid and start time are right):
+// only the token's digest and the nonce's HMAC can tell it from the real
+// thing, and the probe must.
+func TestProbeComparesTheToken(t *testing.T) {
+	_, tg := testRepo(t)
+	var mu sync.Mutex
+	var mode string
+	var recorded []byte
+	var rec reservation.Record
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.URL.Path != "/api/v1/live" {
+			http.NotFound(w, r)
+			return
+		}
+		nonce := r.URL.Query().Get("nonce")
+		l := Live{Repository: tg.Repository, PID: rec.Owner.PID, StartTime: rec.Owner.StartTime, Holder: true,
+			TokenSHA256: TokenDigest(rec.Token), Nonce: nonce, HMAC: TokenHMAC(rec.Token, nonce), Ready: true, API: APIVersion}
+		switch mode {
+		case "other-token":
+			other := newNonce()
+			l.TokenSHA256, l.HMAC = TokenDigest(other), TokenHMAC(other, nonce)
+		case "replay":
+			w.Write(recorded)
+			return
+		case "not-holder":
+			l.Holder = false
+		case "other-pid":
+			l.PID++
+		case "unrelated":
+			http.NotFound(w, r)
+			return
+		}
+		b, _ := json.Marshal(&l)
+		if mode == "honest" {
+			recorded = b
+		}
+		w.Write(b)
+	}))
+	defer fake.Close()
+
+	leases, err := openLeases(tg.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leases.Close()
+	lease, err := leases.Acquire(context.Background(), reservation.Request{Resource: Resource, Purpose: Purpose, TTL: time.Hour,
+		Metadata: map[string]string{metaRepository: tg.Repository, metaAddress: fake.Listener.Addr().String(), metaAPI: APIVersion}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Release()
+	rec = lease.Record()
+
+	for _, tc := range []struct {
+		mode string
+		want State
+		why  string
+	}{
+		{"honest", Running, ""}, // the fake can pass: the comparisons below are what fail it
+		{"other-token", Foreign, "digest of another token"},
+		{"replay", Foreign, "replayed"},
+		{"not-holder", Foreign, "does not hold"},
+		{"other-pid", Foreign, "from pid"},
+		{"unrelated", Foreign, "404"},
+	} {
+		mu.Lock()
+		mode = tc.mode
+		mu.Unlock()
+		st, err := Probe(context.Background(), tg, ProbeOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.mode, err)
+		}
+		if st.State != tc.want || !strings.Contains(st.Reason, tc.why) {
+			t.Errorf("%s: probe found %s (%s), want %s (%q)", tc.mode, st.State, st.Reason, tc.want, tc.why)
+		}
+	}
+}
+
+// A real server: its routes refuse requests without the token or with
+// another Host, and its liveness answer never carries the token.
+func TestRequestsAreGuarded(t *testing.T) {
+	dir, tg := testRepo(t)
+	st := startServer(t, dir, tg)
+	token := leaseToken(t, tg)
+	_, port, _ := net.SplitHostPort(st.Address)
+	for _, tc := range []struct {
+		name, token, host string
+		want              int
+	}{
+		{"no token", "", "", http.StatusUnauthorized},
+		{"another token", newNonce(), "", http.StatusUnauthorized},
+		{"rebinding host", token, "evil.example:" + port, http.StatusForbidden},
+		{"another port", token, "127.0.0.1:1", http.StatusForbidden},
+		{"token and host", token, "", http.StatusOK},
+		{"localhost", token, "localhost:" + port, http.StatusOK},
+	} {
+		resp := get(t, st.Address, "/api/v1/", tc.token, tc.host)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s: %s, want %d: %s", tc.name, resp.Status, tc.want, body)
+		}
+		if tc.want == http.StatusOK && !strings.Contains(string(body), `"workspaces"`) {
+			t.Errorf("%s: index without workspaces: %s", tc.name, body)
+		}
+	}
+	resp := get(t, st.Address, "/api/v1/live?nonce=abc", "", "evil.example")
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || strings.Contains(string(body), token) || !strings.Contains(string(body), TokenDigest(token)) {
+		t.Errorf("live: %s %s", resp.Status, body)
+	}
+	// A shutdown request without the token is refused, and the server runs on.
+	req, _ := http.NewRequest(http.MethodPost, "http://"+st.Address+"/api/v1/shutdown", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("shutdown without token: %s", resp.Status)
+	}
+	if s, err := Probe(context.Background(), tg, ProbeOptions{}); err != nil || s.State != Running {
+		t.Errorf("after refused shutdown: %v %+v", err, s)
+	}
+}
+
+func TestStartTwiceGivesOneServer(t *testing.T) {
+	dir, tg := testRepo(t)
+	var wg sync.WaitGroup
+	res := make([]*StartResult, 2)
+	errs := make([]error, 2)
+	for i := range res {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res[i], errs[i] = Start(context.Background(), tg, startOpts(dir))
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("start %d: %v", i, err)
+		}
+	}
+	t.Cleanup(func() { killOwner(t, mustOwner(t, res[0].Server)) })
+	if res[0].Started == res[1].Started {
+		t.Errorf("started: %v and %v, want exactly one", res[0].Started, res[1].Started)
+	}
+	if res[0].Server.PID != res[1].Server.PID || res[0].Server.Address != res[1].Server.Address {
+		t.Errorf("two servers: %+v and %+v", res[0].Server, res[1].Server)
+	}
+}
+
+// A server killed without releasing its lease leaves a stale lease; an
+// unrelated listener that took its port is foreign, not the server; start
+// recovers the lease and starts a new server.
+func TestStaleLeaseIsRecovered(t *testing.T) {
+	dir, tg := testRepo(t)
+	old := startServer(t, dir, tg)
+	o := mustOwner(t, old)
+	if err := syscall.Kill(o.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitDead(t, o)
+	st, err := Probe(context.Background(), tg, ProbeOptions{})
+	if err != nil || st.State != StaleLease {
+		t.Fatalf("after SIGKILL: %v %+v", err, st)
+	}
+
+	ln, err := net.Listen("tcp", old.Address)
+	if err != nil {
+		t.Fatalf("taking the dead server's port: %v", err)
+	}
+	unrelated := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"hello": "I am not majlis"}`)
+	})}
+	go unrelated.Serve(ln)
+	defer unrelated.Close()
+	st, err = Probe(context.Background(), tg, ProbeOptions{})
+	if err != nil || st.State != Foreign || st.Owner != string(reservation.OwnerDead) {
+		t.Fatalf("unrelated listener on the port: %v %+v", err, st)
+	}
+
+	res, err := Start(context.Background(), tg, startOpts(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { killOwner(t, mustOwner(t, res.Server)) })
+	if res.Recovered == nil || res.Recovered.Owner.PID != old.PID || !res.Started || res.Server.PID == old.PID || res.Server.Address == old.Address {
+		t.Fatalf("start after a dead server: %+v (server %+v)", res, res.Server)
+	}
+}
+
+// A server whose lease was replaced exits at once, leaving the new lease.
+func TestReplacedLeaseExits(t *testing.T) {
+	dir, tg := testRepo(t)
+	st := startServer(t, dir, tg, fenceEnv+"=10ms")
+	o := mustOwner(t, st)
+	other := newNonce()
+	writeLease(t, tg, reservation.Record{Token: other, Owner: o,
+		Metadata: map[string]string{metaRepository: tg.Repository, metaAddress: st.Address}})
+	waitDead(t, o)
+	if got := leaseToken(t, tg); got != other {
+		t.Fatalf("the fenced server touched the lease: token %s, want %s", got, other)
+	}
+}
+
+// A server busy with MaxHandlers calls that never finish still answers
+// liveness: it is running and attached to, never replaced.
+func TestBusyServerIsAttached(t *testing.T) {
+	const max = 4
+	dir, tg := testRepo(t)
+	st := startServer(t, dir, tg, maxEnv+"=4")
+	token := leaseToken(t, tg)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	for range max + 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+st.Address+"/api/v1/debug/block", nil)
+			req.Header.Set("Authorization", "Bearer "+token)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	wctx, wcancel := context.WithTimeout(context.Background(), childWait)
+	defer wcancel()
+	var last *Status
+	if err := waitFor(wctx, func() bool {
+		last, _ = Probe(context.Background(), tg, ProbeOptions{})
+		return last != nil && last.Busy == max
+	}); err != nil {
+		t.Fatalf("the pool never filled: %+v", last)
+	}
+	if last.State != Running {
+		t.Fatalf("busy server: %s (%s)", last.State, last.Reason)
+	}
+	res, err := Attach(context.Background(), tg, startOpts(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Started || res.Server.PID != st.PID || res.Server.Busy != max {
+		t.Fatalf("attach to a busy server: started=%v %+v", res.Started, res.Server)
+	}
+}
+
+// A live leaseholder that does not answer (stopped) is unresponsive: start
+// and stop refuse, and it is not signalled.
+func TestUnresponsiveIsNeverTakenOver(t *testing.T) {
+	dir, tg := testRepo(t)
+	st := startServer(t, dir, tg)
+	if err := syscall.Kill(st.PID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(st.PID, syscall.SIGCONT)
+	po := ProbeOptions{Timeout: 100 * time.Millisecond}
+	got, err := Probe(context.Background(), tg, po)
+	if err != nil || got.State != Unresponsive {
+		t.Fatalf("stopped server: %v %+v", err, got)
+	}
+	o := startOpts(dir)
+	o.Probe = po
+	if _, err := Start(context.Background(), tg, o); !errors.Is(err, ErrUnresponsive) {
+		t.Errorf("start: %v, want ErrUnresponsive", err)
+	}
+	if _, err := Stop(context.Background(), tg, StopOptions{Probe: po}); !errors.Is(err, ErrUnresponsive) {
+		t.Errorf("stop: %v, want ErrUnresponsive", err)
+	}
+	syscall.Kill(st.PID, syscall.SIGCONT)
+	if got, err := Probe(context.Background(), tg, ProbeOptions{}); err != nil || got.State != Running || got.PID != st.PID {
+		t.Errorf("after SIGCONT: %v %+v", err, got)
+	}
+	res, err := Stop(context.Background(), tg, StopOptions{})
+	if err != nil || !res.Stopped || len(res.Signals) != 0 {
+		t.Fatalf("stop: %v %+v", err, res)
+	}
+	if got, err := Probe(context.Background(), tg, ProbeOptions{}); err != nil || got.State != NotRunning {
+		t.Errorf("after stop: %v %+v", err, got)
+	}
+}
+
+// stop --force signals only the process the lease names: a live process
+// with the lease's pid but another start time is never signalled.
+func TestStopNeverSignalsAnotherStartTime(t *testing.T) {
+	_, tg := testRepo(t)
+	cmd, out := startSleeper(t)
+	real, err := reservation.ProcessOwner(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	impostor := real
+	impostor.StartTime++
+	writeLease(t, tg, reservation.Record{Owner: impostor,
+		Metadata: map[string]string{metaRepository: tg.Repository, metaAddress: "127.0.0.1:1"}})
+	res, err := Stop(context.Background(), tg, StopOptions{Force: true, Grace: time.Millisecond})
+	if err != nil || res.Stopped || len(res.Signals) != 0 {
+		t.Fatalf("stop --force on another start time: %v %+v", err, res)
+	}
+	if sigs, err := terminate(context.Background(), impostor, time.Millisecond); err != nil || len(sigs) != 0 {
+		t.Fatalf("terminate of another start time: %v %v", sigs, err)
+	}
+	// Had either signalled, the sleeper would be dead (terminate ends
+	// with SIGKILL and waits); it is alive, never having seen TERM.
+	var ws syscall.WaitStatus
+	if pid, err := syscall.Wait4(cmd.Process.Pid, &ws, syscall.WNOHANG, nil); pid != 0 || err != nil {
+		t.Fatalf("the sleeper was signalled: wait4 %d %v %v", pid, err, ws)
+	}
+	// The right owner is signalled: TERM (caught), then KILL.
+	sigs, err := terminate(context.Background(), real, time.Millisecond)
+	if err != nil || strings.Join(sigs, ",") != "TERM,KILL" {
+		t.Fatalf("terminate of the owner: %v %v", sigs, err)
+	}
+	if !out.Scan() || out.Text() != "term" {
+		t.Errorf("the sleeper did not see TERM: %q", out.Text())
+	}
+}
