@@ -25,6 +25,7 @@ type StartOptions struct {
 	// and gives it, as descriptor 3, a pipe on which it writes one line
 	// once it is ready.
 	Command []string
+	Name    string        // the argv[0] it sees; "" means Command[0]
 	Env     []string      // its environment; nil means this process's
 	Log     string        // its stdout and stderr; "" means <state>/server.log
 	Timeout time.Duration // for the whole start; zero means 15s
@@ -195,6 +196,9 @@ func spawn(ctx context.Context, t Target, o StartOptions, logName string) error 
 	defer r.Close()
 	args := append(append([]string{}, o.Command[1:]...), "--ready-fd", "3")
 	cmd := exec.Command(o.Command[0], args...)
+	if o.Name != "" {
+		cmd.Args[0] = o.Name
+	}
 	cmd.Env = o.Env
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{w}

@@ -65,6 +65,7 @@ func TestScripts(t *testing.T) {
 			e.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
 			e.Setenv("XDG_STATE_HOME", filepath.Join(home, ".local", "state"))
 			e.Setenv("MAJLIS_HOST_LEDGER", filepath.Join(e.WorkDir, "host.db"))
+			e.Defer(func() { killScriptServers(e.WorkDir) })
 			// The scripts' clients present one lease token, as one client
 			// would; lease_tokens.txtar unsets it to see tokens generated.
 			e.Setenv("MAJLIS_LEASE_TOKEN", "script-lease-token-0123456789")

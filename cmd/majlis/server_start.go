@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/majlis-dev/majlis/server"
 	"github.com/spf13/cobra"
@@ -38,7 +39,8 @@ func (g *globalOptions) startServer(cmd *cobra.Command, attach bool) error {
 	if err != nil {
 		return err
 	}
-	o := server.StartOptions{Command: argv, Probe: server.ProbeOptions{Version: version}}
+	// argv[0] as this process got it: the binary may dispatch on it.
+	o := server.StartOptions{Command: argv, Name: os.Args[0], Probe: server.ProbeOptions{Version: version}}
 	run := server.Start
 	if attach {
 		run = server.Attach
