@@ -11,6 +11,7 @@ import (
 	"github.com/majlis-dev/majlis/gitops"
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/majlis-dev/majlis/reservation"
+	"github.com/majlis-dev/majlis/server"
 )
 
 // The JSON fields of every result are part of the CLI contract (CLI.md):
@@ -64,6 +65,14 @@ func TestJSONFieldsArePinned(t *testing.T) {
 		"hook":   {admission.HookResult{}, []string{"backup", "changed", "hooks_dir", "majlis", "path"}},
 		"begin": {provider.BeginResult{}, []string{"checkout", "decided_by", "leases", "replayed", "request_id", "task",
 			"token", "warnings", "workspace"}},
+
+		// The server: status, start/attach, stop, and the liveness route's body.
+		"server_status": {server.Status{}, []string{"address", "api", "busy", "generation", "lease", "owner", "pid", "ready",
+			"reason", "repository", "start_time", "status", "version"}},
+		"server_start": {server.StartResult{}, []string{"log", "recovered", "server", "started"}},
+		"server_stop":  {server.StopResult{}, []string{"server", "signals", "stopped"}},
+		"server_live": {server.Live{}, []string{"api", "busy", "hmac", "holder", "max_handlers", "nonce", "pid", "ready",
+			"repository", "start_time", "token_sha256", "version"}},
 
 		// details.changed of preview_stale.
 		"preview_changes": {provider.PreviewChanges{}, []string{"admin_entry", "branch", "claim", "counts", "files_added", "files_changed",
