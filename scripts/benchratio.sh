@@ -43,3 +43,17 @@ awk '/^Benchmark(PeerCheck\/workspaces|ConflictLookup)/ {
   name=$1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
   printf "%-40s %14.0f %14s %8s  (ns/op)\n", name, $3, "-", "-"
 }' "$file"
+
+# The server: attach to a running server against a bare process start
+# (majlis version), and liveness latency with the handler pool full
+# (goal: p99 under 2 ms).
+awk '/x-version/ {
+  name=$1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
+  for (i=2;i<NF;i++) { if ($(i+1)=="attach-ns/op") m=$i; if ($(i+1)=="version-ns/op") g=$i; if ($(i+1)=="x-version") r=$i }
+  printf "%-40s %14.0f %14.0f %7.2fx  (ns/op, against majlis version)\n", name, m, g, r
+}' "$file"
+awk '/p99-ns/ {
+  name=$1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
+  for (i=2;i<NF;i++) { if ($(i+1)=="p50-ns") p50=$i; if ($(i+1)=="p99-ns") p99=$i }
+  printf "%-40s %14.0f %14.0f %8s  (p50 and p99 ns; goal p99 < 2000000)\n", name, p50, p99, "-"
+}' "$file"

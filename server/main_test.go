@@ -80,7 +80,7 @@ func childSleeper() {
 }
 
 // testRepo is a registered repository.
-func testRepo(t *testing.T) (string, Target) {
+func testRepo(t testing.TB) (string, Target) {
 	t.Helper()
 	r := fixtures.NewRepo(t)
 	if _, err := provider.Init(context.Background(), r.Dir, provider.InitOptions{}); err != nil {
@@ -102,7 +102,7 @@ func startOpts(dir string, env ...string) StartOptions {
 
 // startServer starts a server for dir and stops it (by force) when the
 // test ends.
-func startServer(t *testing.T, dir string, tg Target, env ...string) *Status {
+func startServer(t testing.TB, dir string, tg Target, env ...string) *Status {
 	t.Helper()
 	res, err := Start(context.Background(), tg, startOpts(dir, env...))
 	if err != nil {
@@ -117,7 +117,7 @@ func startServer(t *testing.T, dir string, tg Target, env ...string) *Status {
 }
 
 // mustOwner reads the owner identity of the server st from its lease.
-func mustOwner(t *testing.T, st *Status) reservation.Owner {
+func mustOwner(t testing.TB, st *Status) reservation.Owner {
 	t.Helper()
 	o, err := reservation.ProcessOwner(st.PID)
 	if err != nil || o.StartTime != st.StartTime {
@@ -128,7 +128,7 @@ func mustOwner(t *testing.T, st *Status) reservation.Owner {
 
 // killOwner kills the exact process o, if it still runs, and waits until
 // it is dead (Start reaps the servers it spawned).
-func killOwner(t *testing.T, o reservation.Owner) {
+func killOwner(t testing.TB, o reservation.Owner) {
 	t.Helper()
 	if _, err := terminate(context.Background(), o, time.Millisecond); err != nil {
 		t.Errorf("cleanup: %v", err)
@@ -136,7 +136,7 @@ func killOwner(t *testing.T, o reservation.Owner) {
 	waitDead(t, o)
 }
 
-func waitDead(t *testing.T, o reservation.Owner) {
+func waitDead(t testing.TB, o reservation.Owner) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), childWait)
 	defer cancel()
@@ -201,7 +201,7 @@ func writeLease(t *testing.T, tg Target, rec reservation.Record) {
 }
 
 // leaseToken reads the token of the current server lease.
-func leaseToken(t *testing.T, tg Target) string {
+func leaseToken(t testing.TB, tg Target) string {
 	t.Helper()
 	d, err := reservation.Open(leaseDir(tg.StateDir))
 	if err != nil {
