@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -279,6 +282,17 @@ func TestUnresponsiveIsNeverTakenOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer syscall.Kill(st.PID, syscall.SIGCONT)
+	// The signal is delivered asynchronously: wait until the kernel says
+	// the process is stopped (state T).
+	wctx, wcancel := context.WithTimeout(context.Background(), childWait)
+	defer wcancel()
+	if err := waitFor(wctx, func() bool {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(st.PID) + "/stat")
+		i := bytes.LastIndexByte(b, ')')
+		return err == nil && i > 0 && i+2 < len(b) && b[i+2] == 'T'
+	}); err != nil {
+		t.Fatal("the server never stopped")
+	}
 	po := ProbeOptions{Timeout: 100 * time.Millisecond}
 	got, err := Probe(context.Background(), tg, po)
 	if err != nil || got.State != Unresponsive {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/majlis-dev/majlis/server"
 	"github.com/spf13/cobra"
@@ -52,9 +53,10 @@ func (g *globalOptions) serveCommand() ([]string, error) {
 	}
 	repo := g.Repo
 	if repo == "" {
-		if repo, err = os.Getwd(); err != nil {
-			return nil, err
-		}
+		repo = "."
+	}
+	if repo, err = filepath.Abs(repo); err != nil {
+		return nil, err
 	}
 	return []string{exe, "serve", "--repo", repo}, nil
 }
