@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gofrs/flock"
 	"github.com/majlis-dev/majlis/reservation"
+	"golang.org/x/sys/unix"
 )
 
 // StartOptions configure Start and Attach.
@@ -81,12 +81,11 @@ func Start(ctx context.Context, t Target, o StartOptions) (*StartResult, error) 
 		return nil, err
 	}
 	defer leases.Close()
-	lock := flock.New(filepath.Join(leases.Path(), startLockName), flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(0o600))
-	if ok, err := lock.TryLockContext(ctx, 5*time.Millisecond); !ok {
-		return nil, &Error{Op: "start", Path: lock.Path(), Err: ErrStartFailed, Reason: fmt.Sprintf("the start lock was not obtained: %v", err),
-			Hint: "another 'majlis server start' is under way; retry"}
+	unlock, err := startLock(ctx, leases)
+	if err != nil {
+		return nil, err
 	}
-	defer lock.Unlock()
+	defer unlock()
 
 	res := &StartResult{Log: logPath(t, o)}
 	for {
@@ -148,6 +147,22 @@ func Start(ctx context.Context, t Target, o StartOptions) (*StartResult, error) 
 		return nil, &Error{Op: "start", Status: st, Err: ErrStartFailed, Reason: "the new server said it was ready, but the probe finds it " + string(st.State) + ": " + st.Reason}
 	}
 	return res, nil
+}
+
+// startLock takes the start lock, an flock that the kernel drops should
+// its holder die, waiting for it until ctx ends.
+func startLock(ctx context.Context, leases *reservation.Dir) (unlock func(), err error) {
+	name := filepath.Join(leases.Path(), startLockName)
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, &Error{Op: "start", Path: name, Err: err}
+	}
+	if err := waitFor(ctx, func() bool { return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil }); err != nil {
+		f.Close()
+		return nil, &Error{Op: "start", Path: name, Err: ErrStarting, Reason: "another 'majlis server start' held the start lock throughout",
+			Hint: "retry; 'majlis server status' says what runs"}
+	}
+	return func() { f.Close() }, nil
 }
 
 // recoverStale retires the server lease of a dead owner, waiting for it

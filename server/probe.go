@@ -10,10 +10,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/majlis-dev/majlis/reservation"
+	"golang.org/x/sys/unix"
 )
 
 // State is what a probe found.
@@ -84,7 +87,21 @@ func Probe(ctx context.Context, t Target, o ProbeOptions) (*Status, error) {
 	}
 	defer leases.Close()
 	st, _, err := probe(ctx, leases, t, o)
+	if err == nil && (st.State == NotRunning || st.State == StaleLease) && startUnderWay(leases) {
+		st.State, st.Reason = Starting, "a 'majlis server start' is under way (it holds the start lock); before it: "+st.Reason
+	}
 	return st, err
+}
+
+// startUnderWay reports whether a starter holds the start lock. The test
+// takes the lock for an instant when it is free; a starter then retries.
+func startUnderWay(leases *reservation.Dir) bool {
+	f, err := os.OpenFile(filepath.Join(leases.Path(), startLockName), os.O_RDWR, 0)
+	if err != nil {
+		return false // no lock file: nobody ever started a server here
+	}
+	defer f.Close() // drops the lock, if this took it
+	return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil
 }
 
 // probe is Probe on an open lease folder; it also returns the lease record.
