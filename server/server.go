@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -138,8 +137,13 @@ func Serve(ctx context.Context, o Options) error {
 			_ = s.release()
 			return &Error{Op: "serve", Err: err}
 		case <-renew.C:
-			if err := lease.Renew(o.LeaseTTL); err != nil {
+			// Not ours any more: exit at once. Another failure (a full
+			// disk) is retried at the next tick; the fence check still
+			// runs, and the lease stays valid until it expires.
+			if err := lease.Renew(o.LeaseTTL); errors.Is(err, reservation.ErrNotOwner) {
 				return s.fenced(hs, err)
+			} else if err != nil {
+				o.Logf("renewing the server lease failed (retrying): %v", err)
 			}
 		case <-fence.C:
 			if err := s.fenceCheck(leases); err != nil {
@@ -350,6 +354,3 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	w.Write(append(b, '\n'))
 }
-
-var _ = errors.Is
-var _ = os.Getpid

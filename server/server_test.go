@@ -148,6 +148,15 @@ func TestRequestsAreGuarded(t *testing.T) {
 	if s, err := Probe(context.Background(), tg, ProbeOptions{}); err != nil || s.State != Running {
 		t.Errorf("after refused shutdown: %v %+v", err, s)
 	}
+	// A caller of another version finds it, and neither uses nor replaces it.
+	if s, err := Probe(context.Background(), tg, ProbeOptions{Version: "another"}); err != nil || s.State != VersionMismatch || s.PID != st.PID {
+		t.Errorf("probe of another version: %v %+v", err, s)
+	}
+	o := startOpts(dir)
+	o.Probe.Version = "another"
+	if _, err := Start(context.Background(), tg, o); !errors.Is(err, ErrVersionMismatch) {
+		t.Errorf("start of another version: %v", err)
+	}
 }
 
 func TestStartTwiceGivesOneServer(t *testing.T) {
