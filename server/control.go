@@ -318,7 +318,9 @@ func Stop(ctx context.Context, t Target, o StopOptions) (*StopResult, error) {
 	case NotRunning, StaleLease:
 		return res, nil
 	case Running, Starting, VersionMismatch:
-		if err := requestShutdown(ctx, st.Address, rec.Token); err == nil {
+		if err := requestShutdown(ctx, st.Address, rec, t.Repository); errors.Is(err, ErrForeign) {
+			return nil, &Error{Op: "stop", Status: st, Err: ErrForeign, Reason: err.Error()}
+		} else if err == nil {
 			if err := waitFor(ctx, func() bool { return gone(leases, rec) }); err == nil {
 				res.Stopped = true
 				return res, nil
@@ -364,21 +366,31 @@ func gone(leases *reservation.Dir, rec *reservation.Record) bool {
 	return errors.Is(err, reservation.ErrNotFound) || err == nil && cur.Token != rec.Token
 }
 
-func requestShutdown(ctx context.Context, addr, token string) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/api/v1/shutdown", nil)
+// requestShutdown asks the leaseholder to shut down. The liveness route
+// is asked first on the same connection, and the token is sent only once
+// the answer there proves the peer holds it.
+func requestShutdown(ctx context.Context, addr string, rec *reservation.Record, repo string) error {
+	lc, err := dialLive(ctx, addr, 2*time.Second)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	tr := &http.Transport{DisableKeepAlives: true, Proxy: nil}
-	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr}).Do(req)
+	defer lc.Close()
+	a, err := lc.live()
 	if err != nil {
 		return err
 	}
-	resp.Body.Close()
+	if why := compare(a.body, rec, repo, a.nonce); why != "" {
+		return fmt.Errorf("%w: %s; the token was not sent", ErrForeign, why)
+	}
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/api/v1/shutdown", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+rec.Token)
+	resp, _, err := lc.do(req)
+	if err != nil {
+		return err
+	}
 	if resp.StatusCode != http.StatusAccepted {
 		return fmt.Errorf("the server answered %s", resp.Status)
 	}

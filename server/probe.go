@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	crand "crypto/rand"
 	"encoding/hex"
@@ -199,25 +200,66 @@ type liveAnswer struct {
 
 // askLive asks the liveness route at addr on a fresh connection.
 func askLive(ctx context.Context, addr string, timeout time.Duration) (*liveAnswer, error) {
-	nonce := newNonce()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/api/v1/live?nonce="+nonce, nil)
+	lc, err := dialLive(ctx, addr, timeout)
 	if err != nil {
 		return nil, err
 	}
-	tr := &http.Transport{DisableKeepAlives: true, Proxy: nil, DialContext: (&net.Dialer{}).DialContext}
-	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr}).Do(req)
+	defer lc.Close()
+	return lc.live()
+}
+
+// A liveConn is one HTTP/1.1 connection to a server's address. Stop asks
+// the liveness route and then sends the shutdown request, with the token,
+// on the same connection: the token goes only to the peer that has just
+// proven it holds it, never to whoever got the port a moment later.
+type liveConn struct {
+	net.Conn
+	br   *bufio.Reader
+	addr string
+}
+
+func dialLive(ctx context.Context, addr string, timeout time.Duration) (*liveConn, error) {
+	deadline := time.Now().Add(timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	c, err := (&net.Dialer{Deadline: deadline}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.SetDeadline(deadline); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return &liveConn{Conn: c, br: bufio.NewReader(c), addr: addr}, nil
+}
+
+// do sends req on the connection and reads the whole response.
+func (lc *liveConn) do(req *http.Request) (*http.Response, []byte, error) {
+	if err := req.Write(lc.Conn); err != nil {
+		return nil, nil, err
+	}
+	resp, err := http.ReadResponse(lc.br, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	return resp, data, err
+}
+
+// live asks the liveness route with a fresh nonce.
+func (lc *liveConn) live() (*liveAnswer, error) {
+	nonce := newNonce()
+	req, err := http.NewRequest(http.MethodGet, "http://"+lc.addr+"/api/v1/live?nonce="+nonce, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, data, err := lc.do(req)
 	if err != nil {
 		if isProtocolError(err) {
 			return nil, &foreignAnswer{"the port does not answer HTTP: " + err.Error()}
 		}
-		return nil, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	if err != nil {
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
@@ -241,7 +283,8 @@ func isProtocolError(err error) bool {
 	if errors.As(err, &oe) {
 		return false
 	}
-	return !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF)
+	return !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) &&
+		!errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 func newNonce() string {

@@ -29,13 +29,22 @@ func TestProbeComparesTheToken(t *testing.T) {
 	var mu sync.Mutex
 	var mode string
 	var recorded []byte
+	var sawToken bool
 	var rec reservation.Record
 	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
+		if r.Header.Get("Authorization") != "" {
+			sawToken = true
+		}
 		if r.URL.Path != "/api/v1/live" {
 			http.NotFound(w, r)
 			return
+		}
+		if mode == "honest-once" {
+			mode = "other-token" // the port changes hands after the first answer
+		} else if mode == "honest-then-other" {
+			mode = "honest-once"
 		}
 		nonce := r.URL.Query().Get("nonce")
 		l := Live{Repository: tg.Repository, PID: rec.Owner.PID, StartTime: rec.Owner.StartTime, Holder: true,
@@ -98,6 +107,20 @@ func TestProbeComparesTheToken(t *testing.T) {
 		if st.State != tc.want || !strings.Contains(st.Reason, tc.why) {
 			t.Errorf("%s: probe found %s (%s), want %s (%q)", tc.mode, st.State, st.Reason, tc.want, tc.why)
 		}
+	}
+
+	// Stop sends the token only on a connection whose peer has just proven
+	// it holds it: here the probe's answer is honest, the next is not.
+	mu.Lock()
+	mode, sawToken = "honest-then-other", false
+	mu.Unlock()
+	if _, err := Stop(context.Background(), tg, StopOptions{}); !errors.Is(err, ErrForeign) {
+		t.Errorf("stop when the port changed hands: %v, want ErrForeign", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if sawToken {
+		t.Error("the token was sent to a peer that had not proven it holds it")
 	}
 }
 
