@@ -136,6 +136,12 @@ func Start(ctx context.Context, t Target, o StartOptions) (*StartResult, error) 
 		break
 	}
 	if err := spawn(ctx, t, o, res.Log); err != nil {
+		// A server started by hand ('majlis serve', which takes no start
+		// lock) may have won the lease meanwhile: that one is as good.
+		if st, _, perr := probe(ctx, leases, t, o.Probe); perr == nil && st.State == Running {
+			res.Server = st
+			return res, nil
+		}
 		return nil, err
 	}
 	st, _, err := probe(ctx, leases, t, o.Probe)
