@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"os/exec"
 	"slices"
@@ -90,4 +91,38 @@ func BenchmarkAttach(b *testing.B) {
 	b.ReportMetric(float64(attach.Nanoseconds())/n, "attach-ns/op")
 	b.ReportMetric(float64(version.Nanoseconds())/n, "version-ns/op")
 	b.ReportMetric(float64(attach)/float64(version), "x-version")
+}
+
+// BenchmarkFloorLive is the floor of BenchmarkLiveBusy: the same request
+// on a fresh connection to a bare net/http server on 127.0.0.1 that
+// answers a fixed body, with nothing else running.
+func BenchmarkFloorLive(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := []byte(`{"repository":"x","pid":1,"start_time":1,"holder":true}` + "\n")
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(body) })}
+	go hs.Serve(ln)
+	defer hs.Close()
+	addr := ln.Addr().String()
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		lc, err := dialLive(context.Background(), addr, time.Second)
+		if err != nil {
+			b.Fatal(err)
+		}
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/api/v1/live?nonce="+newNonce(), nil)
+		if _, _, err := lc.do(req); err != nil {
+			b.Fatal(err)
+		}
+		lc.Close()
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
 }
