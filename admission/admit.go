@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -92,8 +93,11 @@ type AcquireResult struct {
 	DecidedBy []string `json:"decided_by"`
 	// Reused lists the ids of leases returned unchanged because the
 	// holder already held that exact resource, active, in that checkout.
-	Reused    []string `json:"reused"`
-	RequestID string   `json:"request_id,omitempty"`
+	Reused []string `json:"reused"`
+	// Ports lists the ports picked for the host:port:auto resources, in
+	// request order (their leases are host:port:N).
+	Ports     []int  `json:"ports"`
+	RequestID string `json:"request_id,omitempty"`
 	// Replayed: the result was recorded by an earlier call with the same
 	// request id; nothing was granted now, and the states are as recorded.
 	Replayed bool `json:"replayed"`
@@ -120,6 +124,9 @@ type target struct {
 	subtree  bool
 	checkout string // physical checkout root; "" for host
 	resource string // canonical
+	// auto: host:port:auto, whose key and resource are set to the port
+	// picked inside the host ledger's transaction (pickPorts).
+	auto bool
 }
 
 // prepared is a validated acquire call.
@@ -132,6 +139,7 @@ type prepared struct {
 	digest    string
 	token     string // supplied or generated
 	generated bool   // token was generated: return it
+	portRange string // the policy's port_range, when a target is auto
 }
 
 // Acquire grants every requested resource to req.Holder, or none. File
@@ -219,11 +227,12 @@ func (s *Service) prepareAcquire(ctx context.Context, req AcquireRequest) (*prep
 	batch := pathid.NewResolver() // one request's paths, resolved together
 	p := &prepared{holder: req.Holder, ttl: ttl, requestID: req.RequestID, token: token, generated: generated}
 	seen := map[string]bool{}
-	for _, r := range parsed {
+	for n, r := range parsed {
 		t := target{scope: r.Scope}
 		switch r.Scope {
 		case ScopeHost:
 			t.key = r.Raw
+			t.auto = r.Raw == AutoPort
 		case ScopeFile:
 			t.checkout = co.Root
 			t.key, err = co.key(batch, req.Cwd, r.Raw, true)
@@ -243,7 +252,11 @@ func (s *Service) prepareAcquire(ctx context.Context, req AcquireRequest) (*prep
 			return nil, err
 		}
 		t.resource = canonicalResource(t.scope, t.key, t.subtree)
-		if id := t.resource + "\x00" + t.checkout; !seen[id] {
+		id := t.resource + "\x00" + t.checkout
+		if t.auto {
+			id += strconv.Itoa(n) // each asks for a port of its own
+		}
+		if !seen[id] {
 			seen[id] = true
 			p.targets = append(p.targets, t)
 		}
@@ -259,6 +272,16 @@ func (s *Service) prepareAcquire(ctx context.Context, req AcquireRequest) (*prep
 		}
 		b, _ := json.Marshal(o)
 		p.owner = sql.NullString{String: string(b), Valid: true}
+	}
+	for _, t := range p.targets {
+		if t.auto {
+			pol, err := readPolicy(ctx, s.repo.db)
+			if err != nil {
+				return nil, s.repo.fail(op, err)
+			}
+			p.portRange = pol.PortRange
+			break
+		}
 	}
 	resources := make([]string, len(p.targets))
 	for i, t := range p.targets {
@@ -640,6 +663,11 @@ func (s *Service) evaluate(ctx context.Context, l *ledger, c *sql.Conn, p *prepa
 	}
 	e := &evaluation{s: s, l: l, c: c, p: p, idx: idx, now: now, pol: DefaultPolicy(),
 		rows: map[int]row{}, reused: map[int]bool{}, warned: map[string]bool{}, decided: []string{}}
+	if l.kind == kindHost {
+		if err := e.pickPorts(ctx, c, idx); err != nil {
+			return nil, err
+		}
+	}
 	if l.kind == kindRepository {
 		if err := s.guardCheckouts(ctx, p, idx); err != nil {
 			return nil, err
@@ -1144,7 +1172,12 @@ func (e *evaluation) merge(o *evaluation) {
 // admission, of its host phase (whose pending rows are reported as they
 // will be once confirmed: granted).
 func (e *evaluation) result(host *evaluation) *AcquireResult {
-	res := &AcquireResult{Leases: []Lease{}, Warnings: []Warning{}, DecidedBy: e.decided, Reused: []string{}, RequestID: e.p.requestID}
+	res := &AcquireResult{Leases: []Lease{}, Warnings: []Warning{}, DecidedBy: e.decided, Reused: []string{}, Ports: []int{}, RequestID: e.p.requestID}
+	for _, t := range e.p.targets {
+		if t.auto {
+			res.Ports = append(res.Ports, PortOf(t.key))
+		}
+	}
 	phases := []*evaluation{e}
 	if host != nil {
 		phases = append(phases, host)

@@ -207,12 +207,12 @@ func TestJSONShapes(t *testing.T) {
 		v    any
 		want []string
 	}{
-		{res, []string{"decided_by", "leases", "replayed", "reused", "warnings"}},
+		{res, []string{"decided_by", "leases", "ports", "replayed", "reused", "warnings"}},
 		{res.Leases[0], []string{"acquired_at", "checkout", "expires_at", "generation", "holder", "id", "key", "resource", "scope", "state"}},
 		{res.Leases[1], []string{"acquired_at", "expires_at", "generation", "holder", "id", "key", "resource", "scope", "state"}},
 		{res.Warnings[0], []string{"code", "lease", "message", "policy", "resource"}},
 		{Conflict{}, []string{"lease", "policy", "reason", "resource"}}, // recoverable only when true
-		{DefaultPolicy(), []string{"cross_worktree_overlap", "enforcement_gap", "same_checkout_conflict"}},
+		{DefaultPolicy(), []string{"cross_worktree_overlap", "enforcement_gap", "port_range", "same_checkout_conflict"}},
 	} {
 		if got := keys(tc.v); !slices.Equal(got, tc.want) {
 			t.Errorf("%T keys = %v, want %v", tc.v, got, tc.want)

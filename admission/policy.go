@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -31,6 +32,9 @@ const (
 	// PolicyEnforcementGap decides what Check does with a changed path
 	// outside the holder's leases. Default warn.
 	PolicyEnforcementGap = "enforcement_gap"
+	// PolicyPortRange is the range "LO-HI" from which host:port:auto
+	// picks free ports (see ports.go). Default DefaultPortRange.
+	PolicyPortRange = "port_range"
 	// PolicyHostSingleton is the fixed rule that a host name has one
 	// holder on the machine. It is not a setting: always block.
 	PolicyHostSingleton = "host_singleton"
@@ -42,16 +46,36 @@ type PolicySet struct {
 	SameCheckoutConflict PolicyValue `json:"same_checkout_conflict"`
 	CrossWorktreeOverlap PolicyValue `json:"cross_worktree_overlap"`
 	EnforcementGap       PolicyValue `json:"enforcement_gap"`
+	// PortRange is where host:port:auto picks ports: "LO-HI", inclusive.
+	PortRange string `json:"port_range"`
 }
 
 // DefaultPolicy is the policy of a repository where nothing was set.
 func DefaultPolicy() PolicySet {
-	return PolicySet{SameCheckoutConflict: Block, CrossWorktreeOverlap: Warn, EnforcementGap: Warn}
+	return PolicySet{SameCheckoutConflict: Block, CrossWorktreeOverlap: Warn, EnforcementGap: Warn, PortRange: DefaultPortRange}
 }
 
-// PolicyKeys lists the settable policy keys.
+// PolicyKeys lists the settable policy keys: the conflict keys
+// (ConflictPolicyKeys), valued allow, warn or block, and port_range.
 func PolicyKeys() []string {
+	return append(ConflictPolicyKeys(), PolicyPortRange)
+}
+
+// ConflictPolicyKeys lists the keys whose values are allow, warn or block.
+func ConflictPolicyKeys() []string {
 	return []string{PolicySameCheckoutConflict, PolicyCrossWorktreeOverlap, PolicyEnforcementGap}
+}
+
+// Setting returns the value of any settable key as text ("" for an
+// unknown key).
+func (p PolicySet) Setting(key string) string {
+	if key == PolicyPortRange {
+		return p.PortRange
+	}
+	if !slices.Contains(ConflictPolicyKeys(), key) {
+		return ""
+	}
+	return string(p.Value(key))
 }
 
 // Value returns the value of key; PolicyHostSingleton is always Block.
@@ -67,7 +91,23 @@ func (p PolicySet) Value(key string) PolicyValue {
 	return Block
 }
 
-func (p *PolicySet) set(key string, v PolicyValue) bool {
+// set sets key to value; it returns "" or why value is not one key takes.
+// An unknown key is errUnknownKey.
+func (p *PolicySet) set(key, value string) string {
+	if key == PolicyPortRange {
+		if _, _, err := ParsePortRange(value); err != nil {
+			return err.Error()
+		}
+		p.PortRange = value
+		return ""
+	}
+	v := PolicyValue(value)
+	if !slices.Contains(ConflictPolicyKeys(), key) {
+		return errUnknownKey
+	}
+	if !validValue(v) {
+		return fmt.Sprintf("unknown policy value %q for %s (values: allow, warn, block)", value, key)
+	}
 	switch key {
 	case PolicySameCheckoutConflict:
 		p.SameCheckoutConflict = v
@@ -75,11 +115,11 @@ func (p *PolicySet) set(key string, v PolicyValue) bool {
 		p.CrossWorktreeOverlap = v
 	case PolicyEnforcementGap:
 		p.EnforcementGap = v
-	default:
-		return false
 	}
-	return true
+	return ""
 }
+
+const errUnknownKey = "unknown key"
 
 func validValue(v PolicyValue) bool { return v == Allow || v == Warn || v == Block }
 
@@ -92,19 +132,19 @@ func (s *Service) Policy(ctx context.Context) (PolicySet, error) {
 	return p, nil
 }
 
-// SetPolicy sets key to value (allow, warn or block) in one transaction
-// that also appends a policy event, and returns the resulting policy. An
-// unknown key or value refuses with ErrInvalid.
+// SetPolicy sets key to value (allow, warn or block; for port_range,
+// "LO-HI") in one transaction that also appends a policy event, and
+// returns the resulting policy. An unknown key or value refuses with
+// ErrInvalid.
 func (s *Service) SetPolicy(ctx context.Context, key, value string) (PolicySet, error) {
-	v := PolicyValue(value)
 	var p PolicySet
-	if !p.set(key, v) {
+	switch why := p.set(key, value); why {
+	case "":
+	case errUnknownKey:
 		return PolicySet{}, &Error{Op: "policy", Err: ErrInvalid, Reason: fmt.Sprintf("unknown policy key %q", key),
 			Hint: "keys: " + strings.Join(PolicyKeys(), ", ")}
-	}
-	if !validValue(v) {
-		return PolicySet{}, &Error{Op: "policy", Err: ErrInvalid, Reason: fmt.Sprintf("unknown policy value %q for %s", value, key),
-			Hint: "values: allow, warn, block"}
+	default:
+		return PolicySet{}, &Error{Op: "policy", Err: ErrInvalid, Reason: why}
 	}
 	err := s.repo.tx(ctx, "policy", func(c *sql.Conn) error {
 		old, err := readPolicy(ctx, c)
@@ -116,13 +156,13 @@ func (s *Service) SetPolicy(ctx context.Context, key, value string) (PolicySet, 
 			return err
 		}
 		p = old
-		p.set(key, v)
+		p.set(key, value)
 		now, err := s.ledgerNow(ctx, c)
 		if err != nil {
 			return err
 		}
 		return appendEvent(ctx, c, now, "policy", "", "",
-			map[string]string{"key": key, "value": value, "old": string(old.Value(key))})
+			map[string]string{"key": key, "value": value, "old": old.Setting(key)})
 	})
 	if err != nil {
 		return PolicySet{}, err
@@ -148,7 +188,7 @@ func readPolicy(ctx context.Context, q rowQuerier) (PolicySet, error) {
 		if err := rows.Scan(&k, &v); err != nil {
 			return p, err
 		}
-		if !validValue(PolicyValue(v)) || !p.set(k, PolicyValue(v)) {
+		if p.set(k, v) != "" {
 			return p, &Error{Op: "policy", Err: ErrMalformed, Reason: fmt.Sprintf("policy table holds %s=%q, which this majlis does not know", k, v),
 				Hint: "set it again with 'majlis policy set KEY VALUE'"}
 		}

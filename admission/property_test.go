@@ -96,7 +96,7 @@ func modelPolicy(a, b modelRes) string {
 func runProperty(t *testing.T, pol PolicySet, rng *rand.Rand, steps int) {
 	e := newEnv(t)
 	ctx := context.Background()
-	for _, k := range PolicyKeys() {
+	for _, k := range ConflictPolicyKeys() {
 		if _, err := e.s.SetPolicy(ctx, k, string(pol.Value(k))); err != nil {
 			t.Fatal(err)
 		}
