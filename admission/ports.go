@@ -37,7 +37,7 @@ func ParsePortRange(s string) (lo, hi int, err error) {
 		}
 	}
 	if !ok || err != nil || lo < 1024 || hi > 65535 || lo > hi {
-		return 0, 0, fmt.Errorf("port_range %q is not LO-HI with 1024 <= LO <= HI <= 65535", s)
+		return 0, 0, fmt.Errorf("port_range %q is not LO-HI: two ports from 1024 to 65535, the first not above the second", s)
 	}
 	return lo, hi, nil
 }

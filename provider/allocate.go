@@ -683,6 +683,7 @@ type requestArgs struct {
 	Message     string   `json:"message,omitempty"`
 	Shared      bool     `json:"shared,omitempty"` // begin
 	TTL         string   `json:"ttl,omitempty"`    // begin
+	Ports       int      `json:"ports,omitempty"`  // begin
 
 	Confirm string `json:"confirm,omitempty"` // doctor --repair: the digest, or "yes"
 }

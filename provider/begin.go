@@ -34,6 +34,9 @@ type BeginOptions struct {
 	// Token is the lease token of the intent leases (admission.AcquireRequest.Token);
 	// empty: one is generated and returned in the result, once.
 	Token string
+	// Ports asks for that many free ports (host:port:auto), granted to
+	// the task with its intents, in the same admission.
+	Ports int
 }
 
 // A BeginResult is a begun task: its workspace and its intent leases.
@@ -53,6 +56,8 @@ type BeginResult struct {
 	// Token is the lease token generated for the leases (none was
 	// supplied), returned this once.
 	Token string `json:"token,omitempty"`
+	// Ports are the ports granted for BeginOptions.Ports, in order.
+	Ports []int `json:"ports"`
 }
 
 // A BeginError reports a begin whose workspace was allocated but whose
@@ -78,6 +83,9 @@ func (e *BeginError) Hint() string {
 	return fmt.Sprintf("the workspace is left in place: retry with --request-id %s once the conflict is gone (it resumes), "+
 		"or take the workspace back with 'majlis workspace reclaim %s'", e.RequestID, e.Task)
 }
+
+// maxPorts bounds BeginOptions.Ports.
+const maxPorts = 64
 
 // Begin starts a task in one step: it allocates the task's workspace
 // (binding Task, intent Paths) and acquires intent:PATH leases for holder
@@ -120,6 +128,12 @@ func (p *Provider) Begin(ctx context.Context, o BeginOptions) (*BeginResult, err
 			}
 		}
 	}
+	if o.Ports < 0 || o.Ports > maxPorts {
+		return nil, fail(fmt.Sprintf("--ports %d is not between 0 and %d", o.Ports, maxPorts), "")
+	}
+	for range o.Ports {
+		resources = append(resources, "host:"+admission.AutoPort)
+	}
 	if err := admission.ValidTTL("begin", o.TTL); err != nil {
 		return nil, err
 	}
@@ -130,7 +144,7 @@ func (p *Provider) Begin(ctx context.Context, o BeginOptions) (*BeginResult, err
 	if reqID == "" {
 		reqID = "begin-" + newID()[:16]
 	}
-	args := requestArgs{Op: "begin", Binding: o.Task, Base: o.Base, Intent: intent, Shared: o.Shared, OwnerPID: o.OwnerPID}
+	args := requestArgs{Op: "begin", Binding: o.Task, Base: o.Base, Intent: intent, Shared: o.Shared, OwnerPID: o.OwnerPID, Ports: o.Ports}
 	if o.TTL != 0 {
 		args.TTL = o.TTL.String()
 	}
@@ -169,6 +183,9 @@ func (p *Provider) Begin(ctx context.Context, o BeginOptions) (*BeginResult, err
 		return nil, refused(err)
 	}
 	res.Leases, res.Warnings, res.DecidedBy, res.Replayed = granted.Leases, granted.Warnings, granted.DecidedBy, granted.Replayed
-	res.Token = granted.Token
+	res.Token, res.Ports = granted.Token, granted.Ports
+	if res.Ports == nil {
+		res.Ports = []int{} // a result recorded before ports existed
+	}
 	return res, nil
 }

@@ -11,6 +11,7 @@ import (
 func newBeginCmd(g *globalOptions) *cobra.Command {
 	var opts provider.BeginOptions
 	var tok tokenFlag
+	var env envFlag
 	cmd := &cobra.Command{
 		Use:   "begin TASK --paths GLOB...",
 		Short: "Allocate a task's workspace and declare what it will touch",
@@ -35,13 +36,22 @@ release the leases without their token, and once it is proven dead the
 leases are recoverable and the workspace reclaimable. The
 leases' token is read from --token-file F or $MAJLIS_LEASE_TOKEN, or
 generated and printed once (JSON: "token"); a retry with the same
---request-id must present the same token.`,
+--request-id must present the same token.
+
+--ports N also grants N free ports to the task (host:port:auto, see 'majlis
+lease acquire --help'): the result lists them ("ports") and prints
+MAJLIS_PORT=... lines; --env prints only those lines (and
+MAJLIS_LEASE_TOKEN when one was generated), for eval or an env file.`,
 		Example: `  majlis begin T-14 --paths 'src/auth/**' --paths docs/auth.md
   majlis begin T-15 --paths 'src/billing/**' --base origin/main --request-id job-15 --json
-  majlis begin T-16 --paths 'docs/**' --shared`,
+  majlis begin T-16 --paths 'docs/**' --shared
+  majlis begin T-17 --paths 'web/**' --ports 2 --env > .env.majlis`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Task = args[0]
+			if err := env.check(g); err != nil {
+				return err
+			}
 			var err error
 			if opts.Token, err = tok.token(); err != nil {
 				return err
@@ -56,6 +66,10 @@ generated and printed once (JSON: "token"); a retry with the same
 				return err
 			}
 			g.warn(res.Warnings)
+			if env {
+				writeEnv(g.Stdout, res.Ports, res.Token)
+				return nil
+			}
 			return g.emit(res, func(w io.Writer) {
 				if res.Workspace != nil {
 					fmt.Fprintf(w, "began %s in its workspace %s (branch %s)\n", res.Task, res.Workspace.Path, res.Workspace.Branch)
@@ -63,6 +77,9 @@ generated and printed once (JSON: "token"); a retry with the same
 					fmt.Fprintf(w, "began %s in the shared checkout %s\n", res.Task, res.Checkout)
 				}
 				renderLeases(w, res.Leases, false, nil)
+				for _, l := range portEnv(res.Ports) {
+					fmt.Fprintln(w, l)
+				}
 				if res.Token != "" {
 					fmt.Fprintf(w, "lease token (shown once; renew and release need it): %s\n", res.Token)
 				}
@@ -76,6 +93,8 @@ generated and printed once (JSON: "token"); a retry with the same
 	f.DurationVar(&opts.TTL, "ttl", 0, "lifetime of the intent leases (default 10m)")
 	f.StringVar(&opts.RequestID, "request-id", "", "idempotency key: a retry returns the recorded result or resumes")
 	f.IntVar(&opts.OwnerPID, "owner-pid", 0, "the task's process: its life marks the workspace and leases in use")
+	f.IntVar(&opts.Ports, "ports", 0, "also grant this many free ports to the task (host:port:auto)")
+	f.BoolVar((*bool)(&env), "env", false, "print only MAJLIS_PORT=... lines (and a generated MAJLIS_LEASE_TOKEN) for eval or an env file")
 	tok.register(f)
 	return cmd
 }

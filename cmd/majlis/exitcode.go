@@ -175,6 +175,7 @@ var admissionCodes = []struct {
 	{admission.ErrHeld, ExitHeld, "held"},
 	{admission.ErrReclaiming, ExitHeld, "reclaiming"},
 	{admission.ErrRecoverable, ExitHeld, "recoverable"},
+	{admission.ErrNoFreePort, ExitHeld, "no_free_port"},
 	{admission.ErrTokenRequired, ExitRefused, "token_required"},
 	{admission.ErrQuarantined, ExitRefused, "quarantined"},
 	{admission.ErrUnsafePath, ExitRefused, "unsafe_path"},

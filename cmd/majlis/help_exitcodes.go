@@ -39,7 +39,7 @@ exit status:
      server_foreign, server_version_mismatch, unsafe_state
   4  held, binding_live, workspace_live, owner_alive, owner_unknown,
      not_expired, exists, reclaiming, recoverable, server_starting,
-     server_unresponsive
+     server_unresponsive, no_free_port
   5  not_found, not_a_repository, not_initialized, unknown_base,
      server_not_running, server_stale_lease
 

@@ -54,16 +54,16 @@ func TestJSONFieldsArePinned(t *testing.T) {
 		// Leases and admission.
 		"admission_lease": {admission.Lease{}, []string{"acquired_at", "checkout", "expires_at", "forced", "generation", "holder", "id",
 			"key", "owner_pid", "released_at", "resolved_at", "resolved_how", "resource", "scope", "state"}},
-		"acquire":  {admission.AcquireResult{}, []string{"decided_by", "leases", "replayed", "request_id", "reused", "token", "warnings"}},
+		"acquire":  {admission.AcquireResult{}, []string{"decided_by", "leases", "ports", "replayed", "request_id", "reused", "token", "warnings"}},
 		"renew":    {admission.RenewResult{}, []string{"leases", "replayed", "request_id", "warnings"}},
 		"release":  {admission.ReleaseResult{}, []string{"leases", "replayed", "request_id"}},
 		"warning":  {admission.Warning{}, []string{"code", "lease", "message", "policy", "resource"}},
 		"conflict": {admission.Conflict{}, []string{"lease", "policy", "reason", "recoverable", "resource"}},
 		"check": {provider.CheckResult{}, []string{"changed", "checkout", "decided_by", "gaps", "holder", "holder_source",
 			"policy", "skipped", "warnings"}},
-		"policy": {admission.PolicySet{}, []string{"cross_worktree_overlap", "enforcement_gap", "same_checkout_conflict"}},
+		"policy": {admission.PolicySet{}, []string{"cross_worktree_overlap", "enforcement_gap", "port_range", "same_checkout_conflict"}},
 		"hook":   {admission.HookResult{}, []string{"backup", "changed", "hooks_dir", "majlis", "path"}},
-		"begin": {provider.BeginResult{}, []string{"checkout", "decided_by", "leases", "replayed", "request_id", "task",
+		"begin": {provider.BeginResult{}, []string{"checkout", "decided_by", "leases", "ports", "replayed", "request_id", "task",
 			"token", "warnings", "workspace"}},
 
 		// The server: status, start/attach, stop, and the liveness route's body.

@@ -12,11 +12,13 @@ import (
 func newLeaseAcquireCmd(g *globalOptions) *cobra.Command {
 	var req admission.AcquireRequest
 	var tok tokenFlag
+	var env envFlag
 	cmd := &cobra.Command{
 		Use:   "acquire --holder H RESOURCE...",
 		Short: "Acquire leases on files, intents and host names, all or none",
 		Long: `Grant every RESOURCE to the holder, or none of them. RESOURCE is file:PATH,
 intent:PATH, intent:DIR/**, intent:** (the whole checkout) or host:NAME.
+host:port:auto (repeatable) picks a free port: see "Ports" below.
 Relative paths are taken from the working directory when it lies in the
 checkout (--repo DIR names another), else from the checkout's top level.
 
@@ -38,14 +40,26 @@ and its descendants may renew and release them without the token; once it is
 proven dead, a quarantine of them lifts by itself and anyone may release them
 (a refusal then says "recoverable", exit 4, instead of held). Retrying with
 the same --request-id returns the recorded result and grants nothing new; it
-must present the same token.`,
+must present the same token.
+
+Ports: each host:port:auto is granted as host:port:N, N a port of the
+policy's port_range (default 20000-29999, 'majlis policy set port_range
+LO-HI') that no live lease names and that nothing listens on (bound on
+127.0.0.1 and ::1 to prove it). The result lists them ("ports") and prints
+MAJLIS_PORT=N (the first) and MAJLIS_PORT_1=N ... MAJLIS_PORT_K=N; --env
+prints only those lines (and MAJLIS_LEASE_TOKEN when one was generated),
+for eval or an env file. No free port: exit 4, no_free_port.`,
 		Example: `  majlis lease acquire --holder agent-1 file:src/auth/session.go
   majlis lease acquire --holder agent-1 --ttl 30m 'intent:src/auth/**' host:port:3000 --json
+  eval "$(majlis lease acquire --holder agent-1 host:port:auto --env)"; npm run dev -- --port "$MAJLIS_PORT"
   majlis lease acquire --holder agent-2 --owner-pid $$ --token-file ~/.agent-2.token --request-id job-7 file:README.md`,
 		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Resources = args
 			req.Checkout = g.Repo
+			if err := env.check(g); err != nil {
+				return err
+			}
 			var err error
 			if req.Token, err = tok.token(); err != nil {
 				return err
@@ -61,6 +75,10 @@ must present the same token.`,
 				return err
 			}
 			g.warn(res.Warnings)
+			if env {
+				writeEnv(g.Stdout, res.Ports, res.Token)
+				return nil
+			}
 			return g.emit(res, func(w io.Writer) {
 				notes := map[string]string{}
 				for _, id := range res.Reused {
@@ -72,6 +90,9 @@ must present the same token.`,
 					fmt.Fprintf(w, "granted %s to %s:\n", plural(len(res.Leases), "lease", "leases"), req.Holder)
 				}
 				renderLeases(w, res.Leases, false, notes)
+				for _, l := range portEnv(res.Ports) {
+					fmt.Fprintln(w, l)
+				}
 				if res.Token != "" {
 					fmt.Fprintf(w, "lease token (shown once; renew and release need it): %s\n", res.Token)
 				}
@@ -84,6 +105,7 @@ must present the same token.`,
 	f.IntVar(&req.OwnerPID, "owner-pid", 0, "a process whose life marks the leases in use: it may renew and release them; its proven death makes them recoverable")
 	f.IntVar(&req.OwnerPID, "pid", 0, "alias of --owner-pid")
 	tok.register(f)
+	f.BoolVar((*bool)(&env), "env", false, "print only MAJLIS_PORT=... lines (and a generated MAJLIS_LEASE_TOKEN) for eval or an env file")
 	f.StringVar(&req.RequestID, "request-id", "", "idempotency key: a retry returns the recorded result")
 	return cmd
 }

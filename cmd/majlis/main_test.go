@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,9 +85,11 @@ func TestScripts(t *testing.T) {
 			return os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(gitconfig), 0o644)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exits": cmdExits,
-			"poll":  cmdPoll,
-			"grab":  cmdGrab,
+			"exits":     cmdExits,
+			"poll":      cmdPoll,
+			"grab":      cmdGrab,
+			"freeports": cmdFreePorts,
+			"listen":    cmdListen,
 		},
 	})
 }
@@ -153,4 +157,55 @@ func cmdGrab(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("grab: no match for %q (with a group) in stdout", args[1])
 	}
 	ts.Setenv(args[0], m[1])
+}
+
+// cmdFreePorts finds N consecutive ports, from 40000 up, that nothing
+// listens on (on 127.0.0.1 or ::1), and sets VAR to the first and VAR_1 ...
+// VAR_N to each: scripts give them to port_range, so that what they assert
+// does not depend on what else runs on the machine.
+func cmdFreePorts(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: freeports VAR N")
+	}
+	n, err := strconv.Atoi(args[1])
+	if err != nil || n < 1 {
+		ts.Fatalf("freeports: bad count %q", args[1])
+	}
+	free := func(p int) bool {
+		for _, a := range []string{"127.0.0.1", "::1"} {
+			l, err := net.Listen("tcp", net.JoinHostPort(a, strconv.Itoa(p)))
+			if err != nil {
+				return a == "::1" && !strings.Contains(err.Error(), "address already in use")
+			}
+			l.Close()
+		}
+		return true
+	}
+	for lo := 40000 + os.Getpid()%2000*8; lo+n < 65000; lo += n {
+		ok := true
+		for p := lo; p < lo+n && ok; p++ {
+			ok = free(p)
+		}
+		if ok {
+			ts.Setenv(args[0], strconv.Itoa(lo))
+			for i := range n {
+				ts.Setenv(fmt.Sprintf("%s_%d", args[0], i+1), strconv.Itoa(lo+i))
+			}
+			return
+		}
+	}
+	ts.Fatalf("freeports: no %d consecutive free ports", n)
+}
+
+// cmdListen listens on 127.0.0.1:PORT until the script ends: a program
+// that majlis does not know about.
+func cmdListen(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: listen PORT")
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", args[0]))
+	if err != nil {
+		ts.Fatalf("listen: %v", err)
+	}
+	ts.Defer(func() { l.Close() })
 }
