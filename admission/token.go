@@ -188,3 +188,7 @@ func (l *ledger) migrate(ctx context.Context) error {
 		return nil
 	})
 }
+
+// ValidToken refuses (ErrInvalid) a lease token that Acquire would
+// refuse, so that a caller can check it before any other effect.
+func ValidToken(op, token string) error { return checkToken(op, token) }

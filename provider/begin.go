@@ -69,17 +69,28 @@ type BeginError struct {
 	Workspace *Workspace
 	RequestID string
 	Err       error
+	// Ports: the refused leases were the ports of 'workspace allocate
+	// --ports' (AllocateWithPorts), not a begin's intents.
+	Ports bool
 }
 
 func (e *BeginError) Unwrap() error { return e.Err }
 
 func (e *BeginError) Error() string {
+	if e.Ports {
+		return fmt.Sprintf("allocate %s: the workspace was allocated at %s, but its ports were refused: %v; %s",
+			e.Task, e.Workspace.Path, e.Err, e.Hint())
+	}
 	return fmt.Sprintf("begin %s: the workspace was allocated at %s, but its intents were refused: %v; %s",
 		e.Task, e.Workspace.Path, e.Err, e.Hint())
 }
 
 // Hint says what the caller can do next.
 func (e *BeginError) Hint() string {
+	if e.Ports {
+		return fmt.Sprintf("the workspace is left in place: acquire its ports later ('majlis lease acquire --holder %s host:port:auto'), "+
+			"or take the workspace back with 'majlis workspace reclaim %s'", e.Task, e.Task)
+	}
 	return fmt.Sprintf("the workspace is left in place: retry with --request-id %s once the conflict is gone (it resumes), "+
 		"or take the workspace back with 'majlis workspace reclaim %s'", e.RequestID, e.Task)
 }

@@ -33,6 +33,7 @@ func TestJSONFieldsArePinned(t *testing.T) {
 		"preview_salvage": {reflect.ValueOf(provider.Preview{}).FieldByName("Salvage").Interface(), []string{"added", "clean",
 			"conflicted", "deleted", "dirty_submodules", "files", "hidden", "intent_to_add", "modified", "operation",
 			"partially_staged", "pins", "renamed", "untracked", "worktree_refs"}},
+		"allocate": {provider.AllocateResult{}, []string{"leases", "ports", "token", "workspace"}},
 		"restore": {provider.RestoreResult{}, []string{"branch", "commit", "head", "layout", "not_restored", "restored",
 			"salvage_ref", "workspace"}},
 		"pin":    {gitops.Pin{}, []string{"commit", "source"}},

@@ -171,30 +171,14 @@ func cmdFreePorts(ts *testscript.TestScript, neg bool, args []string) {
 	if err != nil || n < 1 {
 		ts.Fatalf("freeports: bad count %q", args[1])
 	}
-	free := func(p int) bool {
-		for _, a := range []string{"127.0.0.1", "::1"} {
-			l, err := net.Listen("tcp", net.JoinHostPort(a, strconv.Itoa(p)))
-			if err != nil {
-				return a == "::1" && !strings.Contains(err.Error(), "address already in use")
-			}
-			l.Close()
-		}
-		return true
+	lo, ok := findFreePorts(n)
+	if !ok {
+		ts.Fatalf("freeports: no %d consecutive free ports", n)
 	}
-	for lo := 40000 + os.Getpid()%2000*8; lo+n < 65000; lo += n {
-		ok := true
-		for p := lo; p < lo+n && ok; p++ {
-			ok = free(p)
-		}
-		if ok {
-			ts.Setenv(args[0], strconv.Itoa(lo))
-			for i := range n {
-				ts.Setenv(fmt.Sprintf("%s_%d", args[0], i+1), strconv.Itoa(lo+i))
-			}
-			return
-		}
+	ts.Setenv(args[0], strconv.Itoa(lo))
+	for i := range n {
+		ts.Setenv(fmt.Sprintf("%s_%d", args[0], i+1), strconv.Itoa(lo+i))
 	}
-	ts.Fatalf("freeports: no %d consecutive free ports", n)
 }
 
 // cmdListen listens on 127.0.0.1:PORT until the script ends: a program

@@ -10,6 +10,9 @@ import (
 
 func newWorkspaceAllocateCmd(g *globalOptions) *cobra.Command {
 	var opts provider.AllocateOptions
+	var ports int
+	var tok tokenFlag
+	var env envFlag
 	cmd := &cobra.Command{
 		Use:   "allocate BINDING",
 		Short: "Create a workspace (linked worktree) for a binding",
@@ -25,24 +28,49 @@ an unknown base (exit 5) and an existing branch (exit 3). A failure after the
 claim leaves no worktree, directory or branch behind.
 
 BINDING is 1 to 100 letters, digits, '.', '_' or '-', not starting with '-'
-or '.'. Retrying with the same --request-id returns the recorded workspace.`,
+or '.'. Retrying with the same --request-id returns the recorded workspace.
+
+--ports N then grants N free ports to BINDING (host:port:auto, see 'majlis
+lease acquire --help'): the result lists them ("ports", "leases") and prints
+MAJLIS_PORT=... lines; --env prints only those lines (and MAJLIS_LEASE_TOKEN
+when one was generated). When no port is free the workspace stays (exit 4,
+no_free_port, the error names it).`,
 		Example: `  majlis workspace allocate T-14
   majlis workspace allocate T-14 --base origin/main --intent 'src/auth/**' --json
+  majlis workspace allocate T-16 --ports 2 --env > T-16.env
   majlis workspace allocate T-15 --path ../scratch/T-15 --owner-pid $$ --request-id job-81`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Binding = args[0]
+			if err := env.check(g); err != nil {
+				return err
+			}
+			token, err := tok.token()
+			if err != nil {
+				return err
+			}
 			p, err := g.openProvider(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer p.Close()
-			ws, err := p.Allocate(cmd.Context(), opts)
+			res, err := p.AllocateWithPorts(cmd.Context(), opts, ports, token)
 			if err != nil {
 				return err
 			}
-			return g.emit(map[string]any{"workspace": ws}, func(w io.Writer) {
+			if env {
+				writeEnv(g.Stdout, res.Ports, res.Token)
+				return nil
+			}
+			ws := res.Workspace
+			return g.emit(res, func(w io.Writer) {
 				fmt.Fprintf(w, "allocated %s at %s (branch %s, base %s)\n", ws.Binding, ws.Path, ws.Branch, short(ws.Base, 12))
+				for _, l := range portEnv(res.Ports) {
+					fmt.Fprintln(w, l)
+				}
+				if res.Token != "" {
+					fmt.Fprintf(w, "lease token (shown once; renew and release need it): %s\n", res.Token)
+				}
 			})
 		},
 	}
@@ -53,6 +81,9 @@ or '.'. Retrying with the same --request-id returns the recorded workspace.`,
 	f.StringArrayVar(&opts.Intent, "intent", nil, "repository path the task will touch, literal or ending in /** (repeatable)")
 	f.IntVar(&opts.OwnerPID, "owner-pid", 0, "a process whose life marks the workspace as in use")
 	f.BoolVar(&opts.AllowNested, "allow-nested", false, "allow a path inside another worktree")
+	f.IntVar(&ports, "ports", 0, "also grant this many free ports to the binding (host:port:auto)")
+	f.BoolVar((*bool)(&env), "env", false, "print only MAJLIS_PORT=... lines (and a generated MAJLIS_LEASE_TOKEN) for eval or an env file")
+	tok.register(f)
 	f.StringVar(&opts.RequestID, "request-id", "", "idempotency key: a retry returns the recorded result")
 	return cmd
 }
