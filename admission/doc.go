@@ -14,6 +14,10 @@
 //     cross_worktree_overlap (default warn).
 //   - host:NAME — a machine-wide singleton (host:port:3000), unique across
 //     every repository on the machine; always exclusive (host_singleton).
+//     host:port:auto asks for a free port of the policy's port_range: one
+//     no live lease names and nothing listens on (127.0.0.1 and ::1),
+//     picked and granted as host:port:N inside the host ledger's
+//     transaction (AcquireResult.Ports).
 //
 // # Contract
 //
