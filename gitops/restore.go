@@ -316,3 +316,33 @@ func writeFileAtomic(name string, data []byte) error {
 	}
 	return err
 }
+
+// AddWorktreeBranch creates a linked worktree at path, locked with
+// lockReason, with the existing branch checked out as it is (`git
+// worktree add -- path branch`): the branch is neither created nor moved.
+// git refuses a branch checked out in another worktree (ErrBranchExists)
+// and a path that exists (ErrPathExists); a branch that does not exist is
+// ErrUnknownRevision, never created.
+func AddWorktreeBranch(ctx context.Context, dir, path, branch, lockReason string) error {
+	if path == "" || branch == "" {
+		return errors.New("gitops: AddWorktreeBranch needs a path and a branch")
+	}
+	if err := CheckBranchName(branch); err != nil {
+		return err
+	}
+	ref := "refs/heads/" + branch
+	if _, err := git(ctx, dir, cmdOpts{}, "rev-parse", "--verify", "--quiet", ref); err != nil {
+		return fmt.Errorf("%w: no branch %s", ErrUnknownRevision, branch)
+	}
+	args := []string{"worktree", "add", "--quiet", "--lock"}
+	if lockReason != "" {
+		args = append(args, "--reason", lockReason)
+	}
+	// The short name of a branch that exists: git checks that branch out
+	// (a full ref name would detach); never guess a remote one to create.
+	args = append(args, "--no-guess-remote", "--", path, branch)
+	_, err := git(ctx, dir, cmdOpts{}, args...)
+	err = classify(err, ErrBranchExists, "is already checked out at", "is already used by worktree at")
+	err = classify(err, ErrPathExists, "' already exists", "is a missing but already registered worktree", "is a missing but locked worktree")
+	return classify(err, ErrUnknownRevision, "fatal: invalid reference: ")
+}

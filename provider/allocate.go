@@ -37,6 +37,11 @@ type AllocateOptions struct {
 	Binding     string
 	Base        string   // revision; default HEAD of the main worktree
 	Branch      string   // default majlis/<binding>
+	// CheckoutBranch names an existing branch to check out as it is,
+	// instead of creating Branch at Base: the workspace starts at its
+	// tip. It must not be checked out in any worktree. majlis never
+	// moves or deletes it (the claim records Checkout).
+	CheckoutBranch string
 	Path        string   // default <workspace root>/<binding>; relative to the working directory
 	Intent      []string // repository paths the task will touch (literal or trailing /**)
 	OwnerPID    int      // a process whose life marks the workspace as in use
@@ -63,6 +68,13 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 	intent, err := normalizeIntent(o.Intent)
 	if err != nil {
 		return nil, fail(ErrInvalidArgument, err.Error(), "", "")
+	}
+	if o.CheckoutBranch != "" {
+		if o.Branch != "" || o.Base != "" || o.mode != gitops.NewBranch {
+			return nil, fail(ErrInvalidArgument, "--checkout names the branch and its tip is the base", "",
+				"drop --branch and --base")
+		}
+		o.Branch, o.mode = o.CheckoutBranch, gitops.ExistingBranch
 	}
 	if o.mode == gitops.Detached {
 		o.Branch = ""
@@ -97,7 +109,7 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 		o.RequestID = autoRequestPrefix + newID()[:16]
 	}
 	args := requestArgs{Op: "allocate", Binding: o.Binding, Base: o.Base, Branch: o.Branch, Path: path,
-		Intent: intent, OwnerPID: o.OwnerPID, AllowNested: o.AllowNested}
+		Intent: intent, OwnerPID: o.OwnerPID, AllowNested: o.AllowNested, Checkout: o.CheckoutBranch != ""}
 
 	// A retry of an earlier request returns its result or finishes it.
 	if rec, err := p.findRequestClaim(o.Binding, o.RequestID); err != nil {
@@ -125,6 +137,12 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 	if err != nil {
 		return nil, err
 	}
+	if o.CheckoutBranch != "" {
+		if err := p.checkCheckoutBranch(ctx, reader, o.Binding, o.Branch); err != nil {
+			return nil, err
+		}
+		o.Base = "refs/heads/" + o.Branch
+	}
 	base, err := reader.ResolveCommit(ctx, o.Base)
 	if err != nil {
 		if errors.Is(err, gitops.ErrUnknownRevision) {
@@ -149,9 +167,9 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 		} else if err := liveBindingError(o.Binding, recs); err != nil {
 			return nil, err
 		}
-		hint := "pass --branch NAME for a new branch (majlis never reuses or moves an existing branch)"
+		hint := "pass --branch NAME for a new branch, or --checkout " + o.Branch + " to work on it as it is (majlis never moves an existing branch)"
 		if o.Branch == "majlis/"+o.Binding {
-			hint = "an earlier workspace of " + o.Binding + " kept it; pass --branch NAME, or delete it (git branch -d " + o.Branch + ") once merged"
+			hint = "an earlier workspace of " + o.Binding + " kept it: continue on it with --checkout " + o.Branch + ", or pass --branch NAME for a new one"
 		}
 		return nil, fail(ErrBranchExists, o.Branch, "", hint)
 	}
@@ -487,6 +505,8 @@ func (p *Provider) createWorktree(ctx context.Context, rec *claimRecord, populat
 	newBranch := !c.Checkout && !c.Detached
 	var err error
 	switch {
+	case populate == nil && c.Checkout && c.Restore == "":
+		err = gitops.AddWorktreeBranch(ctx, c.CommonDir, c.Path, c.Branch, reason)
 	case populate != nil || !newBranch:
 		mode := gitops.NewBranch
 		if c.Checkout {
@@ -584,7 +604,9 @@ func (p *Provider) undoAllocation(ctx context.Context, rec *claimRecord, cause e
 		return cause
 	}
 	err := &Error{Op: "allocate", Binding: c.Binding, Path: c.Path, Err: cause}
-	if errors.Is(cause, gitops.ErrBranchExists) {
+	if errors.Is(cause, gitops.ErrBranchExists) && c.Checkout {
+		err.Err, err.Reason = ErrBranchCheckedOut, cause.Error()
+	} else if errors.Is(cause, gitops.ErrBranchExists) {
 		err.Err, err.Reason = ErrBranchExists, cause.Error()
 	} else if errors.Is(cause, gitops.ErrPathExists) {
 		err.Err, err.Reason = ErrPathExists, cause.Error()
@@ -638,7 +660,9 @@ func (p *Provider) resumeAllocation(ctx context.Context, rec *claimRecord) (*Wor
 		// A branch the dead allocator's git created at the base, checked
 		// out nowhere, is its own: remove it so the add can run again.
 		// (Only allocation creates branches; restore claims returned above.)
-		inUse := false
+		// A branch that existed before the claim (--checkout) is never
+		// the allocator's: it is never deleted.
+		inUse := c.Checkout || c.Detached
 		for _, w := range wts {
 			inUse = inUse || w.Branch == "refs/heads/"+c.Branch
 		}
@@ -683,6 +707,7 @@ type requestArgs struct {
 	Message     string   `json:"message,omitempty"`
 	Shared      bool     `json:"shared,omitempty"` // begin
 	TTL         string   `json:"ttl,omitempty"`    // begin
+	Checkout    bool     `json:"checkout,omitempty"`
 	Ports       int      `json:"ports,omitempty"`  // begin
 
 	Confirm string `json:"confirm,omitempty"` // doctor --repair: the digest, or "yes"
@@ -806,4 +831,32 @@ func shortDigest(d string) string {
 		return d[:12]
 	}
 	return d
+}
+
+// checkCheckoutBranch refuses --checkout of a branch that does not exist
+// (ErrUnknownBranch) or that a worktree has checked out
+// (ErrBranchCheckedOut, naming the worktree): git would refuse it too, and
+// majlis never takes a branch from under another worktree.
+func (p *Provider) checkCheckoutBranch(ctx context.Context, reader *gitops.Reader, binding, branch string) error {
+	exists, err := reader.RefExists(ctx, "refs/heads/"+branch)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		return &Error{Op: "allocate", Binding: binding, Err: ErrUnknownBranch, Reason: "no branch named " + branch,
+			Hint: "name an existing local branch (git branch --list), or drop --checkout to create a new one"}
+	}
+	wts, err := gitops.ListWorktrees(ctx, p.Reg.CommonDir)
+	if err != nil {
+		return err
+	}
+	for _, w := range wts {
+		if w.Branch == "refs/heads/"+branch {
+			return &Error{Op: "allocate", Binding: binding, Path: w.Path, Err: ErrBranchCheckedOut,
+				Reason:  "branch " + branch + " is checked out in the worktree " + w.Path,
+				Hint:    "switch that worktree to another branch, or reclaim its workspace, first",
+				Details: map[string]any{"worktree": w.Path, "branch": branch}}
+		}
+	}
+	return nil
 }

@@ -73,7 +73,8 @@ type Claim struct {
 	Branch       string `json:"branch"`
 	// Checkout: Branch existed before the claim and is checked out as it
 	// is (never moved or deleted by majlis); Detached: HEAD is detached at
-	// Base and Branch is empty. Both are set only by restore.
+	// Base and Branch is empty. Detached is set only by restore; Checkout
+	// by restore and by allocate --checkout.
 	Checkout bool `json:"checkout,omitempty"`
 	Detached bool `json:"detached,omitempty"`
 	// Restore is the salvage ref a restore fills the worktree from.
@@ -97,8 +98,8 @@ func (c *Claim) check() error {
 		return errors.New("incomplete claim")
 	case c.Checkout && c.Detached:
 		return errors.New("a claim cannot both check out a branch and detach")
-	case (c.Checkout || c.Detached) && c.Restore == "":
-		return errors.New("only a restore checks out an existing branch or detaches")
+	case c.Detached && c.Restore == "":
+		return errors.New("only a restore detaches")
 	case !filepath.IsAbs(c.Path) || !filepath.IsAbs(c.PhysicalPath):
 		return errors.New("claim paths must be absolute")
 	case c.Intent == nil:

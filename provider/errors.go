@@ -17,6 +17,11 @@ var (
 	ErrNotFound        = errors.New("provider: no such workspace")
 	ErrUnknownBase     = errors.New("provider: unknown base revision")
 	ErrBranchExists    = errors.New("provider: branch already exists")
+	// ErrBranchCheckedOut: --checkout named a branch that a worktree has
+	// checked out (git allows a branch in one worktree only).
+	ErrBranchCheckedOut = errors.New("provider: branch is checked out in another worktree")
+	// ErrUnknownBranch: --checkout named a branch that does not exist.
+	ErrUnknownBranch = errors.New("provider: no such branch")
 	ErrPathExists      = errors.New("provider: path already exists")
 	ErrNested          = errors.New("provider: path lies inside another workspace")
 	ErrReserved        = errors.New("provider: path overlaps a reserved reclaim target")

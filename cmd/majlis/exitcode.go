@@ -154,6 +154,8 @@ var providerCodes = []struct {
 	{provider.ErrLocked, ExitRefused, "locked"},
 	{provider.ErrAlreadyInit, ExitRefused, "already_initialized"},
 	{provider.ErrBranchExists, ExitRefused, "branch_exists"},
+	{provider.ErrBranchCheckedOut, ExitRefused, "branch_checked_out"},
+	{provider.ErrUnknownBranch, ExitNotFound, "unknown_branch"},
 	{provider.ErrPathExists, ExitRefused, "path_exists"},
 	{provider.ErrNested, ExitRefused, "nested_workspace"},
 	{provider.ErrUnsafePath, ExitRefused, "unsafe_path"},

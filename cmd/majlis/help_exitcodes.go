@@ -36,12 +36,13 @@ exit status:
      workspace_missing, identity_drift, interrupted, unsupported_filesystem,
      not_owner, lease_changed, quarantined, unsafe_path, policy_blocked,
      not_holder, not_quarantined, hook_exists, token_required,
-     server_foreign, server_version_mismatch, unsafe_state
+     server_foreign, server_version_mismatch, unsafe_state,
+     branch_checked_out
   4  held, binding_live, workspace_live, owner_alive, owner_unknown,
      not_expired, exists, reclaiming, recoverable, server_starting,
      server_unresponsive, no_free_port
   5  not_found, not_a_repository, not_initialized, unknown_base,
-     server_not_running, server_stale_lease
+     server_not_running, server_stale_lease, unknown_branch
 
 Lease refusals carry their facts in details: "conflicts" (held,
 quarantined: each with the other lease and the policy key that decided),

@@ -27,6 +27,13 @@ ignores it, or --allow-nested) or overlaps a target being reclaimed (exit 3),
 an unknown base (exit 5) and an existing branch (exit 3). A failure after the
 claim leaves no worktree, directory or branch behind.
 
+--checkout BRANCH checks out an existing branch instead, as it is: the
+workspace starts at its tip, and majlis never moves or deletes that branch
+(the claim records that majlis did not create it). A branch checked out in
+any worktree is refused (exit 3, branch_checked_out, naming the worktree);
+an unknown one exits 5 (unknown_branch). A binding reclaimed keeps its branch
+majlis/BINDING: allocate it again with --checkout majlis/BINDING.
+
 BINDING is 1 to 100 letters, digits, '.', '_' or '-', not starting with '-'
 or '.'. Retrying with the same --request-id returns the recorded workspace.
 
@@ -37,6 +44,7 @@ when one was generated). When no port is free the workspace stays (exit 4,
 no_free_port, the error names it).`,
 		Example: `  majlis workspace allocate T-14
   majlis workspace allocate T-14 --base origin/main --intent 'src/auth/**' --json
+  majlis workspace allocate T-14 --checkout majlis/T-14
   majlis workspace allocate T-16 --ports 2 --env > T-16.env
   majlis workspace allocate T-15 --path ../scratch/T-15 --owner-pid $$ --request-id job-81`,
 		Args: usageArgs(cobra.ExactArgs(1)),
@@ -77,6 +85,7 @@ no_free_port, the error names it).`,
 	f := cmd.Flags()
 	f.StringVar(&opts.Base, "base", "", "revision to start from (default HEAD of the main worktree)")
 	f.StringVar(&opts.Branch, "branch", "", "new branch to create (default majlis/BINDING)")
+	f.StringVar(&opts.CheckoutBranch, "checkout", "", "existing branch to check out as it is (instead of a new branch)")
 	f.StringVar(&opts.Path, "path", "", "where to create the worktree (default <workspace root>/BINDING)")
 	f.StringArrayVar(&opts.Intent, "intent", nil, "repository path the task will touch, literal or ending in /** (repeatable)")
 	f.IntVar(&opts.OwnerPID, "owner-pid", 0, "a process whose life marks the workspace as in use")
