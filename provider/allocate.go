@@ -34,19 +34,19 @@ const publicationTTL = 30 * time.Second
 
 // AllocateOptions describe a workspace to allocate.
 type AllocateOptions struct {
-	Binding     string
-	Base        string   // revision; default HEAD of the main worktree
-	Branch      string   // default majlis/<binding>
+	Binding string
+	Base    string // revision; default HEAD of the main worktree
+	Branch  string // default majlis/<binding>
 	// CheckoutBranch names an existing branch to check out as it is,
 	// instead of creating Branch at Base: the workspace starts at its
 	// tip. It must not be checked out in any worktree. majlis never
 	// moves or deletes it (the claim records Checkout).
 	CheckoutBranch string
-	Path        string   // default <workspace root>/<binding>; relative to the working directory
-	Intent      []string // repository paths the task will touch (literal or trailing /**)
-	OwnerPID    int      // a process whose life marks the workspace as in use
-	AllowNested bool     // allow a path inside another worktree that does not ignore it
-	RequestID   string   // retrying with the same id returns the recorded result
+	Path           string   // default <workspace root>/<binding>; relative to the working directory
+	Intent         []string // repository paths the task will touch (literal or trailing /**)
+	OwnerPID       int      // a process whose life marks the workspace as in use
+	AllowNested    bool     // allow a path inside another worktree that does not ignore it
+	RequestID      string   // retrying with the same id returns the recorded result
 
 	// Set by restore only: how HEAD is set (a new branch, an existing
 	// branch already at Base, or detached), and what fills the worktree,
@@ -708,7 +708,7 @@ type requestArgs struct {
 	Shared      bool     `json:"shared,omitempty"` // begin
 	TTL         string   `json:"ttl,omitempty"`    // begin
 	Checkout    bool     `json:"checkout,omitempty"`
-	Ports       int      `json:"ports,omitempty"`  // begin
+	Ports       int      `json:"ports,omitempty"` // begin
 
 	Confirm string `json:"confirm,omitempty"` // doctor --repair: the digest, or "yes"
 }

@@ -21,7 +21,7 @@ var (
 	// checked out (git allows a branch in one worktree only).
 	ErrBranchCheckedOut = errors.New("provider: branch is checked out in another worktree")
 	// ErrUnknownBranch: --checkout named a branch that does not exist.
-	ErrUnknownBranch = errors.New("provider: no such branch")
+	ErrUnknownBranch   = errors.New("provider: no such branch")
 	ErrPathExists      = errors.New("provider: path already exists")
 	ErrNested          = errors.New("provider: path lies inside another workspace")
 	ErrReserved        = errors.New("provider: path overlaps a reserved reclaim target")
