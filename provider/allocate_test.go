@@ -339,3 +339,47 @@ func FuzzUnsealClaim(f *testing.F) {
 		_ = digest
 	})
 }
+
+// An allocation of an existing branch (--checkout) that fails after its
+// claim, or whose allocator dies, never deletes or moves that branch:
+// majlis did not create it.
+func TestCheckoutBranchIsNeverDeleted(t *testing.T) {
+	repo, p := newProvider(t)
+	repo.Git("branch", "feature")
+	repo.Git("commit", "-q", "--allow-empty", "-m", "second")
+	tip := strings.TrimSpace(repo.Git("rev-parse", "feature"))
+
+	hook := filepath.Join(repo.CommonDir(), "hooks", "post-checkout")
+	os.MkdirAll(filepath.Dir(hook), 0o755)
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\necho hook refuses >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Allocate(t.Context(), AllocateOptions{Binding: "F-1", CheckoutBranch: "feature"}); err == nil {
+		t.Fatal("allocate succeeded despite the failing hook")
+	}
+	if got := strings.TrimSpace(repo.Git("rev-parse", "feature")); got != tip {
+		t.Fatalf("after a failed allocation feature is %q, want %q", got, tip)
+	}
+	if n := worktreeCount(t, repo); n != 1 {
+		t.Errorf("%d worktrees registered, want 1", n)
+	}
+	os.Remove(hook)
+
+	// The allocator dies after its claim: the resume checks the branch out,
+	// and deletes nothing.
+	path := filepath.Join(p.Reg.WorkspaceRoot, "F-2")
+	k := startChild(t, "claim-and-die", "MAJLIS_REPO="+repo.Dir, "MAJLIS_BINDING=F-2", "MAJLIS_PATH="+path,
+		"MAJLIS_REQUEST=req-8", "MAJLIS_BASE="+tip, "MAJLIS_CHECKOUT=feature")
+	k.cmd.Wait()
+	ws, err := p.Allocate(t.Context(), AllocateOptions{Binding: "F-2", RequestID: "req-8", Path: path, CheckoutBranch: "feature"})
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if ws.Branch != "feature" || ws.Head != tip || strings.TrimSpace(repo.Git("rev-parse", "feature")) != tip {
+		t.Errorf("resumed workspace %+v; feature at %s, want %s", ws, repo.Git("rev-parse", "feature"), tip)
+	}
+	recs, _ := p.readBinding("F-2")
+	if len(recs) != 1 || !recs[0].Claim.Checkout {
+		t.Errorf("the claim does not record the checkout: %+v", recs)
+	}
+}

@@ -76,6 +76,11 @@ func runChild(mode string) int {
 			BaseRef: "HEAD", Branch: "majlis/" + opts.Binding, Intent: []string{}, CreatedAt: p.now().UTC()}
 		c.Allocator, _ = reservation.ProcessOwner(os.Getpid())
 		args := requestArgs{Op: "allocate", Binding: opts.Binding, Base: "HEAD", Branch: c.Branch, Path: path, Intent: []string{}}
+		if b := os.Getenv("MAJLIS_CHECKOUT"); b != "" {
+			// As allocate --checkout B publishes it.
+			c.Branch, c.BaseRef, c.Checkout = b, "refs/heads/"+b, true
+			args.Branch, args.Checkout = b, true
+		}
 		if _, err := p.publishClaim(ctx, c, args, nil); err != nil {
 			fmt.Println(err)
 			return 1
