@@ -114,6 +114,7 @@ object, success or error). Exit codes are stable: see 'majlis help exit-codes'.`
 		newDebugCmd(g),
 	)
 	strictGroups(g, root)
+	completions(g, root)
 	return root
 }
 
