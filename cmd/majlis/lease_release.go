@@ -17,7 +17,8 @@ func newLeaseReleaseCmd(g *globalOptions) *cobra.Command {
 		Long: `Release leases of the holder: active and quarantined ones alike, which lifts
 a quarantine (the holder itself says its writer is done). Without LEASE_IDs,
 every lease of the holder in this repository (and its host leases acquired
-from it) is released. Releasing a lease twice is harmless; another holder's
+from it) is released. Releasing a lease twice, or for a holder with nothing
+to release, is harmless (exit 0, "released: 0"); another holder's
 lease refuses (exit 3, not_holder), an unknown one is not found (exit 5).
 
 A lease granted with a lease token is released only with it (--token-file F
@@ -47,10 +48,10 @@ token_required. Leases granted before lease tokens existed need none.`,
 			}
 			return g.emit(res, func(w io.Writer) {
 				if len(res.Leases) == 0 {
-					fmt.Fprintf(w, "%s holds no leases here; nothing released\n", req.Holder)
+					fmt.Fprintf(w, "released: 0 (%s holds no leases here)\n", req.Holder)
 					return
 				}
-				fmt.Fprintf(w, "released %s of %s:\n", plural(len(res.Leases), "lease", "leases"), req.Holder)
+				fmt.Fprintf(w, "released: %s of %s\n", plural(len(res.Leases), "lease", "leases"), req.Holder)
 				renderLeases(w, res.Leases, false, nil)
 			})
 		},

@@ -115,6 +115,7 @@ object, success or error). Exit codes are stable: see 'majlis help exit-codes'.`
 	)
 	strictGroups(g, root)
 	completions(g, root)
+	onceFlags(root)
 	return root
 }
 

@@ -34,7 +34,7 @@ DIGEST proceeds only if the preview computed now has that digest (else exit 3,
 preview_stale, saying what changed since that preview: files, peers, HEAD,
 while its summary is kept, a day at most); a DIGEST that is not sha256: and
 64 lowercase hex digits is a usage error (exit 2). --yes skips the comparison, never the checks. On a terminal,
-without either, reclaim shows the preview and asks; without a terminal it
+without either, reclaim shows the preview and asks (y or yes proceeds); without a terminal it
 refuses (exit 3, unconfirmed).
 
 Before anything, reclaim refuses a workspace whose --owner-pid process is alive,
@@ -74,9 +74,9 @@ See docs/reclaim.md.`,
 					return g.emit(map[string]any{"preview": pv}, func(w io.Writer) { renderPreview(w, pv) })
 				}
 				renderPreview(g.Stderr, pv)
-				fmt.Fprintf(g.Stderr, "\nReclaim %s? Type yes to proceed: ", opts.Binding)
+				fmt.Fprintf(g.Stderr, "\nReclaim %s? [y/N] ", opts.Binding)
 				answer, _ := bufio.NewReader(g.Stdin).ReadString('\n')
-				if strings.TrimSpace(answer) != "yes" {
+				if !confirmed(answer) {
 					return &provider.Error{Op: "reclaim", Binding: opts.Binding, Err: provider.ErrUnconfirmed, Reason: "not confirmed"}
 				}
 				opts.Confirm = pv.Digest

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// confirmed reports whether an answer to an interactive confirmation
+// says yes: "y" or "yes", in any case, with surrounding spaces. Anything
+// else, an empty line included, is no.
+func confirmed(answer string) bool {
+	switch strings.ToLower(strings.TrimSpace(answer)) {
+	case "y", "yes":
+		return true
+	}
+	return false
+}
+
+// onceValue refuses a second value for a single-value flag: with
+// "--holder A --holder B" one of the two would be dropped silently.
+type onceValue struct {
+	pflag.Value
+	name string
+	set  bool
+}
+
+func (v *onceValue) Set(s string) error {
+	if v.set {
+		return fmt.Errorf("--%s given twice: it takes one value", v.name)
+	}
+	v.set = true
+	return v.Value.Set(s)
+}
+
+// onceFlags makes every single-value flag of the tree a usage error when
+// repeated. Repeatable flags (slices, arrays, counts) and switches
+// (booleans, where a repetition changes nothing) stay as they are.
+func onceFlags(root *cobra.Command) {
+	wrap := func(f *pflag.Flag) {
+		if _, done := f.Value.(*onceValue); done {
+			return
+		}
+		if _, slice := f.Value.(pflag.SliceValue); slice {
+			return
+		}
+		switch t := f.Value.Type(); {
+		case t == "bool" || t == "count" || strings.HasSuffix(t, "Slice") || strings.HasSuffix(t, "Array"):
+			return
+		}
+		f.Value = &onceValue{Value: f.Value, name: f.Name}
+	}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Flags().VisitAll(wrap)
+		c.PersistentFlags().VisitAll(wrap)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}
