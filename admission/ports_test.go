@@ -224,3 +224,27 @@ func TestAutoPortRace(t *testing.T) {
 		}
 	}
 }
+
+// A retry with the same request id returns the ports granted the first
+// time, and grants nothing new.
+func TestAutoPortReplay(t *testing.T) {
+	e := newEnv(t)
+	lo := freeWindow(t, 4)
+	setRange(t, e, lo, lo+3)
+	req := AcquireRequest{Token: testToken, Holder: "web", Checkout: e.main.Dir, RequestID: "r-1",
+		Resources: []string{"host:port:auto", "host:port:auto"}}
+	first, err := e.s.Acquire(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := e.s.Acquire(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Replayed || !slices.Equal(again.Ports, first.Ports) {
+		t.Errorf("retry: replayed %v, ports %v, want the recorded %v", again.Replayed, again.Ports, first.Ports)
+	}
+	if n := len(e.list(false)); n != 2 {
+		t.Errorf("%d live leases after the retry, want 2", n)
+	}
+}

@@ -19,19 +19,25 @@ func confirmed(answer string) bool {
 	return false
 }
 
-// onceValue refuses a second value for a single-value flag: with
-// "--holder A --holder B" one of the two would be dropped silently.
+// onceValue refuses a second, different value for a single-value flag:
+// with "--holder A --holder B" one of the two would be dropped silently.
+// The same value again is no ambiguity, and cobra's completion parses the
+// flags of the command line twice.
 type onceValue struct {
 	pflag.Value
-	name string
-	set  bool
+	name  string
+	set   bool
+	first string
 }
 
 func (v *onceValue) Set(s string) error {
 	if v.set {
-		return fmt.Errorf("--%s given twice: it takes one value", v.name)
+		if s == v.first {
+			return nil
+		}
+		return fmt.Errorf("--%s given twice (%q and %q): it takes one value", v.name, v.first, s)
 	}
-	v.set = true
+	v.set, v.first = true, s
 	return v.Value.Set(s)
 }
 
