@@ -1,0 +1,18 @@
+//go:build !linux
+
+package gitops
+
+import (
+	"errors"
+	"os"
+)
+
+// ErrCrossDevice means a move would cross file systems (a bind mount at
+// the source, say). Nothing is ever copied across: the move is refused.
+var ErrCrossDevice = errors.New("gitops: the move would cross file systems")
+
+// MoveDir needs renameat2(RENAME_NOREPLACE), which only Linux has here:
+// elsewhere it refuses, and reclaim with it.
+func MoveDir(from, to string) error {
+	return &os.LinkError{Op: "rename", Old: from, New: to, Err: errors.ErrUnsupported}
+}
