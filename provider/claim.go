@@ -115,6 +115,14 @@ const (
 	EventReleased  = "released"  // the holder is done; files stay
 	EventReclaimed = "reclaimed" // the workspace was removed (with attestation)
 	EventSalvaged  = "salvaged"  // a reclaim salvaged the work (before any destructive step)
+	// EventMoved is published before reclaim moves the workspace into its
+	// trash folder; it names that folder and git's admin entry (trash.go).
+	EventMoved = "moved"
+	// EventChecked: the moved workspace was verified in the trash and
+	// salvaged again (its salvage_ref names the second salvage, if any).
+	EventChecked = "checked"
+	// EventPurged: a trash folder kept after the reclaim was deleted.
+	EventPurged = "purged"
 )
 
 // An Event is an immutable fact about a claim.
@@ -130,6 +138,12 @@ type Event struct {
 	Head        string    `json:"head,omitempty"`
 	Reason      string    `json:"reason,omitempty"`
 	SalvageRef  string    `json:"salvage_ref,omitempty"`
+	// TrashPath (moved, and reclaimed when the trash is kept) is the
+	// workspace's trash folder; AdminEntry (moved) is git's admin entry of
+	// the workspace; KeepUntil (reclaimed) is when kept trash may go.
+	TrashPath  string     `json:"trash_path,omitempty"`
+	AdminEntry string     `json:"admin_entry,omitempty"`
+	KeepUntil  *time.Time `json:"keep_until,omitempty"`
 }
 
 func (e *Event) check() error {
@@ -138,7 +152,11 @@ func (e *Event) check() error {
 		if e.Ino == 0 {
 			return errors.New("created event without file identity")
 		}
-	case EventFailed, EventReleased, EventReclaimed, EventSalvaged:
+	case EventMoved:
+		if !filepath.IsAbs(e.TrashPath) || !filepath.IsAbs(e.AdminEntry) {
+			return errors.New("moved event without its trash folder and admin entry")
+		}
+	case EventFailed, EventReleased, EventReclaimed, EventSalvaged, EventChecked, EventPurged:
 	default:
 		return fmt.Errorf("unknown event kind %q", e.Kind)
 	}

@@ -39,6 +39,8 @@ var (
 	ErrWorktreeConfig  = errors.New("provider: git would act on another directory than the workspace")
 	ErrLocked          = errors.New("provider: workspace is locked by someone else")
 	ErrUnsafePath      = errors.New("provider: path lies inside a git directory")
+	ErrTrash           = errors.New("provider: the workspace could not be moved to or deleted from its trash folder")
+	ErrCrossDevice     = errors.New("provider: the workspace is on another file system than its folder")
 )
 
 // An Error reports a refused or failed workspace operation with its facts.

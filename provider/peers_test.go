@@ -1161,7 +1161,7 @@ func TestReclaimSuccessPath(t *testing.T) {
 	for _, s := range pv.Steps {
 		steps = append(steps, s.Name)
 	}
-	if diff := cmp.Diff([]string{"salvage", "reset", "clean", "remove"}, steps); diff != "" {
+	if diff := cmp.Diff([]string{"salvage", "move", "resalvage", "delete-trash"}, steps); diff != "" {
 		t.Errorf("preview steps (-want +got):\n%s", diff)
 	}
 	res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Confirm: pv.Digest, RequestID: "rc-1"})
@@ -1169,7 +1169,7 @@ func TestReclaimSuccessPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	peerReclaimed(t, p, repo, target, res)
-	if diff := cmp.Diff([]string{"salvage", "reset", "clean", "remove"}, res.StepsDone); diff != "" {
+	if diff := cmp.Diff([]string{"salvage", "move", "delete-trash"}, res.StepsDone); diff != "" {
 		t.Errorf("steps done (-want +got):\n%s", diff)
 	}
 	if res.SalvageRef == nil || *res.SalvageRef != SalvagePrefix+"T-1/1" || res.Branch != "majlis/T-1" {

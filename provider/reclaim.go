@@ -23,12 +23,11 @@ import (
 )
 
 var (
-	fpReclaimReserved     = failpoint.New("reclaim/reserved")
-	fpReclaimSalvaged     = failpoint.New("reclaim/salvaged")
-	fpReclaimBeforeReset  = failpoint.New("reclaim/before-reset")
-	fpReclaimBeforeClean  = failpoint.New("reclaim/before-clean")
-	fpReclaimBeforeRemove = failpoint.New("reclaim/before-remove")
-	fpReclaimRemoved      = failpoint.New("reclaim/removed")
+	fpReclaimReserved = failpoint.New("reclaim/reserved")
+	fpReclaimSalvaged = failpoint.New("reclaim/salvaged")
+	// reclaim/removed: the trash deleted (or kept), the claim not yet
+	// retired. The steps between are in trash.go.
+	fpReclaimRemoved = failpoint.New("reclaim/removed")
 )
 
 // ReservationTTLEnv sets the expiry of reclaim reservations (a Go
@@ -56,7 +55,7 @@ func ReservationTTL() (time.Duration, error) {
 
 // A Step is one effect a reclaim will have (or had).
 type Step struct {
-	Name   string `json:"name"`   // salvage, reset, clean, remove
+	Name   string `json:"name"`   // salvage, move, resalvage, delete-trash (forget, record for a missing workspace)
 	Count  int    `json:"count"`  // files concerned
 	Detail string `json:"detail"` // in words
 }
@@ -141,6 +140,10 @@ type ReclaimOptions struct {
 	Yes               bool   // proceed without comparing digests (the checks still run)
 	SalvageSubmodules bool   // salvage dirty submodules too, instead of refusing
 	RequestID         string
+	// KeepTrash, when positive, keeps the moved workspace in its trash
+	// folder for this long instead of deleting it; the next reclaim after
+	// that deletes it.
+	KeepTrash time.Duration
 }
 
 // A ReclaimResult reports a finished reclaim. Its JSON is part of the CLI
@@ -154,6 +157,20 @@ type ReclaimResult struct {
 	StepsDone   []string `json:"steps_done"`
 	Removed     bool     `json:"removed"`
 	Branch      string   `json:"branch"` // kept
+	// SecondSalvageRef is the salvage of what the workspace held once moved
+	// aside, when it differs from the first salvage (a writer was still at
+	// work); it is in SalvageRefs too.
+	SecondSalvageRef *string `json:"second_salvage_ref,omitempty"`
+	// TrashPath and TrashKeptUntil are set when the trash is kept
+	// (--keep-trash): the workspace's directory is there until then.
+	TrashPath      string     `json:"trash_path,omitempty"`
+	TrashKeptUntil *time.Time `json:"trash_kept_until,omitempty"`
+	// PathOccupied reports that something appeared at the workspace's path
+	// after the move: someone else's, left alone.
+	PathOccupied bool `json:"path_occupied,omitempty"`
+	// TrashPurged lists kept trash folders, of any workspace, that had
+	// expired and that this reclaim deleted.
+	TrashPurged []string `json:"trash_purged,omitempty"`
 	// PinnedOnFirstContact reports that the workspace, allocated before
 	// majlis pinned admin entries, was pinned by this reclaim.
 	PinnedOnFirstContact bool `json:"pinned_on_first_contact,omitempty"`
@@ -259,7 +276,6 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 	}
 	s.Clean = s.Files == 0 && sv.Empty()
 	pv.IgnoredFiles = n.Ignored
-	tracked := n.Total() - n.Untracked
 	if !s.Clean {
 		var what []string
 		if s.Files > 0 {
@@ -282,13 +298,10 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 		}
 		pv.Steps = append(pv.Steps, Step{"salvage", s.Files, "keep " + strings.Join(what, ", ") + " on " + SalvagePrefix + c.Binding + "/<n>"})
 	}
-	if tracked > 0 {
-		pv.Steps = append(pv.Steps, Step{"reset", tracked, "git reset --hard: discard changes to tracked files (salvaged first)"})
-	}
-	if n.Untracked > 0 {
-		pv.Steps = append(pv.Steps, Step{"clean", n.Untracked, "git clean -fd: delete untracked files (salvaged first)"})
-	}
-	pv.Steps = append(pv.Steps, Step{"remove", n.Ignored, fmt.Sprintf("git worktree remove %s: delete the directory, with %d ignored files that are not salvaged; branch %s is kept", c.Path, n.Ignored, c.Branch)})
+	pv.Steps = append(pv.Steps,
+		Step{"move", 0, fmt.Sprintf("move the directory, with one rename, into a trash folder beside it (%s/%s%s.%d.<random>), still locked; nothing is deleted at %s", filepath.Dir(c.Path), trashPrefix, c.Binding, c.Seq, c.Path)},
+		Step{"resalvage", 0, "snapshot it again in the trash; anything written since the salvage goes to a second salvage ref"},
+		Step{"delete-trash", n.Ignored, fmt.Sprintf("delete the trash folder, with %d ignored files that are not salvaged (--keep-trash D keeps it for D); branch %s is kept", n.Ignored, c.Branch)})
 	pins := make([]string, 0, len(s.Pins)+len(sv.Refs))
 	for _, p := range s.Pins {
 		pins = append(pins, p.Commit+" "+p.Source)
@@ -440,6 +453,13 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 		return nil, &Error{Op: "reclaim", Binding: o.Binding, Err: ErrUnconfirmed,
 			Hint: "run with --preview, then --confirm DIGEST (or --yes to skip the comparison)"}
 	}
+	if rec.has(EventMoved) {
+		// An interrupted reclaim moved (or was about to move) the
+		// workspace into its trash folder: finish from there.
+		if res, handled, err := p.reclaimMoved(ctx, rec, o, args); handled {
+			return res, err
+		}
+	}
 	entry, err := p.authority(ctx, rec)
 	if err != nil {
 		if errors.Is(err, ErrMissing) {
@@ -540,82 +560,9 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, entry 
 		return nil, err
 	}
 
-	step := func(name string, fp *failpoint.Point, needed bool, effect func() error) error {
-		if !needed {
-			return nil
-		}
-		if err := p.recheck(ctx, rec, lease); err != nil {
-			return err
-		}
-		if err := fp.Inject(); err != nil {
-			return err
-		}
-		if err := effect(); err != nil {
-			return err
-		}
-		res.StepsDone = append(res.StepsDone, name)
-		return nil
-	}
-	counts := pv.status.Counts()
-	if err := step("reset", fpReclaimBeforeReset, counts.Total()-counts.Untracked > 0, func() error {
-		// A hidden file whose edit was salvaged would make the reset
-		// refuse; its flag goes first (the index only).
-		if err := gitops.Unhide(ctx, c.Path, pv.Salvage.Hidden); err != nil {
-			return err
-		}
-		return gitops.ResetHard(ctx, c.Path)
-	}); err != nil {
-		return nil, err
-	}
-	if err := step("clean", fpReclaimBeforeClean, counts.Untracked > 0, func() error {
-		return gitops.CleanUntracked(ctx, c.Path, gitops.CleanOptions{})
-	}); err != nil {
-		return nil, err
-	}
-	if err := step("remove", fpReclaimBeforeRemove, true, func() error {
-		// Only majlis's own lock is lifted (the re-check just refused any
-		// other); a lock someone puts back meanwhile makes git refuse the
-		// removal.
-		if err := unlockOwn(rec, entry.dir); err != nil {
-			return err
-		}
-		// Never --force, except that git refuses any worktree with
-		// checked-out submodules without it: their work and commits were
-		// kept above, and the checks just ran. Otherwise a file written
-		// since the clean makes git refuse, and the workspace stays
-		// (relocked so that no prune can drop it).
-		owned, err := ownedSubmodules(ctx, c.Path)
-		if err != nil {
-			return err
-		}
-		if err := gitops.RemoveWorktree(ctx, c.CommonDir, c.Path, len(owned) > 0); err != nil {
-			_ = gitops.LockWorktree(ctx, c.CommonDir, c.Path, lockReason(rec))
-			return err
-		}
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	if err := fpReclaimRemoved.Inject(); err != nil {
-		return nil, err
-	}
-	if _, err := os.Lstat(c.Path); !errors.Is(err, os.ErrNotExist) {
-		return nil, &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrInterrupted,
-			Reason: "git worktree remove left the directory in place"}
-	}
-	res.Removed = true
-	ref := ""
-	if ev := rec.Events[EventSalvaged]; ev != nil {
-		ref = ev.SalvageRef // the first salvage, perhaps by an interrupted run
-		res.SalvageRef = &ref
-		if len(res.SalvageRefs) == 0 || res.SalvageRefs[0] != ref {
-			res.SalvageRefs = append([]string{ref}, res.SalvageRefs...)
-		}
-	}
-	if _, err := p.publishEvent(rec, Event{Kind: EventReclaimed, SalvageRef: ref}); err != nil {
-		return nil, err
-	}
-	return res, nil
+	// From here on nothing runs on the workspace's path: it is moved
+	// aside, verified and salvaged again there, then deleted (trash.go).
+	return p.moveAside(ctx, rec, entry, lease, o, res)
 }
 
 // missingPreview is the preview of a workspace whose directory is gone:

@@ -155,8 +155,8 @@ func crashFailpoints(t *testing.T, bin string) []string {
 			t.Fatalf("the binary does not list failpoint %s\n%s", n, r)
 		}
 	}
-	for _, n := range []string{"reclaim/reserved", "reclaim/salvaged", "reclaim/before-reset",
-		"reclaim/before-clean", "reclaim/before-remove", "reclaim/removed"} {
+	for _, n := range []string{"reclaim/reserved", "reclaim/salvaged", "reclaim/before-move",
+		"reclaim/moved", "reclaim/repaired", "reclaim/resalvaged", "reclaim/before-delete", "reclaim/removed"} {
 		if !slices.Contains(names, n) {
 			t.Fatalf("failpoint %s (CLI.md) is not declared; declared: %v", n, names)
 		}
@@ -515,9 +515,9 @@ func TestReclaimCrashMatrix(t *testing.T) {
 				t.Fatalf("the reclaim was not killed at %s\n%s", point, crash)
 			}
 			s.checkWorkPreserved(t)
-			if slices.Contains([]string{"reclaim/reserved", "reclaim/salvaged", "reclaim/before-reset"}, point) {
-				// Before the first destructive effect (salvage included,
-				// which must not touch the workspace) T-1 is as it was.
+			if slices.Contains([]string{"reclaim/reserved", "reclaim/salvaged", "reclaim/before-move"}, point) {
+				// Before the move (salvage included, which must not touch
+				// the workspace) T-1 is as it was, at its path.
 				if diff := cmp.Diff(target, crashCaptureDir(t, s.target.Path)); diff != "" {
 					t.Errorf("T-1 changed before any destructive step (-before +after):\n%s", diff)
 				}
@@ -550,6 +550,16 @@ func TestReclaimCrashMatrix(t *testing.T) {
 			}
 			if _, err := os.Lstat(s.leasePath()); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("the reservation is still held after the reclaim: %v", err)
+			}
+			// The trash is deleted, and git's entry with it.
+			if left, _ := filepath.Glob(filepath.Join(filepath.Dir(s.target.Path), trashPrefix+"*")); len(left) > 0 {
+				t.Errorf("trash left after the reclaim: %v", left)
+			}
+			if left, _ := filepath.Glob(filepath.Join(s.p.StateDir, "trash", "*")); len(left) > 0 {
+				t.Errorf("git's entry left aside after the reclaim: %v", left)
+			}
+			if wts := s.repo.Git("worktree", "list", "--porcelain"); strings.Contains(wts, "T-1") {
+				t.Errorf("git still lists T-1 after the reclaim:\n%s", wts)
 			}
 			ws := s.listed(t, bin)
 			if len(ws) != 1 || ws[0].State != StateReclaimed || ws[0].SalvageRef == "" {
@@ -653,7 +663,7 @@ func TestReclaimRacesAllocations(t *testing.T) {
 	}{
 		{name: "reclaim first"},
 		{name: "reclaim last", last: true},
-		{name: "pause before removal", failpoint: "reclaim/before-remove=sleep(300ms)"},
+		{name: "pause before the move", failpoint: "reclaim/before-move=sleep(300ms)"},
 		{name: "during the reservation", failpoint: "reclaim/reserved=sleep(500ms)", reserved: true},
 		{name: "as the reservation appears", reserved: true},
 	} {
@@ -810,7 +820,7 @@ func TestRecoverCrashedReclaimCLI(t *testing.T) {
 	bin := crashBinary(t)
 	s := newCrashScene(t)
 	ttl := []string{ReservationTTLEnv + "=3s"}
-	crash := crashExec(t, bin, s.repo.Dir, append(ttl, failpoint.EnvVar+"=reclaim/before-clean=crash"),
+	crash := crashExec(t, bin, s.repo.Dir, append(ttl, failpoint.EnvVar+"=reclaim/before-move=crash"),
 		"workspace", "reclaim", "T-1", "--yes", "--request-id", "R", "--json")
 	if !crash.killed {
 		t.Fatalf("the reclaim was not killed\n%s", crash)

@@ -152,6 +152,8 @@ var providerCodes = []struct {
 	{provider.ErrRepository, ExitRefused, "repository_mismatch"},
 	{provider.ErrWorktreeConfig, ExitRefused, "worktree_config_mismatch"},
 	{provider.ErrLocked, ExitRefused, "locked"},
+	{provider.ErrCrossDevice, ExitRefused, "cross_device"},
+	{provider.ErrTrash, ExitError, "trash_failed"},
 	{provider.ErrAlreadyInit, ExitRefused, "already_initialized"},
 	{provider.ErrBranchExists, ExitRefused, "branch_exists"},
 	{provider.ErrBranchCheckedOut, ExitRefused, "branch_checked_out"},

@@ -27,10 +27,10 @@ The code is stable and more precise than the exit status. The codes, by
 exit status:
 
   1  internal, git_failed, reservation_failed, admission_failed,
-     server_fenced, server_start_failed
+     server_fenced, server_start_failed, trash_failed
   2  usage, invalid_argument, invalid_binding, invalid_request
   3  peer_overlap, preview_stale, unconfirmed, dirty_submodule,
-     repository_mismatch, worktree_config_mismatch, locked,
+     repository_mismatch, worktree_config_mismatch, locked, cross_device,
      already_initialized, branch_exists, path_exists,
      nested_workspace, reserved_target, request_conflict, malformed_record,
      workspace_missing, identity_drift, interrupted, unsupported_filesystem,

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/spf13/cobra"
@@ -17,19 +18,24 @@ func newWorkspaceReclaimCmd(g *globalOptions) *cobra.Command {
 	var preview bool
 	cmd := &cobra.Command{
 		Use:   "reclaim BINDING",
-		Short: "Salvage, clean and remove a workspace, safely",
+		Short: "Salvage a workspace, move it aside and delete it, safely",
 		Long: `Take BINDING's workspace back: salvage everything its removal would lose
 except ignored files (its files, the index whole, commits only it holds,
 per-worktree refs, an interrupted operation, hidden edits; see 'majlis
-workspace salvage --help') to refs/majlis/salvage/BINDING/<n>, reset and
-clean it, and remove the worktree. The branch is kept; 'majlis workspace
-restore BINDING' brings the workspace back.
+workspace salvage --help') to refs/majlis/salvage/BINDING/<n>, move the
+directory with one rename into a trash folder beside it (nothing destructive
+ever runs on the workspace's path), check it there and salvage anything
+written meanwhile to a second ref, then delete the trash. The branch is
+kept; 'majlis workspace restore BINDING' brings the workspace back from the
+salvage. --keep-trash D keeps the trash folder for D instead ('majlis
+workspace restore BINDING --from-trash' undoes the reclaim until then); the
+next reclaim after that deletes it.
 
 --preview shows what would be salvaged and why (each pinned commit with where
-it was found, hidden edits, the ignored files that will be deleted), reset,
-cleaned and removed, the retained peers checked, and a digest of it all;
-nothing changes (a summary of it is kept in the state folder for a while, so
-that a stale --confirm can say what changed since). --confirm
+it was found, hidden edits, the ignored files that will be deleted), moved
+and deleted, the retained peers checked, and a digest of it all; nothing
+changes (a summary of it is kept in the state folder for a while, so that a
+stale --confirm can say what changed since). --confirm
 DIGEST proceeds only if the preview computed now has that digest (else exit 3,
 preview_stale, saying what changed since that preview: files, peers, HEAD,
 while its summary is kept, a day at most); a DIGEST that is not sha256: and
@@ -44,14 +50,19 @@ allocated (exit 3), or that any retained peer overlaps: another workspace, a
 worktree, the main worktree (unless it ignores the workspace's folder) or a
 repository nested inside it (exit 3, peer_overlap). It holds a per-binding
 reservation throughout and re-checks the reservation, the claim, the
-directory and every peer immediately before each reset, clean and removal.
-See docs/reclaim.md.`,
+directory and every peer immediately before the move, and checks again in the
+trash that what it moved is the workspace (else it moves it back if the path
+is free, and refuses with identity_drift). See docs/reclaim.md.`,
 		Example: `  majlis workspace reclaim T-14 --preview
   majlis workspace reclaim T-14 --confirm sha256:4f1c...
-  majlis workspace reclaim T-14 --yes --request-id cleanup-T-14 --json`,
+  majlis workspace reclaim T-14 --yes --request-id cleanup-T-14 --json
+  majlis workspace reclaim T-14 --yes --keep-trash 24h`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Binding = args[0]
+			if opts.KeepTrash < 0 {
+				return &usageError{fmt.Errorf("--keep-trash must not be negative")}
+			}
 			if preview && (opts.Yes || opts.Confirm != "") {
 				return &usageError{fmt.Errorf("--preview cannot be combined with --confirm or --yes")}
 			}
@@ -90,6 +101,15 @@ See docs/reclaim.md.`,
 				if res.SalvageRef != nil {
 					fmt.Fprintf(w, "salvaged to %s (majlis workspace restore %s brings it back)\n", *res.SalvageRef, res.Binding)
 				}
+				if res.SecondSalvageRef != nil {
+					fmt.Fprintf(w, "work written during the reclaim is on %s\n", *res.SecondSalvageRef)
+				}
+				if res.TrashPath != "" {
+					fmt.Fprintf(w, "the directory is kept in %s until %s\n", res.TrashPath, res.TrashKeptUntil.Format(time.RFC3339))
+				}
+				if res.PathOccupied {
+					fmt.Fprintf(w, "something new is at %s: left alone\n", res.Path)
+				}
 			})
 		},
 	}
@@ -99,6 +119,7 @@ See docs/reclaim.md.`,
 	f.BoolVar(&opts.Yes, "yes", false, "proceed without comparing with a preview (the safety checks still run)")
 	f.BoolVar(&opts.SalvageSubmodules, "salvage-submodules", false, "salvage dirty submodules too, instead of refusing")
 	f.StringVar(&opts.RequestID, "request-id", "", "idempotency key: a retry returns the recorded result or resumes")
+	f.DurationVar(&opts.KeepTrash, "keep-trash", 0, "keep the moved workspace in its trash folder this long (a Go duration) instead of deleting it")
 	return cmd
 }
 

@@ -1,0 +1,281 @@
+package provider
+
+// Tests of reclaim's move into the trash (trash.go): a writer that keeps
+// writing through the whole reclaim loses nothing; a directory swapped in
+// at the path between the last check and the rename is not touched; and
+// workspaces with submodules, locked ones and ones under a symlinked
+// folder are moved and deleted correctly, or refused with nothing changed.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/majlis-dev/majlis/fixtures"
+)
+
+// trashLeft lists trash folders and set-aside admin entries left behind.
+func trashLeft(t *testing.T, p *Provider, dirs ...string) []string {
+	t.Helper()
+	var left []string
+	for _, d := range dirs {
+		m, _ := filepath.Glob(filepath.Join(d, trashPrefix+"*"))
+		left = append(left, m...)
+	}
+	m, _ := filepath.Glob(filepath.Join(p.StateDir, "trash", "*"))
+	return append(left, m...)
+}
+
+// salvagedFiles maps every path on every salvage ref of binding to its
+// contents on each ref.
+func salvagedFiles(t *testing.T, repo *fixtures.Repo, binding string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, ref := range strings.Fields(repo.Git("for-each-ref", "--format=%(refname)", SalvagePrefix+binding+"/")) {
+		for _, name := range strings.Split(strings.TrimRight(repo.Git("ls-tree", "-r", "-z", "--name-only", ref), "\x00"), "\x00") {
+			if name != "" {
+				out[name] = append(out[name], repo.Git("show", ref+":"+name))
+			}
+		}
+	}
+	return out
+}
+
+// TestReclaimConcurrentWriter: a writer that creates a file every 2 ms in
+// the workspace for the whole reclaim, which nobody told majlis about (no
+// owner pid, no lease). Over 50 reclaims, every file it created is
+// afterwards on a salvage ref of the workspace with the content it wrote
+// (nothing is at the old path: the writer does not create folders, so its
+// writes fail once the workspace is moved). Zero lost. No failpoints.
+func TestReclaimConcurrentWriter(t *testing.T) {
+	repo, p := newProvider(t)
+	rounds := 50
+	if testing.Short() {
+		rounds = 5
+	}
+	lostTotal, capturedAfterSalvage := 0, 0
+	for round := range rounds {
+		binding := fmt.Sprintf("W-%02d", round)
+		ws := mustAllocate(t, p, AllocateOptions{Binding: binding})
+		var (
+			mu      sync.Mutex
+			created = map[string]string{}
+			stop    = make(chan struct{})
+			done    = make(chan struct{})
+		)
+		go func() {
+			defer close(done)
+			tick := time.NewTicker(2 * time.Millisecond)
+			defer tick.Stop()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+				name := fmt.Sprintf("w-%05d.txt", i)
+				content := fmt.Sprintf("%s file %d\n", binding, i)
+				if err := os.WriteFile(filepath.Join(ws.Path, name), []byte(content), 0o644); err == nil {
+					mu.Lock()
+					created[name] = content
+					mu.Unlock()
+				}
+			}
+		}()
+		// The writer is at work before the reclaim starts.
+		deadline := time.Now().Add(time.Minute)
+		for {
+			mu.Lock()
+			n := len(created)
+			mu.Unlock()
+			if n >= 3 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the writer never wrote")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: binding, Yes: true})
+		close(stop)
+		<-done
+		if err != nil {
+			t.Fatalf("round %d: reclaim: %v", round, err)
+		}
+		if res.PathOccupied {
+			t.Errorf("round %d: something appeared at the old path", round)
+		}
+		salvaged := salvagedFiles(t, repo, binding)
+		lost := 0
+		for name, want := range created {
+			if b, err := os.ReadFile(filepath.Join(ws.Path, name)); err == nil && string(b) == want {
+				continue
+			}
+			found := false
+			for _, got := range salvaged[name] {
+				found = found || got == want
+			}
+			if !found {
+				lost++
+				t.Errorf("round %d: %s (written by the writer) is neither at %s nor on a salvage ref", round, name, ws.Path)
+			}
+		}
+		lostTotal += lost
+		if res.SecondSalvageRef != nil {
+			capturedAfterSalvage++
+		}
+		if left := trashLeft(t, p, filepath.Dir(ws.Path)); len(left) > 0 {
+			t.Errorf("round %d: trash left: %v", round, left)
+		}
+	}
+	t.Logf("%d rounds, %d files lost; %d rounds needed a second salvage ref", rounds, lostTotal, capturedAfterSalvage)
+	if out, err := repo.TryGit("fsck", "--no-progress", "--connectivity-only"); err != nil {
+		t.Errorf("fsck: %v\n%s", err, out)
+	}
+}
+
+// TestReclaimSwapBeforeMove: the reclaim pauses between its last check
+// and the rename (failpoint reclaim/before-move); meanwhile T-1 is moved
+// away and another worktree put at its path. The reclaim moves that
+// worktree into the trash, finds it is not T-1, moves it back (the path is
+// free) and refuses with identity_drift: every file of the other worktree
+// is as it was, and git's entry of it too; T-1, where it was moved, is
+// untouched; no trash is left.
+func TestReclaimSwapBeforeMove(t *testing.T) {
+	bin := crashBinary(t)
+	s := newCrashScene(t)
+	pause, reached, release := crashPause(t, "reclaim/before-move")
+	proc := crashStart(t, bin, s.repo.Dir, pause, "workspace", "reclaim", "T-1", "--yes", "--request-id", "swap", "--json")
+	reached()
+
+	away := filepath.Join(fixtures.TempDir(t), "T-1-away")
+	if err := os.Rename(s.target.Path, away); err != nil {
+		t.Fatal(err)
+	}
+	t1 := crashCaptureFiles(t, away)
+	other := s.repo.AddWorktree(s.target.Path, "other")
+	other.WriteFile("mine.txt", "the other worktree's work\n")
+	otherAdmin := fixtures.AdminDir(t, other.Dir)
+	otherGitdir, err := os.ReadFile(filepath.Join(otherAdmin, "gitdir"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := crashCaptureDir(t, other.Dir)
+	fiBefore, err := os.Lstat(other.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	r := proc.wait()
+	if r.exit != 3 || r.errorCode() != "identity_drift" {
+		t.Fatalf("reclaim after the swap: want exit 3, identity_drift\n%s", r)
+	}
+	if !strings.Contains(r.stdout, "moved back") {
+		t.Errorf("the refusal does not say the directory was moved back\n%s", r)
+	}
+	if diff := cmp.Diff(before, crashCaptureDir(t, other.Dir)); diff != "" {
+		t.Errorf("the other worktree changed (-before +after):\n%s", diff)
+	}
+	if fi, err := os.Lstat(other.Dir); err != nil || !os.SameFile(fi, fiBefore) {
+		t.Errorf("the other worktree's directory is not back at its path: %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(otherAdmin, "gitdir")); string(got) != string(otherGitdir) {
+		t.Errorf("git's entry of the other worktree now points to %q, was %q", got, otherGitdir)
+	}
+	if diff := cmp.Diff(t1, crashCaptureFiles(t, away)); diff != "" {
+		t.Errorf("T-1 changed where it was moved (-before +after):\n%s", diff)
+	}
+	if left := trashLeft(t, s.p, filepath.Dir(s.target.Path)); len(left) > 0 {
+		t.Errorf("trash left: %v", left)
+	}
+	s.checkFsck(t, "after the refused reclaim")
+}
+
+// TestReclaimTrashStates: workspaces in states git allows, each moved into
+// the trash and deleted, or refused with nothing changed.
+func TestReclaimTrashStates(t *testing.T) {
+	t.Run("checked-out submodule", func(t *testing.T) {
+		repo, p, target := submoduleWorkspace(t)
+		ws := &fixtures.Repo{T: t, Dir: target.Path}
+		ws.Git("-c", "protocol.file.allow=always", "submodule", "--quiet", "update", "--init")
+		sub := &fixtures.Repo{T: t, Dir: ws.Path("lib")}
+		sub.WriteFile("local.txt", "committed only here\n")
+		local := sub.Commit("local only")
+		admin := fixtures.AdminDir(t, target.Path)
+		res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true})
+		if err != nil {
+			t.Fatalf("reclaim: %v", err)
+		}
+		peerReclaimed(t, p, repo, target, res)
+		if diff := cmp.Diff([]string{"move", "delete-trash"}, res.StepsDone); diff != "" {
+			t.Errorf("steps (-want +got):\n%s", diff)
+		}
+		if got := strings.TrimSpace(repo.Git("rev-parse", "refs/majlis/salvage/T-1/modules/1/lib/HEAD")); got != local {
+			t.Errorf("the submodule's local commit was not kept: %s, want %s", got, local)
+		}
+		if _, err := os.Lstat(admin); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("git's entry %s is left: %v", admin, err)
+		}
+		if left := trashLeft(t, p, filepath.Dir(target.Path)); len(left) > 0 {
+			t.Errorf("trash left: %v", left)
+		}
+		if out, err := repo.TryGit("fsck", "--no-progress", "--connectivity-only"); err != nil {
+			t.Errorf("fsck: %v\n%s", err, out)
+		}
+	})
+
+	t.Run("locked by a person", func(t *testing.T) {
+		repo, p := newProvider(t)
+		target := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+		peerDirty(t, target.Path)
+		repo.LockWorktree(target.Path, "on removable media")
+		before := peerObserve(t, p, repo, target.Path)
+		_, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true})
+		if !errors.Is(err, ErrLocked) {
+			t.Fatalf("reclaim of a workspace locked by a person: %v, want ErrLocked", err)
+		}
+		peerUnchanged(t, before, peerObserve(t, p, repo, target.Path))
+		if left := trashLeft(t, p, filepath.Dir(target.Path)); len(left) > 0 {
+			t.Errorf("trash left: %v", left)
+		}
+		peerNoLease(t, p)
+	})
+
+	t.Run("parent folder is a symlink", func(t *testing.T) {
+		repo, p := peerProvider(t)
+		real := filepath.Join(fixtures.TempDir(t), "real-root")
+		if err := os.Mkdir(real, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(real, "keep.txt"), []byte("not the workspace's\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		link := filepath.Join(fixtures.TempDir(t), "linked-root")
+		if err := os.Symlink(real, link); err != nil {
+			t.Fatal(err)
+		}
+		target := mustAllocate(t, p, AllocateOptions{Binding: "T-1", Path: filepath.Join(link, "T-1")})
+		peerDirty(t, target.Path)
+		res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true})
+		if err != nil {
+			t.Fatalf("reclaim: %v", err)
+		}
+		peerReclaimed(t, p, repo, target, res)
+		if got, err := os.Readlink(link); err != nil || got != real {
+			t.Errorf("the symlinked folder changed: %q, %v", got, err)
+		}
+		entries, err := os.ReadDir(real)
+		if err != nil || len(entries) != 1 || entries[0].Name() != "keep.txt" {
+			t.Errorf("the folder behind the symlink holds %v (%v), want keep.txt only", entries, err)
+		}
+		if got := repo.Git("show", *res.SalvageRef+":notes.txt"); got != "untracked notes\n" {
+			t.Errorf("salvage holds %q", got)
+		}
+	})
+}
