@@ -7,6 +7,7 @@ package provider
 // folder are moved and deleted correctly, or refused with nothing changed.
 
 import (
+	"crypto/sha1"
 	"errors"
 	"fmt"
 	"os"
@@ -32,19 +33,25 @@ func trashLeft(t *testing.T, p *Provider, dirs ...string) []string {
 	return append(left, m...)
 }
 
-// salvagedFiles maps every path on every salvage ref of binding to its
-// contents on each ref.
+// salvagedFiles maps every path on every salvage ref of binding to the
+// blob ids it has on each (one git process per ref).
 func salvagedFiles(t *testing.T, repo *fixtures.Repo, binding string) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
 	for _, ref := range strings.Fields(repo.Git("for-each-ref", "--format=%(refname)", SalvagePrefix+binding+"/")) {
-		for _, name := range strings.Split(strings.TrimRight(repo.Git("ls-tree", "-r", "-z", "--name-only", ref), "\x00"), "\x00") {
-			if name != "" {
-				out[name] = append(out[name], repo.Git("show", ref+":"+name))
+		for _, rec := range strings.Split(repo.Git("ls-tree", "-r", "-z", ref), "\x00") {
+			meta, name, ok := strings.Cut(rec, "\t")
+			if f := strings.Fields(meta); ok && len(f) == 3 {
+				out[name] = append(out[name], f[2])
 			}
 		}
 	}
 	return out
+}
+
+// blobID is git's SHA-1 id of a blob with content.
+func blobID(content string) string {
+	return fmt.Sprintf("%x", sha1.Sum([]byte(fmt.Sprintf("blob %d\x00%s", len(content), content))))
 }
 
 // TestReclaimConcurrentWriter: a writer that creates a file every 2 ms in
@@ -55,89 +62,116 @@ func salvagedFiles(t *testing.T, repo *fixtures.Repo, binding string) map[string
 // writes fail once the workspace is moved). Zero lost. No failpoints.
 func TestReclaimConcurrentWriter(t *testing.T) {
 	repo, p := newProvider(t)
-	rounds := 50
+	rounds, workers := 50, 2
 	if testing.Short() {
 		rounds = 5
 	}
-	lostTotal, capturedAfterSalvage := 0, 0
-	for round := range rounds {
-		binding := fmt.Sprintf("W-%02d", round)
-		ws := mustAllocate(t, p, AllocateOptions{Binding: binding})
-		var (
-			mu      sync.Mutex
-			created = map[string]string{}
-			stop    = make(chan struct{})
-			done    = make(chan struct{})
-		)
+	var mu sync.Mutex
+	lostTotal, second := 0, 0
+	var wg sync.WaitGroup
+	for w := range workers {
+		// Reclaims of different bindings run at once, each from its own
+		// provider as separate processes would.
+		pw, err := Open(t.Context(), repo.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { pw.Close() })
+		wg.Add(1)
 		go func() {
-			defer close(done)
-			tick := time.NewTicker(2 * time.Millisecond)
-			defer tick.Stop()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				case <-tick.C:
+			defer wg.Done()
+			for round := w; round < rounds; round += workers {
+				lost, again := writerRound(t, repo, pw, fmt.Sprintf("W-%02d", round))
+				mu.Lock()
+				lostTotal += lost
+				if again {
+					second++
 				}
-				name := fmt.Sprintf("w-%05d.txt", i)
-				content := fmt.Sprintf("%s file %d\n", binding, i)
-				if err := os.WriteFile(filepath.Join(ws.Path, name), []byte(content), 0o644); err == nil {
-					mu.Lock()
-					created[name] = content
-					mu.Unlock()
-				}
+				mu.Unlock()
 			}
 		}()
-		// The writer is at work before the reclaim starts.
-		deadline := time.Now().Add(time.Minute)
-		for {
-			mu.Lock()
-			n := len(created)
-			mu.Unlock()
-			if n >= 3 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the writer never wrote")
-			}
-			time.Sleep(time.Millisecond)
-		}
-		res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: binding, Yes: true})
-		close(stop)
-		<-done
-		if err != nil {
-			t.Fatalf("round %d: reclaim: %v", round, err)
-		}
-		if res.PathOccupied {
-			t.Errorf("round %d: something appeared at the old path", round)
-		}
-		salvaged := salvagedFiles(t, repo, binding)
-		lost := 0
-		for name, want := range created {
-			if b, err := os.ReadFile(filepath.Join(ws.Path, name)); err == nil && string(b) == want {
-				continue
-			}
-			found := false
-			for _, got := range salvaged[name] {
-				found = found || got == want
-			}
-			if !found {
-				lost++
-				t.Errorf("round %d: %s (written by the writer) is neither at %s nor on a salvage ref", round, name, ws.Path)
-			}
-		}
-		lostTotal += lost
-		if res.SecondSalvageRef != nil {
-			capturedAfterSalvage++
-		}
-		if left := trashLeft(t, p, filepath.Dir(ws.Path)); len(left) > 0 {
-			t.Errorf("round %d: trash left: %v", round, left)
-		}
 	}
-	t.Logf("%d rounds, %d files lost; %d rounds needed a second salvage ref", rounds, lostTotal, capturedAfterSalvage)
+	wg.Wait()
+	t.Logf("%d reclaims, %d files lost; %d needed a second salvage ref", rounds, lostTotal, second)
+	if left := trashLeft(t, p, p.Reg.WorkspaceRoot); len(left) > 0 {
+		t.Errorf("trash left: %v", left)
+	}
 	if out, err := repo.TryGit("fsck", "--no-progress", "--connectivity-only"); err != nil {
 		t.Errorf("fsck: %v\n%s", err, out)
 	}
+}
+
+// writerRound allocates binding, starts a writer in it, reclaims it while
+// the writer runs, and reports how many of the writer's files are neither
+// at the old path nor on a salvage ref, and whether a second salvage ref
+// was made. It runs on a goroutine: failures are Errorf.
+func writerRound(t *testing.T, repo *fixtures.Repo, p *Provider, binding string) (lost int, second bool) {
+	ws, err := p.Allocate(t.Context(), AllocateOptions{Binding: binding})
+	if err != nil {
+		t.Errorf("allocate %s: %v", binding, err)
+		return 0, false
+	}
+	var (
+		mu      sync.Mutex
+		created = map[string]string{}
+		stop    = make(chan struct{})
+		done    = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			name := fmt.Sprintf("w-%05d.txt", i)
+			content := fmt.Sprintf("%s file %d\n", binding, i)
+			if err := os.WriteFile(filepath.Join(ws.Path, name), []byte(content), 0o644); err == nil {
+				mu.Lock()
+				created[name] = content
+				mu.Unlock()
+			}
+		}
+	}()
+	// The writer is at work before the reclaim starts.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		mu.Lock()
+		n := len(created)
+		mu.Unlock()
+		if n >= 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: binding, Yes: true})
+	close(stop)
+	<-done
+	if err != nil {
+		t.Errorf("%s: reclaim: %v", binding, err)
+		return 0, false
+	}
+	if res.PathOccupied {
+		t.Errorf("%s: something appeared at the old path", binding)
+	}
+	salvaged := salvagedFiles(t, repo, binding)
+	for name, want := range created {
+		if b, err := os.ReadFile(filepath.Join(ws.Path, name)); err == nil && string(b) == want {
+			continue
+		}
+		found := false
+		for _, got := range salvaged[name] {
+			found = found || got == blobID(want)
+		}
+		if !found {
+			lost++
+			t.Errorf("%s: %s (written by the writer) is neither at %s nor on a salvage ref", binding, name, ws.Path)
+		}
+	}
+	return lost, res.SecondSalvageRef != nil
 }
 
 // TestReclaimSwapBeforeMove: the reclaim pauses between its last check
@@ -159,7 +193,15 @@ func TestReclaimSwapBeforeMove(t *testing.T) {
 		t.Fatal(err)
 	}
 	t1 := crashCaptureFiles(t, away)
-	other := s.repo.AddWorktree(s.target.Path, "other")
+	// git refuses to add a worktree at the path of T-1's (locked) entry,
+	// so the other worktree is added elsewhere, moved there and repaired.
+	elsewhere := filepath.Join(fixtures.TempDir(t), "other")
+	s.repo.AddWorktree(elsewhere, "other")
+	if err := os.Rename(elsewhere, s.target.Path); err != nil {
+		t.Fatal(err)
+	}
+	s.repo.Git("worktree", "repair", s.target.Path)
+	other := &fixtures.Repo{T: t, Dir: s.target.Path}
 	other.WriteFile("mine.txt", "the other worktree's work\n")
 	otherAdmin := fixtures.AdminDir(t, other.Dir)
 	otherGitdir, err := os.ReadFile(filepath.Join(otherAdmin, "gitdir"))
@@ -213,7 +255,8 @@ func TestReclaimTrashStates(t *testing.T) {
 			t.Fatalf("reclaim: %v", err)
 		}
 		peerReclaimed(t, p, repo, target, res)
-		if diff := cmp.Diff([]string{"move", "delete-trash"}, res.StepsDone); diff != "" {
+		// The local commit moved the gitlink: that is salvaged first.
+		if diff := cmp.Diff([]string{"salvage", "move", "delete-trash"}, res.StepsDone); diff != "" {
 			t.Errorf("steps (-want +got):\n%s", diff)
 		}
 		if got := strings.TrimSpace(repo.Git("rev-parse", "refs/majlis/salvage/T-1/modules/1/lib/HEAD")); got != local {
