@@ -283,7 +283,7 @@ func (p *Provider) publishClaim(ctx context.Context, claim Claim, args requestAr
 	if len(recs) > 0 {
 		claim.Seq = recs[len(recs)-1].Claim.Seq + 1
 	}
-	if err := p.checkReserved(claim.Binding, claim.Path, claim.PhysicalPath); err != nil {
+	if err := p.checkReserved(claim.Binding, claim.Path, claim.PhysicalPath, claim.RequestID); err != nil {
 		return nil, err
 	}
 	others, err := p.liveClaims()
@@ -421,7 +421,7 @@ func (p *Provider) checkClaimOverlap(c Claim, other *claimRecord, cleared map[st
 
 // checkReserved refuses a path that overlaps the target of a held reclaim
 // reservation.
-func (p *Provider) checkReserved(binding, path, physical string) error {
+func (p *Provider) checkReserved(binding, path, physical string, requestID ...string) error {
 	names, err := p.leases.List(reclaimPrefix)
 	if err != nil {
 		return err
@@ -433,6 +433,12 @@ func (p *Provider) checkReserved(binding, path, physical string) error {
 		}
 		if err != nil {
 			return err
+		}
+		// A restore from the trash holds the reservation of the binding's
+		// reclaimed claim, under its own request id, while it publishes the
+		// new claim: that one is not in its way.
+		if len(requestID) > 0 && rec.Metadata["binding"] == binding && rec.Metadata["request_id"] == requestID[0] {
+			continue
 		}
 		target := rec.Metadata["path"]
 		ptarget := rec.Metadata["physical_path"]

@@ -170,7 +170,9 @@ func (p *Provider) checkPeers(ctx context.Context, target *claimRecord, fromJour
 			if r.Digest == target.Digest || r.has(EventFailed) {
 				continue
 			}
-			if r.has(EventReclaimed) && attestedAbsent(r) {
+			// A reclaimed workspace whose kept trash was purged or restored
+			// (then a newer claim has the directory) is not a peer either.
+			if r.has(EventReclaimed) && (attestedAbsent(r) || r.has(EventPurged)) {
 				continue
 			}
 			if err := add(PeerWorkspace, r.Claim.Path, r.Claim.Binding); err != nil {

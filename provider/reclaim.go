@@ -488,6 +488,8 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 	if err != nil {
 		return nil, err
 	}
+	// Kept trash whose time is up goes with the next reclaim.
+	res.TrashPurged = p.purgeExpiredTrash(ctx, rec)
 	if o.RequestID != "" {
 		if err := p.recordRequest(o.RequestID, args, res); err != nil {
 			return nil, err

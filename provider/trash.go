@@ -24,7 +24,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/majlis-dev/majlis/gitops"
 	"github.com/majlis-dev/majlis/internal/failpoint"
@@ -143,6 +142,7 @@ func (p *Provider) reclaimMoved(ctx context.Context, rec *claimRecord, o Reclaim
 	if res, err = p.finishMoved(ctx, rec, ev, lease, o, res, inTrash, false); err != nil {
 		return nil, true, err
 	}
+	res.TrashPurged = p.purgeExpiredTrash(ctx, rec)
 	if o.RequestID != "" {
 		if err := p.recordRequest(o.RequestID, args, res); err != nil {
 			return nil, true, err
@@ -207,7 +207,7 @@ func (p *Provider) finishMoved(ctx context.Context, rec *claimRecord, ev *Event,
 
 	reclaimed := Event{Kind: EventReclaimed}
 	if o.KeepTrash > 0 && inTrash {
-		until := p.now().UTC().Add(o.KeepTrash).Truncate(time.Second)
+		until := p.now().UTC().Add(o.KeepTrash)
 		reclaimed.TrashPath, reclaimed.KeepUntil = trash, &until
 		res.TrashPath, res.TrashKeptUntil = trash, &until
 		res.StepsDone = append(res.StepsDone, "keep-trash")
@@ -394,6 +394,15 @@ func (p *Provider) deleteTrash(rec *claimRecord, ev *Event) error {
 			return &Error{Op: "reclaim", Binding: c.Binding, Path: ev.AdminEntry, Err: ErrIdentity,
 				Reason: "git's entry of the workspace lost majlis's pin; majlis leaves it", Hint: "inspect it"}
 		}
+		// An entry is dropped only when the directory it names is gone:
+		// never one whose worktree exists (put back at its path, say).
+		if back, err := os.ReadFile(filepath.Join(ev.AdminEntry, "gitdir")); err == nil {
+			named := filepath.Dir(strings.TrimRight(string(back), "\n"))
+			if _, err := os.Lstat(named); !errors.Is(err, os.ErrNotExist) {
+				return &Error{Op: "reclaim", Binding: c.Binding, Path: ev.AdminEntry, Peer: named, Err: ErrIdentity,
+					Reason: "git's entry of the workspace names " + named + ", which exists; majlis leaves the entry", Hint: "inspect both"}
+			}
+		}
 		if err := os.MkdirAll(filepath.Dir(aside), 0o700); err != nil {
 			return err
 		}
@@ -403,4 +412,60 @@ func (p *Provider) deleteTrash(rec *claimRecord, ev *Event) error {
 			Hint: "retry the reclaim with the same --request-id; it finishes the deletion"}
 	}
 	return nil
+}
+
+// purgeExpiredTrash deletes the trash folders that reclaims kept
+// (--keep-trash) and whose time is up, of any workspace of the
+// repository, each under its binding's reclaim reservation (held names
+// the binding whose reservation the caller, reclaiming self, holds), and records each
+// with a purged event. A trash folder that is not the directory allocated,
+// or whose git entry is not the workspace's own, is left: it is reported
+// by the next reclaim again, never deleted. It returns the folders
+// deleted.
+func (p *Provider) purgeExpiredTrash(ctx context.Context, self *claimRecord) []string {
+	held := map[string]bool{self.Claim.Binding: true}
+	all, err := p.readAllBindings()
+	if err != nil {
+		return nil
+	}
+	now := p.now()
+	var purged []string
+	for _, recs := range all {
+		for _, r := range recs {
+			ev, mv := r.Events[EventReclaimed], r.Events[EventMoved]
+			if r.Digest == self.Digest || ev == nil || mv == nil || ev.TrashPath == "" || ev.KeepUntil == nil || now.Before(*ev.KeepUntil) || r.has(EventPurged) {
+				continue
+			}
+			if err := p.purgeOne(ctx, r, mv, held[r.Claim.Binding]); err == nil {
+				purged = append(purged, ev.TrashPath)
+			}
+		}
+	}
+	return purged
+}
+
+func (p *Provider) purgeOne(ctx context.Context, r *claimRecord, mv *Event, held bool) error {
+	if !held {
+		lease, err := p.reserve(ctx, r, "")
+		if err != nil {
+			return err
+		}
+		defer lease.release()
+	}
+	// Restored meanwhile (workspace restore --from-trash), under the same
+	// reservation: nothing to do.
+	if again, err := p.readBinding(r.Claim.Binding); err != nil {
+		return err
+	} else {
+		for _, a := range again {
+			if a.Claim.Seq == r.Claim.Seq && a.has(EventPurged) {
+				return errors.New("already purged or restored")
+			}
+		}
+	}
+	if err := p.deleteTrash(r, mv); err != nil {
+		return err
+	}
+	_, err := p.publishEvent(r, Event{Kind: EventPurged, TrashPath: mv.TrashPath})
+	return err
 }

@@ -322,3 +322,96 @@ func TestReclaimTrashStates(t *testing.T) {
 		}
 	})
 }
+
+// TestReclaimKeepTrash: a reclaim with --keep-trash leaves the workspace
+// in its trash folder, locked and listed by git there; restore
+// --from-trash puts it back exactly as it was (files, ignored ones
+// included, and the index); a later reclaim kept for a moment is purged
+// by the next reclaim of another workspace, git's entry with it.
+func TestReclaimKeepTrash(t *testing.T) {
+	repo, p := peerProvider(t)
+	target := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+	peerDirty(t, target.Path)
+	before := peerObserve(t, p, repo, target.Path)
+
+	res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true, KeepTrash: time.Hour})
+	if err != nil {
+		t.Fatalf("reclaim --keep-trash: %v", err)
+	}
+	if diff := cmp.Diff([]string{"salvage", "move", "keep-trash"}, res.StepsDone); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+	if res.TrashPath == "" || res.TrashKeptUntil == nil || !res.Removed {
+		t.Fatalf("result %+v names no kept trash", res)
+	}
+	if filepath.Dir(res.TrashPath) != filepath.Dir(target.Path) || !strings.HasPrefix(filepath.Base(res.TrashPath), trashPrefix+"T-1.1.") {
+		t.Errorf("trash folder %s is not beside the workspace", res.TrashPath)
+	}
+	if _, err := os.Lstat(target.Path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the workspace is still at its path: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(res.TrashPath, "build", "out.o")); err != nil || string(b) != "ignored build output\n" {
+		t.Errorf("the kept trash lacks the ignored file: %q, %v", b, err)
+	}
+	wts := repo.Git("worktree", "list", "--porcelain")
+	if !strings.Contains(wts, "worktree "+res.TrashPath+"\n") || !strings.Contains(wts, "locked majlis workspace T-1") {
+		t.Errorf("git does not list the kept trash, locked:\n%s", wts)
+	}
+	all, err := p.List(t.Context(), ListOptions{All: true})
+	if err != nil || len(all) != 1 || all[0].TrashPath != res.TrashPath || all[0].State != StateReclaimed {
+		t.Fatalf("list --all: %+v, %v", all, err)
+	}
+
+	// Undo.
+	ws, err := p.RestoreFromTrash(t.Context(), "T-1", "undo-1")
+	if err != nil {
+		t.Fatalf("restore --from-trash: %v", err)
+	}
+	if ws.Path != target.Path || ws.State != StateActive {
+		t.Errorf("restored workspace %+v", ws)
+	}
+	after := peerObserve(t, p, repo, target.Path)
+	if diff := cmp.Diff(before.Trees, after.Trees); diff != "" {
+		t.Errorf("the restored workspace differs (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(before.Status, after.Status); diff != "" {
+		t.Errorf("git status differs after the restore (-before +after):\n%s", diff)
+	}
+	if again, err := p.RestoreFromTrash(t.Context(), "T-1", "undo-1"); err != nil || again.Path != ws.Path {
+		t.Errorf("a retry of the restore: %+v, %v", again, err)
+	}
+	if _, err := p.RestoreFromTrash(t.Context(), "T-1", "undo-2"); !errors.Is(err, ErrBindingLive) {
+		t.Errorf("a restore of a live binding: %v, want ErrBindingLive", err)
+	}
+	if left := trashLeft(t, p, filepath.Dir(target.Path)); len(left) > 0 {
+		t.Errorf("trash left after the restore: %v", left)
+	}
+
+	// Kept for a moment only: the next reclaim (of another workspace)
+	// deletes it.
+	res, err = p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true, KeepTrash: time.Nanosecond})
+	if err != nil {
+		t.Fatalf("second reclaim of T-1: %v", err)
+	}
+	kept := res.TrashPath
+	mustAllocate(t, p, AllocateOptions{Binding: "T-2"})
+	res2, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-2", Yes: true})
+	if err != nil {
+		t.Fatalf("reclaim of T-2: %v", err)
+	}
+	if diff := cmp.Diff([]string{kept}, res2.TrashPurged); diff != "" {
+		t.Errorf("purged (-want +got):\n%s", diff)
+	}
+	if left := trashLeft(t, p, filepath.Dir(target.Path)); len(left) > 0 {
+		t.Errorf("trash left after the purge: %v", left)
+	}
+	if wts := repo.Git("worktree", "list", "--porcelain"); strings.Contains(wts, trashPrefix) {
+		t.Errorf("git still lists a trash folder:\n%s", wts)
+	}
+	if _, err := p.RestoreFromTrash(t.Context(), "T-1", "undo-3"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a restore after the purge: %v, want ErrNotFound", err)
+	}
+	if out, err := repo.TryGit("fsck", "--no-progress", "--connectivity-only"); err != nil {
+		t.Errorf("fsck: %v\n%s", err, out)
+	}
+}

@@ -24,24 +24,29 @@ const (
 // A Workspace is what list and show report. Its JSON is part of the CLI
 // contract: fields may be added, never renamed or removed.
 type Workspace struct {
-	ID           string         `json:"id"`
-	Binding      string         `json:"binding"`
-	Path         string         `json:"path"`
-	PhysicalPath string         `json:"physical_path"`
-	Branch       string         `json:"branch"`
-	Base         string         `json:"base"`
-	Head         string         `json:"head"`
-	State        string         `json:"state"`
-	ClaimDigest  string         `json:"claim_digest"`
-	CreatedAt    time.Time      `json:"created_at"`
-	Intent       []string       `json:"intent"`
-	RequestID    string         `json:"request_id"`
-	OwnerPID     int            `json:"owner_pid,omitempty"`
-	ReleasedAt   *time.Time     `json:"released_at,omitempty"`
-	ReclaimedAt  *time.Time     `json:"reclaimed_at,omitempty"`
-	SalvageRef   string         `json:"salvage_ref,omitempty"`
-	Dirty        *bool          `json:"dirty,omitempty"`   // show only
-	Changes      *gitops.Counts `json:"changes,omitempty"` // show only
+	ID           string     `json:"id"`
+	Binding      string     `json:"binding"`
+	Path         string     `json:"path"`
+	PhysicalPath string     `json:"physical_path"`
+	Branch       string     `json:"branch"`
+	Base         string     `json:"base"`
+	Head         string     `json:"head"`
+	State        string     `json:"state"`
+	ClaimDigest  string     `json:"claim_digest"`
+	CreatedAt    time.Time  `json:"created_at"`
+	Intent       []string   `json:"intent"`
+	RequestID    string     `json:"request_id"`
+	OwnerPID     int        `json:"owner_pid,omitempty"`
+	ReleasedAt   *time.Time `json:"released_at,omitempty"`
+	ReclaimedAt  *time.Time `json:"reclaimed_at,omitempty"`
+	SalvageRef   string     `json:"salvage_ref,omitempty"`
+	// TrashPath and TrashKeptUntil name the trash folder a reclaim kept
+	// (--keep-trash) while it is there: workspace restore --from-trash
+	// puts it back.
+	TrashPath      string         `json:"trash_path,omitempty"`
+	TrashKeptUntil *time.Time     `json:"trash_kept_until,omitempty"`
+	Dirty          *bool          `json:"dirty,omitempty"`   // show only
+	Changes        *gitops.Counts `json:"changes,omitempty"` // show only
 	// DirtySubmodules lists submodules with changes salvage cannot capture (show only).
 	DirtySubmodules []string `json:"dirty_submodules,omitempty"`
 	// Damage, for state damaged only: which file, why, and where the
@@ -77,6 +82,9 @@ func (p *Provider) render(ctx context.Context, reader *gitops.Reader, reclaiming
 	if ev := rec.Events[EventReclaimed]; ev != nil {
 		t := ev.At
 		w.ReclaimedAt, w.State, w.SalvageRef = &t, StateReclaimed, ev.SalvageRef
+		if ev.TrashPath != "" && !rec.has(EventPurged) {
+			w.TrashPath, w.TrashKeptUntil = ev.TrashPath, ev.KeepUntil
+		}
 		return w, nil
 	}
 	if reclaiming[c.Binding] {

@@ -25,7 +25,7 @@ func TestJSONFieldsArePinned(t *testing.T) {
 		"repository": {provider.Repository{}, []string{"common_dir", "id", "state_dir", "workspace_root"}},
 		"workspace": {provider.Workspace{}, []string{"base", "binding", "branch", "changes", "claim_digest",
 			"created_at", "damage", "dirty", "dirty_submodules", "head", "id", "intent", "owner_pid", "path", "physical_path",
-			"reclaimed_at", "released_at", "request_id", "salvage_ref", "state"}},
+			"reclaimed_at", "released_at", "request_id", "salvage_ref", "state", "trash_kept_until", "trash_path"}},
 		"salvage": {provider.SalvageResult{}, []string{"binding", "clean", "commit", "counts", "dirty_submodules",
 			"files", "hidden", "index_commit", "meta_commit", "nested_repositories", "operation", "pins", "ref", "worktree_refs"}},
 		"preview": {provider.Preview{}, []string{"admin_entry", "binding", "branch", "claim_digest", "digest", "head", "ignored_files",

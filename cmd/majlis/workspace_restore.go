@@ -10,8 +10,9 @@ import (
 
 func newWorkspaceRestoreCmd(g *globalOptions) *cobra.Command {
 	var opts provider.RestoreOptions
+	var fromTrash bool
 	cmd := &cobra.Command{
-		Use:   "restore BINDING",
+		Use:   "restore BINDING [--from-trash]",
 		Short: "Recreate a reclaimed workspace from its salvage",
 		Long: `Recreate BINDING's workspace from a salvage (the latest, or --salvage N for
 refs/majlis/salvage/BINDING/N), as a new workspace: a new claim, allocated with
@@ -31,18 +32,37 @@ Without --branch, the workspace gets its old branch: created again if it is
 gone, checked out as it is if it still points at the salvage's HEAD, and
 refused (exit 3, branch_exists) if it has moved: majlis never moves a branch.
 --branch NAME creates a new branch at the salvage's HEAD instead. A path that
-exists is refused (exit 3, path_exists).`,
+exists is refused (exit 3, path_exists).
+
+--from-trash undoes a reclaim whose trash folder was kept (workspace reclaim
+--keep-trash D) and not yet deleted: the directory itself is moved back to its
+path with one rename (never replacing anything), git's entry of it is pointed
+there again, and a new claim of BINDING takes it over; the result is then
+{"workspace": WORKSPACE}. It takes none of --salvage, --path and --branch.`,
 		Example: `  majlis workspace restore T-14
   majlis workspace restore T-14 --salvage 2 --path /tmp/T-14-again --json
-  majlis workspace restore T-14 --branch T-14-retry`,
+  majlis workspace restore T-14 --branch T-14-retry
+  majlis workspace restore T-14 --from-trash --json`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Binding = args[0]
+			if fromTrash && (opts.Salvage != 0 || opts.Path != "" || opts.Branch != "") {
+				return &usageError{fmt.Errorf("--from-trash takes none of --salvage, --path and --branch")}
+			}
 			p, err := g.openProvider(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer p.Close()
+			if fromTrash {
+				ws, err := p.RestoreFromTrash(cmd.Context(), opts.Binding, opts.RequestID)
+				if err != nil {
+					return err
+				}
+				return g.emit(map[string]any{"workspace": ws}, func(w io.Writer) {
+					fmt.Fprintf(w, "restored %s at %s from its trash folder (branch %s)\n", ws.Binding, ws.Path, ws.Branch)
+				})
+			}
 			res, err := p.Restore(cmd.Context(), opts)
 			if err != nil {
 				return err
@@ -67,5 +87,6 @@ exists is refused (exit 3, path_exists).`,
 	f.StringVar(&opts.Path, "path", "", "where to put the workspace (must not exist)")
 	f.StringVar(&opts.Branch, "branch", "", "a new branch at the salvage's HEAD (default: the workspace's own, never moved)")
 	f.StringVar(&opts.RequestID, "request-id", "", "idempotency key for the allocation")
+	f.BoolVar(&fromTrash, "from-trash", false, "move the workspace back from the trash folder its reclaim kept (reclaim --keep-trash)")
 	return cmd
 }
