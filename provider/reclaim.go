@@ -184,6 +184,11 @@ func (p *Provider) PreviewReclaim(ctx context.Context, binding string) (*Preview
 	if err != nil {
 		return nil, err
 	}
+	if rec.has(EventMoved) {
+		if pv, ok := p.movedPreview(rec); ok {
+			return pv, nil
+		}
+	}
 	entry, err := p.authority(ctx, rec)
 	if err != nil {
 		if errors.Is(err, ErrMissing) {

@@ -524,6 +524,18 @@ func TestReclaimCrashMatrix(t *testing.T) {
 			}
 			s.checkPeersUnchanged(t, peers, "after the crash")
 			s.checkFsck(t, "after the crash")
+			if slices.Contains([]string{"reclaim/moved", "reclaim/repaired", "reclaim/resalvaged", "reclaim/before-delete"}, point) {
+				// In the trash, locked (git's entry names the trash folder
+				// once re-pointed), and the preview says what a retry will do.
+				wts := s.repo.Git("worktree", "list", "--porcelain")
+				if (point != "reclaim/moved" && !strings.Contains(wts, trashPrefix+"T-1.1.")) || !strings.Contains(wts, "locked majlis workspace T-1") {
+					t.Errorf("after a crash at %s git does not list T-1 in its trash folder, locked:\n%s", point, wts)
+				}
+				pv := crashExec(t, bin, s.repo.Dir, nil, "workspace", "reclaim", "T-1", "--preview", "--json")
+				if pv.exit != 0 || !strings.Contains(pv.stdout, `"delete-trash"`) {
+					t.Errorf("the preview after a crash at %s does not show the deletion of the trash\n%s", point, pv)
+				}
+			}
 			held, err := s.p.leases.Inspect(reclaimPrefix + "T-1")
 			if err != nil {
 				t.Fatalf("the crashed reclaim left no reservation: %v", err)

@@ -18,7 +18,9 @@ package provider
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -468,4 +470,28 @@ func (p *Provider) purgeOne(ctx context.Context, r *claimRecord, mv *Event, held
 	}
 	_, err := p.publishEvent(r, Event{Kind: EventPurged, TrashPath: mv.TrashPath})
 	return err
+}
+
+// movedPreview is the preview of a workspace that an interrupted reclaim
+// left in its trash folder: what a retry will do. ok is false when the
+// workspace is not there.
+func (p *Provider) movedPreview(rec *claimRecord) (pv *Preview, ok bool) {
+	c := rec.Claim
+	ev := rec.Events[EventMoved]
+	want := createdIdentity(rec)
+	if id, err := pathid.Lstat(ev.TrashPath); err != nil || id.Dev != want.Dev || id.Ino != want.Ino {
+		return nil, false
+	}
+	pv = &Preview{Binding: c.Binding, Path: c.Path, PhysicalPath: c.PhysicalPath, Branch: c.Branch,
+		ClaimDigest: rec.Digest, Released: rec.has(EventReleased), Peers: []Peer{}}
+	pv.Salvage.Clean, pv.Salvage.DirtySubmodules = true, []string{}
+	pv.AdminEntry.Path = ev.AdminEntry
+	if !rec.has(EventChecked) {
+		pv.Steps = append(pv.Steps, Step{"resalvage", 0, "an interrupted reclaim moved the workspace into " + ev.TrashPath + ": check it there and snapshot it again; anything new goes to a salvage ref"})
+	}
+	pv.Steps = append(pv.Steps, Step{"delete-trash", 0, fmt.Sprintf("delete %s and git's entry of it (--keep-trash D keeps it); branch %s is kept", ev.TrashPath, c.Branch)})
+	h := sha256.New()
+	json.NewEncoder(h).Encode(pv)
+	pv.Digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	return pv, true
 }

@@ -30,6 +30,14 @@ awk '/x-git/ {
   printf "%-40s %14.0f %14.0f %7.2fx  (ns/op, against plain git)\n", name, m, g, r
 }' "$file"
 
+# Reclaim also reports the moment its workspace was gone from its path
+# (gone-ns/op, gone-x-git), before the trash is deleted.
+awk '/gone-x-git/ {
+  name=$1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
+  for (i=2;i<NF;i++) { if ($(i+1)=="gone-ns/op") m=$i; if ($(i+1)=="git-ns/op") g=$i; if ($(i+1)=="gone-x-git") r=$i }
+  printf "%-40s %14.0f %14.0f %7.2fx  (ns/op until gone from its path, against plain git)\n", name " (gone)", m, g, r
+}' "$file"
+
 # Admission is measured beside a bare SQLite transaction doing the same
 # writes with the same pragmas (admission-ns/op, sqlite-ns/op, x-sqlite).
 awk '/x-sqlite/ {

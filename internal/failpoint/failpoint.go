@@ -6,7 +6,7 @@
 // enabled. They fire only in binaries built with the `failpoints` build tag,
 // and only when the environment variable MAJLIS_FAILPOINTS names them:
 //
-//	MAJLIS_FAILPOINTS="allocate/claimed=crash;reclaim/before-reset=sleep(2s)"
+//	MAJLIS_FAILPOINTS="allocate/claimed=crash;reclaim/before-move=sleep(2s)"
 //
 // Actions: crash (the process kills itself with SIGKILL), error (Inject
 // returns an error wrapping ErrInjected), panic (Inject panics, as a bug
