@@ -415,3 +415,46 @@ func TestReclaimKeepTrash(t *testing.T) {
 		t.Errorf("fsck: %v\n%s", err, out)
 	}
 }
+
+// TestReclaimPathReoccupied: a directory that appears at the workspace's
+// path once the workspace has been moved (here while the reclaim pauses
+// right after the rename) is someone else's: the reclaim finishes, leaves
+// it as it is and reports it.
+func TestReclaimPathReoccupied(t *testing.T) {
+	bin := crashBinary(t)
+	s := newCrashScene(t)
+	pause, reached, release := crashPause(t, "reclaim/moved")
+	proc := crashStart(t, bin, s.repo.Dir, pause, "workspace", "reclaim", "T-1", "--yes", "--json")
+	reached()
+	if err := os.MkdirAll(filepath.Join(s.target.Path, "notes"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.target.Path, "notes", "untracked.txt"), []byte("written after the move\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := crashCaptureFiles(t, s.target.Path)
+	release()
+	r := proc.wait()
+	if r.exit != 0 {
+		t.Fatalf("reclaim: want success\n%s", r)
+	}
+	var res struct {
+		Reclaim ReclaimResult `json:"reclaim"`
+	}
+	r.decode(t, &res)
+	if !res.Reclaim.PathOccupied || !res.Reclaim.Removed {
+		t.Errorf("the result does not report what appeared at the path: %+v", res.Reclaim)
+	}
+	if diff := cmp.Diff(before, crashCaptureFiles(t, s.target.Path)); diff != "" {
+		t.Errorf("what appeared at the path changed (-before +after):\n%s", diff)
+	}
+	if left := trashLeft(t, s.p, filepath.Dir(s.target.Path)); len(left) > 0 {
+		t.Errorf("trash left: %v", left)
+	}
+	if res.Reclaim.SalvageRef == nil {
+		t.Fatalf("no salvage ref: %+v", res.Reclaim)
+	}
+	if lack := s.refHoldsWork(t, *res.Reclaim.SalvageRef); lack != "" {
+		t.Errorf("the salvage ref lacks %s", lack)
+	}
+}
