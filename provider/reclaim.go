@@ -214,7 +214,8 @@ func (p *Provider) PreviewReclaim(ctx context.Context, binding string) (*Preview
 // preview computes the preview. refresh, set only under the reservation of
 // a reclaim that is going ahead, lets git refresh the workspace index's
 // stat cache (gitops.StatusOptions.Refresh): the index's content stays
-// the same, and `git worktree remove` then need not re-read every file.
+// the same, and the snapshot in the trash then need not re-read every
+// file.
 func (p *Provider) preview(ctx context.Context, rec *claimRecord, refresh bool) (*Preview, error) {
 	dir, err := verifyRepository("reclaim", rec)
 	if err != nil {
