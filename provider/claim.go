@@ -140,7 +140,8 @@ type Event struct {
 	SalvageRef  string    `json:"salvage_ref,omitempty"`
 	// TrashPath (moved, and reclaimed when the trash is kept) is the
 	// workspace's trash folder; AdminEntry (moved) is git's admin entry of
-	// the workspace; KeepUntil (reclaimed) is when kept trash may go.
+	// the workspace; KeepUntil (checked, reclaimed) is when kept trash may
+	// go, absent when it is deleted at once.
 	TrashPath  string     `json:"trash_path,omitempty"`
 	AdminEntry string     `json:"admin_entry,omitempty"`
 	KeepUntil  *time.Time `json:"keep_until,omitempty"`

@@ -78,8 +78,12 @@ func (p *Provider) moveAside(ctx context.Context, rec *claimRecord, entry *admin
 	if err != nil {
 		return nil, err
 	}
-	// A retry finds the event already published: the folder named then is
-	// the one to use.
+	if err := p.recheck(ctx, rec, lease); err != nil {
+		return nil, err
+	}
+	// Recorded before the rename, so that a crash after it finds the
+	// workspace. A retry finds the event already published: the folder
+	// named then is the one to use.
 	ev, err := p.publishEvent(rec, Event{Kind: EventMoved, TrashPath: trash, AdminEntry: entry.dir})
 	if err != nil {
 		return nil, err
@@ -88,9 +92,6 @@ func (p *Provider) moveAside(ctx context.Context, rec *claimRecord, entry *admin
 		return nil, &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrIdentity,
 			Reason: fmt.Sprintf("git's entry of the workspace is now %s; the reclaim recorded %s", entry.dir, ev.AdminEntry),
 			Hint:   "majlis will not act on it; inspect 'git worktree list --porcelain'"}
-	}
-	if err := p.recheck(ctx, rec, lease); err != nil {
-		return nil, err
 	}
 	if err := fpReclaimBeforeMove.Inject(); err != nil {
 		return nil, err
@@ -195,7 +196,15 @@ func (p *Provider) finishMoved(ctx context.Context, rec *claimRecord, ev *Event,
 		if err := fpReclaimResalvaged.Inject(); err != nil {
 			return nil, err
 		}
-		if _, err := p.publishEvent(rec, Event{Kind: EventChecked, SalvageRef: second}); err != nil {
+		// Whether the trash is kept is decided here, once, and recorded:
+		// a retry after a crash keeps or deletes as this run would have
+		// (a deletion cut short is never kept, nor restored).
+		checked := Event{Kind: EventChecked, SalvageRef: second}
+		if o.KeepTrash > 0 {
+			until := p.now().UTC().Add(o.KeepTrash)
+			checked.KeepUntil = &until
+		}
+		if _, err := p.publishEvent(rec, checked); err != nil {
 			return nil, err
 		}
 	}
@@ -208,8 +217,8 @@ func (p *Provider) finishMoved(ctx context.Context, rec *claimRecord, ev *Event,
 	}
 
 	reclaimed := Event{Kind: EventReclaimed}
-	if o.KeepTrash > 0 && inTrash {
-		until := p.now().UTC().Add(o.KeepTrash)
+	if ck := rec.Events[EventChecked]; ck != nil && ck.KeepUntil != nil && inTrash {
+		until := *ck.KeepUntil
 		reclaimed.TrashPath, reclaimed.KeepUntil = trash, &until
 		res.TrashPath, res.TrashKeptUntil = trash, &until
 		res.StepsDone = append(res.StepsDone, "keep-trash")
@@ -309,13 +318,15 @@ func (p *Provider) undoMove(rec *claimRecord, ev *Event, undoable, repointed boo
 	if !undoable {
 		return driftError(rec, ev, cause.Error())
 	}
+	if err := gitops.MoveDir(ev.TrashPath, c.Path); err != nil {
+		return driftError(rec, ev, cause.Error()+"; it stays in the trash folder, since it could not be moved back: "+err.Error())
+	}
+	// git's entry follows it back (it was re-pointed only after the
+	// directory was verified to be the workspace's).
 	if repointed {
 		if err := reservation.Replace(ev.AdminEntry, "gitdir", []byte(filepath.Join(c.Path, ".git")+"\n")); err != nil {
 			cause = errors.Join(cause, err)
 		}
-	}
-	if err := gitops.MoveDir(ev.TrashPath, c.Path); err != nil {
-		return driftError(rec, ev, cause.Error()+"; it stays in the trash folder, since it could not be moved back: "+err.Error())
 	}
 	return &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrIdentity,
 		Reason: cause.Error() + "; it was moved back to its path, unchanged",

@@ -458,3 +458,46 @@ func TestReclaimPathReoccupied(t *testing.T) {
 		t.Errorf("the salvage ref lacks %s", lack)
 	}
 }
+
+// TestReclaimKeepTrashCrash: the decision to keep the trash is recorded
+// (the checked event) before it is acted on: a reclaim --keep-trash killed
+// after that is finished by a retry that keeps it, whatever the retry's
+// own flags; then restore --from-trash brings T-1 back with its files.
+func TestReclaimKeepTrashCrash(t *testing.T) {
+	bin := crashBinary(t)
+	s := newCrashScene(t)
+	ttl := []string{ReservationTTLEnv + "=2s"}
+	before := crashCaptureDir(t, s.target.Path)
+	crash := crashExec(t, bin, s.repo.Dir, append(ttl, "MAJLIS_FAILPOINTS=reclaim/removed=crash"),
+		"workspace", "reclaim", "T-1", "--yes", "--keep-trash", "1h", "--request-id", "K", "--json")
+	if !crash.killed {
+		t.Fatalf("the reclaim was not killed\n%s", crash)
+	}
+	held, err := s.p.leases.Inspect(reclaimPrefix + "T-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashWaitExpired(t, held.ExpiresAt)
+	retry := crashExec(t, bin, s.repo.Dir, ttl, "workspace", "reclaim", "T-1", "--yes", "--request-id", "K", "--json")
+	if retry.exit != 0 {
+		t.Fatalf("retry\n%s", retry)
+	}
+	var res struct {
+		Reclaim ReclaimResult `json:"reclaim"`
+	}
+	retry.decode(t, &res)
+	if res.Reclaim.TrashPath == "" || res.Reclaim.TrashKeptUntil == nil {
+		t.Fatalf("the retry did not keep the trash: %+v", res.Reclaim)
+	}
+	if _, err := os.Lstat(filepath.Join(res.Reclaim.TrashPath, ".git")); err != nil {
+		t.Fatalf("the kept trash is not there: %v", err)
+	}
+	restored := crashExec(t, bin, s.repo.Dir, nil, "workspace", "restore", "T-1", "--from-trash", "--json")
+	if restored.exit != 0 {
+		t.Fatalf("restore\n%s", restored)
+	}
+	if diff := cmp.Diff(before, crashCaptureDir(t, s.target.Path)); diff != "" {
+		t.Errorf("T-1 restored differs (-before +after):\n%s", diff)
+	}
+	s.checkFsck(t, "after the restore")
+}
