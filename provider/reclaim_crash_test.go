@@ -531,6 +531,9 @@ func TestReclaimCrashMatrix(t *testing.T) {
 				if (point != "reclaim/moved" && !strings.Contains(wts, trashPrefix+"T-1.1.")) || !strings.Contains(wts, "locked majlis workspace T-1") {
 					t.Errorf("after a crash at %s git does not list T-1 in its trash folder, locked:\n%s", point, wts)
 				}
+				if ws := s.listed(t, bin); len(ws) != 1 || ws[0].State != StateReclaiming || !strings.Contains(ws[0].TrashPath, trashPrefix+"T-1.1.") {
+					t.Errorf("after a crash at %s list shows T-1 as %+v, want reclaiming, in its trash folder", point, ws)
+				}
 				pv := crashExec(t, bin, s.repo.Dir, nil, "workspace", "reclaim", "T-1", "--preview", "--json")
 				if pv.exit != 0 || !strings.Contains(pv.stdout, `"delete-trash"`) {
 					t.Errorf("the preview after a crash at %s does not show the deletion of the trash\n%s", point, pv)

@@ -90,6 +90,14 @@ func (p *Provider) render(ctx context.Context, reader *gitops.Reader, reclaiming
 	if reclaiming[c.Binding] {
 		w.State = StateReclaiming
 	}
+	if mv := rec.Events[EventMoved]; mv != nil {
+		// A reclaim recorded a move into the trash and did not finish:
+		// reclaiming, until a retry does.
+		if _, err := os.Lstat(mv.TrashPath); err == nil {
+			w.State, w.TrashPath = StateReclaiming, mv.TrashPath
+			return w, nil
+		}
+	}
 	if ev := rec.Events[EventCreated]; ev != nil {
 		id, err := pathid.Lstat(c.Path)
 		if errors.Is(err, os.ErrNotExist) || (err == nil && (id.Dev != ev.Dev || id.Ino != ev.Ino)) {
