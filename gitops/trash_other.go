@@ -16,3 +16,6 @@ var ErrCrossDevice = errors.New("gitops: the move would cross file systems")
 func MoveDir(from, to string) error {
 	return &os.LinkError{Op: "rename", Old: from, New: to, Err: errors.ErrUnsupported}
 }
+
+// MountPoint cannot tell here; MoveDir refuses anyway.
+func MountPoint(path string) (bool, error) { return false, nil }

@@ -207,6 +207,9 @@ func (p *Provider) PreviewReclaim(ctx context.Context, binding string) (*Preview
 	if err := firstOverlap(rec.Claim.Binding, rec.Claim.Path, pv.Peers); err != nil {
 		return nil, err
 	}
+	if err := checkMovable(rec); err != nil {
+		return nil, err
+	}
 	p.rememberPreview(pv)
 	return pv, nil
 }
@@ -525,6 +528,9 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, entry 
 		return nil, &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrDirtySubmodule,
 			Reason: "dirty submodules: " + strings.Join(pv.Salvage.DirtySubmodules, ", "),
 			Hint:   "commit their changes, or pass --salvage-submodules to salvage them too"}
+	}
+	if err := checkMovable(rec); err != nil {
+		return nil, err
 	}
 	// A workspace allocated before majlis pinned admin entries is pinned
 	// now, before any step: the checks that follow then require the pin,

@@ -506,3 +506,20 @@ func (p *Provider) movedPreview(rec *claimRecord) (pv *Preview, ok bool) {
 	pv.Digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
 	return pv, true
 }
+
+// checkMovable refuses, before any effect, a workspace that one rename
+// cannot move into its trash folder: a mount point (a bind mount). A
+// workspace is never copied across file systems.
+func checkMovable(rec *claimRecord) error {
+	c := rec.Claim
+	mp, err := gitops.MountPoint(c.Path)
+	if err != nil {
+		return &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrIdentity, Reason: err.Error()}
+	}
+	if mp {
+		return &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrCrossDevice,
+			Reason: "the workspace is a mount point (a bind mount?): no rename can move it into its trash folder, and majlis never copies a workspace",
+			Hint:   "nothing was changed; unmount it, then reclaim"}
+	}
+	return nil
+}

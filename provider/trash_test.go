@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -500,4 +501,32 @@ func TestReclaimKeepTrashCrash(t *testing.T) {
 		t.Errorf("T-1 restored differs (-before +after):\n%s", diff)
 	}
 	s.checkFsck(t, "after the restore")
+}
+
+// TestReclaimBindMount: a workspace that is a mount point (here bound onto
+// itself, so its identity is the one allocated) cannot be moved by a
+// rename, and is never copied: preview and reclaim refuse (cross_device)
+// before any effect. Needs the right to mount; skipped otherwise.
+func TestReclaimBindMount(t *testing.T) {
+	repo, p := peerProvider(t)
+	target := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+	peerDirty(t, target.Path)
+	if out, err := exec.Command("mount", "--bind", target.Path, target.Path).CombinedOutput(); err != nil {
+		t.Skipf("cannot bind-mount here: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", target.Path).Run() })
+	before := peerObserve(t, p, repo, target.Path)
+	if _, err := p.PreviewReclaim(t.Context(), "T-1"); !errors.Is(err, ErrCrossDevice) {
+		t.Errorf("preview of a mount point: %v, want ErrCrossDevice", err)
+	}
+	_, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true})
+	if !errors.Is(err, ErrCrossDevice) {
+		t.Fatalf("reclaim of a mount point: %v, want ErrCrossDevice", err)
+	}
+	// Refused before any effect: not even a salvage ref.
+	peerUnchanged(t, before, peerObserve(t, p, repo, target.Path))
+	if left := trashLeft(t, p, filepath.Dir(target.Path)); len(left) > 0 {
+		t.Errorf("trash left: %v", left)
+	}
+	peerNoLease(t, p)
 }
