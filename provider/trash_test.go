@@ -530,3 +530,59 @@ func TestReclaimBindMount(t *testing.T) {
 	}
 	peerNoLease(t, p)
 }
+
+// TestReclaimRetryFindsForeignTrash: a reclaim killed right after the move;
+// before the retry, the trash folder's directory is replaced by another
+// one. The retry deletes nothing: it refuses (identity_drift) naming both
+// the path and the trash folder, and the directory there is untouched.
+func TestReclaimRetryFindsForeignTrash(t *testing.T) {
+	bin := crashBinary(t)
+	s := newCrashScene(t)
+	ttl := []string{ReservationTTLEnv + "=2s"}
+	args := []string{"workspace", "reclaim", "T-1", "--yes", "--request-id", "F", "--json"}
+	crash := crashExec(t, bin, s.repo.Dir, append(ttl, "MAJLIS_FAILPOINTS=reclaim/moved=crash"), args...)
+	if !crash.killed {
+		t.Fatalf("the reclaim was not killed\n%s", crash)
+	}
+	trash, _ := filepath.Glob(filepath.Join(filepath.Dir(s.target.Path), trashPrefix+"T-1.1.*"))
+	if len(trash) != 1 {
+		t.Fatalf("trash folders after the crash: %v", trash)
+	}
+	away := filepath.Join(fixtures.TempDir(t), "T-1-away")
+	if err := os.Rename(trash[0], away); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(trash[0], "someone"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(trash[0], "someone", "file.txt"), []byte("not T-1's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := crashCaptureFiles(t, trash[0])
+	t1 := crashCaptureFiles(t, away)
+	held, err := s.p.leases.Inspect(reclaimPrefix + "T-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashWaitExpired(t, held.ExpiresAt)
+	retry := crashExec(t, bin, s.repo.Dir, ttl, args...)
+	if retry.exit != 3 || retry.errorCode() != "identity_drift" {
+		t.Fatalf("retry: want exit 3, identity_drift\n%s", retry)
+	}
+	var refusal struct {
+		Error struct {
+			Details map[string]any `json:"details"`
+		} `json:"error"`
+	}
+	retry.decode(t, &refusal)
+	if refusal.Error.Details["path"] != s.target.Path || refusal.Error.Details["trash_path"] != trash[0] {
+		t.Errorf("the refusal does not name both places: %v", refusal.Error.Details)
+	}
+	if diff := cmp.Diff(before, crashCaptureFiles(t, trash[0])); diff != "" {
+		t.Errorf("the directory in the trash folder changed (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(t1, crashCaptureFiles(t, away)); diff != "" {
+		t.Errorf("T-1 changed (-before +after):\n%s", diff)
+	}
+	s.checkWorkPreserved(t)
+}
