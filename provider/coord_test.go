@@ -19,13 +19,13 @@ import (
 )
 
 // TestAdmissionRefusesCheckoutBeingReclaimed pauses a reclaim after its
-// reservation is registered, and after its last check before the removal,
+// reservation is registered, and after its last check before the move,
 // and asks for a lease in the workspace meanwhile: refused (exit 4,
 // reclaiming, naming the reservation), and the reclaim then finishes with
 // no lease granted in the checkout it removed.
 func TestAdmissionRefusesCheckoutBeingReclaimed(t *testing.T) {
 	bin := crashBinary(t)
-	for _, point := range []string{"reclaim/reserved", "reclaim/before-remove"} {
+	for _, point := range []string{"reclaim/reserved", "reclaim/before-move"} {
 		t.Run(strings.ReplaceAll(point, "/", "-"), func(t *testing.T) {
 			repo, p := newProvider(t)
 			ws := mustAllocate(t, p, AllocateOptions{Binding: "T-9"})
