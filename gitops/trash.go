@@ -325,17 +325,44 @@ type TreeState struct {
 	OnBranch bool   // HEAD is a symbolic ref: its commits are on a branch
 }
 
-// WorktreeTree computes the tree of the worktree's files as Snapshot
-// would (git add -A into a private copy of the index, then write-tree),
-// HEAD's tree, and whether HEAD is on a branch, changing nothing and
-// writing no commit: a caller that only needs to know whether anything
-// changed since a snapshot leaves no unreferenced commit behind.
+// WorktreeTree computes the tree of the worktree's files exactly as
+// Snapshot does (hidden files made visible in a private copy of the index,
+// then git add -A --sparse, then write-tree), HEAD's tree, and whether
+// HEAD is on a branch, changing nothing and writing no commit: a caller
+// that only needs to know whether anything changed since a snapshot
+// leaves no unreferenced commit behind.
 func WorktreeTree(ctx context.Context, worktree string) (TreeState, error) {
-	dir, o, err := openTree(worktree)
+	dir, ceiling, err := topLevel(worktree)
 	if err != nil {
 		return TreeState{}, err
 	}
-	tmpIndex, err := copyIndex(o.gitDir)
+	gitDir, err := worktreeGitDir(dir)
+	if err != nil {
+		return TreeState{}, err
+	}
+	r, err := OpenReader(ctx, dir)
+	if err != nil {
+		return TreeState{}, err
+	}
+	parent, err := r.head(ctx)
+	if err != nil {
+		return TreeState{}, err
+	}
+	indexData, err := os.ReadFile(filepath.Join(gitDir, "index"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return TreeState{}, fmt.Errorf("gitops: tree of %s: %w", dir, err)
+	}
+	sv, err := newSurvey(gitDir, parent, indexData)
+	if err != nil {
+		return TreeState{}, err
+	}
+	if err := sv.loadFlagged(ctx, dir, ceiling); err != nil {
+		return TreeState{}, err
+	}
+	if err := sv.checkFlagged(dir); err != nil {
+		return TreeState{}, err
+	}
+	tmpIndex, err := copyIndex(gitDir)
 	if err != nil {
 		return TreeState{}, fmt.Errorf("gitops: tree of %s: %w", dir, err)
 	}
@@ -343,12 +370,24 @@ func WorktreeTree(ctx context.Context, worktree string) (TreeState, error) {
 		os.Remove(tmpIndex)
 		os.Remove(tmpIndex + ".lock")
 	}()
-	onTmp := o
-	onTmp.indexFile = tmpIndex
-	var st TreeState
-	if _, err := git(ctx, dir, onTmp, "-c", "advice.addEmbeddedRepo=false", "add", "-A"); err != nil {
+	onTmp := cmdOpts{indexFile: tmpIndex, ceiling: ceiling}
+	if err := sv.hashFlagged(ctx, dir, ceiling); err != nil {
 		return TreeState{}, err
 	}
+	for _, flag := range []string{"--no-assume-unchanged", "--no-skip-worktree"} {
+		if paths := sv.unhide[flag]; len(paths) > 0 {
+			in := strings.Join(paths, "\x00") + "\x00"
+			if _, err := git(ctx, dir, cmdOpts{indexFile: tmpIndex, ceiling: ceiling, stdin: []byte(in)},
+				"update-index", flag, "-z", "--stdin"); err != nil {
+				return TreeState{}, err
+			}
+		}
+	}
+	if _, err := git(ctx, dir, onTmp, "-c", "advice.addEmbeddedRepo=false", "-c", "advice.updateSparsePath=false",
+		"add", "-A", "--sparse"); err != nil {
+		return TreeState{}, err
+	}
+	var st TreeState
 	res, err := git(ctx, dir, onTmp, "write-tree")
 	if err != nil {
 		return TreeState{}, err
@@ -357,16 +396,14 @@ func WorktreeTree(ctx context.Context, worktree string) (TreeState, error) {
 	if !isObjectID(st.Tree) {
 		return TreeState{}, unexpected("git write-tree", "%q is not an object id", st.Tree)
 	}
-	head := o
-	head.readOnly, head.okCodes = true, []int{1, 128}
-	res, err = git(ctx, dir, head, "rev-parse", "-q", "--verify", "HEAD^{tree}")
-	if err != nil {
-		return TreeState{}, err
-	}
-	if res.code == 0 {
+	if parent != "" {
+		res, err = git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling}, "rev-parse", "--verify", parent+"^{tree}")
+		if err != nil {
+			return TreeState{}, err
+		}
 		st.HeadTree = strings.TrimSuffix(string(res.stdout), "\n")
 	}
-	b, err := os.ReadFile(filepath.Join(o.gitDir, "HEAD"))
+	b, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
 	if err != nil {
 		return TreeState{}, err
 	}

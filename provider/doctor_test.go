@@ -132,7 +132,7 @@ func TestDoctorDamagedRegistration(t *testing.T) {
 func TestDoctorRetiresDeadReservation(t *testing.T) {
 	bin := crashBinary(t)
 	s := newCrashScene(t)
-	crash := crashExec(t, bin, s.repo.Dir, []string{ReservationTTLEnv + "=2s", failpoint.EnvVar + "=reclaim/before-clean=crash"},
+	crash := crashExec(t, bin, s.repo.Dir, []string{ReservationTTLEnv + "=2s", failpoint.EnvVar + "=reclaim/before-move=crash"},
 		"workspace", "reclaim", "T-1", "--yes", "--json")
 	if !crash.killed {
 		t.Fatalf("the reclaim was not killed\n%s", crash)
