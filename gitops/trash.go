@@ -321,6 +321,7 @@ func RelinkSubmodules(ctx context.Context, worktree, oldTop, modulesDir string) 
 // commit (see WorktreeTree).
 type TreeState struct {
 	Tree     string // the tree `git add -A` gives the worktree's files (ignored ones aside)
+	Head     string // HEAD's commit; empty on an unborn branch
 	HeadTree string // HEAD's tree; empty on an unborn branch
 	OnBranch bool   // HEAD is a symbolic ref: its commits are on a branch
 }
@@ -387,7 +388,7 @@ func WorktreeTree(ctx context.Context, worktree string) (TreeState, error) {
 		"add", "-A", "--sparse"); err != nil {
 		return TreeState{}, err
 	}
-	var st TreeState
+	st := TreeState{Head: parent}
 	res, err := git(ctx, dir, onTmp, "write-tree")
 	if err != nil {
 		return TreeState{}, err

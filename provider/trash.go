@@ -342,10 +342,10 @@ func driftError(rec *claimRecord, ev *Event, why string) error {
 }
 
 // resalvage salvages the workspace in its trash folder again, when it
-// holds anything the last salvage of the reclaim (or, with none, HEAD)
-// does not: first the tree of its files is computed without a commit;
-// only when that differs, or HEAD is detached, is a salvage commit made
-// and stored on a new salvage ref. It returns the ref, or "".
+// holds anything the last salvage of the reclaim (or, with none, its
+// branch) does not: first the tree of its files is computed without a
+// commit; only when that or HEAD differs is a salvage made and stored on
+// a new salvage ref. It returns the ref, or "".
 func (p *Provider) resalvage(ctx context.Context, rec *claimRecord, trash string, res *ReclaimResult) (string, error) {
 	c := rec.Claim
 	st, err := gitops.WorktreeTree(ctx, trash)
@@ -358,13 +358,22 @@ func (p *Provider) resalvage(ctx context.Context, rec *claimRecord, trash string
 	} else if sv := rec.Events[EventSalvaged]; sv != nil {
 		last = sv.SalvageRef
 	}
-	base := st.HeadTree
+	// Nothing new: the same files as the last salvage, on the same HEAD
+	// (its commits are held by that salvage); or, with no salvage, HEAD's
+	// files on a branch (which is kept).
 	if last != "" {
-		if base, err = gitops.TreeOf(ctx, c.CommonDir, last); err != nil {
+		_, layout, err := gitops.ReadSalvage(ctx, c.CommonDir, last)
+		if err != nil {
 			return "", err
 		}
-	}
-	if st.OnBranch && st.Tree == base {
+		tree, err := gitops.TreeOf(ctx, c.CommonDir, last)
+		if err != nil {
+			return "", err
+		}
+		if st.Tree == tree && st.Head == layout.Head {
+			return "", nil
+		}
+	} else if st.OnBranch && st.Tree == st.HeadTree {
 		return "", nil
 	}
 	msg := fmt.Sprintf("majlis reclaim of workspace %s: what it held once moved aside\n\nMajlis-Binding: %s\nMajlis-Claim: %s\nMajlis-Path: %s\nMajlis-Trash: %s\n",
