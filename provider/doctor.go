@@ -260,6 +260,12 @@ func (p *Provider) checkEntries(inv *inventory, live []*claimRecord, add func(Fi
 		if !e.Lock.Locked || !ok || damaged[b] || owned[b+" "+short] {
 			continue
 		}
+		// A workspace in its trash folder (kept by reclaim --keep-trash, or
+		// left by an interrupted reclaim that a retry finishes) is locked on
+		// purpose: the next reclaim deletes it once its time is up.
+		if strings.HasPrefix(filepath.Base(e.Path), trashPrefix) {
+			continue
+		}
 		add(Finding{Code: FindingLockOrphaned, Severity: SeverityWarning, Binding: b, Path: e.Dir,
 			Message: fmt.Sprintf("git's entry %s (worktree %s) carries majlis's lock %q, but no live claim of %s has it", e.Dir, e.Path, e.Lock.Reason, b),
 			Fix: "majlis never lifts it by itself. Inspect " + e.Path + "; if nothing in it is needed any more (or after keeping it), " +
