@@ -52,15 +52,22 @@ run ls "$(dirname "$repo")/app.workspaces/T-2/vendor/lib/.git/HEAD"
 
 say "# leases: two agents declare what they will touch before they start"
 mkdir -p src/auth/session && printf 'package auth\n' > src/auth/session/session.go && git add . && git commit -qm "add auth"
-run "$majlis" begin T-14 --paths 'src/auth/**'
-say "$majlis begin T-15 --paths 'src/auth/session/**'   # overlaps T-14 in another worktree: a warning"
-"$majlis" begin T-15 --paths 'src/auth/session/**'
-run "$majlis" lease acquire --holder T-14 host:port:3000
-say "$majlis lease acquire --holder T-15 host:port:3000   # the port is T-14's: refused, exit 4"
-set +e; "$majlis" lease acquire --holder T-15 host:port:3000; echo "exit status: $?"; set -e
+say "# each agent keeps a secret lease token: renewing and releasing its leases needs it"
+head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$scratch/T-14.token"
+head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$scratch/T-15.token"
+run "$majlis" begin T-14 --paths 'src/auth/**' --token-file "$scratch/T-14.token"
+say "$majlis begin T-15 --paths 'src/auth/session/**' --token-file T-15.token   # overlaps T-14 in another worktree: a warning"
+"$majlis" begin T-15 --paths 'src/auth/session/**' --token-file "$scratch/T-15.token"
+run "$majlis" lease acquire --holder T-14 --token-file "$scratch/T-14.token" host:port:3000
+say "$majlis lease acquire --holder T-15 --token-file T-15.token host:port:3000   # the port is T-14's: refused, exit 4"
+set +e; "$majlis" lease acquire --holder T-15 --token-file "$scratch/T-15.token" host:port:3000; echo "exit status: $?"; set -e
+say "$majlis lease acquire --holder T-15 --token-file T-15.token host:port:auto   # a free port, allocated"
+"$majlis" lease acquire --holder T-15 --token-file "$scratch/T-15.token" host:port:auto
 run "$majlis" lease list
 say "$majlis workspace reclaim T-15 --yes   # T-15 still holds its intent: its workspace is live, exit 4"
 set +e; "$majlis" workspace reclaim T-15 --yes; echo "exit status: $?"; set -e
 say "# T-14 is done: its leases go, then its workspace can be reclaimed"
-run "$majlis" lease release --holder T-14
+say "$majlis lease release --holder T-14   # without its token: refused, exit 3"
+set +e; "$majlis" lease release --holder T-14; echo "exit status: $?"; set -e
+run "$majlis" lease release --holder T-14 --token-file "$scratch/T-14.token"
 run "$majlis" workspace reclaim T-14 --yes
