@@ -108,8 +108,16 @@ func (p *Provider) Restore(ctx context.Context, o RestoreOptions) (*RestoreResul
 		return nil, fail(ErrMalformed, err.Error(), "inspect it with git log -1 "+ref)
 	}
 	if layout.Head == "" {
+		// Parent 1 is the index commit when HEAD was unborn (parent 2 is
+		// the empty stand-in): the recipe checks out an orphan branch in a
+		// new worktree, then the salvage's files and its index.
+		orphan := strings.TrimPrefix(layout.Branch, "refs/heads/")
+		if orphan == "" || orphan == layout.Branch {
+			orphan = "NAME"
+		}
 		return nil, fail(ErrInvalidArgument, ref+" was taken on an unborn branch",
-			"restore it with plain git: git read-tree "+ref+"^2 && git checkout-index -a")
+			"restore it with plain git: git worktree add --detach DIR "+ref+"^1 && git -C DIR checkout -q --orphan "+orphan+
+				" && git -C DIR read-tree --reset -u "+ref+" && git -C DIR read-tree "+ref+"^1")
 	}
 
 	// What HEAD becomes.
