@@ -176,3 +176,45 @@ func TestInterruptedRestore(t *testing.T) {
 		t.Errorf("restored %+v, want detached at %s", again, detached)
 	}
 }
+
+// A conflict resolved with git add leaves its stages in the index's
+// resolve-undo extension, so that `git checkout -m PATH` can recreate it.
+// Stages made by `git apply --3way` (here, update-index --index-info) are
+// blobs only the index holds: the salvage must keep them, and the restored
+// workspace must recreate the conflict after a gc.
+func TestReclaimKeepsResolveUndo(t *testing.T) {
+	repo, p := newProvider(t)
+	w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+	ws := &fixtures.Repo{T: t, Dir: w.Path}
+	var ids []string
+	for _, c := range []string{"base only in the index\n", "ours only in the index\n", "theirs only in the index\n"} {
+		out, err := fixtures.GitStdin(t, ws.Dir, []byte(c), "hash-object", "-w", "--stdin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, strings.TrimSpace(out))
+	}
+	info := "0 " + strings.Repeat("0", 40) + "\tREADME.md\n"
+	for i, id := range ids {
+		info += "100644 " + id + " " + string(rune('1'+i)) + "\tREADME.md\n"
+	}
+	if _, err := fixtures.GitStdin(t, ws.Dir, []byte(info), "update-index", "--index-info"); err != nil {
+		t.Fatal(err)
+	}
+	ws.WriteFile("README.md", "resolved\n")
+	ws.Git("add", "README.md")
+
+	reclaimAll(t, p, "T-1", w.Path)
+	for i, id := range ids {
+		mustReach(t, repo, "resolve-undo stage "+string(rune('1'+i)), id)
+	}
+	repo.Git("gc", "-q", "--prune=now")
+	if _, err := p.Restore(t.Context(), RestoreOptions{Binding: "T-1"}); err != nil {
+		t.Fatal(err)
+	}
+	ws.Git("checkout", "-m", "README.md")
+	want := "<<<<<<< ours\nours only in the index\n=======\ntheirs only in the index\n>>>>>>> theirs\n"
+	if got := ws.ReadFile("README.md"); got != want {
+		t.Errorf("git checkout -m after restore: README.md is %q, want the conflict %q", got, want)
+	}
+}
