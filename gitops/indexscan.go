@@ -171,6 +171,63 @@ func scanIndexAt(data []byte, hashLen int, fn func(indexEntry), endOfEntries *in
 	return nil
 }
 
+// indexResolveUndo returns the stages that the index's resolve-undo
+// ("REUC") extension keeps for conflicts resolved since (`git checkout -m`
+// recreates a conflict from them), as entries with Stage 1 to 3. The
+// extensions begin at entriesEnd (see scanIndexAt). Each record is a
+// NUL-terminated path, three NUL-terminated octal modes (0: no such
+// stage), then an object id for every stage whose mode is not 0.
+func indexResolveUndo(data []byte, hashLen, entriesEnd int) ([]indexEntry, error) {
+	var out []indexEntry
+	end := len(data) - hashLen
+	for off := entriesEnd; off+8 <= end; {
+		sig := string(data[off : off+4])
+		size := int(binary.BigEndian.Uint32(data[off+4 : off+8]))
+		off += 8
+		if size > end-off {
+			return nil, fmt.Errorf("index: extension %q overruns the file", sig)
+		}
+		if sig != "REUC" {
+			off += size
+			continue
+		}
+		b := data[off : off+size]
+		off += size
+		for len(b) > 0 {
+			nul := bytes.IndexByte(b, 0)
+			if nul < 0 {
+				return nil, errors.New("index: resolve-undo path not terminated")
+			}
+			path := string(b[:nul])
+			b = b[nul+1:]
+			var modes [3]uint64
+			for i := range modes {
+				nul := bytes.IndexByte(b, 0)
+				if nul < 0 {
+					return nil, errors.New("index: resolve-undo mode not terminated")
+				}
+				m, err := strconv.ParseUint(string(b[:nul]), 8, 32)
+				if err != nil {
+					return nil, fmt.Errorf("index: resolve-undo mode %q", b[:nul])
+				}
+				modes[i] = m
+				b = b[nul+1:]
+			}
+			for i, m := range modes {
+				if m == 0 {
+					continue
+				}
+				if len(b) < hashLen {
+					return nil, errors.New("index: resolve-undo entry truncated")
+				}
+				out = append(out, indexEntry{Path: path, Mode: Mode(m), ID: hex.EncodeToString(b[:hashLen]), Stage: i + 1})
+				b = b[hashLen:]
+			}
+		}
+	}
+	return out, nil
+}
+
 // indexVarint decodes git's offset varint (varint.c), returning the value
 // and the bytes used, or n <= 0 on malformed input.
 func indexVarint(b []byte) (val uint64, n int) {

@@ -170,7 +170,7 @@ func RestoreInto(ctx context.Context, worktree, commit string, l SalvageLayout) 
 	var refs []string
 	for _, n := range names {
 		switch {
-		case n == "index" || n == "HEAD" || strings.HasPrefix(n, "conflicts/") || strings.HasPrefix(n, "majlis/"):
+		case n == "index" || n == "HEAD" || strings.HasPrefix(n, "conflicts/") || strings.HasPrefix(n, "resolve-undo/") || strings.HasPrefix(n, "majlis/"):
 			continue
 		case !keptName(n):
 			rep.NotRestored = append(rep.NotRestored, n+": not a file majlis restores")

@@ -32,7 +32,9 @@ const SalvageVersion = 2
 //     heads, rebase-merge/, rebase-apply/, sequencer/, the BISECT_* files,
 //     refs/worktree/, refs/bisect/, refs/rewritten/, logs/HEAD and those
 //     refs' reflogs, config.worktree and info/sparse-checkout; plus
-//     conflicts/<stage>/<path> for each conflicted index entry, and
+//     conflicts/<stage>/<path> for each conflicted index entry,
+//     resolve-undo/<stage>/<path> for each stage of a conflict resolved
+//     since (the index's resolve-undo extension), and
 //     majlis/skip-worktree-present listing the skip-worktree files that
 //     were on disk;
 //  5. and on: every commit only the worktree held (Pins), each named in
@@ -330,7 +332,7 @@ func objectStored(commonDir, id string) bool {
 // make one: its commits are pinned, its record of moves is not kept. Without it, HEAD and
 // the index commit say everything, and the salvage has no meta parent.
 func (s *Survey) needsMeta() bool {
-	if len(s.Refs) > 0 || s.Operation != "" || s.Conflicted > 0 || s.IntentToAdd > 0 || len(s.flagged) > 0 || s.askGit {
+	if len(s.Refs) > 0 || s.Operation != "" || s.Conflicted > 0 || s.IntentToAdd > 0 || len(s.flagged) > 0 || s.askGit || len(s.resolveUndo) > 0 {
 		return true
 	}
 	for _, f := range s.files {
@@ -410,6 +412,11 @@ func (s *Survey) metaTree(ctx context.Context, index string) (string, error) {
 	var in bytes.Buffer
 	for _, e := range s.stages {
 		fmt.Fprintf(&in, "%s %s 0\tconflicts/%d/%s\x00", e.Mode, e.ID, e.Stage, e.Path)
+	}
+	for _, e := range s.resolveUndo {
+		if e.Mode != ModeGitlink {
+			fmt.Fprintf(&in, "%s %s 0\tresolve-undo/%d/%s\x00", e.Mode, e.ID, e.Stage, e.Path)
+		}
 	}
 	if len(s.present) > 0 {
 		// a blob listing them, NUL-terminated

@@ -67,8 +67,10 @@ type Survey struct {
 	// unhide are hidden paths whose flag a salvage clears in its private
 	// index so that git add records their worktree state, by flag.
 	unhide map[string][]string
-	// stages are the conflicted index entries, kept as blobs.
-	stages []indexEntry
+	// stages are the conflicted index entries, kept as blobs; resolveUndo
+	// the stages of conflicts resolved since (the index's resolve-undo
+	// extension), kept as blobs too: often only the index holds them.
+	stages, resolveUndo []indexEntry
 	// flagged are the assume-unchanged and skip-worktree entries; askGit
 	// says the index could not be read in process.
 	flagged, toHash []indexEntry
@@ -83,7 +85,7 @@ type Survey struct {
 // beyond the trees: no pinned commit, per-worktree ref, interrupted
 // operation or hidden edit.
 func (s *Survey) Empty() bool {
-	return len(s.Pins) == 0 && len(s.Refs) == 0 && s.Operation == "" && len(s.Hidden) == 0
+	return len(s.Pins) == 0 && len(s.Refs) == 0 && s.Operation == "" && len(s.Hidden) == 0 && len(s.resolveUndo) == 0
 }
 
 // keptFiles are the files of a worktree's own git directory that salvage
@@ -196,8 +198,12 @@ func newSurvey(gitDir, head string, index []byte) (*Survey, error) {
 			// asks git for the entries instead.
 			s.Conflicted, s.IntentToAdd, s.stages, s.flagged = 0, 0, nil, nil
 			s.askGit = true
-		} else if s.Conflicted == 0 && s.IntentToAdd == 0 {
-			s.cacheTree = cacheTreeRoot(index, s.hashLen, end)
+		} else {
+			if s.Conflicted == 0 && s.IntentToAdd == 0 {
+				s.cacheTree = cacheTreeRoot(index, s.hashLen, end)
+			}
+			// Unreadable resolve-undo data is not kept; the raw index is.
+			s.resolveUndo, _ = indexResolveUndo(index, s.hashLen, end)
 		}
 	}
 	return s, nil
