@@ -198,6 +198,10 @@ func newSurvey(gitDir, head string, index []byte) (*Survey, error) {
 			// asks git for the entries instead.
 			s.Conflicted, s.IntentToAdd, s.stages, s.flagged = 0, 0, nil, nil
 			s.askGit = true
+			if errors.Is(err, errSplitIndex) && end >= 0 {
+				// A split index keeps its extensions in this file.
+				s.resolveUndo, _ = indexResolveUndo(index, s.hashLen, end)
+			}
 		} else {
 			if s.Conflicted == 0 && s.IntentToAdd == 0 {
 				s.cacheTree = cacheTreeRoot(index, s.hashLen, end)

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -183,9 +184,18 @@ func TestInterruptedRestore(t *testing.T) {
 // blobs only the index holds: the salvage must keep them, and the restored
 // workspace must recreate the conflict after a gc.
 func TestReclaimKeepsResolveUndo(t *testing.T) {
+	for _, split := range []bool{false, true} {
+		t.Run(fmt.Sprintf("split=%v", split), func(t *testing.T) { reclaimKeepsResolveUndo(t, split) })
+	}
+}
+
+func reclaimKeepsResolveUndo(t *testing.T, split bool) {
 	repo, p := newProvider(t)
 	w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 	ws := &fixtures.Repo{T: t, Dir: w.Path}
+	if split {
+		ws.Git("update-index", "--split-index")
+	}
 	var ids []string
 	for _, c := range []string{"base only in the index\n", "ours only in the index\n", "theirs only in the index\n"} {
 		out, err := fixtures.GitStdin(t, ws.Dir, []byte(c), "hash-object", "-w", "--stdin")
