@@ -114,7 +114,11 @@ func RestoreInto(ctx context.Context, worktree, commit string, l SalvageLayout) 
 				absent = append(absent, e.Path)
 			}
 		}); err != nil {
-			rep.NotRestored = append(rep.NotRestored, "sparse checkout: the index could not be read, so files outside the cone were written too")
+			// A split index, say: its skip-worktree entries are not known
+			// here. That matters only with a sparse checkout.
+			if _, sparse := meta["info/sparse-checkout"]; sparse {
+				rep.NotRestored = append(rep.NotRestored, "sparse checkout: the index could not be read, so files outside the cone were written too")
+			}
 		}
 	}
 	if len(absent) == 0 {

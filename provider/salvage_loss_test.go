@@ -228,3 +228,25 @@ func reclaimKeepsResolveUndo(t *testing.T, split bool) {
 		t.Errorf("git checkout -m after restore: README.md is %q, want the conflict %q", got, want)
 	}
 }
+
+// A split index (core.splitIndex) without a sparse checkout restores
+// whole, and the restore says nothing about a sparse cone.
+func TestRestoreSplitIndexReportsNoSparseLoss(t *testing.T) {
+	_, p := newProvider(t)
+	w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+	ws := &fixtures.Repo{T: t, Dir: w.Path}
+	ws.Git("update-index", "--split-index")
+	ws.PartialStage("README.md", "v1 staged\n", "v2 in the worktree\n")
+	before := ws.Git("status", "--porcelain=v2")
+	reclaimAll(t, p, "T-1", w.Path)
+	res, err := p.Restore(t.Context(), RestoreOptions{Binding: "T-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.NotRestored) != 0 {
+		t.Errorf("not_restored %q, want nothing", res.NotRestored)
+	}
+	if after := ws.Git("status", "--porcelain=v2"); after != before {
+		t.Errorf("status after restore:\n%s\nwant:\n%s", after, before)
+	}
+}
