@@ -250,3 +250,34 @@ func TestRestoreSplitIndexReportsNoSparseLoss(t *testing.T) {
 		t.Errorf("status after restore:\n%s\nwant:\n%s", after, before)
 	}
 }
+
+// Per-worktree config and sparse patterns live in the workspace's admin
+// entry, which the removal deletes: a workspace holding nothing else is
+// not clean, and a restore brings them back.
+func TestReclaimKeepsWorktreeConfigAlone(t *testing.T) {
+	for name, set := range map[string]func(ws *fixtures.Repo){
+		"config.worktree": func(ws *fixtures.Repo) {
+			ws.Git("config", "extensions.worktreeConfig", "true")
+			ws.Git("config", "--worktree", "user.email", "only-here@example.invalid")
+		},
+		"sparse patterns": func(ws *fixtures.Repo) { ws.Git("sparse-checkout", "set", "src") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, p := newProvider(t)
+			w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+			ws := &fixtures.Repo{T: t, Dir: w.Path}
+			set(ws)
+			want := ws.Git("config", "--worktree", "--list")
+			pv, res := reclaimAll(t, p, "T-1", w.Path)
+			if pv.Salvage.Clean || res.SalvageRef == nil {
+				t.Fatalf("the workspace was called clean (salvage ref %v): its per-worktree config is deleted unsalvaged", res.SalvageRef)
+			}
+			if _, err := p.Restore(t.Context(), RestoreOptions{Binding: "T-1"}); err != nil {
+				t.Fatal(err)
+			}
+			if got := ws.Git("config", "--worktree", "--list"); got != want {
+				t.Errorf("per-worktree config after restore:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}
