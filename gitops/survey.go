@@ -83,9 +83,32 @@ type Survey struct {
 
 // Empty reports whether the survey found nothing a salvage must keep
 // beyond the trees: no pinned commit, per-worktree ref, interrupted
-// operation or hidden edit.
+// operation, hidden edit, resolved conflict's stages, per-worktree config
+// or sparse patterns.
 func (s *Survey) Empty() bool {
-	return len(s.Pins) == 0 && len(s.Refs) == 0 && s.Operation == "" && len(s.Hidden) == 0 && len(s.resolveUndo) == 0
+	return len(s.Pins) == 0 && len(s.Refs) == 0 && s.Operation == "" && len(s.Hidden) == 0 && len(s.resolveUndo) == 0 &&
+		len(s.Settings()) == 0
+}
+
+// Settings lists the per-worktree settings the worktree's git directory
+// holds ("config.worktree", "info/sparse-checkout"): a removal deletes
+// them, a salvage keeps them. One with the same bytes as the main
+// worktree's is left out: `git worktree add` copies those into every new
+// worktree, so they are not the workspace's own.
+func (s *Survey) Settings() []string {
+	var out []string
+	for _, f := range s.files {
+		if f != "config.worktree" && f != "info/sparse-checkout" {
+			continue
+		}
+		own, err := os.ReadFile(filepath.Join(s.gitDir, filepath.FromSlash(f)))
+		main, merr := os.ReadFile(filepath.Join(s.commonDir, filepath.FromSlash(f)))
+		if err == nil && merr == nil && bytes.Equal(own, main) {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // keptFiles are the files of a worktree's own git directory that salvage

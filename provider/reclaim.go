@@ -305,6 +305,9 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 		if s.Operation != "" {
 			what = append(what, "the state of an interrupted "+s.Operation)
 		}
+		if set := sv.Settings(); len(set) > 0 {
+			what = append(what, "the per-worktree settings ("+strings.Join(set, ", ")+")")
+		}
 		pv.Steps = append(pv.Steps, Step{"salvage", s.Files, "keep " + strings.Join(what, ", ") + " on " + SalvagePrefix + c.Binding + "/<n>"})
 	}
 	pv.Steps = append(pv.Steps,
