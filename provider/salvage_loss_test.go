@@ -281,3 +281,28 @@ func TestReclaimKeepsWorktreeConfigAlone(t *testing.T) {
 		})
 	}
 }
+
+// A salvage ref under one binding whose commit says it is another
+// binding's (a ref copied or moved by hand) is refused: restoring it would
+// give the workspace the other binding's files and branch.
+func TestRestoreRefusesAnotherBindingsSalvage(t *testing.T) {
+	repo, p := newProvider(t)
+	for _, b := range []string{"T-1", "T-9"} {
+		w := mustAllocate(t, p, AllocateOptions{Binding: b})
+		ws := &fixtures.Repo{T: t, Dir: w.Path}
+		ws.WriteFile(b+".txt", b+"\n")
+		reclaimAll(t, p, b, w.Path)
+	}
+	repo.Git("update-ref", "refs/majlis/salvage/T-1/5", "refs/majlis/salvage/T-9/1")
+	_, err := p.Restore(t.Context(), RestoreOptions{Binding: "T-1", Salvage: 5})
+	if !errors.Is(err, ErrMalformed) {
+		t.Fatalf("restore of T-9's salvage as T-1: %v, want %v", err, ErrMalformed)
+	}
+	if out := repo.Git("worktree", "list", "--porcelain"); strings.Contains(out, "T-1") {
+		t.Errorf("a workspace was made:\n%s", out)
+	}
+	// T-1's own salvage still restores.
+	if _, err := p.Restore(t.Context(), RestoreOptions{Binding: "T-1", Salvage: 1}); err != nil {
+		t.Fatal(err)
+	}
+}
