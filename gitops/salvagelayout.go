@@ -54,6 +54,8 @@ const SalvageVersion = 2
 // and parents disagree.
 type SalvageLayout struct {
 	Version int
+	// Binding is what the Majlis-Binding trailer names, "" without one.
+	Binding string
 	// Head is HEAD's commit, "" when unborn; Branch the ref HEAD named,
 	// "" when detached.
 	Head, Branch string
@@ -178,6 +180,13 @@ func ParseSalvageCommit(raw []byte) (SalvageLayout, error) {
 		if k, v, ok := strings.Cut(line, ": "); ok && strings.HasPrefix(k, "Majlis-") {
 			trailers[k] = append(trailers[k], v)
 		}
+	}
+	switch b := trailers["Majlis-Binding"]; len(b) {
+	case 0:
+	case 1:
+		l.Binding = b[0]
+	default:
+		return l, fmt.Errorf("salvage commit: %d Majlis-Binding trailers", len(b))
 	}
 	ver := trailers["Majlis-Salvage"]
 	if len(ver) == 0 {

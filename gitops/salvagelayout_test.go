@@ -60,7 +60,11 @@ func TestSalvageLayoutRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("layout %d: %v\n%s", i, err, raw)
 			}
-			if diff := cmp.Diff(l, got); diff != "" {
+			want := l
+			if strings.Contains(msg, "Majlis-Binding: T-1") {
+				want.Binding = "T-1"
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("layout %d (-want +got):\n%s", i, diff)
 			}
 		}

@@ -107,6 +107,10 @@ func (p *Provider) Restore(ctx context.Context, o RestoreOptions) (*RestoreResul
 		}
 		return nil, fail(ErrMalformed, err.Error(), "inspect it with git log -1 "+ref)
 	}
+	if layout.Binding != "" && layout.Binding != o.Binding {
+		return nil, fail(ErrMalformed, fmt.Sprintf("%s is a salvage of %s, not of %s", ref, layout.Binding, o.Binding),
+			"inspect it with git log -1 "+ref+"; restore it as that binding's, or with plain git (workspaces.md)")
+	}
 	if layout.Head == "" {
 		// Parent 1 is the index commit when HEAD was unborn (parent 2 is
 		// the empty stand-in): the recipe checks out an orphan branch in a
