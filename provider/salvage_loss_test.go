@@ -306,3 +306,33 @@ func TestRestoreRefusesAnotherBindingsSalvage(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Salvage stores a file through git add, which applies the file's
+// attributes (text, eol, core.autocrlf, filters); restore writes it back
+// through checkout, which applies them the other way. Neither is the
+// identity: an untracked file under `*.dat text` loses its CR bytes, a
+// CRLF text file under text=auto comes back LF. What a reclaim deletes
+// must come back byte for byte.
+func TestRestoreKeepsUntrackedFileBytesUnderTextAttributes(t *testing.T) {
+	t.Skip("known: salvage stores files with git add's conversions (text/eol attributes, core.autocrlf) and restore checks them out with the reverse ones; a CRLF or binary file marked text comes back altered. A fix hashes converted paths with hash-object --no-filters and writes them back raw on restore")
+	_, p := newProvider(t)
+	w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+	ws := &fixtures.Repo{T: t, Dir: w.Path}
+	ws.WriteFile(".gitattributes", "* text=auto\n*.dat text\n")
+	ws.Git("add", ".gitattributes")
+	ws.Commit("attributes")
+	files := map[string]string{
+		"img.dat":  "\x89PNG\r\n\x1a\n\x00\x01\r\n",
+		"crlf.txt": "crlf\r\nfile\r\n",
+	}
+	ws.WriteFiles(files)
+	reclaimAll(t, p, "T-1", w.Path)
+	if _, err := p.Restore(t.Context(), RestoreOptions{Binding: "T-1"}); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range files {
+		if got := ws.ReadFile(name); got != want {
+			t.Errorf("%s after restore is %q, want %q", name, got, want)
+		}
+	}
+}
