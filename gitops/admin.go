@@ -320,6 +320,17 @@ func WorktreePin(adminDir string) (string, error) {
 	return s, nil
 }
 
+// PinAt returns the pin of the worktree whose top level is dir, read
+// through its .git file; a directory that is not a linked worktree, or
+// whose entry has no pin, gives an error.
+func PinAt(dir string) (string, error) {
+	gitDir, err := worktreeGitDir(dir)
+	if err != nil {
+		return "", err
+	}
+	return WorktreePin(gitDir)
+}
+
 // WorktreeEntries returns the administrative entries
 // (<common dir>/worktrees/<id>) whose back-pointer (gitdir) names
 // <path>/.git for one of paths. git keeps the entry of a worktree whose

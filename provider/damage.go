@@ -232,7 +232,7 @@ func (l *locator) locate(binding string, cause *Error) *Damage {
 				continue
 			}
 			inJournal[c.Seq] = true
-			if c.Failed || c.Reclaimed && absentNow(c.Path, c.Dev, c.Ino) {
+			if c.Failed || c.Reclaimed && absentNow(c.Path, c.Dev, c.Ino, c.Digest) {
 				continue
 			}
 			add(c.Path, SourceJournal)

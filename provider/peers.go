@@ -136,7 +136,7 @@ func (p *Provider) checkPeers(ctx context.Context, target *claimRecord, fromJour
 			if c.Digest == target.Digest || c.Failed {
 				continue
 			}
-			if c.Reclaimed && absentNow(c.Path, c.Dev, c.Ino) {
+			if c.Reclaimed && absentNow(c.Path, c.Dev, c.Ino, c.Digest) {
 				continue
 			}
 			if err := add(PeerWorkspace, c.Path, c.Binding); err != nil {
@@ -237,18 +237,29 @@ func attestedAbsent(r *claimRecord) bool {
 	if ev := r.Events[EventCreated]; ev != nil {
 		dev, ino = ev.Dev, ev.Ino
 	}
-	return absentNow(r.Claim.Path, dev, ino)
+	return absentNow(r.Claim.Path, dev, ino, r.Digest)
 }
 
-// absentNow reports whether nothing is at path, or a different directory
-// than the one with identity dev:ino (zero: none was ever recorded, so only
-// nothing at all counts).
-func absentNow(path string, dev, ino uint64) bool {
+// absentNow reports whether the reclaimed workspace of the claim with
+// digest, once at path with identity dev:ino, is gone now: nothing is at
+// path, or a different directory (zero dev:ino: none was ever recorded, so
+// only nothing at all counts), or a worktree pinned for another claim. The
+// last case matters because file systems reuse inode numbers: a workspace
+// restored or allocated at the same path often gets the reclaimed one's
+// inode back, and its pin is what tells them apart.
+func absentNow(path string, dev, ino uint64, digest string) bool {
 	id, err := pathid.Lstat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return true
 	}
-	return err == nil && ino != 0 && (id.Dev != dev || id.Ino != ino)
+	if err != nil || ino == 0 {
+		return false
+	}
+	if id.Dev != dev || id.Ino != ino {
+		return true
+	}
+	pin, err := gitops.PinAt(path)
+	return err == nil && digest != "" && pin != digest
 }
 
 // peerIgnores asks the ancestor peer's git whether it ignores the target's
