@@ -200,11 +200,12 @@ func RestoreInto(ctx context.Context, worktree, commit string, l SalvageLayout) 
 			return rep, err
 		}
 		if n == "config.worktree" {
-			// Settings that would aim git at another directory are dropped.
-			for _, key := range []string{"core.worktree", "core.bare"} {
-				if _, err := git(ctx, dir, cmdOpts{okCodes: []int{5}}, "config", "--file", dst, "--unset-all", key); err != nil {
-					return rep, err
-				}
+			dropped, err := restrictWorktreeConfig(ctx, dir, dst)
+			if err != nil {
+				return rep, err
+			}
+			for _, key := range dropped {
+				rep.NotRestored = append(rep.NotRestored, "config.worktree: "+key+" (a restore writes back only user.name, user.email and the sparse-checkout settings; the salvage keeps the file: set it again by hand if you trust it)")
 			}
 		}
 		for _, ns := range perWorktreeRefs {
@@ -349,4 +350,42 @@ func AddWorktreeBranch(ctx context.Context, dir, path, branch, lockReason string
 	err = classify(err, ErrBranchExists, "is already checked out at", "is already used by worktree at")
 	err = classify(err, ErrPathExists, "' already exists", "is a missing but already registered worktree", "is a missing but locked worktree")
 	return classify(err, ErrUnknownRevision, "fatal: invalid reference: ")
+}
+
+// restoredConfig lists the per-worktree settings a restore writes back:
+// the committer's identity and those of a sparse checkout. A salvage ref can come from anywhere (fetched
+// from a shared remote, written by hand), and other settings can point git
+// at another directory (core.worktree, core.bare, include.path) or run
+// programs (core.fsmonitor, core.hooksPath, filters, aliases).
+var restoredConfig = map[string]bool{
+	"user.name":               true,
+	"user.email":              true,
+	"core.sparsecheckout":     true,
+	"core.sparsecheckoutcone": true,
+	"index.sparse":            true,
+}
+
+// restrictWorktreeConfig removes from the config file path every setting
+// that restoredConfig does not list, and returns their names.
+func restrictWorktreeConfig(ctx context.Context, dir, path string) ([]string, error) {
+	res, err := git(ctx, dir, cmdOpts{readOnly: true}, "config", "--file", path, "--null", "--name-only", "--list")
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var dropped []string
+	for _, name := range strings.Split(string(res.stdout), "\x00") {
+		key := strings.ToLower(strings.TrimSuffix(name, "\n"))
+		if key == "" || restoredConfig[key] || seen[key] {
+			continue
+		}
+		seen[key] = true
+		dropped = append(dropped, name)
+	}
+	for _, key := range dropped {
+		if _, err := git(ctx, dir, cmdOpts{okCodes: []int{5}}, "config", "--file", path, "--unset-all", key); err != nil {
+			return nil, err
+		}
+	}
+	return dropped, nil
 }

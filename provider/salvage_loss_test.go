@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -279,6 +280,30 @@ func TestReclaimKeepsWorktreeConfigAlone(t *testing.T) {
 				t.Errorf("per-worktree config after restore:\n%s\nwant:\n%s", got, want)
 			}
 		})
+	}
+}
+
+// A restore writes back only inert per-worktree settings: a salvage ref
+// may come from anywhere, and settings such as core.hooksPath or
+// core.fsmonitor would run programs in the restored workspace. The others
+// are reported, and stay in the salvage.
+func TestRestoreDropsSettingsThatRunPrograms(t *testing.T) {
+	_, p := newProvider(t)
+	w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+	ws := &fixtures.Repo{T: t, Dir: w.Path}
+	ws.Git("config", "extensions.worktreeConfig", "true")
+	ws.Git("config", "--worktree", "user.email", "only-here@example.invalid")
+	ws.Git("config", "--worktree", "core.hooksPath", filepath.Join(t.TempDir(), "hooks"))
+	reclaimAll(t, p, "T-1", w.Path)
+	res, err := p.Restore(t.Context(), RestoreOptions{Binding: "T-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ws.Git("config", "--worktree", "--list"); got != "user.email=only-here@example.invalid\n" {
+		t.Errorf("per-worktree config after restore:\n%s\nwant only user.email", got)
+	}
+	if !strings.Contains(strings.ToLower(strings.Join(res.NotRestored, "\n")), "core.hookspath") {
+		t.Errorf("the dropped core.hooksPath is not reported: %q", res.NotRestored)
 	}
 }
 
