@@ -10,7 +10,7 @@ import (
 // their own beyond refusing a directory that is not the top level of a
 // worktree (git would otherwise walk up and act on an enclosing
 // repository, such as the main checkout). Callers establish authority,
-// salvage and recheck peers first; see DESIGN.md, safety rules.
+// salvage and recheck peers first; see docs/design.md, "Safety rules".
 
 // ResetHard resets the index and tracked files of the worktree whose top
 // level is worktree to its HEAD (`git reset --hard`). Untracked and

@@ -57,7 +57,7 @@ type AllocateOptions struct {
 }
 
 // Allocate creates a linked worktree for a binding, after publishing its
-// claim. See DESIGN.md and docs/workspaces.md for the rules it enforces.
+// claim. See docs/design.md and docs/workspaces.md for the rules it enforces.
 func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace, error) {
 	fail := func(err error, reason, path, hint string) error {
 		return &Error{Op: "allocate", Binding: o.Binding, Path: path, Reason: reason, Hint: hint, Err: err}

@@ -2,7 +2,7 @@
 // salvage, release and reclaim, with the claims and retained-peer checks
 // that make reclaim safe.
 //
-// Contract (see DESIGN.md):
+// Contract (see docs/design.md):
 //   - A workspace is allocated only after its immutable claim is published
 //     with the no-clobber link of package reservation; a failure after the
 //     claim leaves no worktree, directory or branch behind.

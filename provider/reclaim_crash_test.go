@@ -131,7 +131,7 @@ func crashWaitFor(t *testing.T, what string, timeout time.Duration, cond func() 
 }
 
 // crashFailpoints returns every declared reclaim failpoint, and checks
-// that the binary knows the same ones, armed, and at least those CLI.md
+// that the binary knows the same ones, armed, and at least those docs/cli.md
 // names.
 func crashFailpoints(t *testing.T, bin string) []string {
 	t.Helper()
@@ -158,7 +158,7 @@ func crashFailpoints(t *testing.T, bin string) []string {
 	for _, n := range []string{"reclaim/reserved", "reclaim/salvaged", "reclaim/before-move",
 		"reclaim/moved", "reclaim/repaired", "reclaim/resalvaged", "reclaim/before-delete", "reclaim/removed"} {
 		if !slices.Contains(names, n) {
-			t.Fatalf("failpoint %s (CLI.md) is not declared; declared: %v", n, names)
+			t.Fatalf("failpoint %s (docs/cli.md) is not declared; declared: %v", n, names)
 		}
 	}
 	return names

@@ -11,7 +11,7 @@ import (
 	"github.com/majlis-dev/majlis/pathid"
 )
 
-// Workspace states (CLI.md).
+// Workspace states (docs/cli.md).
 const (
 	StateActive     = "active"
 	StateReleased   = "released"

@@ -16,7 +16,7 @@ import (
 // ExitCode is the process exit status, as documented in `majlis help exit-codes`.
 type ExitCode int
 
-// The exit codes of CLI.md. Scripts depend on them; never renumber.
+// The exit codes of docs/cli.md. Scripts depend on them; never renumber.
 const (
 	ExitOK       ExitCode = 0 // done
 	ExitError    ExitCode = 1 // unexpected failure

@@ -9,7 +9,7 @@ import (
 )
 
 // Every command's --help has a one-line summary, a paragraph and examples
-// (CONVENTIONS.md).
+// (docs/design.md, "Conventions").
 func TestEveryCommandHasHelp(t *testing.T) {
 	var out bytes.Buffer
 	root := newRootCmd(&globalOptions{Stdout: &out, Stderr: &out})

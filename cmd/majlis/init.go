@@ -46,7 +46,7 @@ registered from its main worktree, which init records.`,
 	}
 	cmd.Flags().StringVar(&opts.WorkspaceRoot, "workspace-root", "", "where workspaces go by default")
 	// init is idempotent by itself; the flag is accepted so that every
-	// mutating command takes one (CLI.md).
+	// mutating command takes one (docs/cli.md).
 	cmd.Flags().String("request-id", "", "idempotency key (init is idempotent: a retry reports the registration)")
 	return cmd
 }

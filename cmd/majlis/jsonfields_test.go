@@ -14,7 +14,7 @@ import (
 	"github.com/majlis-dev/majlis/server"
 )
 
-// The JSON fields of every result are part of the CLI contract (CLI.md):
+// The JSON fields of every result are part of the CLI contract (docs/cli.md):
 // fields may be added, never renamed or removed. This test pins them; add
 // new fields to the lists, never delete from them.
 func TestJSONFieldsArePinned(t *testing.T) {

@@ -32,7 +32,7 @@ harmless.`,
 		},
 	}
 	// set is idempotent by itself; the flag is accepted so that every
-	// mutating command takes one (CLI.md).
+	// mutating command takes one (docs/cli.md).
 	cmd.Flags().String("request-id", "", "idempotency key (setting a value is idempotent: a retry sets it again)")
 	return cmd
 }

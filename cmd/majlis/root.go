@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// globalOptions are the flags every command accepts (CLI.md "Everywhere").
+// globalOptions are the flags every command accepts (docs/cli.md).
 type globalOptions struct {
 	Repo string
 	JSON bool
@@ -131,7 +131,7 @@ func (g *globalOptions) emit(obj any, human func(w io.Writer)) error {
 	return nil
 }
 
-// fail renders err as CLI.md requires and returns its exit code.
+// fail renders err as docs/cli.md requires and returns its exit code.
 func (g *globalOptions) fail(err error) ExitCode {
 	c := classify(err)
 	if g.JSON {
