@@ -186,6 +186,13 @@ func removeEntry(fd int, path string, e fs.DirEntry) error {
 		if err != nil {
 			return &os.PathError{Op: "open", Path: child, Err: err}
 		}
+		if mountRoot(cfd) {
+			// A file system mounted inside the tree (a bind mount of
+			// someone's data, a volume) is not the tree's to delete.
+			unix.Close(cfd)
+			return &os.PathError{Op: "delete", Path: child,
+				Err: fmt.Errorf("%w: a file system is mounted there; unmount it, then retry", ErrCrossDevice)}
+		}
 		err = emptyDir(cfd, child, false)
 		unix.Close(cfd)
 		if err != nil {

@@ -49,3 +49,13 @@ func MountPoint(path string) (bool, error) {
 	}
 	return st.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 && st.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0, nil
 }
+
+// mountRoot reports whether the open directory fd is the root of a mount
+// (statx's STATX_ATTR_MOUNT_ROOT); a kernel too old to say reports false.
+func mountRoot(fd int) bool {
+	var st unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_BASIC_STATS, &st); err != nil {
+		return false
+	}
+	return st.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 && st.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
+}

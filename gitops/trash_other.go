@@ -19,3 +19,6 @@ func MoveDir(from, to string) error {
 
 // MountPoint cannot tell here; MoveDir refuses anyway.
 func MountPoint(path string) (bool, error) { return false, nil }
+
+// mountRoot cannot tell here.
+func mountRoot(int) bool { return false }

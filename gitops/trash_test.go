@@ -123,3 +123,37 @@ func TestDeleteTree(t *testing.T) {
 		t.Errorf("DeleteTree of a deleted directory: %v", err)
 	}
 }
+
+// A file system mounted inside the tree (a bind mount of someone's data)
+// is not deleted with it: DeleteTree refuses at the mount, and what is
+// mounted there is untouched. Needs the right to mount; skipped otherwise.
+func TestDeleteTreeStopsAtMounts(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("bind mounts need root")
+	}
+	root := t.TempDir()
+	data, tree := filepath.Join(root, "data"), filepath.Join(root, "tree")
+	for _, d := range []string{data, filepath.Join(tree, "mnt")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(data, "precious"), []byte("keep\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tree, "file"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mnt := filepath.Join(tree, "mnt")
+	if err := syscall.Mount(data, mnt, "", syscall.MS_BIND, ""); err != nil {
+		t.Skipf("cannot bind-mount here: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	err := DeleteTree(tree, dirID(t, tree))
+	if !errors.Is(err, ErrCrossDevice) {
+		t.Fatalf("DeleteTree of a tree with a mount inside: %v, want ErrCrossDevice", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(data, "precious")); err != nil || string(b) != "keep\n" {
+		t.Fatalf("the mounted file system's file: %q, %v", b, err)
+	}
+}
