@@ -403,6 +403,11 @@ func (p *Provider) deleteTrash(rec *claimRecord, ev *Event) error {
 		if errors.Is(err, gitops.ErrNotSameDir) {
 			return driftError(rec, ev, err.Error())
 		}
+		if errors.Is(err, gitops.ErrCrossDevice) {
+			return &Error{Op: "reclaim", Binding: c.Binding, Path: ev.TrashPath, Err: ErrCrossDevice,
+				Reason: "deleting the trash folder stopped at a file system mounted inside it: " + err.Error(),
+				Hint:   "unmount it (what is mounted there was not touched), then retry the reclaim with the same --request-id"}
+		}
 		return &Error{Op: "reclaim", Binding: c.Binding, Path: ev.TrashPath, Err: ErrTrash, Reason: "deleting the trash folder: " + err.Error(),
 			Hint: "retry the reclaim with the same --request-id; it finishes the deletion"}
 	}
