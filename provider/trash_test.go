@@ -531,6 +531,61 @@ func TestReclaimBindMount(t *testing.T) {
 	peerNoLease(t, p)
 }
 
+// TestReclaimStopsAtMountInside: a file system mounted inside a workspace
+// (a bind mount of someone's data into an ignored folder) is not deleted
+// with it: the reclaim stops at the mount when it deletes the trash
+// (cross_device), the mounted files are untouched, and once unmounted a
+// retry finishes. Needs the right to mount; skipped otherwise.
+func TestReclaimStopsAtMountInside(t *testing.T) {
+	_, p := peerProvider(t)
+	target := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+	data := filepath.Join(t.TempDir(), "data")
+	mnt := filepath.Join(target.Path, "data")
+	for _, d := range []string{data, mnt} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(data, "precious"), []byte("keep\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "--bind", data, mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot bind-mount here: %v %s", err, out)
+	}
+	// Wherever the reclaim left it (at the path, or moved into the trash
+	// folder with the workspace), the mount must not outlive the test.
+	t.Cleanup(func() {
+		moved, _ := filepath.Glob(filepath.Join(filepath.Dir(target.Path), trashPrefix+"*", "data"))
+		for _, m := range append(moved, mnt) {
+			exec.Command("umount", "-l", m).Run()
+		}
+	})
+	_, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true, RequestID: "R"})
+	if !errors.Is(err, ErrCrossDevice) {
+		t.Fatalf("reclaim of a workspace with a mount inside: %v, want ErrCrossDevice", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(data, "precious")); err != nil || string(b) != "keep\n" {
+		t.Fatalf("the mounted file system's file after the reclaim: %q, %v", b, err)
+	}
+	left := trashLeft(t, p, filepath.Dir(target.Path))
+	if len(left) != 1 {
+		t.Fatalf("trash folders left: %v, want the workspace in its trash", left)
+	}
+	mounted := filepath.Join(left[0], "data")
+	if out, err := exec.Command("umount", mounted).CombinedOutput(); err != nil {
+		t.Fatalf("umount %s: %v %s", mounted, err, out)
+	}
+	if _, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true, RequestID: "R"}); err != nil {
+		t.Fatalf("retry after unmounting: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(data, "precious")); err != nil || string(b) != "keep\n" {
+		t.Fatalf("the data after the retry: %q, %v", b, err)
+	}
+	if left := trashLeft(t, p, filepath.Dir(target.Path)); len(left) > 0 {
+		t.Errorf("trash left after the retry: %v", left)
+	}
+}
+
 // TestReclaimRetryFindsForeignTrash: a reclaim killed right after the move;
 // before the retry, the trash folder's directory is replaced by another
 // one. The retry deletes nothing: it refuses (identity_drift) naming both
