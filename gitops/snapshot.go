@@ -85,37 +85,11 @@ type SnapshotResult struct {
 // A concurrent writer in the worktree is not stopped; what it writes while
 // Snapshot runs may or may not be captured.
 func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, error) {
-	dir, ceiling, err := topLevel(worktree)
+	sw, err := surveyWorktree(ctx, worktree, "snapshot")
 	if err != nil {
 		return SnapshotResult{}, err
 	}
-	gitDir, err := worktreeGitDir(dir)
-	if err != nil {
-		return SnapshotResult{}, err
-	}
-	r, err := OpenReader(ctx, dir)
-	if err != nil {
-		return SnapshotResult{}, err
-	}
-	parent, err := r.head(ctx)
-	if err != nil {
-		return SnapshotResult{}, err
-	}
-
-	indexData, err := os.ReadFile(filepath.Join(gitDir, "index"))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return SnapshotResult{}, fmt.Errorf("gitops: snapshot of %s: %w", dir, err)
-	}
-	sv, err := newSurvey(gitDir, parent, indexData)
-	if err != nil {
-		return SnapshotResult{}, err
-	}
-	if err := sv.loadFlagged(ctx, dir, ceiling); err != nil {
-		return SnapshotResult{}, err
-	}
-	if err := sv.checkFlagged(dir); err != nil {
-		return SnapshotResult{}, err
-	}
+	dir, ceiling, gitDir, parent, sv := sw.dir, sw.ceiling, sw.gitDir, sw.parent, sw.sv
 	// Three private indexes, each removed whatever happens: the worktree's
 	// state (git add -A), the index as it is (its tree), and the git
 	// directory's files (the meta tree).

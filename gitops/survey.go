@@ -615,3 +615,46 @@ func objectHash(typ string, content []byte, hashLen int) string {
 	h.Write(content)
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// surveyed is what Snapshot and WorktreeTree both start from: the
+// worktree's top level, the ceiling that keeps git inside it, its git
+// directory, HEAD (empty when unborn), and a survey of its index with the
+// flagged (assume-unchanged, skip-worktree) entries loaded and checked.
+type surveyed struct {
+	dir, ceiling, gitDir, parent string
+	sv                           *Survey
+}
+
+// surveyWorktree builds a surveyed for the worktree whose top level is
+// worktree; what names the operation in errors.
+func surveyWorktree(ctx context.Context, worktree, what string) (surveyed, error) {
+	var s surveyed
+	var err error
+	if s.dir, s.ceiling, err = topLevel(worktree); err != nil {
+		return s, err
+	}
+	if s.gitDir, err = worktreeGitDir(s.dir); err != nil {
+		return s, err
+	}
+	r, err := OpenReader(ctx, s.dir)
+	if err != nil {
+		return s, err
+	}
+	if s.parent, err = r.head(ctx); err != nil {
+		return s, err
+	}
+	indexData, err := os.ReadFile(filepath.Join(s.gitDir, "index"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return s, fmt.Errorf("gitops: %s of %s: %w", what, s.dir, err)
+	}
+	if s.sv, err = newSurvey(s.gitDir, s.parent, indexData); err != nil {
+		return s, err
+	}
+	if err := s.sv.loadFlagged(ctx, s.dir, s.ceiling); err != nil {
+		return s, err
+	}
+	if err := s.sv.checkFlagged(s.dir); err != nil {
+		return s, err
+	}
+	return s, nil
+}

@@ -340,36 +340,11 @@ type TreeState struct {
 // that only needs to know whether anything changed since a snapshot
 // leaves no unreferenced commit behind.
 func WorktreeTree(ctx context.Context, worktree string) (TreeState, error) {
-	dir, ceiling, err := topLevel(worktree)
+	sw, err := surveyWorktree(ctx, worktree, "tree")
 	if err != nil {
 		return TreeState{}, err
 	}
-	gitDir, err := worktreeGitDir(dir)
-	if err != nil {
-		return TreeState{}, err
-	}
-	r, err := OpenReader(ctx, dir)
-	if err != nil {
-		return TreeState{}, err
-	}
-	parent, err := r.head(ctx)
-	if err != nil {
-		return TreeState{}, err
-	}
-	indexData, err := os.ReadFile(filepath.Join(gitDir, "index"))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return TreeState{}, fmt.Errorf("gitops: tree of %s: %w", dir, err)
-	}
-	sv, err := newSurvey(gitDir, parent, indexData)
-	if err != nil {
-		return TreeState{}, err
-	}
-	if err := sv.loadFlagged(ctx, dir, ceiling); err != nil {
-		return TreeState{}, err
-	}
-	if err := sv.checkFlagged(dir); err != nil {
-		return TreeState{}, err
-	}
+	dir, ceiling, gitDir, parent, sv := sw.dir, sw.ceiling, sw.gitDir, sw.parent, sw.sv
 	tmpIndex, err := copyIndex(gitDir)
 	if err != nil {
 		return TreeState{}, fmt.Errorf("gitops: tree of %s: %w", dir, err)
