@@ -268,7 +268,7 @@ func (s *Service) prepareAcquire(ctx context.Context, req AcquireRequest) (*prep
 		o, err := reservation.ProcessOwner(req.OwnerPID)
 		if err != nil {
 			return nil, &Error{Op: op, Err: ErrInvalid, Reason: "owner process: " + err.Error(),
-				Hint: "name a running process with --owner-pid"}
+				Hint: "name a running process", Details: map[string]any{"argument": "owner_pid"}}
 		}
 		b, _ := json.Marshal(o)
 		p.owner = sql.NullString{String: string(b), Valid: true}
@@ -302,7 +302,7 @@ func (s *Service) prepareAcquire(ctx context.Context, req AcquireRequest) (*prep
 func checkHolder(op, holder string) error {
 	if !validName(holder) {
 		return &Error{Op: op, Err: ErrInvalid, Reason: fmt.Sprintf("holder %q is not 1 to %d printable characters", holder, maxName),
-			Hint: "pass --holder NAME"}
+			Hint: "name the holder", Details: map[string]any{"argument": "holder"}}
 	}
 	return nil
 }
@@ -522,7 +522,7 @@ func (s *Service) admitMixed(ctx context.Context, p *prepared, hostIdx, repoIdx 
 	if err != nil {
 		return nil, &Error{Op: "acquire", Path: hl.path, Err: err,
 			Reason: "the repository ledger granted the request but its host leases could not be confirmed",
-			Hint:   "the next admission confirms them; retry with the same --request-id to see the result"}
+			Hint:   "the next admission confirms them; a retry with the same request id shows the result", Details: map[string]any{"resumable": true}}
 	}
 	if !committed {
 		return nil, &Error{Op: "acquire", Path: s.repo.path, Err: errors.New("admission: committed attempt " + pend.attempt + " not found"),
@@ -997,8 +997,8 @@ func (e *evaluation) denial() error {
 				err.Resource = c.Resource
 				err.Reason = fmt.Sprintf("%s is quarantined: lease %s of %s expired at %s without release (policy %s)",
 					c.Resource, c.Lease.ID, c.Lease.Holder, c.Lease.ExpiresAt.Format(time.RFC3339), c.Policy)
-				err.Hint = fmt.Sprintf("its holder can release it ('majlis lease release --holder %s %s'); once its writer has stopped, 'majlis lease resolve %s --writer-stopped' lifts the quarantine",
-					c.Lease.Holder, c.Lease.ID, c.Lease.ID)
+				err.Hint = "its holder can release it; once its writer has stopped, resolving it lifts the quarantine"
+				err.Details = map[string]any{"holder": c.Lease.Holder, "lease": c.Lease.ID}
 				break
 			}
 		}
@@ -1009,14 +1009,14 @@ func (e *evaluation) denial() error {
 		err.Err = ErrRecoverable
 		err.Reason = fmt.Sprintf("%s is not held: lease %s of %s belongs to owner process %d, which is proven dead; the lease is recoverable",
 			c.Resource, c.Lease.ID, c.Lease.Holder, c.Lease.OwnerPID)
-		err.Hint = fmt.Sprintf("release it ('majlis lease release --holder %s %s': no token is needed once its owner is dead), then retry",
-			c.Lease.Holder, c.Lease.ID)
+		err.Hint = "release it (no token is needed once its owner is dead), then retry"
+		err.Details = map[string]any{"holder": c.Lease.Holder, "lease": c.Lease.ID}
 	default:
 		err.Reason = fmt.Sprintf("%s is held by %s (lease %s, expires %s; policy %s)", c.Resource, c.Lease.Holder, c.Lease.ID,
 			c.Lease.ExpiresAt.Format(time.RFC3339), c.Policy)
 		err.Hint = "wait for the holder to release it and retry"
 		if c.Policy != PolicyHostSingleton {
-			err.Hint += fmt.Sprintf(", or let the policy warn instead ('majlis policy set %s warn')", c.Policy)
+			err.Hint += ", or let the policy " + c.Policy + " warn instead"
 		}
 	}
 	if n := len(e.conflicts); n > 1 {

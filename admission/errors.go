@@ -55,7 +55,10 @@ type Error struct {
 	Hint      string // what the user can do
 	Conflicts []Conflict
 	Gaps      []string // check: changed paths outside the holder's leases
-	Err       error
+	// Details are further facts for scripts (the JSON error's details),
+	// such as the holder and lease a refusal is about.
+	Details map[string]any
+	Err     error
 }
 
 func (e *Error) Unwrap() error { return e.Err }

@@ -67,7 +67,7 @@ func InstallHook(ctx context.Context, o HookOptions) (*HookResult, error) {
 	dir, err := gitops.HooksDir(ctx, o.Dir)
 	if err != nil {
 		return nil, &Error{Op: op, Path: o.Dir, Err: ErrInvalid, Reason: "cannot locate the hooks folder: " + err.Error(),
-			Hint: "run it inside a worktree of the repository, or pass --repo DIR"}
+			Hint: "run it inside a worktree of the repository", Details: map[string]any{"argument": "repository"}}
 	}
 	path := filepath.Join(dir, HookName)
 	want := hookScript(exe)
@@ -113,7 +113,7 @@ func InstallHook(ctx context.Context, o HookOptions) (*HookResult, error) {
 	if !o.Force {
 		return nil, &Error{Op: op, Path: path, Err: ErrHookExists,
 			Reason: path + " was not written by majlis (or was edited since); it is left as it is",
-			Hint: fmt.Sprintf("pass --force to move it to %s (the majlis hook runs it first), or call 'majlis check --if-holder' from it yourself",
+			Hint: fmt.Sprintf("have the install move it to %s (the majlis hook runs it first), or call majlis's check from it yourself",
 				HookBackupName)}
 	}
 	// A hard link, not a copy: the backup is the very file (or symbolic
@@ -122,7 +122,7 @@ func InstallHook(ctx context.Context, o HookOptions) (*HookResult, error) {
 		if errors.Is(err, fs.ErrExist) {
 			return nil, &Error{Op: op, Path: backup, Err: ErrHookExists,
 				Reason: path + " was not written by majlis, and " + backup + " exists already; both are left as they are",
-				Hint:   "move " + backup + " aside (or merge the two hooks), then install again"}
+				Hint:   "move " + backup + " aside (or merge the two hooks), then install again", Details: map[string]any{"backup": backup}}
 		}
 		return nil, &Error{Op: op, Path: backup, Err: err}
 	}

@@ -183,9 +183,9 @@ func (s *Service) Renew(ctx context.Context, req RenewRequest) (*RenewResult, er
 			l := out.Warnings[0].Lease
 			return nil, &Error{Op: op, Resource: l.Resource, Err: ErrQuarantined,
 				Reason: fmt.Sprintf("every lease of %s is quarantined (lease %s expired at %s)", req.Holder, l.ID, l.ExpiresAt.Format(time.RFC3339)),
-				Hint:   fmt.Sprintf("release them ('majlis lease release --holder %s') and acquire again", req.Holder)}
+				Hint:   "release them and acquire again", Details: map[string]any{"holder": req.Holder}}
 		}
-		return nil, &Error{Op: op, Err: ErrNotFound, Reason: req.Holder + " holds no lease", Hint: "acquire leases first"}
+		return nil, &Error{Op: op, Err: ErrNotFound, Reason: req.Holder + " holds no lease", Hint: "acquire leases first", Details: map[string]any{"holder": req.Holder}}
 	}
 	if err := s.record(ctx, op, req.RequestID, digest, out); err != nil {
 		return nil, err
@@ -239,7 +239,7 @@ func renewable(op string, r row, holder string, now int64) error {
 	case l.State == StateQuarantined:
 		return &Error{Op: op, Resource: r.resource, Err: ErrQuarantined,
 			Reason: fmt.Sprintf("lease %s expired at %s without release; expiry does not prove its writer stopped, so it cannot be renewed", r.id, l.ExpiresAt.Format(time.RFC3339)),
-			Hint:   fmt.Sprintf("release it ('majlis lease release --holder %s %s') and acquire again", holder, r.id)}
+			Hint:   "release it and acquire again", Details: map[string]any{"holder": holder, "lease": r.id}}
 	case l.State != StateActive:
 		return &Error{Op: op, Resource: r.resource, Err: ErrNotFound,
 			Reason: fmt.Sprintf("lease %s is %s, not active", r.id, l.State), Hint: "acquire the resource again"}
@@ -402,7 +402,7 @@ func (s *Service) Resolve(ctx context.Context, req ResolveRequest) (*Lease, erro
 	if !req.WriterStopped {
 		return nil, &Error{Op: op, Resource: req.ID, Err: ErrInvalid,
 			Reason: "resolving a quarantine needs the attestation that the writer has stopped",
-			Hint:   "check that the lease's writer is gone, then pass --writer-stopped"}
+			Hint:   "check that the lease's writer is gone, then attest it", Details: map[string]any{"argument": "writer_stopped"}}
 	}
 	ids, err := checkIDs(op, []string{req.ID}, req.RequestID)
 	if err != nil {
@@ -594,7 +594,7 @@ func checkIDs(op string, ids []string, requestID string) ([]string, error) {
 	for _, id := range ids {
 		if !validName(id) || strings.ContainsAny(id, " ") {
 			return nil, &Error{Op: op, Resource: id, Err: ErrInvalid, Reason: fmt.Sprintf("%q is not a lease id", id),
-				Hint: "lease ids look like L-0123456789abcdef; 'majlis lease list' shows them"}
+				Hint: "lease ids look like L-0123456789abcdef", Details: map[string]any{"argument": "lease_id"}}
 		}
 		if !slices.Contains(out, id) {
 			out = append(out, id)
@@ -645,7 +645,7 @@ func (s *Service) targetLedgers(ctx context.Context, op string, ids []string) ([
 		}
 		if _, ok := where[id]; !ok {
 			return nil, nil, &Error{Op: op, Resource: id, Err: ErrNotFound, Reason: "no lease " + id,
-				Hint: "'majlis lease list --all' shows the leases"}
+				Details: map[string]any{"not_found": "lease"}}
 		}
 	}
 	var ls []*ledger

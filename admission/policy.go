@@ -190,7 +190,7 @@ func readPolicy(ctx context.Context, q rowQuerier) (PolicySet, error) {
 		}
 		if p.set(k, v) != "" {
 			return p, &Error{Op: "policy", Err: ErrMalformed, Reason: fmt.Sprintf("policy table holds %s=%q, which this majlis does not know", k, v),
-				Hint: "set it again with 'majlis policy set KEY VALUE'"}
+				Hint: "set it again", Details: map[string]any{"policy_key": k}}
 		}
 	}
 	return p, rows.Err()

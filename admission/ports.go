@@ -113,7 +113,7 @@ func (e *evaluation) pickPorts(ctx context.Context, c *sql.Conn, idx []int) erro
 	lo, hi, err := ParsePortRange(e.p.portRange)
 	if err != nil {
 		return &Error{Op: "acquire", Resource: "host:" + AutoPort, Err: ErrMalformed, Reason: err.Error(),
-			Hint: "set it again with 'majlis policy set port_range LO-HI'"}
+			Hint: "set the policy's port_range again", Details: map[string]any{"policy_key": PolicyPortRange}}
 	}
 	taken := map[int]bool{}
 	for _, i := range idx {
@@ -156,7 +156,7 @@ func (e *evaluation) pickPorts(ctx context.Context, c *sql.Conn, idx []int) erro
 			return &Error{Op: "acquire", Resource: "host:" + AutoPort, Err: ErrNoFreePort,
 				Reason: fmt.Sprintf("no free port in %d-%d for %d ports: %d held by live leases, %d in use by other programs",
 					lo, hi, len(autos), len(taken)-countOutside(taken, lo, hi), busy),
-				Hint: "release ports no longer needed ('majlis lease list' shows them), or widen the range ('majlis policy set port_range LO-HI')"}
+				Hint: "release ports no longer needed, or widen the policy's port_range"}
 		}
 		taken[port] = true
 		t := &e.p.targets[i]

@@ -80,12 +80,12 @@ func Open(ctx context.Context, stateDir string, opts Options) (*Service, error) 
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return nil, &Error{Op: "open", Path: stateDir, Err: ErrNotInitialized,
-			Reason: "the state folder " + stateDir + " does not exist", Hint: "run 'majlis init' in the repository first"}
+			Reason: "the state folder " + stateDir + " does not exist"}
 	case err != nil:
 		return nil, &Error{Op: "open", Path: stateDir, Err: err}
 	case !fi.IsDir():
 		return nil, &Error{Op: "open", Path: stateDir, Err: ErrNotInitialized,
-			Reason: stateDir + " is not a folder", Hint: "run 'majlis init' in the repository first"}
+			Reason: stateDir + " is not a folder"}
 	}
 	hostPath := opts.HostLedger
 	if hostPath == "" {
@@ -189,7 +189,7 @@ func (s *Service) checkout(ctx context.Context, op, dir, cwd string) (Checkout, 
 	phys, err := pathid.Physical(dir)
 	if err != nil {
 		return Checkout{}, &Error{Op: op, Path: dir, Err: ErrInvalid, Reason: "cannot resolve the checkout: " + err.Error(),
-			Hint: "run it inside a worktree of the repository, or pass --repo DIR"}
+			Hint: "run it inside a worktree of the repository", Details: map[string]any{"argument": "repository"}}
 	}
 	if co, ok := s.cachedCheckout(phys); ok {
 		return co, nil
@@ -197,7 +197,7 @@ func (s *Service) checkout(ctx context.Context, op, dir, cwd string) (Checkout, 
 	repo, err := gitops.Discover(ctx, phys)
 	if err != nil {
 		return Checkout{}, &Error{Op: op, Path: dir, Err: ErrInvalid, Reason: "not inside a git worktree: " + err.Error(),
-			Hint: "run it inside a worktree of the repository, or pass --repo DIR"}
+			Hint: "run it inside a worktree of the repository", Details: map[string]any{"argument": "repository"}}
 	}
 	common, err := pathid.Physical(repo.CommonDir)
 	if err != nil {

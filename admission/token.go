@@ -46,7 +46,7 @@ func NewToken() string {
 func checkToken(op, token string) error {
 	if len(token) < minToken || len(token) > maxToken || strings.ContainsFunc(token, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 		return &Error{Op: op, Err: ErrInvalid, Reason: fmt.Sprintf("a lease token is %d to %d printable characters without spaces", minToken, maxToken),
-			Hint: "omit the token to have one generated, or supply a longer random one (--token-file F or " + TokenEnv + ")"}
+			Hint: "omit the token to have one generated, or supply a longer random one", Details: map[string]any{"argument": "token"}}
 	}
 	return nil
 }
@@ -112,13 +112,15 @@ func (a authority) authorize(op string, r row) (forced bool, err error) {
 	if a.token != "" {
 		why = "the token given is not this lease's"
 	}
-	hint := "supply the token printed when it was granted (--token-file F or " + TokenEnv + "), run it from the lease's owner process"
+	hint := "supply the token printed when it was granted, run it from the lease's owner process"
+	details := map[string]any{"holder": r.holder, "lease": r.id}
 	if ok {
 		hint += fmt.Sprintf(" (pid %d)", o.PID)
+		details["owner_pid"] = o.PID
 	}
-	hint += ", or pass --force (recorded in the event log and shown by 'majlis lease list')"
+	hint += ", or force it (recorded in the event log and shown in the lease list)"
 	return false, &Error{Op: op, Resource: r.resource, Err: ErrTokenRequired,
-		Reason: fmt.Sprintf("lease %s of %s is protected by its lease token and %s", r.id, r.holder, why), Hint: hint}
+		Reason: fmt.Sprintf("lease %s of %s is protected by its lease token and %s", r.id, r.holder, why), Hint: hint, Details: details}
 }
 
 // recordForced marks r forced in the ledger and appends a force event.

@@ -39,8 +39,8 @@ func TestLeaseTokens(t *testing.T) {
 	for _, bad := range []string{"", "mlt_not-the-token-0123456789"} {
 		_, err := e.s.Release(ctx, ReleaseRequest{Holder: "A-4", Token: bad})
 		ae := wantErr(t, err, ErrTokenRequired)
-		if !strings.Contains(ae.Hint, "--force") {
-			t.Errorf("refusal hint %q does not mention --force", ae.Hint)
+		if !strings.Contains(ae.Hint, "force it") || ae.Details["holder"] != "A-4" {
+			t.Errorf("refusal hint %q (details %v) does not say it can be forced, or whose lease it is", ae.Hint, ae.Details)
 		}
 		_, err = e.s.Renew(ctx, RenewRequest{Holder: "A-4", Token: bad, IDs: ids})
 		wantErr(t, err, ErrTokenRequired)
@@ -138,7 +138,7 @@ func TestLeaseOwnerProcess(t *testing.T) {
 	owner.kill(t)
 	_, err = e.s.Acquire(ctx, AcquireRequest{Token: testToken, Holder: "other", Checkout: e.main.Dir, Resources: []string{"file:a", "host:port:3000"}})
 	ae := wantErr(t, err, ErrRecoverable)
-	if !strings.Contains(ae.Reason, "recoverable") || !strings.Contains(ae.Hint, "majlis lease release --holder agent") {
+	if !strings.Contains(ae.Reason, "recoverable") || !strings.Contains(ae.Hint, "release it") || ae.Details["holder"] != "agent" || ae.Details["lease"] == nil {
 		t.Errorf("the refusal does not say the lease is recoverable and how: %v", err)
 	}
 	for _, c := range ae.Conflicts {

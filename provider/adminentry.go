@@ -74,7 +74,7 @@ func verifyAdminEntry(op string, rec *claimRecord, dir string, missing bool) (*a
 	case err == nil:
 		return nil, &Error{Op: op, Binding: c.Binding, Path: c.Path, Err: ErrIdentity,
 			Reason:  fmt.Sprintf("git's entry for the worktree (%s) is pinned by another claim (%s), not this workspace's", dir, shortDigest(pin)),
-			Hint:    "majlis will not act on it; inspect the worktree and 'majlis workspace list --all'",
+			Hint:    "majlis will not act on it; inspect the worktree",
 			Details: map[string]any{"admin_entry": dir}}
 	case errors.Is(err, fs.ErrNotExist) && lock.Locked:
 		return e, nil // allocated before pins; pinned by the reclaim

@@ -76,7 +76,7 @@ func (p *Provider) Check(ctx context.Context, o CheckOptions) (*CheckResult, err
 		}
 		return nil, &Error{Op: "check", Path: p.Repo.Toplevel, Err: ErrInvalidArgument,
 			Reason: "no holder to check: " + p.Repo.Toplevel + " is not a majlis workspace and no holder was named",
-			Hint:   "pass --holder NAME, or set MAJLIS_HOLDER"}
+			Hint:   "name the holder", Details: map[string]any{"argument": "holder"}}
 	}
 	svc, err := p.Admission(ctx)
 	if err != nil {

@@ -72,7 +72,7 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 	if o.CheckoutBranch != "" {
 		if o.Branch != "" || o.Base != "" || o.mode != gitops.NewBranch {
 			return nil, fail(ErrInvalidArgument, "--checkout names the branch and its tip is the base", "",
-				"drop --branch and --base")
+				"a new branch name and a base do not apply to an existing branch")
 		}
 		o.Branch, o.mode = o.CheckoutBranch, gitops.ExistingBranch
 	}
@@ -153,7 +153,7 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 	if o.mode == gitops.ExistingBranch {
 		at, err := reader.ResolveCommit(ctx, "refs/heads/"+o.Branch)
 		if err != nil || at != base {
-			return nil, fail(ErrBranchExists, o.Branch, "", "branch "+o.Branch+" is not at "+base+" (majlis never moves a branch); pass --branch NAME for a new one")
+			return nil, fail(ErrBranchExists, o.Branch, "", "branch "+o.Branch+" is not at "+base+" (majlis never moves a branch)")
 		}
 	} else if o.mode == gitops.Detached {
 		// no branch
@@ -167,15 +167,16 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 		} else if err := liveBindingError(o.Binding, recs); err != nil {
 			return nil, err
 		}
-		hint := "pass --branch NAME for a new branch, or --checkout " + o.Branch + " to work on it as it is (majlis never moves an existing branch)"
+		hint := "majlis never moves an existing branch"
 		if o.Branch == "majlis/"+o.Binding {
-			hint = "an earlier workspace of " + o.Binding + " kept it: continue on it with --checkout " + o.Branch + ", or pass --branch NAME for a new one"
+			hint = "an earlier workspace of " + o.Binding + " kept it; majlis never moves an existing branch"
 		}
-		return nil, fail(ErrBranchExists, o.Branch, "", hint)
+		return nil, &Error{Op: "allocate", Binding: o.Binding, Reason: o.Branch, Hint: hint, Err: ErrBranchExists,
+			Details: map[string]any{"branch": o.Branch}}
 	}
 	if _, err := os.Lstat(path); err == nil {
 		return nil, p.bindingLiveOr(o.Binding, fail(ErrPathExists, path, path,
-			"choose another --path, or move what is there"))
+			"choose another path, or move what is there"))
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fail(ErrInvalidArgument, err.Error(), path, "")
 	}
@@ -214,7 +215,7 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 				continue
 			}
 			return nil, fail(ErrNested, "workspaces around the path kept being created while it was checked", path,
-				"retry; choose a path outside other workspaces, or pass --allow-nested")
+				"retry; choose a path outside other workspaces")
 		}
 		if err != nil {
 			return nil, err
@@ -343,10 +344,14 @@ func liveBindingError(binding string, recs []*claimRecord) error {
 	last := recs[n-1]
 	hint := "use another binding: this one is free again only once its workspace is reclaimed"
 	if !last.has(EventCreated) {
-		hint = "an allocation of it (request " + last.Claim.RequestID + ") has not finished; retry it with --request-id " + last.Claim.RequestID
+		hint = "an allocation of it (request " + last.Claim.RequestID + ") has not finished; a retry with that request id resumes it"
 	}
-	return &Error{Op: "allocate", Binding: binding, Path: last.Claim.Path, Err: ErrBindingLive,
+	e := &Error{Op: "allocate", Binding: binding, Path: last.Claim.Path, Err: ErrBindingLive,
 		Reason: "its workspace is at " + last.Claim.Path, Hint: hint}
+	if !last.has(EventCreated) {
+		e.Details = map[string]any{"unfinished_request": last.Claim.RequestID}
+	}
+	return e
 }
 
 func (p *Provider) publicationLease(ctx context.Context, purpose string) (*reservation.Lease, error) {
@@ -389,7 +394,7 @@ func (p *Provider) checkNesting(ctx context.Context, o AllocateOptions, path, ph
 	}
 	return false, &Error{Op: "allocate", Binding: o.Binding, Path: path, Peer: other, Err: ErrNested,
 		Reason: fmt.Sprintf("%s overlaps the %s at %s (%s)", path, kind, other, rel),
-		Hint:   "choose a path outside it, have that worktree ignore the path, or pass --allow-nested"}
+		Hint:   "choose a path outside it, or have that worktree ignore the path"}
 }
 
 // checkClaimOverlap refuses a claim that overlaps another live claim,
@@ -416,7 +421,7 @@ func (p *Provider) checkClaimOverlap(c Claim, other *claimRecord, cleared map[st
 		reason += "; its records are damaged (" + other.damage.File + "), so majlis keeps every place it may be"
 	}
 	return &Error{Op: "allocate", Binding: c.Binding, Path: c.Path, Peer: oc.Path, Err: ErrNested,
-		Reason: reason, Hint: "choose another --path, or pass --allow-nested to place it inside"}
+		Reason: reason, Hint: "choose another path"}
 }
 
 // checkReserved refuses a path that overlaps the target of a held reclaim
@@ -460,7 +465,7 @@ func (p *Provider) checkReserved(binding, path, physical string, requestID ...st
 		if inside != "" || pathid.Relate(path, target).Overlapping() || pathid.Relate(physical, ptarget).Overlapping() {
 			return &Error{Op: "allocate", Binding: binding, Path: path, Peer: target, Err: ErrReserved,
 				Reason: fmt.Sprintf("%s overlaps %s, which a reclaim of %s has reserved", path, target, rec.Metadata["binding"]),
-				Hint:   "wait for the reclaim to finish, or choose another --path"}
+				Hint:   "wait for the reclaim to finish, or choose another path"}
 		}
 	}
 	return nil
@@ -652,7 +657,7 @@ func (p *Provider) resumeAllocation(ctx context.Context, rec *claimRecord) (*Wor
 			}
 			return nil, &Error{Op: "restore", Binding: c.Binding, Path: c.Path, Err: ErrInterrupted,
 				Reason: "the restore of " + c.Restore + " was interrupted before its worktree was made",
-				Hint:   "run majlis workspace restore again (with a new request id)"}
+				Hint:   "restore it again, with a new request id"}
 		}
 		return nil, &Error{Op: "restore", Binding: c.Binding, Path: c.Path, Err: ErrInterrupted,
 			Reason: "the restore of " + c.Restore + " was interrupted: " + c.Path + " may be partly filled",
@@ -850,7 +855,7 @@ func (p *Provider) checkCheckoutBranch(ctx context.Context, reader *gitops.Reade
 	}
 	if !exists {
 		return &Error{Op: "allocate", Binding: binding, Err: ErrUnknownBranch, Reason: "no branch named " + branch,
-			Hint: "name an existing local branch (git branch --list), or drop --checkout to create a new one"}
+			Hint: "name an existing local branch (git branch --list)"}
 	}
 	wts, err := gitops.ListWorktrees(ctx, p.Reg.CommonDir)
 	if err != nil {

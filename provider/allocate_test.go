@@ -231,7 +231,8 @@ func TestInterruptedAllocationResumes(t *testing.T) {
 		"MAJLIS_REQUEST=req-7", "MAJLIS_BASE="+repo.Head())
 	k.cmd.Wait()
 	_, err := p.Allocate(t.Context(), AllocateOptions{Binding: "T-1"})
-	if !errors.Is(err, ErrBindingLive) || !strings.Contains(err.Error(), "--request-id req-7") {
+	var pe *Error
+	if !errors.Is(err, ErrBindingLive) || !strings.Contains(err.Error(), "request id resumes") || !errors.As(err, &pe) || pe.Details["unfinished_request"] != "req-7" {
 		t.Fatalf("allocate over an interrupted claim: %v", err)
 	}
 	ws, err := p.Allocate(t.Context(), AllocateOptions{Binding: "T-1", RequestID: "req-7", Path: path})

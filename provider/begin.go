@@ -88,11 +88,10 @@ func (e *BeginError) Error() string {
 // Hint says what the caller can do next.
 func (e *BeginError) Hint() string {
 	if e.Ports {
-		return fmt.Sprintf("the workspace is left in place: acquire its ports later ('majlis lease acquire --holder %s host:port:auto'), "+
-			"or take the workspace back with 'majlis workspace reclaim %s'", e.Task, e.Task)
+		return fmt.Sprintf("the workspace is left in place: acquire its ports later for holder %s, or reclaim the workspace", e.Task)
 	}
-	return fmt.Sprintf("the workspace is left in place: retry with --request-id %s once the conflict is gone (it resumes), "+
-		"or take the workspace back with 'majlis workspace reclaim %s'", e.RequestID, e.Task)
+	return fmt.Sprintf("the workspace is left in place: a retry with request id %s resumes once the conflict is gone, "+
+		"or reclaim the workspace", e.RequestID)
 }
 
 // maxPorts bounds BeginOptions.Ports.
@@ -119,7 +118,8 @@ func (p *Provider) Begin(ctx context.Context, o BeginOptions) (*BeginResult, err
 		return nil, err
 	}
 	if len(o.Paths) == 0 {
-		return nil, fail("no paths named", "name what the task will touch with --paths GLOB (a path, or DIR/**)")
+		return nil, &Error{Op: "begin", Binding: o.Task, Err: ErrInvalidArgument, Reason: "no paths named",
+			Hint: "name what the task will touch (a path, or DIR/**)", Details: map[string]any{"argument": "paths"}}
 	}
 	intent, err := normalizeIntent(o.Paths)
 	if err != nil {
@@ -149,7 +149,7 @@ func (p *Provider) Begin(ctx context.Context, o BeginOptions) (*BeginResult, err
 		return nil, err
 	}
 	if o.Shared && o.Base != "" {
-		return nil, fail("--base names the revision of a new workspace; --shared allocates none", "drop one of them")
+		return nil, fail("--base names the revision of a new workspace; --shared allocates none", "choose one of them")
 	}
 	reqID := o.RequestID
 	if reqID == "" {

@@ -73,7 +73,7 @@ func (d *Damage) refusal(op string) error {
 	e.Op, e.Binding = op, ""
 	e.Reason = "the records of workspace " + d.Binding + " are damaged: " + d.Reason
 	e.Hint = "the place of the workspace it records is known from neither the claims journal nor git's admin entries, " +
-		"so majlis cannot rule out an overlap; 'majlis doctor' explains what to do"
+		"so majlis cannot rule out an overlap"
 	e.Details = map[string]any{"damaged_binding": d.Binding, "file": d.File, "unlocated": d.Unlocated}
 	if len(d.Unlocated) > 0 && d.Unlocated[0] != d.File {
 		e.Reason += "; the claim " + d.Unlocated[0] + " is found nowhere"
@@ -284,6 +284,5 @@ func damagedView(d *Damage) *Workspace {
 
 // damageHint is the hint of a malformed record in a binding's folder.
 func damageHint(binding string) string {
-	return fmt.Sprintf("majlis will not act on workspace %s until its records are whole; other workspaces are unaffected. "+
-		"'majlis doctor' says what is wrong and what to run", binding)
+	return fmt.Sprintf("majlis will not act on workspace %s until its records are whole; other workspaces are unaffected", binding)
 }

@@ -120,8 +120,11 @@ func TestDamageStaysLocal(t *testing.T) {
 				"release": func() error { _, err := p.Release(t.Context(), "A", ""); return err }(),
 				"salvage": func() error { _, err := p.Salvage(t.Context(), "A", "", ""); return err }(),
 			} {
-				if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), "majlis doctor") {
-					t.Errorf("%s A: %v, want malformed_record naming %s and doctor", op, err, file)
+				// The binding is the fact from which the command line
+				// points at 'majlis doctor'.
+				var pe *Error
+				if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), file) || !errors.As(err, &pe) || pe.Binding != "A" {
+					t.Errorf("%s A: %v, want malformed_record naming %s and the binding", op, err, file)
 				}
 			}
 			peerUnchanged(t, before, peerObserve(t, p, repo, a.Path, b.Path))

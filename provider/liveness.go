@@ -50,8 +50,9 @@ func (p *Provider) leaseLiveness(ctx context.Context, rec *claimRecord) error {
 		names = append(names, fmt.Sprintf("%s %s (holder %s, %s until %s)", l.ID, l.Resource, l.Holder, l.State, l.ExpiresAt.UTC().Format(time.RFC3339)))
 	}
 	return &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrWorkspaceLive,
-		Reason: "leases keep it in use: " + strings.Join(names, "; "),
-		Hint:   "let the holder release them (majlis lease release --holder H), or, for a quarantined one whose writer has stopped, majlis lease resolve ID --writer-stopped"}
+		Reason:  "leases keep it in use: " + strings.Join(names, "; "),
+		Hint:    "let the holder release them with its lease token, or, for a quarantined one whose writer has stopped, resolve it",
+		Details: map[string]any{"holder": live[0].Holder, "lease": live[0].ID}}
 }
 
 // admissionOptions are the options every admission service of the
@@ -101,8 +102,9 @@ func guardCheckout(leases *reservation.Dir, checkout string) error {
 		if target == "" || ptarget == "" {
 			// A reservation whose target is unknown may cover any checkout.
 			return &admission.Error{Op: "acquire", Path: leases.Path(), Resource: res, Err: admission.ErrReclaiming,
-				Reason: "reclaim reservation " + res + " names no target path, so it may cover " + checkout,
-				Hint:   "once its reclaim is over (or, if it died, 'majlis workspace recover " + rec.Metadata["binding"] + "'), retry"}
+				Reason:  "reclaim reservation " + res + " names no target path, so it may cover " + checkout,
+				Hint:    "retry once its reclaim is over (if it died, once its reservation is recovered)",
+				Details: map[string]any{"reclaim_binding": rec.Metadata["binding"]}}
 		}
 		covered := false
 		for _, t := range []string{target, ptarget} {
@@ -119,7 +121,8 @@ func guardCheckout(leases *reservation.Dir, checkout string) error {
 				Reason: fmt.Sprintf("the checkout %s is being reclaimed: reclaim reservation %s (workspace %s, request %q) covers it",
 					checkout, res, binding, rec.Metadata["request_id"]),
 				Hint: "its files are about to be removed: take the lease in another checkout; if that reclaim died, " +
-					"'majlis workspace recover " + binding + "' retires its reservation once it has expired"}
+					"its reservation can be recovered once it has expired",
+				Details: map[string]any{"reclaim_binding": binding}}
 		}
 	}
 	if _, err := os.Lstat(filepath.Join(checkout, ".git")); err != nil {

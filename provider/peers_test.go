@@ -955,7 +955,7 @@ func TestReclaimConfirmation(t *testing.T) {
 		peerDirty(t, target.Path)
 		before := peerObserve(t, p, repo, target.Path)
 		_, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1"})
-		if pe := peerRefused(t, err, ErrUnconfirmed); !strings.Contains(pe.Hint, "--preview") {
+		if pe := peerRefused(t, err, ErrUnconfirmed); !strings.Contains(pe.Hint, "preview") {
 			t.Errorf("hint does not say how to confirm: %v", err)
 		}
 		peerUnchanged(t, before, peerObserve(t, p, repo, target.Path))

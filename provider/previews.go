@@ -102,7 +102,7 @@ func CheckDigest(d string) error {
 	if !valid {
 		return &Error{Op: "reclaim", Err: ErrInvalidArgument,
 			Reason: fmt.Sprintf("%q is not a preview digest (sha256: and 64 lowercase hexadecimal digits)", d),
-			Hint:   "copy the digest that --preview printed"}
+			Hint:   "copy the digest that the preview printed", Details: map[string]any{"argument": "digest"}}
 	}
 	return nil
 }
@@ -417,7 +417,7 @@ func nounCount(n int, one, many string) string {
 func (p *Provider) staleError(confirmed string, pv *Preview) error {
 	e := &PreviewStaleError{Confirmed: confirmed, Digest: pv.Digest, Preview: "unknown",
 		Err: &Error{Op: "reclaim", Binding: pv.Binding, Path: pv.Path, Err: ErrPreviewStale,
-			Hint: "run --preview again and confirm the new digest"}}
+			Hint: "preview again and confirm the new digest"}}
 	path := filepath.Join(p.previewsDir(pv.Binding), strings.TrimPrefix(confirmed, "sha256:")+".preview")
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {

@@ -67,7 +67,7 @@ func Init(ctx context.Context, dir string, opts InitOptions) (*Repository, error
 	} else if repo.MainWorktree, err = locateMain(ctx, "init", repo, nil); errors.Is(err, errMainUnknown) {
 		return nil, &Error{Op: "init", Path: repo.CommonDir, Err: ErrInvalidArgument,
 			Reason: "the repository's git directory lives apart from its main worktree, which git cannot locate from " + repo.Toplevel,
-			Hint:   "run 'majlis init' inside the main worktree"}
+			Hint:   "initialize it from inside the main worktree", Details: map[string]any{"argument": "main_worktree"}}
 	} else if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func Init(ctx context.Context, dir string, opts InitOptions) (*Repository, error
 	} else {
 		if repo.MainWorktree == "" {
 			return nil, &Error{Op: "init", Path: repo.CommonDir, Err: ErrInvalidArgument,
-				Reason: "the main worktree cannot be located", Hint: "pass --workspace-root DIR"}
+				Reason: "the main worktree cannot be located", Hint: "name the workspace root", Details: map[string]any{"argument": "workspace_root"}}
 		}
 		root = filepath.Join(filepath.Dir(repo.MainWorktree), filepath.Base(repo.MainWorktree)+".workspaces")
 	}
@@ -106,7 +106,7 @@ func Init(ctx context.Context, dir string, opts InitOptions) (*Repository, error
 		if opts.WorkspaceRoot != "" && existing.WorkspaceRoot != root {
 			return nil, &Error{Op: "init", Path: filepath.Join(state, "repository.json"), Err: ErrAlreadyInit,
 				Reason: "registered with workspace root " + existing.WorkspaceRoot + ", not " + root,
-				Hint:   "omit --workspace-root, or pass --path to each allocate"}
+				Hint:   "keep the registered workspace root, or give each workspace its path"}
 		}
 		reg = *existing
 	} else if err != nil {
@@ -166,12 +166,15 @@ func readRegistration(state string) (*Registration, error) {
 	var reg Registration
 	if _, err := readRecord(path, "repository", formatRepository, &reg); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, &Error{Op: "open", Path: filepath.Dir(state), Err: ErrNotInitialized,
-				Hint: "run 'majlis init' in the repository first"}
+			return nil, &Error{Op: "open", Path: filepath.Dir(state), Err: ErrNotInitialized}
 		}
 		var pe *Error
 		if errors.As(err, &pe) && errors.Is(err, ErrMalformed) {
-			pe.Hint = "the repository's registration is damaged, so every majlis command refuses until it is restored from a backup; 'majlis doctor' explains"
+			pe.Hint = "the repository's registration is damaged, so every majlis command refuses until it is restored from a backup"
+			if pe.Details == nil {
+				pe.Details = map[string]any{}
+			}
+			pe.Details["damaged"] = "registration"
 		}
 		return nil, err
 	}
@@ -190,12 +193,12 @@ func discover(ctx context.Context, op, dir string) (gitops.Repo, error) {
 			// linked worktree of the repository.
 			return repo, &Error{Op: op, Path: dir, Err: ErrInvalidArgument,
 				Reason: dir + " is a bare repository or lies inside a git directory, not in a worktree",
-				Hint: "add a worktree to it ('git -C " + dir + " worktree add PATH') and run majlis there " +
-					"(--repo PATH); 'majlis init' then needs --workspace-root DIR, since a bare repository has no main worktree"}
+				Hint: "add a worktree to it ('git -C " + dir + " worktree add PATH') and run majlis there; " +
+					"a bare repository has no main worktree, so its workspace root must be named",
+				Details: map[string]any{"argument": "bare_repository"}}
 		}
 		if errors.Is(err, gitops.ErrNotARepository) || errors.Is(err, os.ErrNotExist) {
-			return repo, &Error{Op: op, Path: dir, Err: ErrNotRepository, Reason: err.Error(),
-				Hint: "run majlis inside a git repository or pass --repo DIR"}
+			return repo, &Error{Op: op, Path: dir, Err: ErrNotRepository, Reason: err.Error()}
 		}
 		return repo, err
 	}

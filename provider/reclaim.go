@@ -463,7 +463,7 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 	}
 	if !o.Yes && o.Confirm == "" {
 		return nil, &Error{Op: "reclaim", Binding: o.Binding, Err: ErrUnconfirmed,
-			Hint: "run with --preview, then --confirm DIGEST (or --yes to skip the comparison)"}
+			Hint: "preview the reclaim, then confirm its digest"}
 	}
 	if rec.has(EventMoved) {
 		// An interrupted reclaim moved (or was about to move) the
@@ -530,7 +530,7 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, entry 
 	if len(pv.Salvage.DirtySubmodules) > 0 && !o.SalvageSubmodules {
 		return nil, &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrDirtySubmodule,
 			Reason: "dirty submodules: " + strings.Join(pv.Salvage.DirtySubmodules, ", "),
-			Hint:   "commit their changes, or pass --salvage-submodules to salvage them too"}
+			Hint:   "commit their changes, or have the reclaim salvage them too"}
 	}
 	if err := checkMovable(rec); err != nil {
 		return nil, err

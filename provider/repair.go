@@ -127,13 +127,13 @@ func (p *Provider) repair(ctx context.Context, o RepairOptions) (*RepairResult, 
 		return res, nil
 	}
 	if !o.Yes && o.Confirm == "" {
-		return nil, &Error{Op: "repair", Err: ErrUnconfirmed, Reason: "a repair needs --confirm DIGEST or --yes",
-			Hint: "run 'majlis doctor --repair --preview' and confirm its digest"}
+		return nil, &Error{Op: "repair", Err: ErrUnconfirmed, Reason: "a repair needs a confirmed digest",
+			Hint: "preview the repair and confirm its digest"}
 	}
 	if o.Confirm != "" && o.Confirm != res.Digest {
 		return nil, &Error{Op: "repair", Err: ErrPreviewStale,
 			Reason:  fmt.Sprintf("the repair plan is now %s, not the confirmed %s", res.Digest, o.Confirm),
-			Hint:    "run 'majlis doctor --repair --preview' again and confirm the new digest",
+			Hint:    "preview the repair again and confirm the new digest",
 			Details: map[string]any{"digest": res.Digest, "confirmed": o.Confirm}}
 	}
 	for _, a := range actions {
@@ -351,7 +351,7 @@ func filesFingerprint(files, dirs []string) (string, error) {
 func (p *Provider) runRepair(ctx context.Context, a RepairAction) (*RepairDone, error) {
 	stale := func(why string) error {
 		return &Error{Op: "repair", Binding: a.Binding, Path: a.Path, Err: ErrPreviewStale,
-			Reason: a.Kind + ": " + why + " since the preview", Hint: "run 'majlis doctor --repair --preview' again"}
+			Reason: a.Kind + ": " + why + " since the preview", Hint: "preview the repair again"}
 	}
 	done := &RepairDone{Kind: a.Kind, Binding: a.Binding, Path: a.Path}
 	switch a.Kind {

@@ -137,7 +137,7 @@ func (p *Provider) Restore(ctx context.Context, o RestoreOptions) (*RestoreResul
 		name := strings.TrimPrefix(layout.Branch, "refs/heads/")
 		if layout.Version < 2 || !strings.HasPrefix(layout.Branch, "refs/heads/") {
 			if len(recs) == 0 {
-				return nil, fail(ErrNotFound, "no claim of "+o.Binding+" names its branch", "pass --branch NAME")
+				return nil, fail(ErrNotFound, "no claim of "+o.Binding+" names its branch", "name the branch to restore onto")
 			}
 			name = recs[len(recs)-1].Claim.Branch
 		}
@@ -156,7 +156,7 @@ func (p *Provider) Restore(ctx context.Context, o RestoreOptions) (*RestoreResul
 			ao.mode = gitops.ExistingBranch
 		default:
 			return nil, fail(ErrBranchExists, fmt.Sprintf("branch %s has moved to %s since the salvage (which was on %s); majlis never moves a branch", name, at, layout.Head),
-				"pass --branch NAME to restore onto a new branch at "+layout.Head)
+				"restore onto a new branch at "+layout.Head)
 		}
 	}
 	var report gitops.RestoreReport

@@ -62,7 +62,7 @@ func (p *Provider) RestoreFromTrash(ctx context.Context, binding, requestID stri
 	if prev == nil || prev.Events[EventReclaimed] == nil || prev.Events[EventReclaimed].TrashPath == "" ||
 		prev.Events[EventMoved] == nil || prev.has(EventPurged) {
 		return nil, fail(ErrNotFound, "", "its last reclaim kept no trash folder (or it was deleted)",
-			"reclaim with --keep-trash D to be able to restore; the salvage refs (refs/majlis/salvage/"+binding+"/*) hold the work")
+			"only a reclaim that keeps its trash can be undone; the salvage refs (refs/majlis/salvage/"+binding+"/*) hold the work")
 	}
 	mv := prev.Events[EventMoved]
 	c := prev.Claim

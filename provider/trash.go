@@ -406,10 +406,10 @@ func (p *Provider) deleteTrash(rec *claimRecord, ev *Event) error {
 		if errors.Is(err, gitops.ErrCrossDevice) {
 			return &Error{Op: "reclaim", Binding: c.Binding, Path: ev.TrashPath, Err: ErrCrossDevice,
 				Reason: "deleting the trash folder stopped at a file system mounted inside it: " + err.Error(),
-				Hint:   "unmount it (what is mounted there was not touched), then retry the reclaim with the same --request-id"}
+				Hint:   "unmount it (what is mounted there was not touched), then retry the reclaim with the same request id", Details: map[string]any{"resumable": true}}
 		}
 		return &Error{Op: "reclaim", Binding: c.Binding, Path: ev.TrashPath, Err: ErrTrash, Reason: "deleting the trash folder: " + err.Error(),
-			Hint: "retry the reclaim with the same --request-id; it finishes the deletion"}
+			Hint: "a retry of the reclaim with the same request id finishes the deletion", Details: map[string]any{"resumable": true}}
 	}
 	aside := p.adminAside(&c)
 	if _, err := os.Lstat(ev.AdminEntry); err == nil {
@@ -436,7 +436,7 @@ func (p *Provider) deleteTrash(rec *claimRecord, ev *Event) error {
 	}
 	if err := gitops.DropWorktreeEntry(ev.AdminEntry, aside); err != nil {
 		return &Error{Op: "reclaim", Binding: c.Binding, Path: ev.AdminEntry, Err: ErrTrash, Reason: "deleting git's entry of the workspace: " + err.Error(),
-			Hint: "retry the reclaim with the same --request-id; it finishes the deletion"}
+			Hint: "a retry of the reclaim with the same request id finishes the deletion", Details: map[string]any{"resumable": true}}
 	}
 	return nil
 }

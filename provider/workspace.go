@@ -199,7 +199,7 @@ func (p *Provider) current(op, binding string) (*claimRecord, error) {
 		}
 	}
 	return nil, &Error{Op: op, Binding: binding, Err: ErrNotFound,
-		Hint: "'majlis workspace list' shows the workspaces there are"}
+		Details: map[string]any{"not_found": "workspace"}}
 }
 
 // Show returns the binding's workspace with its git status.

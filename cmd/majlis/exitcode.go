@@ -37,6 +37,12 @@ type classification struct {
 	exit    ExitCode
 	code    string
 	details map[string]any
+	// hint is what the user can do on the command line, when the code
+	// table (or the begin that failed half-way) has one; it is also
+	// details.hint.
+	hint string
+	// libHint is the library's hint that hint replaces.
+	libHint string
 }
 
 // classify is the ONE place where errors become exit codes and stable
@@ -52,7 +58,18 @@ func classify(err error) classification {
 		}
 		c.details["workspace"] = be.Workspace
 		c.details["request_id"] = be.RequestID
-		c.details["hint"] = be.Hint()
+		c.hint = beginHint(be)
+	} else {
+		c.hint = cliHint(c.code, c.details)
+	}
+	if lib, _ := c.details["hint"].(string); lib != "" && c.hint != "" {
+		c.libHint = lib
+	}
+	if c.hint != "" {
+		if c.details == nil {
+			c.details = map[string]any{}
+		}
+		c.details["hint"] = c.hint
 	}
 	// A stale --confirm: what changed since the confirmed preview.
 	var ps *provider.PreviewStaleError
@@ -71,145 +88,48 @@ func classify(err error) classification {
 }
 
 func classifySentinel(err error) classification {
-	var ue *usageError
-	var re *reservation.Error
-	var ee *envvar.Error
+	// Error types first (a panic, a usage error), then sentinels package by
+	// package (a provider error wrapping an admission error is the
+	// provider's), then the library error types.
+	for pkg := range pkgCount {
+		for i := range codeTable {
+			c := &codeTable[i]
+			for _, s := range c.From {
+				if s.pkg != pkg || !s.matches(err) {
+					continue
+				}
+				var d map[string]any
+				if s.details != nil {
+					d = s.details(err)
+				}
+				return classification{exit: c.Exit, code: c.Code, details: d}
+			}
+		}
+	}
+	return classification{exit: ExitError, code: "internal"}
+}
+
+func (s source) matches(err error) bool {
+	if s.is != nil {
+		return s.is(err)
+	}
+	return errors.Is(err, s.err)
+}
+
+func panicDetails(err error) map[string]any {
 	var pe *panicError
-	switch {
-	case errors.As(err, &pe):
-		return classification{ExitError, "internal", map[string]any{"panic": fmt.Sprint(pe.value)}}
-	case errors.As(err, &ee):
-		return classification{ExitUsage, "usage", map[string]any{"variable": ee.Name, "value": ee.Value, "accepted": ee.Accepted, "reason": ee.Reason}}
-	case errors.As(err, &ue) || isCobraUsage(err):
-		return classification{ExitUsage, "usage", nil}
+	if !errors.As(err, &pe) {
+		return nil
 	}
-	for _, m := range providerCodes {
-		if errors.Is(err, m.err) {
-			return classification{m.exit, m.code, providerDetails(err)}
-		}
-	}
-	for _, m := range admissionCodes {
-		if errors.Is(err, m.err) {
-			return classification{m.exit, m.code, admissionDetails(err)}
-		}
-	}
-	for _, m := range serverCodes {
-		if errors.Is(err, m.err) {
-			return classification{m.exit, m.code, serverDetails(err)}
-		}
-	}
-	switch {
-	case errors.Is(err, reservation.ErrInvalid):
-		return classification{ExitUsage, "invalid_request", reservationDetails(err)}
-	case errors.Is(err, reservation.ErrHeld):
-		return classification{ExitHeld, "held", reservationDetails(err)}
-	case errors.Is(err, reservation.ErrOwnerAlive):
-		return classification{ExitHeld, "owner_alive", reservationDetails(err)}
-	case errors.Is(err, reservation.ErrOwnerUnknown):
-		return classification{ExitHeld, "owner_unknown", reservationDetails(err)}
-	case errors.Is(err, reservation.ErrNotExpired):
-		return classification{ExitHeld, "not_expired", reservationDetails(err)}
-	case errors.Is(err, reservation.ErrMalformed):
-		return classification{ExitRefused, "malformed_record", reservationDetails(err)}
-	case errors.Is(err, reservation.ErrUnsupportedFS):
-		return classification{ExitRefused, "unsupported_filesystem", reservationDetails(err)}
-	case errors.Is(err, reservation.ErrNotOwner):
-		return classification{ExitRefused, "not_owner", reservationDetails(err)}
-	case errors.Is(err, reservation.ErrChanged):
-		return classification{ExitRefused, "lease_changed", reservationDetails(err)}
-	case errors.Is(err, reservation.ErrExists):
-		return classification{ExitHeld, "exists", reservationDetails(err)}
-	case errors.Is(err, reservation.ErrNotFound):
-		return classification{ExitNotFound, "not_found", reservationDetails(err)}
-	case errors.As(err, &re):
-		return classification{ExitError, "reservation_failed", reservationDetails(err)}
-	case errors.As(err, new(*gitops.Error)):
-		return classification{ExitError, "git_failed", gitDetails(err)}
-	case errors.As(err, new(*admission.Error)):
-		return classification{ExitError, "admission_failed", admissionDetails(err)}
-	}
-	return classification{ExitError, "internal", nil}
+	return map[string]any{"panic": fmt.Sprint(pe.value)}
 }
 
-// providerCodes maps workspace errors, most specific first.
-var providerCodes = []struct {
-	err  error
-	exit ExitCode
-	code string
-}{
-	{provider.ErrInvalidBinding, ExitUsage, "invalid_binding"},
-	{provider.ErrInvalidArgument, ExitUsage, "invalid_argument"},
-	{provider.ErrNotRepository, ExitNotFound, "not_a_repository"},
-	{provider.ErrNotInitialized, ExitNotFound, "not_initialized"},
-	{provider.ErrNotFound, ExitNotFound, "not_found"},
-	{provider.ErrUnknownBase, ExitNotFound, "unknown_base"},
-	{provider.ErrBindingLive, ExitHeld, "binding_live"},
-	{provider.ErrWorkspaceLive, ExitHeld, "workspace_live"},
-	{provider.ErrPeerOverlap, ExitRefused, "peer_overlap"},
-	{provider.ErrPreviewStale, ExitRefused, "preview_stale"},
-	{provider.ErrUnconfirmed, ExitRefused, "unconfirmed"},
-	{provider.ErrDirtySubmodule, ExitRefused, "dirty_submodule"},
-	{provider.ErrRepository, ExitRefused, "repository_mismatch"},
-	{provider.ErrWorktreeConfig, ExitRefused, "worktree_config_mismatch"},
-	{provider.ErrLocked, ExitRefused, "locked"},
-	{provider.ErrCrossDevice, ExitRefused, "cross_device"},
-	{provider.ErrTrash, ExitError, "trash_failed"},
-	{provider.ErrAlreadyInit, ExitRefused, "already_initialized"},
-	{provider.ErrBranchExists, ExitRefused, "branch_exists"},
-	{provider.ErrBranchCheckedOut, ExitRefused, "branch_checked_out"},
-	{provider.ErrUnknownBranch, ExitNotFound, "unknown_branch"},
-	{provider.ErrPathExists, ExitRefused, "path_exists"},
-	{provider.ErrNested, ExitRefused, "nested_workspace"},
-	{provider.ErrUnsafePath, ExitRefused, "unsafe_path"},
-	{provider.ErrReserved, ExitRefused, "reserved_target"},
-	{provider.ErrRequestConflict, ExitRefused, "request_conflict"},
-	{provider.ErrMalformed, ExitRefused, "malformed_record"},
-	{provider.ErrMissing, ExitRefused, "workspace_missing"},
-	{provider.ErrIdentity, ExitRefused, "identity_drift"},
-	{provider.ErrInterrupted, ExitRefused, "interrupted"},
-}
-
-// admissionCodes maps lease and admission errors.
-var admissionCodes = []struct {
-	err  error
-	exit ExitCode
-	code string
-}{
-	{admission.ErrInvalid, ExitUsage, "invalid_argument"},
-	{admission.ErrHeld, ExitHeld, "held"},
-	{admission.ErrReclaiming, ExitHeld, "reclaiming"},
-	{admission.ErrRecoverable, ExitHeld, "recoverable"},
-	{admission.ErrNoFreePort, ExitHeld, "no_free_port"},
-	{admission.ErrTokenRequired, ExitRefused, "token_required"},
-	{admission.ErrQuarantined, ExitRefused, "quarantined"},
-	{admission.ErrUnsafePath, ExitRefused, "unsafe_path"},
-	{admission.ErrPolicyBlocked, ExitRefused, "policy_blocked"},
-	{admission.ErrNotFound, ExitNotFound, "not_found"},
-	{admission.ErrNotHolder, ExitRefused, "not_holder"},
-	{admission.ErrNotQuarantined, ExitRefused, "not_quarantined"},
-	{admission.ErrRequestConflict, ExitRefused, "request_conflict"},
-	{admission.ErrMalformed, ExitRefused, "malformed_record"},
-	{admission.ErrNotInitialized, ExitNotFound, "not_initialized"},
-	{admission.ErrHookExists, ExitRefused, "hook_exists"},
-}
-
-// serverCodes maps the server's errors: the probe's states other than
-// running, and the refusals of start, stop and serve.
-var serverCodes = []struct {
-	err  error
-	exit ExitCode
-	code string
-}{
-	{server.ErrInvalid, ExitUsage, "invalid_argument"},
-	{server.ErrNotRunning, ExitNotFound, "server_not_running"},
-	{server.ErrStaleLease, ExitNotFound, "server_stale_lease"},
-	{server.ErrStarting, ExitHeld, "server_starting"},
-	{server.ErrUnresponsive, ExitHeld, "server_unresponsive"},
-	{server.ErrForeign, ExitRefused, "server_foreign"},
-	{server.ErrVersionMismatch, ExitRefused, "server_version_mismatch"},
-	{server.ErrUnsafeState, ExitRefused, "unsafe_state"},
-	{server.ErrFenced, ExitError, "server_fenced"},
-	{server.ErrStartFailed, ExitError, "server_start_failed"},
+func envDetails(err error) map[string]any {
+	var ee *envvar.Error
+	if !errors.As(err, &ee) {
+		return nil
+	}
+	return map[string]any{"variable": ee.Name, "value": ee.Value, "accepted": ee.Accepted, "reason": ee.Reason}
 }
 
 // serverDetails are the facts of a *server.Error: what the probe found
@@ -250,6 +170,11 @@ func admissionDetails(err error) map[string]any {
 	}
 	if len(ae.Gaps) > 0 || errors.Is(err, admission.ErrPolicyBlocked) {
 		d["gaps"] = append([]string{}, ae.Gaps...)
+	}
+	for k, v := range ae.Details {
+		if _, taken := d[k]; !taken {
+			d[k] = v
+		}
 	}
 	return d
 }

@@ -1,8 +1,13 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+	"strings"
 
-const exitCodesHelp = `Every majlis command exits with one of these codes. Scripts may rely on them.
+	"github.com/spf13/cobra"
+)
+
+const exitCodesHelpTemplate = `Every majlis command exits with one of these codes. Scripts may rely on them.
 
   0  done
   1  unexpected failure (a bug, an I/O error, git failing unexpectedly);
@@ -26,24 +31,7 @@ With --json, a failure prints exactly one object on stdout:
 The code is stable and more precise than the exit status. The codes, by
 exit status:
 
-  1  internal, git_failed, reservation_failed, admission_failed,
-     server_fenced, server_start_failed, trash_failed
-  2  usage, invalid_argument, invalid_binding, invalid_request
-  3  peer_overlap, preview_stale, unconfirmed, dirty_submodule,
-     repository_mismatch, worktree_config_mismatch, locked, cross_device,
-     already_initialized, branch_exists, path_exists,
-     nested_workspace, reserved_target, request_conflict, malformed_record,
-     workspace_missing, identity_drift, interrupted, unsupported_filesystem,
-     not_owner, lease_changed, quarantined, unsafe_path, policy_blocked,
-     not_holder, not_quarantined, hook_exists, token_required,
-     server_foreign, server_version_mismatch, unsafe_state,
-     branch_checked_out
-  4  held, binding_live, workspace_live, owner_alive, owner_unknown,
-     not_expired, exists, reclaiming, recoverable, server_starting,
-     server_unresponsive, no_free_port
-  5  not_found, not_a_repository, not_initialized, unknown_base,
-     server_not_running, server_stale_lease, unknown_branch
-
+{{codes}}
 Lease refusals carry their facts in details: "conflicts" (held,
 quarantined: each with the other lease and the policy key that decided),
 "gaps" (policy_blocked: the changed paths outside the holder's leases).
@@ -65,6 +53,74 @@ func newExitCodesTopic() *cobra.Command {
 	return &cobra.Command{
 		Use:   "exit-codes",
 		Short: "Exit codes and JSON errors, for scripts",
-		Long:  exitCodesHelp,
+		Long:  exitCodesHelp(),
 	}
+}
+
+// exitCodesHelp is the help topic, with the codes of the code table listed
+// under their exit status.
+func exitCodesHelp() string {
+	return strings.Replace(exitCodesHelpTemplate, "{{codes}}", codesByExit(), 1)
+}
+
+// codesByExit lists the codes of the table by exit status, wrapped:
+//
+//	3  peer_overlap, preview_stale, ...
+//	   identity_drift, ...
+func codesByExit() string {
+	var b strings.Builder
+	for _, exit := range []ExitCode{ExitError, ExitUsage, ExitRefused, ExitHeld, ExitNotFound} {
+		var codes []string
+		for _, c := range codeTable {
+			if c.Exit == exit {
+				codes = append(codes, c.Code)
+			}
+		}
+		line := fmt.Sprintf("  %d ", exit)
+		for i, code := range codes {
+			if i < len(codes)-1 {
+				code += ","
+			}
+			if i > 0 && len(line)+1+len(code) > 74 {
+				b.WriteString(line + "\n")
+				line = "    "
+			}
+			line += " " + code
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
+}
+
+// The markers of the error-code section of docs/cli.md, which
+// docsCodesSection generates (codes_test.go checks it, -update rewrites it).
+const (
+	docsCodesBegin = "<!-- error codes: generated from cmd/majlis/codes.go; `go test ./cmd/majlis -run TestDocsListEveryCode -update` rewrites it -->"
+	docsCodesEnd   = "<!-- end of error codes -->"
+)
+
+// docsCodesSection is the error-code table of docs/cli.md: every code, its
+// exit status, what it means and the command lines that help.
+func docsCodesSection() string {
+	var b strings.Builder
+	b.WriteString(docsCodesBegin + "\n\n")
+	b.WriteString("| code | exit | meaning | what to do |\n|---|---|---|---|\n")
+	for _, exit := range []ExitCode{ExitUsage, ExitRefused, ExitHeld, ExitNotFound, ExitError} {
+		for _, c := range codeTable {
+			if c.Exit != exit {
+				continue
+			}
+			var hints []string
+			for _, h := range c.Hints {
+				text := fillHint(h.Text, nil)
+				if h.When != "" {
+					text = "(" + h.When + ") " + text
+				}
+				hints = append(hints, strings.ReplaceAll(text, "|", `\|`))
+			}
+			fmt.Fprintf(&b, "| `%s` | %d | %s | %s |\n", c.Code, c.Exit, strings.ReplaceAll(c.Meaning, "|", `\|`), strings.Join(hints, "<br>"))
+		}
+	}
+	b.WriteString("\n" + docsCodesEnd)
+	return b.String()
 }

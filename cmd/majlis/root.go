@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -134,8 +135,14 @@ func (g *globalOptions) emit(obj any, human func(w io.Writer)) error {
 // fail renders err as docs/cli.md requires and returns its exit code.
 func (g *globalOptions) fail(err error) ExitCode {
 	c := classify(err)
+	msg := err.Error()
+	if c.hint != "" {
+		// The library's hint, in words, ends its message; the command
+		// line's names the commands and flags instead.
+		msg = strings.TrimSuffix(msg, "; "+c.libHint) + "; " + c.hint
+	}
 	if g.JSON {
-		body := map[string]any{"code": c.code, "message": err.Error()}
+		body := map[string]any{"code": c.code, "message": msg}
 		if c.details != nil {
 			body["details"] = c.details
 		} else {
@@ -146,7 +153,7 @@ func (g *globalOptions) fail(err error) ExitCode {
 		_ = enc.Encode(map[string]any{"error": body})
 		return c.exit
 	}
-	fmt.Fprintf(g.Stderr, "majlis: %v\n", err)
+	fmt.Fprintf(g.Stderr, "majlis: %s\n", msg)
 	if c.exit == ExitUsage {
 		fmt.Fprintln(g.Stderr, "Run 'majlis --help' for usage.")
 	}

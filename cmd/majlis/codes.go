@@ -1,0 +1,315 @@
+package main
+
+import (
+	"errors"
+
+	"github.com/majlis-dev/majlis/admission"
+	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/internal/envvar"
+	"github.com/majlis-dev/majlis/internal/failpoint"
+	"github.com/majlis-dev/majlis/pathid"
+	"github.com/majlis-dev/majlis/provider"
+	"github.com/majlis-dev/majlis/reservation"
+	"github.com/majlis-dev/majlis/server"
+)
+
+// A code is one stable error code: its exit status, the library errors it
+// comes from, what it means and what the user can do on the command line.
+// codeTable is the one list of them: classify, 'majlis help exit-codes'
+// and the error-code section of docs/cli.md all come from it
+// (codes_test.go walks it whole).
+type code struct {
+	Code    string
+	Exit    ExitCode
+	From    []source // what classifies as this code
+	Meaning string   // one line, for the help and the docs
+	// Hints name the command lines that help, first match wins. Their
+	// text may hold {placeholders} filled from the error's facts
+	// (details); one that is missing reads as its upper-case name.
+	Hints []hint
+	// Within are sentinels that reach the CLI only inside an error that
+	// classifies as this code (a library translates them, or wraps them
+	// in its error type); they are listed so that the table names every
+	// sentinel, and classification never looks at them.
+	Within []error
+}
+
+// A hint is a command-line hint for a code, when the error's facts match.
+type hint struct {
+	When string // "" always, "op=NAME" for one operation, "KEY" when the facts hold KEY
+	Text string
+}
+
+// A source is one way an error classifies: a sentinel (errors.Is) or an
+// error type (errors.As), with the function that lists its facts.
+type source struct {
+	pkg     int // match order: provider, admission, server, reservation, then types
+	name    string
+	err     error
+	is      func(error) bool
+	details func(error) map[string]any
+}
+
+const (
+	pkgFirst = iota // a panic, a usage error: whatever they wrap
+	pkgProvider
+	pkgAdmission
+	pkgServer
+	pkgReservation
+	pkgTypes
+	pkgCount
+)
+
+func prov(err error) source { return source{pkg: pkgProvider, err: err, details: providerDetails} }
+func adm(err error) source  { return source{pkg: pkgAdmission, err: err, details: admissionDetails} }
+func srv(err error) source  { return source{pkg: pkgServer, err: err, details: serverDetails} }
+func resv(err error) source {
+	return source{pkg: pkgReservation, err: err, details: reservationDetails}
+}
+
+// errType is an error type that classifies as a code, before any sentinel
+// (pkgFirst) or when no sentinel did (pkgTypes).
+func errType[T error](pkg int, name string, details func(error) map[string]any) source {
+	return source{pkg: pkg, name: name, is: func(err error) bool {
+		var t T
+		return errors.As(err, &t)
+	}, details: details}
+}
+
+// codeTable lists every code once. Within one package, rows are matched in
+// this order: keep the more specific code first.
+var codeTable = []code{
+	// Usage (2).
+	{Code: "usage", Exit: ExitUsage, From: []source{errType[*envvar.Error](pkgFirst, "environment variable", envDetails), errType[*usageError](pkgFirst, "usage error", nil), {pkg: pkgFirst, name: "cobra usage error", is: isCobraUsage}},
+		Meaning: "the command line or an environment variable is not one majlis accepts; nothing was changed"},
+	{Code: "invalid_binding", Exit: ExitUsage, From: []source{prov(provider.ErrInvalidBinding)},
+		Meaning: "a binding that is not a valid name (letters, digits, '.', '_', '-')"},
+	{Code: "invalid_argument", Exit: ExitUsage, From: []source{prov(provider.ErrInvalidArgument), adm(admission.ErrInvalid), srv(server.ErrInvalid)},
+		Meaning: "an argument the operation cannot take; nothing was changed",
+		Hints: []hint{
+			{When: "op=check argument=holder", Text: "pass --holder NAME, or set MAJLIS_HOLDER"},
+			{When: "argument=holder", Text: "pass --holder NAME"},
+			{When: "argument=bare_repository", Text: "add a worktree to it ('git -C {path} worktree add PATH') and run majlis there (--repo PATH); 'majlis init' then needs --workspace-root DIR, since a bare repository has no main worktree"},
+			{When: "argument=main_worktree", Text: "run 'majlis init' inside the main worktree"},
+			{When: "argument=workspace_root", Text: "pass --workspace-root DIR"},
+			{When: "argument=digest", Text: "copy the digest that --preview printed into --confirm"},
+			{When: "argument=token", Text: "omit --token-file and " + admission.TokenEnv + " to have a token generated, or supply a longer random one"},
+			{When: "argument=owner_pid", Text: "name a running process with --owner-pid"},
+			{When: "argument=repository", Text: "run it inside a worktree of the repository, or pass --repo DIR"},
+			{When: "argument=lease_id", Text: "'majlis lease list' shows the lease ids"},
+			{When: "argument=writer_stopped", Text: "check that the lease's writer is gone, then pass --writer-stopped"},
+			{When: "argument=paths", Text: "name what the task will touch with --paths GLOB (a path, or DIR/**)"},
+		}},
+	{Code: "invalid_request", Exit: ExitUsage, From: []source{resv(reservation.ErrInvalid)},
+		Meaning: "a reservation request that is not well formed"},
+
+	// Not found (5).
+	{Code: "not_a_repository", Exit: ExitNotFound, From: []source{prov(provider.ErrNotRepository)},
+		Meaning: "the directory is not inside a git repository",
+		Hints:   []hint{{Text: "run majlis inside a git repository, or pass --repo DIR"}}},
+	{Code: "not_initialized", Exit: ExitNotFound, From: []source{prov(provider.ErrNotInitialized), adm(admission.ErrNotInitialized)},
+		Meaning: "the repository has not been registered with majlis",
+		Hints:   []hint{{Text: "run 'majlis init' in the repository first"}}},
+	{Code: "not_found", Exit: ExitNotFound, From: []source{prov(provider.ErrNotFound), adm(admission.ErrNotFound), resv(reservation.ErrNotFound)},
+		Meaning: "no such workspace, lease or reservation",
+		Hints: []hint{
+			{When: "not_found=lease", Text: "'majlis lease list --all' shows the leases"},
+			{When: "not_found=workspace", Text: "'majlis workspace list' shows the workspaces there are"},
+			{When: "holder", Text: "acquire leases first ('majlis lease acquire --holder {holder} RESOURCE...')"},
+		}},
+	{Code: "unknown_base", Exit: ExitNotFound, From: []source{prov(provider.ErrUnknownBase)},
+		Meaning: "the base revision names no commit"},
+	{Code: "binding_live", Exit: ExitHeld, From: []source{prov(provider.ErrBindingLive)},
+		Meaning: "the binding already has a workspace that is not reclaimed",
+		Hints: []hint{
+			{When: "unfinished_request", Text: "retry it with --request-id {unfinished_request}"},
+			{Text: "use another binding, or reclaim its workspace ('majlis workspace reclaim {binding} --preview')"},
+		}},
+	{Code: "workspace_live", Exit: ExitHeld, From: []source{prov(provider.ErrWorkspaceLive)},
+		Meaning: "the workspace is in use: a live owner process or leases in it",
+		Hints: []hint{
+			{When: "holder", Text: "its holder releases them with 'majlis lease release --holder {holder}' and the lease token printed when they were granted (--token-file F or " + admission.TokenEnv + "), or with --force; a quarantined one whose writer has stopped: 'majlis lease resolve {lease} --writer-stopped'"},
+			{Text: "stop the owner process (or wait for it to exit), then reclaim"},
+		}},
+	{Code: "peer_overlap", Exit: ExitRefused, From: []source{prov(provider.ErrPeerOverlap)},
+		Meaning: "a retained peer (workspace, worktree or reservation) overlaps the target"},
+	{Code: "preview_stale", Exit: ExitRefused, From: []source{prov(provider.ErrPreviewStale)},
+		Meaning: "what the operation would do changed since the confirmed preview; nothing was changed",
+		Hints: []hint{
+			{When: "op=repair", Text: "run 'majlis doctor --repair --preview' again and confirm the new digest"},
+			{Text: "run 'majlis workspace reclaim {binding} --preview' again and confirm the new digest (--confirm DIGEST)"},
+		}},
+	{Code: "unconfirmed", Exit: ExitRefused, From: []source{prov(provider.ErrUnconfirmed)},
+		Meaning: "a destructive operation without a confirmed preview; nothing was changed",
+		Hints: []hint{
+			{When: "op=repair", Text: "run 'majlis doctor --repair --preview', then --confirm DIGEST (or --yes)"},
+			{Text: "run 'majlis workspace reclaim {binding} --preview', then --confirm DIGEST (or --yes to skip the comparison)"},
+		}},
+	{Code: "dirty_submodule", Exit: ExitRefused, From: []source{prov(provider.ErrDirtySubmodule)},
+		Meaning: "a submodule has changes that salvage cannot capture",
+		Hints:   []hint{{Text: "commit their changes, or pass --salvage-submodules to salvage them too"}}},
+	{Code: "repository_mismatch", Exit: ExitRefused, From: []source{prov(provider.ErrRepository)},
+		Meaning: "the workspace does not belong to the repository its claim names"},
+	{Code: "worktree_config_mismatch", Exit: ExitRefused, From: []source{prov(provider.ErrWorktreeConfig)},
+		Meaning: "the workspace's own git configuration aims git at another directory"},
+	{Code: "locked", Exit: ExitRefused, From: []source{prov(provider.ErrLocked)},
+		Meaning: "a worktree lock majlis did not set; majlis never lifts it"},
+	{Code: "cross_device", Exit: ExitRefused, From: []source{prov(provider.ErrCrossDevice)},
+		Meaning: "a file system is mounted inside the workspace or its trash folder; what is mounted is untouched",
+		Hints:   []hint{{When: "resumable", Text: "unmount it, then retry 'majlis workspace reclaim {binding}' with the same --request-id"}}},
+	{Code: "trash_failed", Exit: ExitError, From: []source{prov(provider.ErrTrash)},
+		Meaning: "the workspace could not be moved to or deleted from its trash folder",
+		Hints:   []hint{{When: "resumable", Text: "retry 'majlis workspace reclaim {binding}' with the same --request-id; it finishes the deletion"}}},
+	{Code: "already_initialized", Exit: ExitRefused, From: []source{prov(provider.ErrAlreadyInit)},
+		Meaning: "the repository is registered with another workspace root",
+		Hints:   []hint{{Text: "omit --workspace-root, or pass --path to each allocate"}}},
+	{Code: "branch_exists", Exit: ExitRefused, From: []source{prov(provider.ErrBranchExists)},
+		Meaning: "the new workspace's branch already exists; majlis never moves a branch",
+		Hints: []hint{
+			{When: "op=restore", Text: "pass --branch NAME to restore onto a new branch"},
+			{When: "branch", Text: "pass --branch NAME for a new branch, or --checkout {branch} to work on it as it is"},
+			{Text: "pass --branch NAME for a new branch"},
+		}},
+	{Code: "branch_checked_out", Exit: ExitRefused, From: []source{prov(provider.ErrBranchCheckedOut)},
+		Meaning: "the branch named by --checkout is checked out in another worktree"},
+	{Code: "unknown_branch", Exit: ExitNotFound, From: []source{prov(provider.ErrUnknownBranch)},
+		Meaning: "no local branch of that name",
+		Hints:   []hint{{Text: "name an existing local branch (git branch --list), or drop --checkout to create a new one"}}},
+	{Code: "path_exists", Exit: ExitRefused, From: []source{prov(provider.ErrPathExists)},
+		Meaning: "something already exists at the workspace's path",
+		Hints:   []hint{{When: "op=allocate", Text: "choose another --path, or move what is there"}}},
+	{Code: "nested_workspace", Exit: ExitRefused, From: []source{prov(provider.ErrNested)},
+		Meaning: "the path lies inside another workspace or worktree, or holds one",
+		Hints:   []hint{{Text: "choose another --path, or pass --allow-nested to place it inside"}}},
+	{Code: "unsafe_path", Exit: ExitRefused, From: []source{prov(provider.ErrUnsafePath), adm(admission.ErrUnsafePath)},
+		Meaning: "a path majlis will not act on (traversal, a symlink out, a git directory, a hard link)",
+		Within:  []error{pathid.ErrInvalidPath, pathid.ErrTraversal, pathid.ErrNotConfined, pathid.ErrDanglingSymlink, pathid.ErrSymlinkLoop, pathid.ErrUnresolvable, pathid.ErrNotRegular, pathid.ErrNoIdentity}},
+	{Code: "reserved_target", Exit: ExitRefused, From: []source{prov(provider.ErrReserved)},
+		Meaning: "the path overlaps the target of a reclaim in progress",
+		Hints:   []hint{{Text: "wait for the reclaim to finish, or choose another --path"}}},
+	{Code: "request_conflict", Exit: ExitRefused, From: []source{prov(provider.ErrRequestConflict), adm(admission.ErrRequestConflict)},
+		Meaning: "the request id was used before with other arguments",
+		Hints:   []hint{{Text: "use a new --request-id for a new request"}}},
+	{Code: "malformed_record", Exit: ExitRefused, From: []source{prov(provider.ErrMalformed), adm(admission.ErrMalformed), resv(reservation.ErrMalformed)},
+		Meaning: "a record or ledger majlis cannot read (details.path names it)",
+		Hints: []hint{
+			{When: "policy_key", Text: "set it again with 'majlis policy set {policy_key} VALUE'"},
+			{When: "damaged_binding", Text: "'majlis doctor' says what is wrong and what to run"},
+			{When: "damaged=registration", Text: "'majlis doctor' says what is wrong"},
+			{When: "binding", Text: "'majlis doctor' says what is wrong and what to run"},
+		}},
+	{Code: "workspace_missing", Exit: ExitRefused, From: []source{prov(provider.ErrMissing)},
+		Meaning: "the workspace's directory is gone"},
+	{Code: "identity_drift", Exit: ExitRefused, From: []source{prov(provider.ErrIdentity)},
+		Meaning: "the directory or git's entry is no longer the workspace majlis made"},
+	{Code: "interrupted", Exit: ExitRefused, From: []source{prov(provider.ErrInterrupted)},
+		Meaning: "an earlier operation on it was interrupted",
+		Hints: []hint{
+			{When: "op=restore", Text: "run 'majlis workspace restore {binding}' again with a new --request-id"},
+			{When: "resumable", Text: "retry with the same --request-id to see the result"},
+		}},
+
+	// Leases and admission.
+	{Code: "held", Exit: ExitHeld, From: []source{adm(admission.ErrHeld), resv(reservation.ErrHeld)},
+		Meaning: "held by another live owner (a lease or reservation conflict); details.conflicts names it",
+		Hints: []hint{
+			{When: "pending", Text: "retry in a moment"},
+			{When: "policy", Text: "wait for {holder} to release it and retry, or let the policy warn instead ('majlis policy set {policy} warn')"},
+			{When: "holder", Text: "wait for {holder} to release it and retry"},
+		}},
+	{Code: "reclaiming", Exit: ExitHeld, From: []source{adm(admission.ErrReclaiming)},
+		Meaning: "the checkout is being reclaimed: its files are about to be removed",
+		Hints:   []hint{{Text: "take the lease in another checkout; if that reclaim died, 'majlis workspace recover {reclaim_binding}' retires its reservation once it has expired"}}},
+	{Code: "recoverable", Exit: ExitHeld, From: []source{adm(admission.ErrRecoverable)},
+		Meaning: "held by a lease whose owner process is proven dead: it can be released",
+		Hints:   []hint{{Text: "release it ('majlis lease release --holder {holder} {lease}': no token is needed once its owner is dead), then retry"}}},
+	{Code: "no_free_port", Exit: ExitHeld, From: []source{adm(admission.ErrNoFreePort)},
+		Meaning: "host:port:auto found no free port in the policy's port_range",
+		Hints:   []hint{{Text: "release ports no longer needed ('majlis lease list' shows them), or widen the range ('majlis policy set port_range LO-HI')"}}},
+	{Code: "token_required", Exit: ExitRefused, From: []source{adm(admission.ErrTokenRequired)},
+		Meaning: "renewing or releasing another process's lease needs its lease token",
+		Hints: []hint{
+			{When: "owner_pid", Text: "supply the token printed when it was granted (--token-file F or " + admission.TokenEnv + "), run it from the lease's owner process (pid {owner_pid}), or pass --force (recorded in the event log and shown by 'majlis lease list')"},
+			{Text: "supply the token printed when it was granted (--token-file F or " + admission.TokenEnv + "), run it from the lease's owner process, or pass --force (recorded in the event log and shown by 'majlis lease list')"},
+		}},
+	{Code: "quarantined", Exit: ExitRefused, From: []source{adm(admission.ErrQuarantined)},
+		Meaning: "a lease expired without release and still blocks until released or resolved",
+		Hints: []hint{
+			{When: "op=acquire", Text: "its holder can release it ('majlis lease release --holder {holder} {lease}'); once its writer has stopped, 'majlis lease resolve {lease} --writer-stopped' lifts the quarantine"},
+			{When: "lease", Text: "release it ('majlis lease release --holder {holder} {lease}') and acquire again"},
+			{Text: "release them ('majlis lease release --holder {holder}') and acquire again"},
+		}},
+	{Code: "policy_blocked", Exit: ExitRefused, From: []source{adm(admission.ErrPolicyBlocked)},
+		Meaning: "changed paths lie outside the holder's leases and the policy blocks them (details.gaps)"},
+	{Code: "not_holder", Exit: ExitRefused, From: []source{adm(admission.ErrNotHolder)},
+		Meaning: "the lease belongs to another holder"},
+	{Code: "not_quarantined", Exit: ExitRefused, From: []source{adm(admission.ErrNotQuarantined)},
+		Meaning: "only an expired, unreleased lease needs resolving"},
+	{Code: "hook_exists", Exit: ExitRefused, From: []source{adm(admission.ErrHookExists)},
+		Meaning: "a pre-commit hook majlis did not write is installed; it is left untouched",
+		Hints: []hint{
+			{When: "backup", Text: "move {backup} aside (or merge the two hooks), then run 'majlis hook install' again"},
+			{Text: "pass --force to move it aside (the majlis hook runs it first), or call 'majlis check --if-holder' from it yourself"},
+		}},
+
+	// The server.
+	{Code: "server_not_running", Exit: ExitNotFound, From: []source{srv(server.ErrNotRunning)},
+		Meaning: "no server runs for the repository"},
+	{Code: "server_stale_lease", Exit: ExitNotFound, From: []source{srv(server.ErrStaleLease)},
+		Meaning: "the server's lease names a dead owner"},
+	{Code: "server_starting", Exit: ExitHeld, From: []source{srv(server.ErrStarting)},
+		Meaning: "a server is starting"},
+	{Code: "server_unresponsive", Exit: ExitHeld, From: []source{srv(server.ErrUnresponsive)},
+		Meaning: "a live server holds the lease but does not answer"},
+	{Code: "server_foreign", Exit: ExitRefused, From: []source{srv(server.ErrForeign)},
+		Meaning: "the recorded port answers, but not as the leaseholder"},
+	{Code: "server_version_mismatch", Exit: ExitRefused, From: []source{srv(server.ErrVersionMismatch)},
+		Meaning: "the leaseholder runs another majlis version"},
+	{Code: "unsafe_state", Exit: ExitRefused, From: []source{srv(server.ErrUnsafeState)},
+		Meaning: "the state folder or lease file is not private to this user"},
+	{Code: "server_fenced", Exit: ExitError, From: []source{srv(server.ErrFenced)},
+		Meaning: "the server's lease was replaced; it exits at once"},
+	{Code: "server_start_failed", Exit: ExitError, From: []source{srv(server.ErrStartFailed)},
+		Meaning: "the server did not start (details.reason has the end of its log)"},
+
+	// Reservations (reclaim reservations and lease files).
+	{Code: "owner_alive", Exit: ExitHeld, From: []source{resv(reservation.ErrOwnerAlive)},
+		Meaning: "the reservation's owner process is alive"},
+	{Code: "owner_unknown", Exit: ExitHeld, From: []source{resv(reservation.ErrOwnerUnknown)},
+		Meaning: "the reservation owner's death cannot be proven (another host or boot)"},
+	{Code: "not_expired", Exit: ExitHeld, From: []source{resv(reservation.ErrNotExpired)},
+		Meaning: "the reservation has not expired yet"},
+	{Code: "unsupported_filesystem", Exit: ExitRefused, From: []source{resv(reservation.ErrUnsupportedFS)},
+		Meaning: "the state folder is not on a local file system"},
+	{Code: "not_owner", Exit: ExitRefused, From: []source{resv(reservation.ErrNotOwner)},
+		Meaning: "this process does not own the reservation"},
+	{Code: "lease_changed", Exit: ExitRefused, From: []source{resv(reservation.ErrChanged)},
+		Meaning: "the reservation changed during recovery"},
+	{Code: "exists", Exit: ExitHeld, From: []source{resv(reservation.ErrExists)},
+		Meaning: "a record already published by someone else"},
+
+	// Unexpected failures (1).
+	{Code: "reservation_failed", Exit: ExitError, From: []source{errType[*reservation.Error](pkgTypes, "reservation error", reservationDetails)},
+		Meaning: "a reservation could not be read or written",
+		Within:  []error{reservation.ErrIdentity}},
+	{Code: "git_failed", Exit: ExitError, From: []source{errType[*gitops.Error](pkgTypes, "git error", gitDetails)},
+		Meaning: "git failed unexpectedly (details has its exit code and stderr)",
+		Within: []error{gitops.ErrNotARepository, gitops.ErrNotAWorkTree, gitops.ErrNotTopLevel, gitops.ErrUnknownRevision,
+			gitops.ErrRefExists, gitops.ErrRefChanged, gitops.ErrBranchExists, gitops.ErrPathExists, gitops.ErrWorktreeLocked,
+			gitops.ErrWorktreeDirty, gitops.ErrUnexpectedOutput, gitops.ErrCrossDevice, gitops.ErrNotSameDir,
+			gitops.ErrWorkTreeMismatch, gitops.ErrPinMismatch}},
+	{Code: "admission_failed", Exit: ExitError, From: []source{errType[*admission.Error](pkgTypes, "admission error", admissionDetails)},
+		Meaning: "a lease ledger could not be read or written"},
+	{Code: "internal", Exit: ExitError, From: []source{errType[*panicError](pkgFirst, "panic", panicDetails)},
+		Meaning: "a bug or an unexpected I/O error; a panic carries details.panic",
+		Within:  []error{failpoint.ErrInjected}},
+}
+
+// codeByName is codeTable by code.
+var codeByName = func() map[string]*code {
+	m := map[string]*code{}
+	for i := range codeTable {
+		m[codeTable[i].Code] = &codeTable[i]
+	}
+	return m
+}()
