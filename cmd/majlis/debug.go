@@ -29,7 +29,7 @@ a name or action it does not know is a usage error.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
 			names := failpoint.Names()
-			return g.emit(map[string]any{"failpoints": names, "enabled": failpoint.Enabled}, func(w io.Writer) {
+			return g.emit(failpointsJSON{Failpoints: names, Enabled: failpoint.Enabled}, func(w io.Writer) {
 				if !failpoint.Enabled {
 					fmt.Fprintln(w, "(this binary was built without -tags failpoints; the names are listed but never fire)")
 				}

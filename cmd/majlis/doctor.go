@@ -53,7 +53,7 @@ re-checked immediately before it runs. docs/doctor.md describes every code.`,
 				if err != nil {
 					return err
 				}
-				return g.emit(map[string]any{"doctor": rep}, func(w io.Writer) { renderDoctor(w, rep) })
+				return g.emit(doctorJSON{Doctor: rep}, func(w io.Writer) { renderDoctor(w, rep) })
 			}
 			p, err := g.openProvider(cmd.Context())
 			if err != nil {
@@ -64,7 +64,7 @@ re-checked immediately before it runs. docs/doctor.md describes every code.`,
 			if err != nil {
 				return err
 			}
-			return g.emit(map[string]any{"repair": res}, func(w io.Writer) { renderRepair(w, res) })
+			return g.emit(repairJSON{Repair: res}, func(w io.Writer) { renderRepair(w, res) })
 		},
 	}
 	f := cmd.Flags()

@@ -45,7 +45,7 @@ pre-commit.majlis-backup, which the majlis hook then runs first.`,
 			if err != nil {
 				return err
 			}
-			return g.emit(map[string]any{"hook": res}, func(w io.Writer) {
+			return g.emit(hookJSON{Hook: res}, func(w io.Writer) {
 				switch {
 				case !res.Changed:
 					fmt.Fprintf(w, "the majlis pre-commit hook is installed already at %s\n", res.Path)

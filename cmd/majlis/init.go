@@ -34,7 +34,7 @@ registered from its main worktree, which init records.`,
 			if err != nil {
 				return err
 			}
-			return g.emit(map[string]any{"repository": repo}, func(w io.Writer) {
+			return g.emit(initJSON{Repository: repo}, func(w io.Writer) {
 				tw := table(w)
 				fmt.Fprintf(tw, "repository\t%s\n", repo.ID)
 				fmt.Fprintf(tw, "git common dir\t%s\n", repo.CommonDir)

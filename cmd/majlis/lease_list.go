@@ -32,7 +32,7 @@ Listing changes nothing.`,
 			if err != nil {
 				return err
 			}
-			return g.emit(map[string]any{"leases": leases}, func(w io.Writer) {
+			return g.emit(leasesJSON{Leases: leases}, func(w io.Writer) {
 				if len(leases) == 0 {
 					fmt.Fprintln(w, "no leases (acquire one with: majlis lease acquire --holder H RESOURCE)")
 					return

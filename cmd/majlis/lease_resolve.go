@@ -34,7 +34,7 @@ not_quarantined); resolving a resolved lease again is harmless.`,
 			if err != nil {
 				return err
 			}
-			return g.emit(map[string]any{"lease": l}, func(w io.Writer) {
+			return g.emit(leaseJSON{Lease: l}, func(w io.Writer) {
 				fmt.Fprintf(w, "resolved %s (%s, held by %s): its resource can be granted again\n", l.ID, l.Resource, l.Holder)
 			})
 		},

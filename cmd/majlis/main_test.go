@@ -90,6 +90,7 @@ func TestScripts(t *testing.T) {
 			"grab":      cmdGrab,
 			"freeports": cmdFreePorts,
 			"listen":    cmdListen,
+			"golden":    cmdGolden,
 		},
 	})
 }

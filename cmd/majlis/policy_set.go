@@ -28,7 +28,7 @@ harmless.`,
 			if err != nil {
 				return err
 			}
-			return g.emit(map[string]any{"policy": pol}, func(w io.Writer) { renderPolicy(w, pol) })
+			return g.emit(policyJSON{Policy: pol}, func(w io.Writer) { renderPolicy(w, pol) })
 		},
 	}
 	// set is idempotent by itself; the flag is accepted so that every

@@ -142,15 +142,13 @@ func (g *globalOptions) fail(err error) ExitCode {
 		msg = strings.TrimSuffix(msg, "; "+c.libHint) + "; " + c.hint
 	}
 	if g.JSON {
-		body := map[string]any{"code": c.code, "message": msg}
-		if c.details != nil {
-			body["details"] = c.details
-		} else {
-			body["details"] = map[string]any{}
+		body := errorBody{Code: c.code, Message: msg, Details: c.details}
+		if body.Details == nil {
+			body.Details = map[string]any{}
 		}
 		enc := json.NewEncoder(g.Stdout)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(map[string]any{"error": body})
+		_ = enc.Encode(errorJSON{Error: body})
 		return c.exit
 	}
 	fmt.Fprintf(g.Stderr, "majlis: %s\n", msg)

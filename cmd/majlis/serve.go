@@ -62,7 +62,7 @@ The server exits at once if its lease stops being its own. Most callers want
 			if err := server.Serve(ctx, opts); err != nil {
 				return err
 			}
-			return g.emit(map[string]any{"stopped": true}, func(io.Writer) {})
+			return g.emit(stoppedJSON{Stopped: true}, func(io.Writer) {})
 		},
 	}
 	f := cmd.Flags()

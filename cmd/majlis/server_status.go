@@ -31,7 +31,7 @@ carry the probe's findings under "server".`,
 			if err := statusError(st); err != nil {
 				return err
 			}
-			return g.emit(map[string]any{"server": st}, func(w io.Writer) { renderStatus(w, st) })
+			return g.emit(serverJSON{Server: st}, func(w io.Writer) { renderStatus(w, st) })
 		},
 	}
 }

@@ -31,7 +31,7 @@ func newVersionCmd(g *globalOptions) *cobra.Command {
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := buildVersion()
-			return g.emit(map[string]any{"version": v}, func(w io.Writer) {
+			return g.emit(versionJSON{Version: v}, func(w io.Writer) {
 				fmt.Fprintf(w, "majlis %s (%s, %s", v.Version, v.Go, v.Platform)
 				if v.Commit != "" {
 					fmt.Fprintf(w, ", commit %.12s", v.Commit)

@@ -31,7 +31,7 @@ what to do).`,
 			if err != nil {
 				return err
 			}
-			return g.emit(map[string]any{"workspaces": list}, func(w io.Writer) {
+			return g.emit(workspacesJSON{Workspaces: list}, func(w io.Writer) {
 				if len(list) == 0 {
 					fmt.Fprintln(w, "no workspaces (allocate one with: majlis workspace allocate BINDING)")
 					return

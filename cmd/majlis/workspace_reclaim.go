@@ -82,7 +82,7 @@ is free, and refuses with identity_drift). See docs/reclaim.md.`,
 					return err
 				}
 				if preview {
-					return g.emit(map[string]any{"preview": pv}, func(w io.Writer) { renderPreview(w, pv) })
+					return g.emit(previewJSON{Preview: pv}, func(w io.Writer) { renderPreview(w, pv) })
 				}
 				renderPreview(g.Stderr, pv)
 				fmt.Fprintf(g.Stderr, "\nReclaim %s? [y/N] ", opts.Binding)
@@ -96,7 +96,7 @@ is free, and refuses with identity_drift). See docs/reclaim.md.`,
 			if err != nil {
 				return err
 			}
-			return g.emit(map[string]any{"reclaim": res}, func(w io.Writer) {
+			return g.emit(reclaimJSON{Reclaim: res}, func(w io.Writer) {
 				fmt.Fprintf(w, "reclaimed %s: %s (branch %s kept)\n", res.Binding, strings.Join(res.StepsDone, ", "), res.Branch)
 				if res.SalvageRef != nil {
 					fmt.Fprintf(w, "salvaged to %s (majlis workspace restore %s brings it back)\n", *res.SalvageRef, res.Binding)

@@ -33,7 +33,7 @@ the same proof holds.`,
 			if err != nil {
 				return err
 			}
-			return g.emit(map[string]any{"recovered": rec}, func(w io.Writer) {
+			return g.emit(recoveredJSON{Recovered: rec}, func(w io.Writer) {
 				fmt.Fprintf(w, "recovered the reservation of %s (generation %d, held by dead pid %d)\n",
 					args[0], rec.Generation, rec.Owner.PID)
 			})

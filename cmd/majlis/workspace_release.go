@@ -28,7 +28,7 @@ harmless.`,
 			if err != nil {
 				return err
 			}
-			return g.emit(map[string]any{"workspace": ws}, func(w io.Writer) {
+			return g.emit(workspaceJSON{Workspace: ws}, func(w io.Writer) {
 				fmt.Fprintf(w, "released %s; its files stay at %s until reclaimed\n", ws.Binding, ws.Path)
 			})
 		},

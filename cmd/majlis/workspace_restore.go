@@ -59,7 +59,7 @@ there again, and a new claim of BINDING takes it over; the result is then
 				if err != nil {
 					return err
 				}
-				return g.emit(map[string]any{"workspace": ws}, func(w io.Writer) {
+				return g.emit(workspaceJSON{Workspace: ws}, func(w io.Writer) {
 					fmt.Fprintf(w, "restored %s at %s from its trash folder (branch %s)\n", ws.Binding, ws.Path, ws.Branch)
 				})
 			}
@@ -67,7 +67,7 @@ there again, and a new claim of BINDING takes it over; the result is then
 			if err != nil {
 				return err
 			}
-			return g.emit(map[string]any{"restore": res}, func(w io.Writer) {
+			return g.emit(restoreJSON{Restore: res}, func(w io.Writer) {
 				head := "detached HEAD at " + short(res.Head, 12)
 				if res.Branch != nil {
 					head = "branch " + *res.Branch + " at " + short(res.Head, 12)

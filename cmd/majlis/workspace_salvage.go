@@ -44,7 +44,7 @@ captured, and the result lists them.`,
 			if err != nil {
 				return err
 			}
-			return g.emit(map[string]any{"salvage": res}, func(w io.Writer) {
+			return g.emit(salvageJSON{Salvage: res}, func(w io.Writer) {
 				if res.Clean {
 					fmt.Fprintf(w, "%s is clean: nothing to salvage\n", res.Binding)
 				} else {

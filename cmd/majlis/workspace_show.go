@@ -26,7 +26,7 @@ func newWorkspaceShowCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return g.emit(map[string]any{"workspace": ws}, func(w io.Writer) {
+			return g.emit(workspaceJSON{Workspace: ws}, func(w io.Writer) {
 				tw := table(w)
 				fmt.Fprintf(tw, "binding\t%s\n", ws.Binding)
 				fmt.Fprintf(tw, "state\t%s\n", ws.State)

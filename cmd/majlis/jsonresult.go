@@ -1,0 +1,125 @@
+package main
+
+import (
+	"github.com/majlis-dev/majlis/admission"
+	"github.com/majlis-dev/majlis/provider"
+	"github.com/majlis-dev/majlis/reservation"
+	"github.com/majlis-dev/majlis/server"
+)
+
+// The JSON envelope of every command's result, and of a failure: the
+// object --json prints on stdout (docs/cli.md). Keys are the contract:
+// only ever add one. testdata/golden/*.json pin them (golden_test.go).
+//
+// Commands whose result is already one library type print it as it is:
+// begin (provider.BeginResult), workspace allocate (provider.AllocateResult),
+// lease acquire (admission.AcquireResult), lease renew
+// (admission.RenewResult), lease release (admission.ReleaseResult), check
+// (provider.CheckResult), server start and attach (server.StartResult),
+// server stop (server.StopResult).
+
+// initJSON is the result of init.
+type initJSON struct {
+	Repository *provider.Repository `json:"repository"`
+}
+
+// workspaceJSON is the result of workspace show, release and restore
+// --from-trash.
+type workspaceJSON struct {
+	Workspace *provider.Workspace `json:"workspace"`
+}
+
+// workspacesJSON is the result of workspace list.
+type workspacesJSON struct {
+	Workspaces []*provider.Workspace `json:"workspaces"`
+}
+
+// salvageJSON is the result of workspace salvage.
+type salvageJSON struct {
+	Salvage *provider.SalvageResult `json:"salvage"`
+}
+
+// previewJSON is the result of workspace reclaim --preview.
+type previewJSON struct {
+	Preview *provider.Preview `json:"preview"`
+}
+
+// reclaimJSON is the result of workspace reclaim --confirm or --yes.
+type reclaimJSON struct {
+	Reclaim *provider.ReclaimResult `json:"reclaim"`
+}
+
+// restoreJSON is the result of workspace restore.
+type restoreJSON struct {
+	Restore *provider.RestoreResult `json:"restore"`
+}
+
+// recoveredJSON is the result of workspace recover: the reservation
+// record it retired.
+type recoveredJSON struct {
+	Recovered *reservation.Record `json:"recovered"`
+}
+
+// leasesJSON is the result of lease list.
+type leasesJSON struct {
+	Leases []admission.Lease `json:"leases"`
+}
+
+// leaseJSON is the result of lease resolve.
+type leaseJSON struct {
+	Lease *admission.Lease `json:"lease"`
+}
+
+// policyJSON is the result of policy show and policy set.
+type policyJSON struct {
+	Policy admission.PolicySet `json:"policy"`
+}
+
+// hookJSON is the result of hook install.
+type hookJSON struct {
+	Hook *admission.HookResult `json:"hook"`
+}
+
+// doctorJSON is the result of doctor.
+type doctorJSON struct {
+	Doctor *provider.DoctorReport `json:"doctor"`
+}
+
+// repairJSON is the result of doctor --repair.
+type repairJSON struct {
+	Repair *provider.RepairResult `json:"repair"`
+}
+
+// versionJSON is the result of version.
+type versionJSON struct {
+	Version versionInfo `json:"version"`
+}
+
+// failpointsJSON is the result of debug failpoints.
+type failpointsJSON struct {
+	Enabled    bool     `json:"enabled"`
+	Failpoints []string `json:"failpoints"`
+}
+
+// serverJSON is the result of server status (running).
+type serverJSON struct {
+	Server *server.Status `json:"server"`
+}
+
+// stoppedJSON is the result of serve, once the server stopped.
+type stoppedJSON struct {
+	Stopped bool `json:"stopped"`
+}
+
+// errorJSON is the envelope of every failure.
+type errorJSON struct {
+	Error errorBody `json:"error"`
+}
+
+// errorBody is a failure: its stable code, the message for people, and its
+// facts (never null: {} when there are none).
+type errorBody struct {
+	Code    string         `json:"code"`
+	Details map[string]any `json:"details"`
+	Message string         `json:"message"`
+}
