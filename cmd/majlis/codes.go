@@ -36,8 +36,11 @@ type code struct {
 
 // A hint is a command-line hint for a code, when the error's facts match.
 type hint struct {
-	When string // "" always, "op=NAME" for one operation, "KEY" when the facts hold KEY
+	When string // "" always; else conditions "KEY" (the facts hold KEY) or "KEY=VALUE", all of which must hold
 	Text string
+	// Adds: the hint adds to the library's hint instead of replacing it
+	// (which then says something the command line does not).
+	Adds bool
 }
 
 // A source is one way an error classifies: a sentinel (errors.Is) or an
@@ -96,7 +99,7 @@ var codeTable = []code{
 			{When: "argument=token", Text: "omit --token-file and " + admission.TokenEnv + " to have a token generated, or supply a longer random one"},
 			{When: "argument=owner_pid", Text: "name a running process with --owner-pid"},
 			{When: "argument=repository", Text: "run it inside a worktree of the repository, or pass --repo DIR"},
-			{When: "argument=lease_id", Text: "'majlis lease list' shows the lease ids"},
+			{When: "argument=lease_id", Text: "lease ids look like L-0123456789abcdef; 'majlis lease list' shows them"},
 			{When: "argument=writer_stopped", Text: "check that the lease's writer is gone, then pass --writer-stopped"},
 			{When: "argument=paths", Text: "name what the task will touch with --paths GLOB (a path, or DIR/**)"},
 		}},
@@ -122,8 +125,7 @@ var codeTable = []code{
 	{Code: "binding_live", Exit: ExitHeld, From: []source{prov(provider.ErrBindingLive)},
 		Meaning: "the binding already has a workspace that is not reclaimed",
 		Hints: []hint{
-			{When: "unfinished_request", Text: "retry it with --request-id {unfinished_request}"},
-			{Text: "use another binding, or reclaim its workspace ('majlis workspace reclaim {binding} --preview')"},
+			{When: "unfinished_request", Text: "an allocation of it has not finished: retry it with --request-id {unfinished_request}"},
 		}},
 	{Code: "workspace_live", Exit: ExitHeld, From: []source{prov(provider.ErrWorkspaceLive)},
 		Meaning: "the workspace is in use: a live owner process or leases in it",
@@ -156,7 +158,7 @@ var codeTable = []code{
 		Meaning: "a worktree lock majlis did not set; majlis never lifts it"},
 	{Code: "cross_device", Exit: ExitRefused, From: []source{prov(provider.ErrCrossDevice)},
 		Meaning: "a file system is mounted inside the workspace or its trash folder; what is mounted is untouched",
-		Hints:   []hint{{When: "resumable", Text: "unmount it, then retry 'majlis workspace reclaim {binding}' with the same --request-id"}}},
+		Hints:   []hint{{When: "resumable", Text: "unmount it (what is mounted there was not touched), then retry 'majlis workspace reclaim {binding}' with the same --request-id"}}},
 	{Code: "trash_failed", Exit: ExitError, From: []source{prov(provider.ErrTrash)},
 		Meaning: "the workspace could not be moved to or deleted from its trash folder",
 		Hints:   []hint{{When: "resumable", Text: "retry 'majlis workspace reclaim {binding}' with the same --request-id; it finishes the deletion"}}},
@@ -167,8 +169,8 @@ var codeTable = []code{
 		Meaning: "the new workspace's branch already exists; majlis never moves a branch",
 		Hints: []hint{
 			{When: "op=restore", Text: "pass --branch NAME to restore onto a new branch"},
-			{When: "branch", Text: "pass --branch NAME for a new branch, or --checkout {branch} to work on it as it is"},
-			{Text: "pass --branch NAME for a new branch"},
+			{When: "branch", Text: "pass --branch NAME for a new branch, or --checkout {branch} to work on it as it is", Adds: true},
+			{Text: "pass --branch NAME for a new branch", Adds: true},
 		}},
 	{Code: "branch_checked_out", Exit: ExitRefused, From: []source{prov(provider.ErrBranchCheckedOut)},
 		Meaning: "the branch named by --checkout is checked out in another worktree"},
@@ -177,10 +179,10 @@ var codeTable = []code{
 		Hints:   []hint{{Text: "name an existing local branch (git branch --list), or drop --checkout to create a new one"}}},
 	{Code: "path_exists", Exit: ExitRefused, From: []source{prov(provider.ErrPathExists)},
 		Meaning: "something already exists at the workspace's path",
-		Hints:   []hint{{When: "op=allocate", Text: "choose another --path, or move what is there"}}},
+		Hints:   []hint{{When: "op=allocate", Text: "--path DIR chooses another place", Adds: true}}},
 	{Code: "nested_workspace", Exit: ExitRefused, From: []source{prov(provider.ErrNested)},
 		Meaning: "the path lies inside another workspace or worktree, or holds one",
-		Hints:   []hint{{Text: "choose another --path, or pass --allow-nested to place it inside"}}},
+		Hints:   []hint{{Text: "--path DIR chooses another place; --allow-nested places it inside", Adds: true}}},
 	{Code: "unsafe_path", Exit: ExitRefused, From: []source{prov(provider.ErrUnsafePath), adm(admission.ErrUnsafePath)},
 		Meaning: "a path majlis will not act on (traversal, a symlink out, a git directory, a hard link)",
 		Within:  []error{pathid.ErrInvalidPath, pathid.ErrTraversal, pathid.ErrNotConfined, pathid.ErrDanglingSymlink, pathid.ErrSymlinkLoop, pathid.ErrUnresolvable, pathid.ErrNotRegular, pathid.ErrNoIdentity}},
@@ -194,9 +196,9 @@ var codeTable = []code{
 		Meaning: "a record or ledger majlis cannot read (details.path names it)",
 		Hints: []hint{
 			{When: "policy_key", Text: "set it again with 'majlis policy set {policy_key} VALUE'"},
-			{When: "damaged_binding", Text: "'majlis doctor' says what is wrong and what to run"},
-			{When: "damaged=registration", Text: "'majlis doctor' says what is wrong"},
-			{When: "binding", Text: "'majlis doctor' says what is wrong and what to run"},
+			{When: "damaged_binding", Text: "'majlis doctor' explains what to do", Adds: true},
+			{When: "damaged=registration", Text: "'majlis doctor' explains", Adds: true},
+			{When: "binding", Text: "'majlis doctor' says what is wrong and what to run", Adds: true},
 		}},
 	{Code: "workspace_missing", Exit: ExitRefused, From: []source{prov(provider.ErrMissing)},
 		Meaning: "the workspace's directory is gone"},
@@ -249,7 +251,7 @@ var codeTable = []code{
 		Meaning: "a pre-commit hook majlis did not write is installed; it is left untouched",
 		Hints: []hint{
 			{When: "backup", Text: "move {backup} aside (or merge the two hooks), then run 'majlis hook install' again"},
-			{Text: "pass --force to move it aside (the majlis hook runs it first), or call 'majlis check --if-holder' from it yourself"},
+			{Text: "pass --force to move it to " + admission.HookBackupName + " (the majlis hook runs it first), or call 'majlis check --if-holder' from it yourself"},
 		}},
 
 	// The server.

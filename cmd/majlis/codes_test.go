@@ -233,7 +233,7 @@ func TestCLIHints(t *testing.T) {
 		{"not_found", map[string]any{"not_found": "workspace"}, "'majlis workspace list' shows the workspaces there are"},
 		{"recoverable", map[string]any{}, "release it ('majlis lease release --holder HOLDER LEASE': no token is needed once its owner is dead), then retry"},
 	} {
-		if got := cliHint(tc.code, tc.details); got != tc.want {
+		if got, _ := cliHint(tc.code, tc.details); got != tc.want {
 			t.Errorf("cliHint(%s, %v):\n got %q\nwant %q", tc.code, tc.details, got, tc.want)
 		}
 	}

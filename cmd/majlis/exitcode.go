@@ -41,7 +41,7 @@ type classification struct {
 	// table (or the begin that failed half-way) has one; it is also
 	// details.hint.
 	hint string
-	// libHint is the library's hint that hint replaces.
+	// libHint is the library's hint that hint replaces (or holds).
 	libHint string
 }
 
@@ -60,10 +60,14 @@ func classify(err error) classification {
 		c.details["request_id"] = be.RequestID
 		c.hint = beginHint(be)
 	} else {
-		c.hint = cliHint(c.code, c.details)
-	}
-	if lib, _ := c.details["hint"].(string); lib != "" && c.hint != "" {
-		c.libHint = lib
+		var adds bool
+		c.hint, adds = cliHint(c.code, c.details)
+		if lib, _ := c.details["hint"].(string); lib != "" && c.hint != "" {
+			if adds {
+				c.hint = lib + "; " + c.hint
+			}
+			c.libHint = lib
+		}
 	}
 	if c.hint != "" {
 		if c.details == nil {

@@ -13,22 +13,21 @@ import (
 // the command line adds the hint that names its commands and flags. It
 // comes from the code table, chosen and filled in by the error's facts.
 
-// cliHint is the command-line hint of code for an error with details, or "".
-func cliHint(code string, details map[string]any) string {
-	c := codeByName[code]
-	if c == nil {
-		return ""
-	}
+// cliHint is the command-line hint of code for an error with details, or
+// "", and whether it adds to the library's hint rather than replacing it.
+func cliHint(code string, details map[string]any) (text string, adds bool) {
 	f := hintFacts(details)
-	for _, h := range c.Hints {
-		if h.matches(f) {
-			return fillHint(h.Text, f)
+	if c := codeByName[code]; c != nil {
+		for _, h := range c.Hints {
+			if h.matches(f) {
+				return fillHint(h.Text, f), h.Adds
+			}
 		}
 	}
 	if f["resumable"] != "" {
-		return "retry with the same --request-id: it resumes"
+		return "retry with the same --request-id: it resumes", false
 	}
-	return ""
+	return "", false
 }
 
 // beginHint is the hint of a begin (or an allocate with ports) whose
