@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/internal/failpoint"
+	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/pathid"
-	"github.com/majlis-dev/majlis/reservation"
 )
 
 // Failpoints of admission (see package failpoint).
@@ -134,7 +134,7 @@ type prepared struct {
 	holder    string
 	ttl       time.Duration
 	targets   []target
-	owner     sql.NullString // reservation.Owner of OwnerPID, JSON
+	owner     sql.NullString // procid.Owner of OwnerPID, JSON
 	requestID string
 	digest    string
 	token     string // supplied or generated
@@ -265,7 +265,7 @@ func (s *Service) prepareAcquire(ctx context.Context, req AcquireRequest) (*prep
 		if req.OwnerPID < 0 {
 			return nil, &Error{Op: op, Err: ErrInvalid, Reason: fmt.Sprintf("owner pid %d is not a process id", req.OwnerPID)}
 		}
-		o, err := reservation.ProcessOwner(req.OwnerPID)
+		o, err := procid.Of(req.OwnerPID)
 		if err != nil {
 			return nil, &Error{Op: op, Err: ErrInvalid, Reason: "owner process: " + err.Error(),
 				Hint: "name a running process", Details: map[string]any{"argument": "owner_pid"}}
@@ -396,7 +396,7 @@ func (s *Service) admitMixed(ctx context.Context, p *prepared, hostIdx, repoIdx 
 	if found {
 		return s.resume(ctx, hl, rec, &res)
 	}
-	self, err := reservation.ProcessOwner(os.Getpid())
+	self, err := procid.Of(os.Getpid())
 	if err != nil {
 		return nil, &Error{Op: "acquire", Err: err, Reason: "cannot establish this process's identity for a two-phase admission"}
 	}
@@ -546,7 +546,7 @@ func (s *Service) resume(ctx context.Context, hl *ledger, rec *recorded, res *Ac
 // pendingInfo marks the host rows of a two-phase admission.
 type pendingInfo struct {
 	attempt    string // unique per admission attempt
-	admitter   string // reservation.Owner of the admitting process, JSON
+	admitter   string // procid.Owner of the admitting process, JSON
 	repoLedger string // where the attempt commits
 }
 
@@ -906,7 +906,7 @@ func (e *evaluation) consider(ctx context.Context, i int, t target, r *row) erro
 		cf := Conflict{Resource: t.resource, Lease: other, Policy: key, Reason: reason}
 		if st == StateActive {
 			if o, ok, err := ownerOf(r.owner); err == nil && ok {
-				if live, why := reservation.JudgeOwner(o); live == reservation.OwnerDead {
+				if live, why := procid.Judge(o); live == procid.Dead {
 					cf.Recoverable = true
 					cf.Reason += fmt.Sprintf("; its owner process %d is proven dead (%s): recoverable", o.PID, why)
 				}
@@ -927,8 +927,8 @@ func (e *evaluation) resolveIfOwnerDead(ctx context.Context, r *row) (bool, erro
 	if err != nil || !ok {
 		return false, nil // no owner, or one that cannot be read: it stays quarantined
 	}
-	live, why := reservation.JudgeOwner(o)
-	if live != reservation.OwnerDead {
+	live, why := procid.Judge(o)
+	if live != procid.Dead {
 		return false, nil
 	}
 	if _, err := e.c.ExecContext(ctx, `UPDATE leases SET resolved_at = ?, resolved_how = 'owner_dead' WHERE id = ?`, e.now, r.id); err != nil {
@@ -954,8 +954,8 @@ func (s *Service) settleDeadAdmitter(ctx context.Context, c *sql.Conn, now int64
 	if err != nil || !ok {
 		return false, "its admitting process is not recorded", nil
 	}
-	live, why := reservation.JudgeOwner(o)
-	if live != reservation.OwnerDead {
+	live, why := procid.Judge(o)
+	if live != procid.Dead {
 		return false, why, nil
 	}
 	committed, cerr := s.attemptCommitted(ctx, r.repoLedger.String, r.pendingRequest.String)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/majlis-dev/majlis/reservation"
+	"github.com/majlis-dev/majlis/internal/procid"
 )
 
 // A State is a lease's state, computed from its record and the current time.
@@ -71,11 +71,11 @@ type row struct {
 	acquired, expires        int64 // unix nanoseconds
 	released, resolved       sql.NullInt64
 	resolvedHow              sql.NullString
-	owner                    sql.NullString // reservation.Owner, JSON
+	owner                    sql.NullString // procid.Owner, JSON
 	state                    string         // granted or pending
 	requestID                string
 	pendingRequest           sql.NullString // host ledger: the two-phase request key
-	admitter                 sql.NullString // host ledger: reservation.Owner of the admitting process
+	admitter                 sql.NullString // host ledger: procid.Owner of the admitting process
 	repoLedger               sql.NullString // host ledger: the repository ledger of the request
 	tokenDigest              sql.NullString // digest of the grant's lease token; NULL before tokens
 	forced                   sql.NullString // Forced, JSON: the last renew or release without the token
@@ -119,7 +119,7 @@ func (r *row) stateAt(now int64) State {
 
 // ownerOf decodes the owner recorded in a JSON column; ok is false when
 // none was recorded.
-func ownerOf(col sql.NullString) (o reservation.Owner, ok bool, err error) {
+func ownerOf(col sql.NullString) (o procid.Owner, ok bool, err error) {
 	if !col.Valid || col.String == "" {
 		return o, false, nil
 	}

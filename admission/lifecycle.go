@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/majlis-dev/majlis/reservation"
+	"github.com/majlis-dev/majlis/internal/procid"
 )
 
 // A RenewRequest extends leases of a holder.
@@ -552,7 +552,7 @@ func (s *Service) LiveLeases(ctx context.Context, holder, checkoutRoot string) (
 			for _, r := range rows {
 				if r.stateAt(now) != StateActive {
 					if o, ok, err := ownerOf(r.owner); err == nil && ok {
-						if live, _ := reservation.JudgeOwner(o); live == reservation.OwnerDead {
+						if live, _ := procid.Judge(o); live == procid.Dead {
 							continue
 						}
 					}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/fixtures"
-	"github.com/majlis-dev/majlis/reservation"
+	"github.com/majlis-dev/majlis/internal/procid"
 	"modernc.org/sqlite"
 )
 
@@ -284,7 +284,7 @@ func TestPendingAdmitterPIDReused(t *testing.T) {
 	if err := hl.db.QueryRow(`SELECT admitter_json FROM leases WHERE state = 'pending'`).Scan(&adm); err != nil {
 		t.Fatal(err)
 	}
-	var o reservation.Owner
+	var o procid.Owner
 	if err := json.Unmarshal([]byte(adm), &o); err != nil {
 		t.Fatal(err)
 	}

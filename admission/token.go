@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/majlis-dev/majlis/reservation"
+	"github.com/majlis-dev/majlis/internal/procid"
 )
 
 // Lease tokens. Every grant carries a secret token that its client
@@ -60,16 +60,16 @@ func tokenDigest(token string) string {
 // Forced records who renewed or released a lease without its token: the
 // caller process and user, and when.
 type Forced struct {
-	Op   string            `json:"op"` // renew or release
-	At   time.Time         `json:"at"`
-	User string            `json:"user,omitempty"`
-	By   reservation.Owner `json:"by"` // the forcing process
+	Op   string       `json:"op"` // renew or release
+	At   time.Time    `json:"at"`
+	User string       `json:"user,omitempty"`
+	By   procid.Owner `json:"by"` // the forcing process
 }
 
 // callerIdentity is the forcing process, for the record.
 func callerIdentity(op string, now int64) (Forced, error) {
 	f := Forced{Op: op, At: fromNanos(now)}
-	o, err := reservation.ProcessOwner(os.Getpid())
+	o, err := procid.Of(os.Getpid())
 	if err != nil {
 		return f, err
 	}
@@ -97,11 +97,11 @@ func (a authority) authorize(op string, r row) (forced bool, err error) {
 		return false, nil
 	}
 	o, ok, _ := ownerOf(r.owner)
-	if ok && reservation.IsSelfOrAncestor(o) {
+	if ok && procid.IsSelfOrAncestor(o) {
 		return false, nil
 	}
 	if ok && op == "release" {
-		if live, _ := reservation.JudgeOwner(o); live == reservation.OwnerDead {
+		if live, _ := procid.Judge(o); live == procid.Dead {
 			return false, nil // recoverable: its owner is proven dead
 		}
 	}

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/majlis-dev/majlis/internal/durable"
 )
 
 // A CheckoutMode says what HEAD of a new worktree is.
@@ -299,27 +301,14 @@ func readMetaTar(b []byte) (map[string][]byte, error) {
 	}
 }
 
-// writeFileAtomic writes data to name through a temporary file and a
-// rename, creating parent directories.
+// writeFileAtomic replaces name with data durably (internal/durable),
+// creating parent directories.
 func writeFileAtomic(name string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+	dir := filepath.Dir(name)
+	if err := durable.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(name), ".majlis-restore-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), name)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
+	return durable.Replace(dir, filepath.Base(name), data)
 }
 
 // AddWorktreeBranch creates a linked worktree at path, locked with

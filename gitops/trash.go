@@ -20,18 +20,6 @@ import (
 // destructive functions, they do no safety checks of their own beyond the
 // directory identity their callers pass: callers verify first.
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return &os.PathError{Op: "fsync", Path: dir, Err: err}
-	}
-	return nil
-}
-
 // A DirIdentity is the device and inode of a directory, as recorded when
 // it was created.
 type DirIdentity struct{ Dev, Ino uint64 }

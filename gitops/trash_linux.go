@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/majlis-dev/majlis/internal/durable"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,7 +28,7 @@ func MoveDir(from, to string) error {
 		return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
 	}
 	for _, dir := range []string{filepath.Dir(from), filepath.Dir(to)} {
-		if err := syncDir(dir); err != nil {
+		if err := durable.SyncDir(dir); err != nil {
 			return err
 		}
 	}

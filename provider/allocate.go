@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/internal/durable"
 	"github.com/majlis-dev/majlis/internal/failpoint"
+	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/pathid"
 	"github.com/majlis-dev/majlis/reservation"
 )
@@ -96,12 +98,12 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 	if o.Base == "" {
 		o.Base = "HEAD"
 	}
-	var owner reservation.Owner
+	var owner procid.Owner
 	if o.OwnerPID != 0 {
 		if o.OwnerPID < 0 {
 			return nil, fail(ErrInvalidArgument, fmt.Sprintf("--owner-pid %d is not a process id", o.OwnerPID), "", "")
 		}
-		if owner, err = reservation.ProcessOwner(o.OwnerPID); err != nil {
+		if owner, err = procid.Of(o.OwnerPID); err != nil {
 			return nil, fail(ErrInvalidArgument, "the owner process is not running: "+err.Error(), "", "")
 		}
 	}
@@ -192,7 +194,7 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 		BaseRef: o.Base, Branch: o.Branch, Intent: intent, OwnerPID: o.OwnerPID, OwnerStart: owner.StartTime,
 		AllowNested: o.AllowNested, CreatedAt: p.now().UTC(),
 		Checkout: o.mode == gitops.ExistingBranch, Detached: o.mode == gitops.Detached, Restore: o.restore}
-	if claim.Allocator, err = reservation.ProcessOwner(os.Getpid()); err != nil {
+	if claim.Allocator, err = procid.Of(os.Getpid()); err != nil {
 		return nil, err
 	}
 	var rec *claimRecord
@@ -306,14 +308,14 @@ func (p *Provider) publishClaim(ctx context.Context, claim Claim, args requestAr
 		return nil, err
 	}
 	dir := p.claimsDir(claim.Binding)
-	if err := mkdirDurable(dir); err != nil {
+	if err := durable.MkdirAll(dir, 0o755); err != nil {
 		return nil, &Error{Op: "allocate", Binding: claim.Binding, Path: dir, Err: err}
 	}
 	// The journal names the claim before it exists (see journal.go).
 	if err := p.appendJournal(journalEntry{Kind: journalClaim, Binding: claim.Binding, Seq: claim.Seq, Digest: digest, Path: claim.Path}, true); err != nil {
 		return nil, err
 	}
-	if err := reservation.Publish(dir, claimName(claim.Seq, "claim"), data); err != nil {
+	if err := durable.Publish(dir, claimName(claim.Seq, "claim"), data); err != nil {
 		return nil, err
 	}
 	if err := lease.Check(); err != nil {
@@ -640,7 +642,7 @@ func (p *Provider) resumeAllocation(ctx context.Context, rec *claimRecord) (*Wor
 			Reason: "request " + c.RequestID + " failed earlier: " + rec.Events[EventFailed].Reason,
 			Hint:   "retry with a new request id"}
 	}
-	if live, why := reservation.JudgeOwner(c.Allocator); live != reservation.OwnerDead {
+	if live, why := procid.Judge(c.Allocator); live != procid.Dead {
 		return nil, &Error{Op: "allocate", Binding: c.Binding, Path: c.Path, Err: ErrBindingLive,
 			Reason: "request " + c.RequestID + " is still being carried out (" + why + ")",
 			Hint:   "wait for it to finish"}
@@ -785,11 +787,11 @@ func (p *Provider) recordRequest(id string, args requestArgs, result ...any) err
 		return err
 	}
 	dir, name := p.requestPath(id)
-	if err := mkdirDurable(dir); err != nil {
+	if err := durable.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	err = reservation.Publish(dir, name, data)
-	if errors.Is(err, reservation.ErrExists) {
+	err = durable.Publish(dir, name, data)
+	if errors.Is(err, durable.ErrExists) {
 		return p.checkRequest(id, args)
 	}
 	return err

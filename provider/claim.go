@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/majlis-dev/majlis/internal/durable"
+	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/reservation"
 )
 
@@ -78,13 +80,13 @@ type Claim struct {
 	Checkout bool `json:"checkout,omitempty"`
 	Detached bool `json:"detached,omitempty"`
 	// Restore is the salvage ref a restore fills the worktree from.
-	Restore     string            `json:"restore,omitempty"`
-	Intent      []string          `json:"intent"`
-	OwnerPID    int               `json:"owner_pid"`        // 0: none recorded
-	OwnerStart  uint64            `json:"owner_start_time"` // start time of OwnerPID
-	AllowNested bool              `json:"allow_nested"`
-	Allocator   reservation.Owner `json:"allocator"`
-	CreatedAt   time.Time         `json:"created_at"`
+	Restore     string       `json:"restore,omitempty"`
+	Intent      []string     `json:"intent"`
+	OwnerPID    int          `json:"owner_pid"`        // 0: none recorded
+	OwnerStart  uint64       `json:"owner_start_time"` // start time of OwnerPID
+	AllowNested bool         `json:"allow_nested"`
+	Allocator   procid.Owner `json:"allocator"`
+	CreatedAt   time.Time    `json:"created_at"`
 }
 
 func (c *Claim) check() error {
@@ -294,8 +296,8 @@ func (p *Provider) publishEvent(rec *claimRecord, ev Event) (*Event, error) {
 		return nil, err
 	}
 	dir := p.claimsDir(rec.Claim.Binding)
-	err = reservation.Publish(dir, claimName(rec.Claim.Seq, ev.Kind), data)
-	if errors.Is(err, reservation.ErrExists) {
+	err = durable.Publish(dir, claimName(rec.Claim.Seq, ev.Kind), data)
+	if errors.Is(err, durable.ErrExists) {
 		var existing Event
 		if _, err := readRecord(filepath.Join(dir, claimName(rec.Claim.Seq, ev.Kind)), "event", formatEvent, &existing); err != nil {
 			return nil, err

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/fixtures"
-	"github.com/majlis-dev/majlis/reservation"
+	"github.com/majlis-dev/majlis/internal/durable"
 )
 
 // bareWithWorktree clones a repository bare and adds a linked worktree to
@@ -154,7 +154,7 @@ func TestSeparateGitDirOldRegistration(t *testing.T) {
 	if strings.Contains(string(data), "main_worktree") {
 		t.Fatal("an old registration must not carry main_worktree")
 	}
-	if err := reservation.Publish(state, "repository.json", data); err != nil {
+	if err := durable.Publish(state, "repository.json", data); err != nil {
 		t.Fatal(err)
 	}
 	if err := createJournal(state); err != nil {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/majlis-dev/majlis/internal/durable"
 )
 
 // The claims journal, <state>/claims.journal, lets the peer rechecks that
@@ -151,7 +153,7 @@ func createJournal(state string) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return syncDir(state)
+	return durable.SyncDir(state)
 }
 
 // appendJournal appends e in one write (O_APPEND, so concurrent appenders

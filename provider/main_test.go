@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/majlis-dev/majlis/fixtures"
+	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/pathid"
-	"github.com/majlis-dev/majlis/reservation"
 )
 
 const childEnv = "MAJLIS_PROVIDER_TEST_CHILD"
@@ -74,7 +74,7 @@ func runChild(mode string) int {
 		c := Claim{Format: formatClaim, Binding: opts.Binding, RequestID: opts.RequestID, Path: path,
 			PhysicalPath: path, CommonDir: p.Reg.CommonDir, RepositoryID: p.Reg.ID, Base: os.Getenv("MAJLIS_BASE"),
 			BaseRef: "HEAD", Branch: "majlis/" + opts.Binding, Intent: []string{}, CreatedAt: p.now().UTC()}
-		c.Allocator, _ = reservation.ProcessOwner(os.Getpid())
+		c.Allocator, _ = procid.Of(os.Getpid())
 		args := requestArgs{Op: "allocate", Binding: opts.Binding, Base: "HEAD", Branch: c.Branch, Path: path, Intent: []string{}}
 		if b := os.Getenv("MAJLIS_CHECKOUT"); b != "" {
 			// As allocate --checkout B publishes it.
@@ -95,7 +95,7 @@ func runChild(mode string) int {
 		c := Claim{Format: formatClaim, Binding: opts.Binding, RequestID: opts.RequestID, Path: path,
 			PhysicalPath: path, CommonDir: p.Reg.CommonDir, RepositoryID: p.Reg.ID, Base: base,
 			BaseRef: base, Detached: true, Restore: os.Getenv("MAJLIS_SALVAGE"), Intent: []string{}, CreatedAt: p.now().UTC()}
-		c.Allocator, _ = reservation.ProcessOwner(os.Getpid())
+		c.Allocator, _ = procid.Of(os.Getpid())
 		args := requestArgs{Op: "allocate", Binding: opts.Binding, Base: base, Path: path, Intent: []string{}}
 		if _, err := p.publishClaim(ctx, c, args, nil); err != nil {
 			fmt.Println(err)

@@ -18,6 +18,8 @@ import (
 	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/fixtures"
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/internal/durable"
+	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/pathid"
 	"github.com/majlis-dev/majlis/reservation"
 )
@@ -1326,7 +1328,7 @@ func benchWorkspace(b *testing.B, p *Provider, binding string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	self, err := reservation.ProcessOwner(os.Getpid())
+	self, err := procid.Of(os.Getpid())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -1344,7 +1346,7 @@ func benchWorkspace(b *testing.B, p *Provider, binding string) {
 	if err := p.appendJournal(journalEntry{Kind: journalClaim, Binding: binding, Seq: 1, Digest: digest, Path: path}, true); err != nil {
 		b.Fatal(err)
 	}
-	if err := reservation.Publish(dir, claimName(1, "claim"), data); err != nil {
+	if err := durable.Publish(dir, claimName(1, "claim"), data); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := p.createWorktree(context.Background(), &claimRecord{Claim: claim, Digest: digest, Events: map[string]*Event{}}, nil); err != nil {

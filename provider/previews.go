@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/internal/durable"
 	"github.com/majlis-dev/majlis/internal/envvar"
-	"github.com/majlis-dev/majlis/reservation"
 )
 
 // Preview summaries: each preview of a reclaim leaves what it showed in
@@ -150,10 +150,10 @@ func (p *Provider) previewsDir(binding string) string {
 func (p *Provider) rememberPreview(pv *Preview) {
 	dir := p.previewsDir(pv.Binding)
 	data, _, err := seal("preview", summarize(pv, p.now()))
-	if err != nil || mkdirDurable(dir) != nil {
+	if err != nil || durable.MkdirAll(dir, 0o755) != nil {
 		return
 	}
-	_ = reservation.Replace(dir, strings.TrimPrefix(pv.Digest, "sha256:")+".preview", data)
+	_ = durable.Replace(dir, strings.TrimPrefix(pv.Digest, "sha256:")+".preview", data)
 	prunePreviews(dir, p.now())
 }
 

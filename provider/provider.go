@@ -12,6 +12,7 @@ import (
 
 	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/internal/durable"
 	"github.com/majlis-dev/majlis/pathid"
 	"github.com/majlis-dev/majlis/reservation"
 )
@@ -92,13 +93,13 @@ func Init(ctx context.Context, dir string, opts InitOptions) (*Repository, error
 	if err != nil {
 		return nil, err
 	}
-	err = reservation.Publish(state, "repository.json", data)
+	err = durable.Publish(state, "repository.json", data)
 	if err == nil {
 		if err := createJournal(state); err != nil {
 			return nil, &Error{Op: "init", Path: filepath.Join(state, journalName), Err: err}
 		}
 	}
-	if errors.Is(err, reservation.ErrExists) {
+	if errors.Is(err, durable.ErrExists) {
 		existing, err := readRegistration(state)
 		if err != nil {
 			return nil, err

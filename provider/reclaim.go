@@ -18,6 +18,7 @@ import (
 	"github.com/majlis-dev/majlis/gitops"
 	"github.com/majlis-dev/majlis/internal/envvar"
 	"github.com/majlis-dev/majlis/internal/failpoint"
+	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/pathid"
 	"github.com/majlis-dev/majlis/reservation"
 )
@@ -349,13 +350,13 @@ func (p *Provider) authority(ctx context.Context, rec *claimRecord) (*adminEntry
 	c := rec.Claim
 	// Releasing hands the workspace back: its owner process stops counting.
 	if c.OwnerPID != 0 && !rec.has(EventReleased) {
-		self, err := reservation.ProcessOwner(os.Getpid())
+		self, err := procid.Of(os.Getpid())
 		if err != nil {
 			return nil, err
 		}
 		owner := self
 		owner.PID, owner.StartTime = c.OwnerPID, c.OwnerStart
-		if live, why := reservation.JudgeOwner(owner); live != reservation.OwnerDead {
+		if live, why := procid.Judge(owner); live != procid.Dead {
 			return nil, &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrWorkspaceLive,
 				Reason: fmt.Sprintf("its owner process %d is %s: %s", c.OwnerPID, live, why),
 				Hint:   "stop the owner process (or wait for it to exit), then reclaim"}

@@ -4,19 +4,19 @@ import (
 	"errors"
 	"os"
 
-	"github.com/majlis-dev/majlis/reservation"
+	"github.com/majlis-dev/majlis/internal/durable"
 )
 
-// Provider records are sealed records (reservation.Seal, docs/leases.md):
+// Provider records are sealed records (durable.Seal, docs/leases.md):
 // {"<kind>": BODY, "sha256": HEX}, HEX the SHA-256 of BODY's exact bytes,
 // BODY carrying a "format" field. Readers verify the checksum, the format,
 // every field and nothing extra, and refuse anything else as malformed.
 
-func seal(kind string, v any) ([]byte, string, error) { return reservation.Seal(kind, v) }
+func seal(kind string, v any) ([]byte, string, error) { return durable.Seal(kind, v) }
 
 // unseal verifies and decodes a record of kind, then checks its values.
 func unseal(data []byte, kind, wantFormat string, v interface{ check() error }) (string, error) {
-	digest, _, err := reservation.Unseal(data, kind, wantFormat, v)
+	digest, _, err := durable.Unseal(data, kind, wantFormat, v)
 	if err != nil {
 		return "", err
 	}

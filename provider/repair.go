@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/majlis-dev/majlis/internal/durable"
 	"github.com/majlis-dev/majlis/reservation"
 )
 
@@ -377,7 +378,7 @@ func (p *Provider) runRepair(ctx context.Context, a RepairAction) (*RepairDone, 
 		if err != nil {
 			return nil, err
 		}
-		if err := reservation.Replace(p.StateDir, journalName, p.journalFromClaims(all)); err != nil {
+		if err := durable.Replace(p.StateDir, journalName, p.journalFromClaims(all)); err != nil {
 			return nil, err
 		}
 		if err := lease.Check(); err != nil {
@@ -412,7 +413,7 @@ func (p *Provider) runRepair(ctx context.Context, a RepairAction) (*RepairDone, 
 		if err := os.MkdirAll(filepath.Dir(aside), 0o755); err != nil {
 			return nil, err
 		}
-		if err := mkdirDurable(aside); err != nil {
+		if err := durable.MkdirAll(aside, 0o755); err != nil {
 			return nil, err
 		}
 		for _, f := range a.Files {
@@ -420,10 +421,10 @@ func (p *Provider) runRepair(ctx context.Context, a RepairAction) (*RepairDone, 
 				return nil, &Error{Op: "repair", Binding: a.Binding, Path: f, Err: err}
 			}
 		}
-		if err := syncDir(aside); err != nil {
+		if err := durable.SyncDir(aside); err != nil {
 			return nil, err
 		}
-		if err := syncDir(filepath.Dir(a.Files[0])); err != nil {
+		if err := durable.SyncDir(filepath.Dir(a.Files[0])); err != nil {
 			return nil, err
 		}
 		done.MovedTo = aside

@@ -8,8 +8,9 @@ import (
 	"path/filepath"
 
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/internal/durable"
+	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/pathid"
-	"github.com/majlis-dev/majlis/reservation"
 )
 
 // RestoreFromTrash undoes the reclaim of binding's workspace whose trash
@@ -86,7 +87,7 @@ func (p *Provider) RestoreFromTrash(ctx context.Context, binding, requestID stri
 
 	claim := c
 	claim.RequestID, claim.CreatedAt, claim.OwnerPID, claim.OwnerStart, claim.Restore = requestID, p.now().UTC(), 0, 0, ""
-	if claim.Allocator, err = reservation.ProcessOwner(os.Getpid()); err != nil {
+	if claim.Allocator, err = procid.Of(os.Getpid()); err != nil {
 		return nil, err
 	}
 	rec, err := p.publishClaim(ctx, claim, args, nil)
@@ -100,19 +101,19 @@ func (p *Provider) RestoreFromTrash(ctx context.Context, binding, requestID stri
 		return cause
 	}
 	// git's entry passes to the new claim: its pin and majlis's lock.
-	if err := reservation.Replace(mv.AdminEntry, "majlis-claim", []byte(rec.Digest+"\n")); err != nil {
+	if err := durable.Replace(mv.AdminEntry, "majlis-claim", []byte(rec.Digest+"\n")); err != nil {
 		return nil, undo(err)
 	}
-	if err := reservation.Replace(mv.AdminEntry, "locked", []byte(lockReason(rec))); err != nil {
+	if err := durable.Replace(mv.AdminEntry, "locked", []byte(lockReason(rec))); err != nil {
 		return nil, undo(err)
 	}
 	if err := gitops.MoveDir(trash, c.Path); err != nil {
 		err = fmt.Errorf("moving %s back to %s: %w", trash, c.Path, err)
-		_ = reservation.Replace(mv.AdminEntry, "majlis-claim", []byte(prev.Digest+"\n"))
-		_ = reservation.Replace(mv.AdminEntry, "locked", []byte(lockReason(prev)))
+		_ = durable.Replace(mv.AdminEntry, "majlis-claim", []byte(prev.Digest+"\n"))
+		_ = durable.Replace(mv.AdminEntry, "locked", []byte(lockReason(prev)))
 		return nil, undo(err)
 	}
-	if err := reservation.Replace(mv.AdminEntry, "gitdir", []byte(filepath.Join(c.Path, ".git")+"\n")); err != nil {
+	if err := durable.Replace(mv.AdminEntry, "gitdir", []byte(filepath.Join(c.Path, ".git")+"\n")); err != nil {
 		return nil, err
 	}
 	if err := gitops.RelinkSubmodules(ctx, c.Path, trash, filepath.Join(mv.AdminEntry, "modules")); err != nil {

@@ -28,9 +28,9 @@ import (
 	"strings"
 
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/internal/durable"
 	"github.com/majlis-dev/majlis/internal/failpoint"
 	"github.com/majlis-dev/majlis/pathid"
-	"github.com/majlis-dev/majlis/reservation"
 )
 
 var (
@@ -172,7 +172,7 @@ func (p *Provider) finishMoved(ctx context.Context, rec *claimRecord, ev *Event,
 			// git's entry names the worktree's .git file by path: written
 			// whole (temporary file, fsync, rename), as `git worktree
 			// repair` would, but without git looking for the worktree.
-			if err := reservation.Replace(ev.AdminEntry, "gitdir", []byte(filepath.Join(trash, ".git")+"\n")); err != nil {
+			if err := durable.Replace(ev.AdminEntry, "gitdir", []byte(filepath.Join(trash, ".git")+"\n")); err != nil {
 				return nil, p.undoMove(rec, ev, undoable, true, err)
 			}
 		}
@@ -324,7 +324,7 @@ func (p *Provider) undoMove(rec *claimRecord, ev *Event, undoable, repointed boo
 	// git's entry follows it back (it was re-pointed only after the
 	// directory was verified to be the workspace's).
 	if repointed {
-		if err := reservation.Replace(ev.AdminEntry, "gitdir", []byte(filepath.Join(c.Path, ".git")+"\n")); err != nil {
+		if err := durable.Replace(ev.AdminEntry, "gitdir", []byte(filepath.Join(c.Path, ".git")+"\n")); err != nil {
 			cause = errors.Join(cause, err)
 		}
 	}

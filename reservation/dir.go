@@ -8,10 +8,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gofrs/flock"
+	"github.com/majlis-dev/majlis/internal/durable"
+	"github.com/majlis-dev/majlis/internal/procid"
 	"golang.org/x/sys/unix"
 )
 
@@ -26,7 +27,7 @@ const (
 	leaseSuffix = ".lease"
 	genSuffix   = ".gen"
 	lockSuffix  = ".lock"
-	tmpSuffix   = ".tmp"
+	tmpSuffix   = durable.TempSuffix
 	retiredDir  = "retired"
 )
 
@@ -46,11 +47,7 @@ type Dir struct {
 	// Seams for tests in this package; nil in production.
 	now  func() time.Time
 	hook func(step string)
-	proc func(pid int) (procInfo, error)
-	self func() (Owner, error)
-
-	selfMu    sync.Mutex
-	selfCache Owner
+	self func() (procid.Owner, error)
 }
 
 // Open opens (creating it if needed, mode 0700) the lease directory at
@@ -100,28 +97,15 @@ func (d *Dir) step(name string) {
 	}
 }
 
-func (d *Dir) readProc(pid int) (procInfo, error) {
-	if d.proc != nil {
-		return d.proc(pid)
-	}
-	return readProc(pid)
-}
-
-// owner returns this process's identity, cached per pid.
-func (d *Dir) owner() (Owner, error) {
+// owner returns this process's identity.
+func (d *Dir) owner() (procid.Owner, error) {
 	if d.self != nil {
 		return d.self()
 	}
-	d.selfMu.Lock()
-	defer d.selfMu.Unlock()
-	if d.selfCache.PID == os.Getpid() {
-		return d.selfCache, nil
-	}
-	o, err := readSelfOwner()
+	o, err := procid.Self()
 	if err != nil {
-		return Owner{}, fmt.Errorf("%w: %v", ErrIdentity, err)
+		return procid.Owner{}, fmt.Errorf("%w: %v", ErrIdentity, err)
 	}
-	d.selfCache = o
 	return o, nil
 }
 

@@ -65,7 +65,7 @@ func (e *Error) Error() string {
 		b.WriteString(e.Reason)
 	}
 	if e.Holder != nil {
-		fmt.Fprintf(&b, " (holder: %s)", e.Holder.Owner.describe())
+		fmt.Fprintf(&b, " (holder: %s)", e.Holder.Owner.Describe())
 		fmt.Fprintf(&b, " [purpose %q, generation %d, expires %s]", e.Holder.Purpose, e.Holder.Generation, e.Holder.ExpiresAt.UTC().Format(time.RFC3339))
 	}
 	if e.Path != "" {
@@ -97,16 +97,4 @@ func (e *Error) hint() string {
 		return "put the state directory on a local filesystem (ext4, xfs, btrfs, tmpfs, apfs)"
 	}
 	return ""
-}
-
-func (o Owner) describe() string {
-	return fmt.Sprintf("pid %d on %s (machine %s, boot %s, %s, start time %d)",
-		o.PID, o.Hostname, short(o.MachineID), short(o.BootID), o.PIDNamespace, o.StartTime)
-}
-
-func short(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+	"github.com/majlis-dev/majlis/internal/procid"
 	"golang.org/x/sys/unix"
 )
 
@@ -125,7 +126,7 @@ func checkRequest(req Request) error {
 // errSideBusy: the side lock was taken and the caller asked not to wait.
 var errSideBusy = errors.New("reservation: side lock busy")
 
-func (d *Dir) tryAcquire(req Request, self Owner, waitLock bool) (l *Lease, err error) {
+func (d *Dir) tryAcquire(req Request, self procid.Owner, waitLock bool) (l *Lease, err error) {
 	res := req.Resource
 	lp := d.leasePath(res)
 	// A held lease is reported without taking the side lock, so that

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/majlis-dev/majlis/internal/procid"
 )
 
 func req(res string) Request {
@@ -184,7 +185,7 @@ func TestRenew(t *testing.T) {
 	if os.SameFile(fi0, fi1) {
 		t.Errorf("renew rewrote the lease in place; it must publish a new file")
 	}
-	if a, err := d.Assess("res"); err != nil || a.Liveness != OwnerAlive {
+	if a, err := d.Assess("res"); err != nil || a.Liveness != procid.Alive {
 		t.Errorf("witness lost across renew: %+v %v", a, err)
 	}
 	if err := l.Check(); err != nil {

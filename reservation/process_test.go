@@ -4,11 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/majlis-dev/majlis/internal/procid"
 )
 
 func childEnvFor(d *Dir, res string, extra ...string) []string {
@@ -126,7 +127,7 @@ func TestCrashWhileHolding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Expired || a.Liveness != OwnerDead || a.Recoverable {
+	if a.Expired || a.Liveness != procid.Dead || a.Recoverable {
 		t.Errorf("before expiry: %+v, want not expired, owner dead, not recoverable", a)
 	}
 	if _, err := d.Recover(t.Context(), "res"); !errors.Is(err, ErrNotExpired) {
@@ -245,18 +246,18 @@ func TestCrashAtEveryStep(t *testing.T) {
 func TestStalenessTable(t *testing.T) {
 	boots := []string{"same boot", "other boot", "other machine", "unreadable owner"}
 	owners := []string{"alive", "killed", "pid reused", "other pid namespace", "witness held by grandchild"}
-	expect := func(boot, owner string) Liveness {
+	expect := func(boot, owner string) procid.Liveness {
 		switch {
 		case owner == "alive" || owner == "witness held by grandchild":
-			return OwnerAlive // the witness lock is held, whatever the record says
+			return procid.Alive // the witness lock is held, whatever the record says
 		case boot == "other machine" || boot == "unreadable owner":
-			return OwnerUnknown
+			return procid.Unknown
 		case boot == "other boot":
-			return OwnerDead
+			return procid.Dead
 		case owner == "other pid namespace":
-			return OwnerUnknown
+			return procid.Unknown
 		}
-		return OwnerDead
+		return procid.Dead
 	}
 	for _, expired := range []bool{false, true} {
 		for _, boot := range boots {
@@ -306,7 +307,7 @@ func TestStalenessTable(t *testing.T) {
 					}
 					probe := skewed(t, d, skew)
 					if boot == "unreadable owner" {
-						probe.self = func() (Owner, error) { return Owner{}, errors.New("/proc is not readable") }
+						probe.self = func() (procid.Owner, error) { return procid.Owner{}, errors.New("/proc is not readable") }
 					}
 					wantLive := expect(boot, owner)
 					a, err := probe.Assess("res")
@@ -321,9 +322,9 @@ func TestStalenessTable(t *testing.T) {
 					switch {
 					case !expired:
 						want = ErrNotExpired
-					case wantLive == OwnerAlive:
+					case wantLive == procid.Alive:
 						want = ErrOwnerAlive
-					case wantLive == OwnerUnknown:
+					case wantLive == procid.Unknown:
 						want = ErrOwnerUnknown
 					}
 					if want == nil && err != nil || want != nil && !errors.Is(err, want) {
@@ -411,39 +412,5 @@ func TestRecoverNeverRetiresAFreshLease(t *testing.T) {
 	// Even once the fresh lease has expired, its live owner keeps it.
 	if _, err := skewed(t, d, 2*time.Minute).Recover(t.Context(), "res"); !errors.Is(err, ErrOwnerAlive) {
 		t.Fatalf("recovering a live owner's expired lease: %v, want ErrOwnerAlive", err)
-	}
-}
-
-func TestIsSelfOrAncestor(t *testing.T) {
-	self, err := ProcessOwner(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !IsSelfOrAncestor(self) {
-		t.Error("the process itself is not its own ancestor-or-self")
-	}
-	parent, err := ProcessOwner(os.Getppid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !IsSelfOrAncestor(parent) {
-		t.Error("the parent process is not an ancestor")
-	}
-	wrong := parent
-	wrong.StartTime++
-	if IsSelfOrAncestor(wrong) {
-		t.Error("a parent pid with another start time (a reused pid) was taken for an ancestor")
-	}
-	child := exec.Command("sleep", "60")
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { child.Process.Kill(); child.Wait() }()
-	c, err := ProcessOwner(child.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if IsSelfOrAncestor(c) {
-		t.Error("a child process was taken for an ancestor")
 	}
 }

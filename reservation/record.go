@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/majlis-dev/majlis/internal/durable"
+	"github.com/majlis-dev/majlis/internal/procid"
 )
 
 // Format is the format identifier of the lease records this package writes
@@ -31,18 +34,9 @@ type Record struct {
 	AuthorityDigest string            `json:"authority_digest"`
 	Metadata        map[string]string `json:"metadata"`
 
-	Owner Owner `json:"owner"`
-}
-
-// An Owner identifies the process holding a lease precisely enough that a
-// reused pid is never taken for it.
-type Owner struct {
-	Hostname     string `json:"hostname"`
-	MachineID    string `json:"machine_id"`    // /etc/machine-id
-	BootID       string `json:"boot_id"`       // /proc/sys/kernel/random/boot_id
-	PIDNamespace string `json:"pid_namespace"` // readlink /proc/self/ns/pid, e.g. "pid:[4026531836]"
-	PID          int    `json:"pid"`
-	StartTime    uint64 `json:"start_time"` // field 22 of /proc/<pid>/stat: clock ticks after boot
+	// Owner identifies the process holding the lease precisely enough
+	// that a reused pid is never taken for it.
+	Owner procid.Owner `json:"owner"`
 }
 
 // Expired reports whether the lease has expired at time now.
@@ -56,7 +50,7 @@ func encodeRecord(r *Record) ([]byte, error) {
 	if c.Metadata == nil {
 		c.Metadata = map[string]string{}
 	}
-	data, _, err := Seal("lease", &c)
+	data, _, err := durable.Seal("lease", &c)
 	return data, err
 }
 
@@ -108,7 +102,7 @@ func isLowerHex(s string, n int) bool {
 // error describing it; the caller wraps it as ErrMalformed with the path.
 func decodeRecord(data []byte) (*Record, error) {
 	var r Record
-	_, body, err := Unseal(data, "lease", Format, &r)
+	_, body, err := durable.Unseal(data, "lease", Format, &r)
 	if err != nil {
 		return nil, err
 	}

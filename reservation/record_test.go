@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/majlis-dev/majlis/internal/procid"
 )
 
 func sampleRecord() *Record {
@@ -28,7 +29,7 @@ func sampleRecord() *Record {
 		ExpiresAt:       t0.Add(5 * time.Minute),
 		AuthorityDigest: "sha256:deadbeef",
 		Metadata:        map[string]string{"binding": "T-14", "request_id": "r-1"},
-		Owner: Owner{
+		Owner: procid.Owner{
 			Hostname: "host", MachineID: "3d1219c7c4c5404aaa1f6d2a48adfda4",
 			BootID: "034fecf8-5e0b-4c1f-8e45-171e5bfad5db", PIDNamespace: "pid:[4026531836]",
 			PID: 4242, StartTime: 987654,
@@ -234,31 +235,4 @@ func assertNoTemps(t *testing.T, d *Dir) {
 	if len(matches) > 0 {
 		t.Errorf("temporary files left behind: %v", matches)
 	}
-}
-
-// The fast path of Unseal accepts only what the general path accepts, and
-// decodes it identically.
-func FuzzUnsealFastAgreesWithGeneral(f *testing.F) {
-	valid, _ := encodeRecord(sampleRecord())
-	f.Add(valid)
-	f.Add(valid[:len(valid)-2])
-	f.Add(append([]byte(`{"lease":{"format":"majlis.lease/1"},"x":1`), valid[len(valid)-79:]...))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var fast Record
-		fd, _, ok := unsealFast(data, "lease", Format, &fast)
-		if !ok {
-			return
-		}
-		var general Record
-		env := map[string]json.RawMessage{}
-		if err := json.Unmarshal(data, &env); err != nil || len(env) != 2 {
-			t.Fatalf("fast path accepted what the general path refuses: %q", data)
-		}
-		if err := strictUnmarshal(env["lease"], &general, true); err != nil {
-			t.Fatalf("fast path accepted a body the general path refuses: %v", err)
-		}
-		if diff := cmp.Diff(general, fast); diff != "" || fd == "" {
-			t.Fatalf("fast and general paths disagree:\n%s", diff)
-		}
-	})
 }

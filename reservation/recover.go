@@ -3,34 +3,26 @@ package reservation
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
+	"github.com/majlis-dev/majlis/internal/durable"
+	"github.com/majlis-dev/majlis/internal/procid"
 	"golang.org/x/sys/unix"
-)
-
-// Liveness is what can be proven about a lease owner from this host.
-type Liveness string
-
-const (
-	OwnerAlive   Liveness = "alive"   // the owner (or a process it shared the witness with) is running
-	OwnerDead    Liveness = "dead"    // proven dead: nothing of it can still write
-	OwnerUnknown Liveness = "unknown" // cannot be proven either way from here
 )
 
 // An Assessment is a read-only judgement of a lease: whether it has
 // expired, what is known of its owner, and so whether Recover would retire
 // it now.
 type Assessment struct {
-	Record      *Record  `json:"record"`
-	Path        string   `json:"path"`
-	Expired     bool     `json:"expired"`
-	Liveness    Liveness `json:"liveness"`
-	Reason      string   `json:"reason"`
-	Recoverable bool     `json:"recoverable"`
+	Record      *Record         `json:"record"`
+	Path        string          `json:"path"`
+	Expired     bool            `json:"expired"`
+	Liveness    procid.Liveness `json:"liveness"`
+	Reason      string          `json:"reason"`
+	Recoverable bool            `json:"recoverable"`
 }
 
 // Assess inspects the lease of res and judges its owner's liveness without
@@ -55,12 +47,12 @@ func (d *Dir) Assess(res string) (*Assessment, error) {
 	a := &Assessment{Record: rec, Path: lp, Expired: rec.Expired(d.clock())}
 	// A shared probe of the witness; released at once.
 	if unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB) != nil {
-		a.Liveness, a.Reason = OwnerAlive, "the lease file's witness lock is held by a live process"
+		a.Liveness, a.Reason = procid.Alive, "the lease file's witness lock is held by a live process"
 	} else {
 		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
 		a.Liveness, a.Reason = d.judgeOwner(rec.Owner)
 	}
-	a.Recoverable = a.Expired && a.Liveness == OwnerDead
+	a.Recoverable = a.Expired && a.Liveness == procid.Dead
 	return a, nil
 }
 
@@ -127,9 +119,9 @@ func (d *Dir) Recover(ctx context.Context, res string) (*Record, error) {
 			Reason: "the lease file's witness lock is held by a live process"}
 	}
 	switch live, why := d.judgeOwner(rec.Owner); live {
-	case OwnerAlive:
+	case procid.Alive:
 		return nil, &Error{Op: "recover", Resource: res, Path: lp, Holder: rec, Err: ErrOwnerAlive, Reason: why}
-	case OwnerUnknown:
+	case procid.Unknown:
 		return nil, &Error{Op: "recover", Resource: res, Path: lp, Holder: rec, Err: ErrOwnerUnknown, Reason: why}
 	}
 
@@ -143,7 +135,7 @@ func (d *Dir) Recover(ctx context.Context, res string) (*Record, error) {
 	if err := os.Link(lp, rp); err != nil && !(errors.Is(err, os.ErrExist) && sameFile(f, rp)) {
 		return nil, &Error{Op: "recover", Resource: res, Path: rp, Err: err}
 	}
-	if err := syncPath(rd); err != nil {
+	if err := durable.SyncDir(rd); err != nil {
 		return nil, &Error{Op: "recover", Resource: res, Path: rd, Err: err}
 	}
 	d.step("recover/linked")
@@ -160,53 +152,10 @@ func (d *Dir) Recover(ctx context.Context, res string) (*Record, error) {
 
 // judgeOwner decides, for an owner whose witness lock is free, whether it
 // is proven dead. Anything short of proof is unknown.
-func (d *Dir) judgeOwner(o Owner) (Liveness, string) {
+func (d *Dir) judgeOwner(o procid.Owner) (procid.Liveness, string) {
 	self, err := d.owner()
 	if err != nil {
-		return OwnerUnknown, err.Error()
+		return procid.Unknown, err.Error()
 	}
-	if o.MachineID != self.MachineID {
-		return OwnerUnknown, fmt.Sprintf("the owner ran on another machine (machine id %s, this is %s)", short(o.MachineID), short(self.MachineID))
-	}
-	if o.BootID != self.BootID {
-		return OwnerDead, fmt.Sprintf("the owner's boot %s has ended (this machine has booted again: %s)", short(o.BootID), short(self.BootID))
-	}
-	if o.PIDNamespace != self.PIDNamespace {
-		return OwnerUnknown, fmt.Sprintf("the owner ran in pid namespace %s, not this one (%s)", o.PIDNamespace, self.PIDNamespace)
-	}
-	exists, err := pidExists(o.PID)
-	if err != nil {
-		return OwnerUnknown, fmt.Sprintf("cannot tell whether pid %d exists: %v", o.PID, err)
-	}
-	if !exists {
-		return OwnerDead, fmt.Sprintf("no process has pid %d", o.PID)
-	}
-	info, err := d.readProc(o.PID)
-	if errors.Is(err, errNoProcess) {
-		// Gone between the two looks, or hidden from us: ask once more.
-		if exists, err2 := pidExists(o.PID); err2 == nil && !exists {
-			return OwnerDead, fmt.Sprintf("no process has pid %d", o.PID)
-		}
-		return OwnerUnknown, fmt.Sprintf("pid %d exists but /proc/%d/stat cannot be read", o.PID, o.PID)
-	}
-	if err != nil {
-		return OwnerUnknown, fmt.Sprintf("cannot read the start time of pid %d: %v", o.PID, err)
-	}
-	if info.startTime != o.StartTime {
-		return OwnerDead, fmt.Sprintf("pid %d now belongs to another process (start time %d, the owner's was %d)", o.PID, info.startTime, o.StartTime)
-	}
-	if info.state == 'Z' || info.state == 'X' {
-		return OwnerDead, fmt.Sprintf("process %d has exited (zombie, not yet reaped)", o.PID)
-	}
-	return OwnerAlive, fmt.Sprintf("process %d is still running", o.PID)
-}
-
-// syncPath fsyncs a directory by path.
-func syncPath(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
+	return procid.JudgeFrom(self, o)
 }

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/reservation"
 	"golang.org/x/sys/unix"
 )
@@ -116,7 +117,7 @@ func Start(ctx context.Context, t Target, o StartOptions) (*StartResult, error) 
 			res.Recovered = rec
 			continue
 		case Foreign:
-			if st.Owner == string(reservation.OwnerDead) {
+			if st.Owner == string(procid.Dead) {
 				rec, err := recoverStale(ctx, leases)
 				if err != nil {
 					return nil, err
@@ -345,7 +346,7 @@ func Stop(ctx context.Context, t Target, o StopOptions) (*StopResult, error) {
 				Hint: fmt.Sprintf("majlis never signals a live leaseholder implicitly; check pid %d and run 'majlis server stop --force'", st.PID)}
 		}
 	case Foreign:
-		if st.Owner == string(reservation.OwnerDead) {
+		if st.Owner == string(procid.Dead) {
 			return res, nil // no server of ours: the lease is stale
 		}
 		if !o.Force {
@@ -365,7 +366,7 @@ func Stop(ctx context.Context, t Target, o StopOptions) (*StopResult, error) {
 // gone reports whether the server of rec has exited and its lease is no
 // longer rec.
 func gone(leases *reservation.Dir, rec *reservation.Record) bool {
-	if l, _ := reservation.JudgeOwner(rec.Owner); l == reservation.OwnerAlive {
+	if l, _ := procid.Judge(rec.Owner); l == procid.Alive {
 		return false
 	}
 	cur, err := leases.Inspect(Resource)

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/fixtures"
+	"github.com/majlis-dev/majlis/internal/durable"
+	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/majlis-dev/majlis/reservation"
 )
@@ -117,9 +119,9 @@ func startServer(t testing.TB, dir string, tg Target, env ...string) *Status {
 }
 
 // mustOwner reads the owner identity of the server st from its lease.
-func mustOwner(t testing.TB, st *Status) reservation.Owner {
+func mustOwner(t testing.TB, st *Status) procid.Owner {
 	t.Helper()
-	o, err := reservation.ProcessOwner(st.PID)
+	o, err := procid.Of(st.PID)
 	if err != nil || o.StartTime != st.StartTime {
 		t.Fatalf("server pid %d: %v (start time %d, want %d)", st.PID, err, o.StartTime, st.StartTime)
 	}
@@ -128,7 +130,7 @@ func mustOwner(t testing.TB, st *Status) reservation.Owner {
 
 // killOwner kills the exact process o, if it still runs, and waits until
 // it is dead (Start reaps the servers it spawned).
-func killOwner(t testing.TB, o reservation.Owner) {
+func killOwner(t testing.TB, o procid.Owner) {
 	t.Helper()
 	if _, err := terminate(context.Background(), o, time.Millisecond); err != nil {
 		t.Errorf("cleanup: %v", err)
@@ -136,7 +138,7 @@ func killOwner(t testing.TB, o reservation.Owner) {
 	waitDead(t, o)
 }
 
-func waitDead(t testing.TB, o reservation.Owner) {
+func waitDead(t testing.TB, o procid.Owner) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), childWait)
 	defer cancel()
@@ -183,7 +185,7 @@ func writeLease(t *testing.T, tg Target, rec reservation.Record) {
 	if rec.Metadata == nil {
 		rec.Metadata = map[string]string{}
 	}
-	data, _, err := reservation.Seal("lease", &rec)
+	data, _, err := durable.Seal("lease", &rec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/majlis-dev/majlis/reservation"
 	"golang.org/x/sys/unix"
@@ -142,7 +143,7 @@ func probe(ctx context.Context, leases *reservation.Dir, t Target, o ProbeOption
 			st.State, st.Reason = Foreign, why+" (the lease's owner: "+a.Reason+")"
 			return st, rec, nil
 		}
-	case a.Liveness == reservation.OwnerDead:
+	case a.Liveness == procid.Dead:
 		st.State, st.Reason = StaleLease, "the lease's owner is dead: "+a.Reason
 		return st, rec, nil
 	default:
@@ -151,10 +152,10 @@ func probe(ctx context.Context, leases *reservation.Dir, t Target, o ProbeOption
 	}
 	// The answerer is the leaseholder; its process must still be the one
 	// the lease names (the answer could have been sent just before it died).
-	if l, why := reservation.JudgeOwner(rec.Owner); l != reservation.OwnerAlive {
+	if l, why := procid.Judge(rec.Owner); l != procid.Alive {
 		st.Owner = string(l)
 		st.State, st.Reason = StaleLease, "the leaseholder answered, then: "+why
-		if l == reservation.OwnerUnknown {
+		if l == procid.Unknown {
 			st.State = Unresponsive
 		}
 		return st, rec, nil

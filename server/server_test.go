@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/reservation"
 )
 
@@ -235,7 +236,7 @@ func TestStaleLeaseIsRecovered(t *testing.T) {
 	go unrelated.Serve(ln)
 	defer unrelated.Close()
 	st, err = Probe(context.Background(), tg, ProbeOptions{})
-	if err != nil || st.State != Foreign || st.Owner != string(reservation.OwnerDead) {
+	if err != nil || st.State != Foreign || st.Owner != string(procid.Dead) {
 		t.Fatalf("unrelated listener on the port: %v %+v", err, st)
 	}
 
@@ -356,7 +357,7 @@ func TestUnresponsiveIsNeverTakenOver(t *testing.T) {
 func TestStopNeverSignalsAnotherStartTime(t *testing.T) {
 	_, tg := testRepo(t)
 	cmd, out := startSleeper(t)
-	real, err := reservation.ProcessOwner(cmd.Process.Pid)
+	real, err := procid.Of(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}

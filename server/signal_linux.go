@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/majlis-dev/majlis/reservation"
+	"github.com/majlis-dev/majlis/internal/procid"
 	"golang.org/x/sys/unix"
 )
 
@@ -17,7 +17,7 @@ var errSignalRefused = errors.New("server: refused to signal")
 // and waits for it to die. Each signal goes through a pidfd opened before
 // the owner's start time is verified, so it cannot reach a process that
 // reused the pid. A process whose start time differs is never signalled.
-func terminate(ctx context.Context, o reservation.Owner, grace time.Duration) ([]string, error) {
+func terminate(ctx context.Context, o procid.Owner, grace time.Duration) ([]string, error) {
 	var sent []string
 	for _, sig := range []unix.Signal{unix.SIGTERM, unix.SIGKILL} {
 		fd, err := unix.PidfdOpen(o.PID, 0)
@@ -28,12 +28,12 @@ func terminate(ctx context.Context, o reservation.Owner, grace time.Duration) ([
 			return sent, fmt.Errorf("pidfd_open %d: %w", o.PID, err)
 		}
 		// The pidfd now pins one process; it must be the lease's owner.
-		if l, why := reservation.JudgeOwner(o); l != reservation.OwnerAlive {
+		if l, why := procid.Judge(o); l != procid.Alive {
 			unix.Close(fd)
-			if l == reservation.OwnerDead && len(sent) > 0 {
+			if l == procid.Dead && len(sent) > 0 {
 				return sent, nil // it died of the earlier signal
 			}
-			if l == reservation.OwnerDead {
+			if l == procid.Dead {
 				return sent, nil
 			}
 			return sent, fmt.Errorf("%w pid %d: %s", errSignalRefused, o.PID, why)
@@ -59,7 +59,7 @@ func terminate(ctx context.Context, o reservation.Owner, grace time.Duration) ([
 
 // waitExit waits up to limit for the pidfd to become readable (the
 // process exited), or for the owner to be judged dead (a zombie).
-func waitExit(ctx context.Context, fd int, o reservation.Owner, limit time.Duration) bool {
+func waitExit(ctx context.Context, fd int, o procid.Owner, limit time.Duration) bool {
 	deadline := time.Now().Add(limit)
 	for {
 		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
@@ -67,7 +67,7 @@ func waitExit(ctx context.Context, fd int, o reservation.Owner, limit time.Durat
 		if n > 0 {
 			return true
 		}
-		if l, _ := reservation.JudgeOwner(o); l == reservation.OwnerDead {
+		if l, _ := procid.Judge(o); l == procid.Dead {
 			return true
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {

@@ -7,9 +7,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/majlis-dev/majlis/reservation"
+	"github.com/majlis-dev/majlis/internal/procid"
 )
 
-func terminate(context.Context, reservation.Owner, time.Duration) ([]string, error) {
+func terminate(context.Context, procid.Owner, time.Duration) ([]string, error) {
 	return nil, errors.New("server: stop --force needs pidfd (Linux)")
 }

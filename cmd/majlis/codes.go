@@ -5,6 +5,7 @@ import (
 
 	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/internal/durable"
 	"github.com/majlis-dev/majlis/internal/envvar"
 	"github.com/majlis-dev/majlis/internal/failpoint"
 	"github.com/majlis-dev/majlis/pathid"
@@ -70,6 +71,10 @@ func resv(err error) source {
 	return source{pkg: pkgReservation, err: err, details: reservationDetails}
 }
 
+// dur is a sentinel of a durable write (internal/durable), classified with
+// the reservation package's, which wrote records before it.
+func dur(err error) source { return source{pkg: pkgReservation, err: err, details: durableDetails} }
+
 // errType is an error type that classifies as a code, before any sentinel
 // (pkgFirst) or when no sentinel did (pkgTypes).
 func errType[T error](pkg int, name string, details func(error) map[string]any) source {
@@ -103,7 +108,7 @@ var codeTable = []code{
 			{When: "argument=writer_stopped", Text: "check that the lease's writer is gone, then pass --writer-stopped"},
 			{When: "argument=paths", Text: "name what the task will touch with --paths GLOB (a path, or DIR/**)"},
 		}},
-	{Code: "invalid_request", Exit: ExitUsage, From: []source{resv(reservation.ErrInvalid)},
+	{Code: "invalid_request", Exit: ExitUsage, From: []source{resv(reservation.ErrInvalid), dur(durable.ErrInvalid)},
 		Meaning: "a reservation request that is not well formed"},
 
 	// Not found (5).
@@ -287,11 +292,12 @@ var codeTable = []code{
 		Meaning: "this process does not own the reservation"},
 	{Code: "lease_changed", Exit: ExitRefused, From: []source{resv(reservation.ErrChanged)},
 		Meaning: "the reservation changed during recovery"},
-	{Code: "exists", Exit: ExitHeld, From: []source{resv(reservation.ErrExists)},
+	{Code: "exists", Exit: ExitHeld, From: []source{dur(durable.ErrExists)},
 		Meaning: "a record already published by someone else"},
 
 	// Unexpected failures (1).
-	{Code: "reservation_failed", Exit: ExitError, From: []source{errType[*reservation.Error](pkgTypes, "reservation error", reservationDetails)},
+	{Code: "reservation_failed", Exit: ExitError, From: []source{errType[*reservation.Error](pkgTypes, "reservation error", reservationDetails),
+		errType[*durable.Error](pkgTypes, "durable write error", durableDetails)},
 		Meaning: "a reservation could not be read or written",
 		Within:  []error{reservation.ErrIdentity}},
 	{Code: "git_failed", Exit: ExitError, From: []source{errType[*gitops.Error](pkgTypes, "git error", gitDetails)},

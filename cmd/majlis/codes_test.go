@@ -21,7 +21,7 @@ var update = flag.Bool("update", false, "rewrite testdata/golden and the generat
 
 // The packages whose sentinels reach the command line, and so must each be
 // in the code table (directly, or as Within of the code they reach it as).
-var sentinelPackages = []string{"provider", "admission", "reservation", "gitops", "server", "internal/envvar", "pathid", "internal/failpoint"}
+var sentinelPackages = []string{"provider", "admission", "reservation", "gitops", "server", "internal/envvar", "pathid", "internal/failpoint", "internal/durable"}
 
 // Every exported sentinel (var ErrX = errors.New("...")) of those packages
 // is in the code table exactly once.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/internal/durable"
 	"github.com/majlis-dev/majlis/internal/envvar"
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/majlis-dev/majlis/reservation"
@@ -237,6 +238,20 @@ func reservationDetails(err error) map[string]any {
 	}
 	if re.Reason != "" {
 		d["reason"] = re.Reason
+	}
+	return d
+}
+
+// durableDetails are the details of a failed durable write, as they were
+// when the lease package wrote records.
+func durableDetails(err error) map[string]any {
+	var de *durable.Error
+	if !errors.As(err, &de) {
+		return nil
+	}
+	d := map[string]any{"op": de.Op, "path": de.Path}
+	if r := de.Reason(); r != "" {
+		d["reason"] = r
 	}
 	return d
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/majlis-dev/majlis/reservation"
 	"github.com/majlis-dev/majlis/server"
@@ -50,7 +51,7 @@ func TestJSONFieldsArePinned(t *testing.T) {
 		"peer":          {provider.Peer{}, []string{"binding", "kind", "overlaps", "path", "relation"}},
 		"step":          {provider.Step{}, []string{"count", "detail", "name"}},
 		"lease":         {reservation.Record{}, []string{"acquired_at", "authority_digest", "expires_at", "format", "generation", "metadata", "owner", "purpose", "renewed_at", "resource", "token"}},
-		"owner":         {reservation.Owner{}, []string{"boot_id", "hostname", "machine_id", "pid", "pid_namespace", "start_time"}},
+		"owner":         {procid.Owner{}, []string{"boot_id", "hostname", "machine_id", "pid", "pid_namespace", "start_time"}},
 
 		// Leases and admission.
 		"admission_lease": {admission.Lease{}, []string{"acquired_at", "checkout", "expires_at", "forced", "generation", "holder", "id",

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/reservation"
 )
 
@@ -23,7 +24,7 @@ func killScriptServers(dir string) {
 		if err != nil {
 			continue
 		}
-		if o, err := reservation.ProcessOwner(rec.Owner.PID); err == nil && o.StartTime == rec.Owner.StartTime {
+		if o, err := procid.Of(rec.Owner.PID); err == nil && o.StartTime == rec.Owner.StartTime {
 			syscall.Kill(rec.Owner.PID, syscall.SIGKILL)
 		}
 	}

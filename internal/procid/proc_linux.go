@@ -1,4 +1,4 @@
-package reservation
+package procid
 
 import (
 	"bytes"
@@ -11,8 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// readSelfOwner establishes the identity of the calling process.
-func readSelfOwner() (Owner, error) {
+// readSelf establishes the identity of the calling process.
+func readSelf() (Owner, error) {
 	var o Owner
 	var err error
 	if o.Hostname, err = os.Hostname(); err != nil {
@@ -28,11 +28,11 @@ func readSelfOwner() (Owner, error) {
 		return o, fmt.Errorf("pid namespace: %w", err)
 	}
 	o.PID = os.Getpid()
-	info, err := readProc(o.PID)
+	info, err := ReadProc(o.PID)
 	if err != nil {
 		return o, err
 	}
-	o.StartTime = info.startTime
+	o.StartTime = info.StartTime
 	return o, nil
 }
 
@@ -58,44 +58,49 @@ func readTrimmed(path string) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
-// procInfo is what /proc/<pid>/stat says about a process.
-type procInfo struct {
-	state     byte   // R, S, D, Z, X, ...
-	startTime uint64 // clock ticks after boot
-	ppid      int    // parent process id
+// Info is what /proc/<pid>/stat says about a process.
+type Info struct {
+	State     byte   // R, S, D, Z, X, ...
+	StartTime uint64 // clock ticks after boot
+	PPID      int    // parent process id
 }
 
-// errNoProcess means the kernel says no process has the pid.
-var errNoProcess = errors.New("no such process")
+// ErrNoProcess means the kernel says no process has the pid.
+var ErrNoProcess = errors.New("no such process")
 
-// readProc reads /proc/<pid>/stat. The command name (field 2) may contain
+// ReadProc reads /proc/<pid>/stat. The command name (field 2) may contain
 // spaces and parentheses, so fields are counted after its last ')'.
-func readProc(pid int) (procInfo, error) {
+func ReadProc(pid int) (Info, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return procInfo{}, errNoProcess
+			return Info{}, ErrNoProcess
 		}
-		return procInfo{}, err
+		return Info{}, err
 	}
+	return parseStat(pid, b)
+}
+
+// parseStat decodes the contents of /proc/<pid>/stat.
+func parseStat(pid int, b []byte) (Info, error) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return procInfo{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+		return Info{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
 	f := strings.Fields(string(b[i+1:]))
 	// f[0] is field 3 (state); field 22 (starttime) is f[19].
 	if len(f) < 20 || len(f[0]) != 1 {
-		return procInfo{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+		return Info{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
 	st, err := strconv.ParseUint(f[19], 10, 64)
 	if err != nil {
-		return procInfo{}, fmt.Errorf("/proc/%d/stat: start time: %v", pid, err)
+		return Info{}, fmt.Errorf("/proc/%d/stat: start time: %v", pid, err)
 	}
 	ppid, err := strconv.Atoi(f[1])
 	if err != nil {
-		return procInfo{}, fmt.Errorf("/proc/%d/stat: parent pid: %v", pid, err)
+		return Info{}, fmt.Errorf("/proc/%d/stat: parent pid: %v", pid, err)
 	}
-	return procInfo{state: f[0][0], startTime: st, ppid: ppid}, nil
+	return Info{State: f[0][0], StartTime: st, PPID: ppid}, nil
 }
 
 // pidExists asks the kernel whether any process has pid. It is not fooled

@@ -1,4 +1,4 @@
-package reservation
+package durable
 
 import (
 	"bytes"
@@ -11,10 +11,7 @@ import (
 )
 
 // Sealed records are the on-disk layout of lease files and of every other
-// majlis record (docs/leases.md): one JSON object {"<kind>": BODY,
-// "sha256": HEX}, where HEX is the SHA-256 of BODY's exact bytes as they
-// appear in the file, and BODY carries a "format" field naming its kind
-// and version.
+// majlis record (docs/leases.md); see the package documentation.
 
 // Seal renders v (a struct with a Format field) as a sealed record of
 // kind, and returns its digest ("sha256:" + HEX).
@@ -124,4 +121,17 @@ func unsealFast(data []byte, kind, wantFormat string, v any) (string, []byte, bo
 		return "", nil, false
 	}
 	return "sha256:" + sum, body, true
+}
+
+// isLowerHex reports whether s is exactly n lower-case hex digits.
+func isLowerHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

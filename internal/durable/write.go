@@ -1,0 +1,202 @@
+package durable
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// TempSuffix ends the name of every temporary file this package writes:
+// ".<name>.<16 hex digits>" + TempSuffix, in the target's folder.
+const TempSuffix = ".tmp"
+
+var (
+	// ErrExists: Publish found the name already taken.
+	ErrExists = errors.New("reservation: file already published")
+	// ErrInvalid: the file name cannot be written (empty, a path, or the
+	// shape of a temporary file).
+	ErrInvalid = errors.New("durable: invalid file name")
+)
+
+// An Error reports a failed durable write: the operation (publish,
+// replace), the file concerned and the cause (ErrExists, ErrInvalid or an
+// OS error).
+type Error struct {
+	Op   string
+	Path string
+	Err  error
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Error renders the error as the lease package did before this package
+// held the protocol, so that messages users see are unchanged.
+func (e *Error) Error() string {
+	msg := strings.TrimPrefix(strings.TrimPrefix(e.Err.Error(), "reservation: "), "durable: ")
+	s := "reservation: " + e.Op + ": " + msg
+	if e.Path != "" {
+		s += "; file " + e.Path
+	}
+	return s
+}
+
+// Reason explains an ErrInvalid.
+func (e *Error) Reason() string {
+	if errors.Is(e.Err, ErrInvalid) {
+		return "invalid file name"
+	}
+	return ""
+}
+
+// An Option adjusts a write.
+type Option func(*options)
+
+type options struct{ perm fs.FileMode }
+
+// Perm sets the written file's permission bits (default 0600).
+func Perm(perm fs.FileMode) Option { return func(o *options) { o.perm = perm } }
+
+// Publish writes data to dir/name with the no-clobber protocol: a
+// complete, fsynced temporary file is hard-linked to the name, so the name
+// either does not exist or holds the complete data, and an existing name is
+// never overwritten (ErrExists). The folder is fsynced before Publish
+// returns. It is how immutable records (claims, events) are published.
+func Publish(dir, name string, data []byte, opts ...Option) error {
+	return write(dir, name, data, false, opts)
+}
+
+// Replace atomically replaces dir/name with data: temporary file, fsync,
+// rename, fsync of the folder. Readers see the old or the new content,
+// never a mixture. It is for mutable files that are read whole.
+func Replace(dir, name string, data []byte, opts ...Option) error {
+	return write(dir, name, data, true, opts)
+}
+
+// validName refuses names that are not one entry of dir, and names shaped
+// like this package's temporary files (a sweeper could remove them).
+func validName(name string) bool {
+	return name != "" && name != "." && name != ".." && name == filepath.Base(name) &&
+		!(strings.HasPrefix(name, ".") && strings.HasSuffix(name, TempSuffix))
+}
+
+func write(dir, name string, data []byte, replace bool, opts []Option) error {
+	o := options{perm: 0o600}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	op := "publish"
+	if replace {
+		op = "replace"
+	}
+	target := filepath.Join(dir, name)
+	if !validName(name) {
+		return &Error{Op: op, Path: target, Err: ErrInvalid}
+	}
+	tmp := filepath.Join(dir, "."+name+"."+randomHex(8)+TempSuffix)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return &Error{Op: op, Path: tmp, Err: err}
+	}
+	defer os.Remove(tmp)
+	defer f.Close()
+	// The lock marks the temporary file as in use for sweepers.
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return &Error{Op: op, Path: tmp, Err: err}
+	}
+	if _, err := f.Write(data); err != nil {
+		return &Error{Op: op, Path: tmp, Err: err}
+	}
+	if o.perm != 0o600 {
+		if err := f.Chmod(o.perm); err != nil {
+			return &Error{Op: op, Path: tmp, Err: err}
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return &Error{Op: op, Path: tmp, Err: err}
+	}
+	if replace {
+		err = os.Rename(tmp, target)
+	} else {
+		err = os.Link(tmp, target)
+		if err != nil && !errors.Is(err, os.ErrExist) && SameFile(f, target) {
+			err = nil // the link happened despite the error
+		}
+	}
+	if errors.Is(err, os.ErrExist) {
+		return &Error{Op: op, Path: target, Err: ErrExists}
+	}
+	if err != nil {
+		return &Error{Op: op, Path: target, Err: err}
+	}
+	if err := SyncDir(dir); err != nil {
+		return &Error{Op: op, Path: dir, Err: err}
+	}
+	return nil
+}
+
+// SameFile reports whether path (not followed) names the file open as f.
+func SameFile(f *os.File, path string) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Lstat(path)
+	if err != nil {
+		return false
+	}
+	return os.SameFile(a, b)
+}
+
+// SyncDir fsyncs the folder dir, making its entries (names created,
+// linked, renamed or removed in it) durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		var pe *fs.PathError
+		if !errors.As(err, &pe) {
+			err = &fs.PathError{Op: "fsync", Path: dir, Err: err}
+		}
+	}
+	return err
+}
+
+// MkdirAll makes dir and any missing parents with permission perm,
+// fsyncing the folder that gained each new entry, so that a file written
+// inside it (whose write fsyncs only dir itself) survives a power loss
+// with the folders that hold it.
+func MkdirAll(dir string, perm fs.FileMode) error {
+	if _, err := os.Lstat(dir); err == nil {
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := MkdirAll(parent, perm); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, perm); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	return SyncDir(parent)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic("durable: no randomness: " + err.Error())
+	}
+	return hex.EncodeToString(b)
+}
