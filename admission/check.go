@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/majlis-dev/majlis/gitops"
 )
 
 // A CheckRequest asks whether a checkout's changes lie inside a holder's
@@ -15,14 +13,20 @@ import (
 type CheckRequest struct {
 	Checkout string // a directory inside the worktree; empty: the working directory
 	Holder   string
+	// Changed lists the checkout's changed paths relative to its top
+	// level, slash-separated, as Git names them (git status: modified,
+	// staged, untracked, both sides of renames; gitops.Status.ChangedPaths
+	// gathers them). Admission does not run git: the caller says what
+	// changed. Duplicates and a trailing slash are ignored.
+	Changed []string
 }
 
 // A CheckResult reports the changed paths outside the holder's leases.
 type CheckResult struct {
 	Checkout string `json:"checkout"`
 	Holder   string `json:"holder"`
-	// Changed counts the changed paths git status reported (both sides of
-	// renames, untracked files included).
+	// Changed counts the changed paths the request named (both sides of
+	// renames, untracked files included), each once.
 	Changed int `json:"changed"`
 	// Gaps lists changed paths (checkout-relative, as git reports them)
 	// that no active lease of the holder in this checkout covers; empty
@@ -33,8 +37,8 @@ type CheckResult struct {
 	DecidedBy []string    `json:"decided_by"`
 }
 
-// Check compares the checkout's changes (git status, untracked files
-// included, both sides of renames) with the active leases of req.Holder in
+// Check compares the checkout's changes (req.Changed: git status,
+// untracked files included, both sides of renames) with the active leases of req.Holder in
 // that checkout: a path, as Git names it (a symlink is a change of the
 // link, never of its target), is covered by a file lease on it or an
 // intent covering it. A lease observed after an edit proves nothing, so Check
@@ -51,19 +55,14 @@ func (s *Service) Check(ctx context.Context, req CheckRequest) (*CheckResult, er
 	if err != nil {
 		return nil, err
 	}
-	st, err := gitops.ReadStatus(ctx, co.Root, gitops.StatusOptions{})
-	if err != nil {
-		return nil, &Error{Op: op, Path: co.Root, Err: err, Reason: "reading git status"}
-	}
 	changed := map[string]bool{}
-	for _, e := range st.Entries {
-		if e.Kind == gitops.Ignored {
-			continue
+	for _, p := range req.Changed {
+		p = strings.TrimSuffix(p, "/")
+		if p == "" || p == "." || strings.HasPrefix(p, "/") {
+			return nil, &Error{Op: op, Path: co.Root, Err: ErrInvalid,
+				Reason: fmt.Sprintf("changed path %q is not relative to the checkout's top level", p)}
 		}
-		changed[strings.TrimSuffix(e.Path, "/")] = true
-		if e.OrigPath != "" {
-			changed[strings.TrimSuffix(e.OrigPath, "/")] = true
-		}
+		changed[p] = true
 	}
 	paths := make([]string, 0, len(changed))
 	for p := range changed {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/majlis-dev/majlis/gitops"
 )
 
 func countEvents(t *testing.T, e *env, kind string) int {
@@ -36,7 +37,7 @@ func TestCheck(t *testing.T) {
 	e.mustAcquire("other", "", "file:docs/b.md")
 	e.mustAcquire("a", e.linked.Dir, "intent:docs/**")
 
-	res, err := e.s.Check(ctx, CheckRequest{Checkout: e.main.Path("src"), Holder: "a"})
+	res, err := e.s.Check(ctx, CheckRequest{Checkout: e.main.Path("src"), Holder: "a", Changed: changedIn(t, e.main.Path("src"))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestCheck(t *testing.T) {
 
 	// allow: no report, the events are still recorded.
 	e.s.SetPolicy(ctx, PolicyEnforcementGap, "allow")
-	res, err = e.s.Check(ctx, CheckRequest{Checkout: e.main.Dir, Holder: "a"})
+	res, err = e.s.Check(ctx, CheckRequest{Checkout: e.main.Dir, Holder: "a", Changed: changedIn(t, e.main.Dir)})
 	if err != nil || len(res.Gaps) != 0 || len(res.Warnings) != 0 || res.Policy != Allow {
 		t.Fatalf("allow: %+v, %v", res, err)
 	}
@@ -66,7 +67,7 @@ func TestCheck(t *testing.T) {
 
 	// block: refused, with the gaps.
 	e.s.SetPolicy(ctx, PolicyEnforcementGap, "block")
-	_, err = e.s.Check(ctx, CheckRequest{Checkout: e.main.Dir, Holder: "a"})
+	_, err = e.s.Check(ctx, CheckRequest{Checkout: e.main.Dir, Holder: "a", Changed: changedIn(t, e.main.Dir)})
 	ae := wantErr(t, err, ErrPolicyBlocked)
 	if diff := cmp.Diff(wantGaps, ae.Gaps); diff != "" {
 		t.Errorf("blocked gaps (-want +got):\n%s", diff)
@@ -75,16 +76,16 @@ func TestCheck(t *testing.T) {
 	// Covered by a file lease on each side: no gap. Expired leases cover
 	// nothing.
 	e.mustAcquire("a", "", "file:lib/moved.go")
-	if _, err := e.s.Check(ctx, CheckRequest{Checkout: e.main.Dir, Holder: "a"}); err == nil {
+	if _, err := e.s.Check(ctx, CheckRequest{Checkout: e.main.Dir, Holder: "a", Changed: changedIn(t, e.main.Dir)}); err == nil {
 		t.Fatal("docs/b.md is leased to other, yet a's check passed")
 	}
 	e.s.Release(ctx, ReleaseRequest{Token: testToken, Holder: "other"})
 	e.mustAcquire("a", "", "file:docs/b.md")
-	if _, err := e.s.Check(ctx, CheckRequest{Checkout: e.main.Dir, Holder: "a"}); err != nil {
+	if _, err := e.s.Check(ctx, CheckRequest{Checkout: e.main.Dir, Holder: "a", Changed: changedIn(t, e.main.Dir)}); err != nil {
 		t.Fatalf("fully covered: %v", err)
 	}
 	e.clock.Advance(time.Hour)
-	if _, err := e.s.Check(ctx, CheckRequest{Checkout: e.main.Dir, Holder: "a"}); err == nil {
+	if _, err := e.s.Check(ctx, CheckRequest{Checkout: e.main.Dir, Holder: "a", Changed: changedIn(t, e.main.Dir)}); err == nil {
 		t.Fatal("expired leases covered the changes")
 	}
 }
@@ -94,12 +95,12 @@ func TestCheck(t *testing.T) {
 func TestCheckLinkedWorktree(t *testing.T) {
 	e := newEnv(t)
 	e.linked.WriteFile("src/a.go", "a\n")
-	res, err := e.s.Check(context.Background(), CheckRequest{Checkout: e.linked.Dir, Holder: "a"})
+	res, err := e.s.Check(context.Background(), CheckRequest{Checkout: e.linked.Dir, Holder: "a", Changed: changedIn(t, e.linked.Dir)})
 	if err != nil || !slices.Equal(res.Gaps, []string{"src/a.go"}) {
 		t.Fatalf("%+v, %v", res, err)
 	}
 	e.mustAcquire("a", e.linked.Dir, "intent:src/**")
-	res, err = e.s.Check(context.Background(), CheckRequest{Checkout: e.linked.Dir, Holder: "a"})
+	res, err = e.s.Check(context.Background(), CheckRequest{Checkout: e.linked.Dir, Holder: "a", Changed: changedIn(t, e.linked.Dir)})
 	if err != nil || len(res.Gaps) != 0 {
 		t.Fatalf("%+v, %v", res, err)
 	}
@@ -139,4 +140,15 @@ func TestPolicy(t *testing.T) {
 	wantErr(t, err, ErrMalformed)
 	_, err = e.acquire("a", "", "file:x")
 	wantErr(t, err, ErrMalformed)
+}
+
+// changedIn lists the changed paths of the worktree containing dir, as the
+// CLI gathers them for Check.
+func changedIn(t *testing.T, dir string) []string {
+	t.Helper()
+	st, err := gitops.ReadStatus(t.Context(), dir, gitops.StatusOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.ChangedPaths()
 }

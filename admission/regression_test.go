@@ -152,7 +152,7 @@ func TestCheckDoesNotFollowSymlinks(t *testing.T) {
 	e.main.Remove("lib")                // lib/x.go deleted ...
 	e.main.Symlink("src", "lib")        // ... and lib now a link into the intent
 	e.main.WriteFile("src/a.go", "b\n") // an edit inside the leases
-	res, err := e.s.Check(ctx, CheckRequest{Checkout: e.main.Dir, Holder: "a"})
+	res, err := e.s.Check(ctx, CheckRequest{Checkout: e.main.Dir, Holder: "a", Changed: changedIn(t, e.main.Dir)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestCheckDoesNotFollowSymlinks(t *testing.T) {
 	e.main.Commit("link")
 	e.mustAcquire("a", "", "file:xlink")
 	e.main.WriteFile("lib/x.go", "changed\n")
-	res, err = e.s.Check(ctx, CheckRequest{Checkout: e.main.Dir, Holder: "a"})
+	res, err = e.s.Check(ctx, CheckRequest{Checkout: e.main.Dir, Holder: "a", Changed: changedIn(t, e.main.Dir)})
 	if err != nil || len(res.Gaps) != 0 {
 		t.Fatalf("an edit of a file leased through its alias: %+v, %v", res, err)
 	}
@@ -255,7 +255,7 @@ func TestClockBackDoesNotLiftQuarantine(t *testing.T) {
 		t.Fatalf("lease = %+v", l)
 	}
 	e.main.WriteFile("src/a.go", "edit\n")
-	res, err := e.s.Check(ctx, CheckRequest{Checkout: e.main.Dir, Holder: "a"})
+	res, err := e.s.Check(ctx, CheckRequest{Checkout: e.main.Dir, Holder: "a", Changed: changedIn(t, e.main.Dir)})
 	if err != nil || len(res.Gaps) != 1 {
 		t.Fatalf("check: %+v, %v", res, err)
 	}

@@ -83,7 +83,15 @@ func (p *Provider) Check(ctx context.Context, o CheckOptions) (*CheckResult, err
 		return nil, err
 	}
 	defer svc.Close()
-	res, err := svc.Check(ctx, admission.CheckRequest{Checkout: p.Repo.Toplevel, Holder: holder})
+	if err := admission.CheckHolder(holder); err != nil {
+		return nil, err
+	}
+	// Admission judges the changes; finding them is git's (gitops).
+	st, err := gitops.ReadStatus(ctx, p.Repo.Toplevel, gitops.StatusOptions{})
+	if err != nil {
+		return nil, &admission.Error{Op: "check", Path: p.Repo.Toplevel, Err: err, Reason: "reading git status"}
+	}
+	res, err := svc.Check(ctx, admission.CheckRequest{Checkout: p.Repo.Toplevel, Holder: holder, Changed: st.ChangedPaths()})
 	if err != nil {
 		return nil, err
 	}
