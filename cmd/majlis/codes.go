@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/majlis-dev/majlis/admission"
+	"github.com/majlis-dev/majlis/cmd/majlis/internal/githook"
 	"github.com/majlis-dev/majlis/gitops"
 	"github.com/majlis-dev/majlis/internal/durable"
 	"github.com/majlis-dev/majlis/internal/envvar"
@@ -256,7 +257,7 @@ var codeTable = []code{
 		Meaning: "a pre-commit hook majlis did not write is installed; it is left untouched",
 		Hints: []hint{
 			{When: "backup", Text: "move {backup} aside (or merge the two hooks), then run 'majlis hook install' again"},
-			{Text: "pass --force to move it to " + admission.HookBackupName + " (the majlis hook runs it first), or call 'majlis check --if-holder' from it yourself"},
+			{Text: "pass --force to move it to " + githook.HookBackupName + " (the majlis hook runs it first), or call 'majlis check --if-holder' from it yourself"},
 		}},
 
 	// The server.

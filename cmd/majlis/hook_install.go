@@ -6,12 +6,12 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/majlis-dev/majlis/admission"
+	"github.com/majlis-dev/majlis/cmd/majlis/internal/githook"
 	"github.com/spf13/cobra"
 )
 
 func newHookInstallCmd(g *globalOptions) *cobra.Command {
-	var opts admission.HookOptions
+	var opts githook.Options
 	cmd := &cobra.Command{
 		Use:   "install [--force]",
 		Short: "Install a pre-commit hook that runs 'majlis check'",
@@ -41,7 +41,7 @@ pre-commit.majlis-backup, which the majlis hook then runs first.`,
 			}
 			defer p.Close()
 			opts.Dir = p.Repo.Toplevel
-			res, err := admission.InstallHook(cmd.Context(), opts)
+			res, err := githook.Install(cmd.Context(), opts)
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/majlis-dev/majlis/admission"
+	"github.com/majlis-dev/majlis/cmd/majlis/internal/githook"
 	"github.com/majlis-dev/majlis/gitops"
 	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/provider"
@@ -64,7 +65,7 @@ func TestJSONFieldsArePinned(t *testing.T) {
 		"check": {provider.CheckResult{}, []string{"changed", "checkout", "decided_by", "gaps", "holder", "holder_source",
 			"policy", "skipped", "warnings"}},
 		"policy": {admission.PolicySet{}, []string{"cross_worktree_overlap", "enforcement_gap", "port_range", "same_checkout_conflict"}},
-		"hook":   {admission.HookResult{}, []string{"backup", "changed", "hooks_dir", "majlis", "path"}},
+		"hook":   {githook.Result{}, []string{"backup", "changed", "hooks_dir", "majlis", "path"}},
 		"begin": {provider.BeginResult{}, []string{"checkout", "decided_by", "leases", "ports", "replayed", "request_id", "task",
 			"token", "warnings", "workspace"}},
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/majlis-dev/majlis/admission"
+	"github.com/majlis-dev/majlis/cmd/majlis/internal/githook"
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/majlis-dev/majlis/reservation"
 	"github.com/majlis-dev/majlis/server"
@@ -77,7 +78,7 @@ type policyJSON struct {
 
 // hookJSON is the result of hook install.
 type hookJSON struct {
-	Hook *admission.HookResult `json:"hook"`
+	Hook *githook.Result `json:"hook"`
 }
 
 // doctorJSON is the result of doctor.

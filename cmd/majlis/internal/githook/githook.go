@@ -1,4 +1,7 @@
-package admission
+// Package githook installs the git pre-commit hook that runs 'majlis
+// check' before every commit. It belongs to the command line: the hook
+// runs the majlis executable, and what it checks is admission's.
+package githook
 
 import (
 	"bytes"
@@ -10,18 +13,20 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/internal/durable"
 )
 
-// The hook InstallHook writes, and where Force moves a hook that majlis
+// The hook Install writes, and where Force moves a hook that majlis
 // did not write.
 const (
 	HookName       = "pre-commit"
 	HookBackupName = "pre-commit.majlis-backup"
 )
 
-// HookOptions configure InstallHook.
-type HookOptions struct {
+// Options configure Install.
+type Options struct {
 	// Dir is a directory inside the worktree whose hooks to install; empty
 	// means the working directory. Git decides where the hooks are
 	// (core.hooksPath, else the repository's common hooks folder, shared
@@ -37,8 +42,8 @@ type HookOptions struct {
 	Force bool
 }
 
-// A HookResult reports an installed hook.
-type HookResult struct {
+// A Result reports an installed hook.
+type Result struct {
 	Path     string `json:"path"`      // the hook file
 	HooksDir string `json:"hooks_dir"` // where git looks for hooks
 	Majlis   string `json:"majlis"`    // the executable the hook runs ("majlis": found on PATH)
@@ -48,60 +53,60 @@ type HookResult struct {
 	Backup string `json:"backup,omitempty"`
 }
 
-// InstallHook installs a pre-commit hook that runs `majlis check
+// Install installs a pre-commit hook that runs `majlis check
 // --if-holder` before every commit, so that changes outside the committing
 // task's leases are reported, and refused when the enforcement_gap policy
 // is block. Installing again replaces a hook majlis wrote (unchanged when
 // identical); a pre-commit hook majlis did not write, or one edited since,
 // is never overwritten: ErrHookExists, unless Force moves it to
 // HookBackupName first.
-func InstallHook(ctx context.Context, o HookOptions) (*HookResult, error) {
+func Install(ctx context.Context, o Options) (*Result, error) {
 	const op = "hook"
 	exe := o.Majlis
 	switch {
 	case exe == "":
 		exe = "majlis"
 	case !filepath.IsAbs(exe) || strings.ContainsAny(exe, "\n\r\x00"):
-		return nil, &Error{Op: op, Path: exe, Err: ErrInvalid, Reason: "the majlis executable must be an absolute path on one line"}
+		return nil, &admission.Error{Op: op, Path: exe, Err: admission.ErrInvalid, Reason: "the majlis executable must be an absolute path on one line"}
 	}
 	dir, err := gitops.HooksDir(ctx, o.Dir)
 	if err != nil {
-		return nil, &Error{Op: op, Path: o.Dir, Err: ErrInvalid, Reason: "cannot locate the hooks folder: " + err.Error(),
+		return nil, &admission.Error{Op: op, Path: o.Dir, Err: admission.ErrInvalid, Reason: "cannot locate the hooks folder: " + err.Error(),
 			Hint: "run it inside a worktree of the repository", Details: map[string]any{"argument": "repository"}}
 	}
 	path := filepath.Join(dir, HookName)
 	want := hookScript(exe)
-	res := &HookResult{Path: path, HooksDir: dir, Majlis: exe}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, &Error{Op: op, Path: dir, Err: err}
+	res := &Result{Path: path, HooksDir: dir, Majlis: exe}
+	if err := durable.MkdirAll(dir, 0o755); err != nil {
+		return nil, &admission.Error{Op: op, Path: dir, Err: err}
 	}
 
 	fi, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if err := writeHook(dir, path, want, false); err != nil {
-			if errors.Is(err, fs.ErrExist) {
-				return nil, &Error{Op: op, Path: path, Err: ErrHookExists, Reason: path + " appeared while majlis was installing its hook",
+			if errors.Is(err, durable.ErrExists) {
+				return nil, &admission.Error{Op: op, Path: path, Err: admission.ErrHookExists, Reason: path + " appeared while majlis was installing its hook",
 					Hint: "look at what wrote it, then install again"}
 			}
-			return nil, &Error{Op: op, Path: path, Err: err}
+			return nil, &admission.Error{Op: op, Path: path, Err: err}
 		}
 		res.Changed = true
 		return res, nil
 	case err != nil:
-		return nil, &Error{Op: op, Path: path, Err: err}
+		return nil, &admission.Error{Op: op, Path: path, Err: err}
 	}
 	if fi.Mode().IsRegular() {
 		have, err := os.ReadFile(path)
 		if err != nil {
-			return nil, &Error{Op: op, Path: path, Err: err}
+			return nil, &admission.Error{Op: op, Path: path, Err: err}
 		}
 		if isMajlisHook(have) {
 			if bytes.Equal(have, want) && fi.Mode().Perm()&0o100 != 0 {
 				return res, nil
 			}
 			if err := writeHook(dir, path, want, true); err != nil {
-				return nil, &Error{Op: op, Path: path, Err: err}
+				return nil, &admission.Error{Op: op, Path: path, Err: err}
 			}
 			res.Changed = true
 			return res, nil
@@ -111,7 +116,7 @@ func InstallHook(ctx context.Context, o HookOptions) (*HookResult, error) {
 	// Someone else's hook (or one edited since majlis wrote it).
 	backup := filepath.Join(dir, HookBackupName)
 	if !o.Force {
-		return nil, &Error{Op: op, Path: path, Err: ErrHookExists,
+		return nil, &admission.Error{Op: op, Path: path, Err: admission.ErrHookExists,
 			Reason: path + " was not written by majlis (or was edited since); it is left as it is",
 			Hint: fmt.Sprintf("have the install move it to %s (the majlis hook runs it first), or call majlis's check from it yourself",
 				HookBackupName)}
@@ -120,17 +125,17 @@ func InstallHook(ctx context.Context, o HookOptions) (*HookResult, error) {
 	// link), and an existing backup is never replaced.
 	if err := os.Link(path, backup); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return nil, &Error{Op: op, Path: backup, Err: ErrHookExists,
+			return nil, &admission.Error{Op: op, Path: backup, Err: admission.ErrHookExists,
 				Reason: path + " was not written by majlis, and " + backup + " exists already; both are left as they are",
 				Hint:   "move " + backup + " aside (or merge the two hooks), then install again", Details: map[string]any{"backup": backup}}
 		}
-		return nil, &Error{Op: op, Path: backup, Err: err}
+		return nil, &admission.Error{Op: op, Path: backup, Err: err}
 	}
-	if err := syncDir(dir); err != nil {
-		return nil, &Error{Op: op, Path: dir, Err: err}
+	if err := durable.SyncDir(dir); err != nil {
+		return nil, &admission.Error{Op: op, Path: dir, Err: err}
 	}
 	if err := writeHook(dir, path, want, true); err != nil {
-		return nil, &Error{Op: op, Path: path, Err: err}
+		return nil, &admission.Error{Op: op, Path: path, Err: err}
 	}
 	res.Changed, res.Backup = true, backup
 	return res, nil
@@ -196,45 +201,11 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// writeHook writes data, executable, to path: a complete, fsynced
-// temporary file renamed over path (replace) or hard-linked to it (no
-// clobber: fs.ErrExist when path exists), then the folder is fsynced.
+// writeHook writes data, executable, to path durably (internal/durable):
+// replacing it, or not clobbering it (durable.ErrExists when path exists).
 func writeHook(dir, path string, data []byte, replace bool) error {
-	f, err := os.CreateTemp(dir, "."+HookName+".majlis-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(0o755)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
 	if replace {
-		err = os.Rename(tmp, path)
-	} else {
-		err = os.Link(tmp, path)
+		return durable.Replace(dir, filepath.Base(path), data, durable.Perm(0o755))
 	}
-	if err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return durable.Publish(dir, filepath.Base(path), data, durable.Perm(0o755))
 }

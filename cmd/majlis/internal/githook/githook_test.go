@@ -1,4 +1,4 @@
-package admission
+package githook
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/fixtures"
 )
 
@@ -47,13 +48,13 @@ func commit(repo *fixtures.Repo, name string) error {
 	return err
 }
 
-func TestInstallHook(t *testing.T) {
+func TestInstall(t *testing.T) {
 	repo, majlis, calls := hookRepo(t)
 	hooks := filepath.Join(repo.CommonDir(), "hooks")
 	hook := filepath.Join(hooks, HookName)
 	os.RemoveAll(hooks) // installing creates the folder
 
-	res, err := InstallHook(t.Context(), HookOptions{Dir: repo.Dir, Majlis: majlis})
+	res, err := Install(t.Context(), Options{Dir: repo.Dir, Majlis: majlis})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestInstallHook(t *testing.T) {
 
 	// Again: idempotent.
 	before := readOr(t, hook)
-	res, err = InstallHook(t.Context(), HookOptions{Dir: repo.Dir, Majlis: majlis})
+	res, err = Install(t.Context(), Options{Dir: repo.Dir, Majlis: majlis})
 	if err != nil || res.Changed {
 		t.Fatalf("second install: %+v, %v; want unchanged", res, err)
 	}
@@ -88,7 +89,7 @@ func TestInstallHook(t *testing.T) {
 	}
 
 	// Another executable: majlis's own hook is replaced.
-	res, err = InstallHook(t.Context(), HookOptions{Dir: repo.Dir, Majlis: "/nonexistent/majlis"})
+	res, err = Install(t.Context(), Options{Dir: repo.Dir, Majlis: "/nonexistent/majlis"})
 	if err != nil || !res.Changed {
 		t.Fatalf("install with another executable: %+v, %v", res, err)
 	}
@@ -139,16 +140,16 @@ func TestInstallHookNeverOverwritesAnotherHook(t *testing.T) {
 			fi0, _ := os.Lstat(hook)
 			content := readOr(t, hook)
 
-			_, err := InstallHook(t.Context(), HookOptions{Dir: repo.Dir, Majlis: majlis})
-			if !errors.Is(err, ErrHookExists) {
-				t.Fatalf("install over another hook: %v, want ErrHookExists", err)
+			_, err := Install(t.Context(), Options{Dir: repo.Dir, Majlis: majlis})
+			if !errors.Is(err, admission.ErrHookExists) {
+				t.Fatalf("install over another hook: %v, want admission.ErrHookExists", err)
 			}
 			if fi, _ := os.Lstat(hook); !os.SameFile(fi0, fi) || readOr(t, hook) != content {
 				t.Fatalf("the refusal changed the hook")
 			}
 
 			// --force keeps it as the backup, which runs first.
-			res, err := InstallHook(t.Context(), HookOptions{Dir: repo.Dir, Majlis: majlis, Force: true})
+			res, err := Install(t.Context(), Options{Dir: repo.Dir, Majlis: majlis, Force: true})
 			if err != nil || res.Backup != backup || !res.Changed {
 				t.Fatalf("forced install: %+v, %v", res, err)
 			}
@@ -166,9 +167,9 @@ func TestInstallHookNeverOverwritesAnotherHook(t *testing.T) {
 			// A backup is never overwritten.
 			os.Remove(hook)
 			os.WriteFile(hook, []byte("#!/bin/sh\nexit 0\n"), 0o755)
-			_, err = InstallHook(t.Context(), HookOptions{Dir: repo.Dir, Majlis: majlis, Force: true})
-			if !errors.Is(err, ErrHookExists) {
-				t.Fatalf("forced install with a backup present: %v, want ErrHookExists", err)
+			_, err = Install(t.Context(), Options{Dir: repo.Dir, Majlis: majlis, Force: true})
+			if !errors.Is(err, admission.ErrHookExists) {
+				t.Fatalf("forced install with a backup present: %v, want admission.ErrHookExists", err)
 			}
 			if readOr(t, hook) != "#!/bin/sh\nexit 0\n" || readOr(t, backup) != content {
 				t.Errorf("the refusal changed the hook or its backup")
@@ -181,17 +182,17 @@ func TestInstallHookFollowsHooksPath(t *testing.T) {
 	repo, majlis, _ := hookRepo(t)
 	linked := repo.NewWorktree("linked")
 	repo.Config("core.hooksPath", ".githooks")
-	res, err := InstallHook(t.Context(), HookOptions{Dir: linked.Dir, Majlis: majlis})
+	res, err := Install(t.Context(), Options{Dir: linked.Dir, Majlis: majlis})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := linked.Path(".githooks/pre-commit"); res.Path != want {
 		t.Errorf("hook at %s, want %s", res.Path, want)
 	}
-	if _, err := InstallHook(t.Context(), HookOptions{Dir: repo.Dir, Majlis: "relative/majlis"}); !errors.Is(err, ErrInvalid) {
-		t.Errorf("a relative executable: %v, want ErrInvalid", err)
+	if _, err := Install(t.Context(), Options{Dir: repo.Dir, Majlis: "relative/majlis"}); !errors.Is(err, admission.ErrInvalid) {
+		t.Errorf("a relative executable: %v, want admission.ErrInvalid", err)
 	}
-	if _, err := InstallHook(t.Context(), HookOptions{Dir: t.TempDir(), Majlis: majlis}); !errors.Is(err, ErrInvalid) {
-		t.Errorf("outside a repository: %v, want ErrInvalid", err)
+	if _, err := Install(t.Context(), Options{Dir: t.TempDir(), Majlis: majlis}); !errors.Is(err, admission.ErrInvalid) {
+		t.Errorf("outside a repository: %v, want admission.ErrInvalid", err)
 	}
 }
