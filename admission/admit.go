@@ -617,7 +617,7 @@ func (s *Service) attemptCommitted(ctx context.Context, path, attempt string) (b
 		if err != nil {
 			return false, err
 		}
-		l, err := openLedger(ctx, path, kindRepository)
+		l, err := openLedger(ctx, path, kindRepository, s.busy)
 		if err != nil {
 			return false, err
 		}

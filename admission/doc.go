@@ -61,16 +61,18 @@
 //     left untouched.
 //   - Check never creates a lease from an observed edit: changes outside the
 //     holder's leases are recorded as enforcement_gap events and policy
-//     decides warn or block. InstallHook installs the pre-commit hook that
-//     runs `majlis check`; it never overwrites a hook majlis did not write.
+//     decides warn or block. Check is given the changed paths: admission
+//     does not run git to find them.
 //
 // # Ledgers
 //
 // The repository ledger is <git-common-dir>/majlis/admission.db (the state
-// dir must exist: `majlis init` creates it). The host ledger is
+// dir must exist: `majlis init` creates it). The host ledger's path is
+// an option (Options.HostLedger); HostLedgerPath gives the conventional one,
 // $MAJLIS_HOST_LEDGER, else $XDG_STATE_HOME/majlis/host.db, else
-// ~/.local/state/majlis/host.db. Policy lives in the repository ledger,
-// never in a worktree.
+// ~/.local/state/majlis/host.db, from an environment the caller reads:
+// admission reads no environment variable. Policy lives in the repository
+// ledger, never in a worktree.
 //
 // The package knows nothing of cobra or output formats; results carry
 // snake_case JSON tags so the CLI can print them as they are.

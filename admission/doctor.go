@@ -29,7 +29,7 @@ func CheckLedger(ctx context.Context, path, kind string) (found bool, err error)
 	if fi.Size() == 0 {
 		return true, nil // created on first use
 	}
-	l, err := openLedger(ctx, path, kind)
+	l, err := openLedger(ctx, path, kind, 0)
 	if err != nil {
 		return true, err
 	}

@@ -23,7 +23,7 @@ func TestCheckLedger(t *testing.T) {
 	}
 
 	good := filepath.Join(dir, "admission.db")
-	l, err := openLedger(ctx, good, kindRepository)
+	l, err := openLedger(ctx, good, kindRepository, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,7 +33,9 @@ const schemaVersion = "1"
 // RepositoryLedgerName is the repository ledger's file name in the state dir.
 const RepositoryLedgerName = "admission.db"
 
-// HostLedgerEnv names the host ledger's path, overriding the default.
+// HostLedgerEnv names the environment variable from which the CLI takes
+// the host ledger's path (HostLedgerPath); admission itself reads no
+// environment.
 const HostLedgerEnv = "MAJLIS_HOST_LEDGER"
 
 // schema creates a ledger. Times are unix nanoseconds (UTC). Lease rows are
@@ -91,23 +94,27 @@ var repositorySchema = []string{
 type ledger struct {
 	path string
 	kind string
+	busy time.Duration // how long a connection waits for SQLite's lock
 	db   *sql.DB
 }
 
 // dsn builds the connection string: a file: URI (so that any character in
 // the path survives) with the pragmas every connection runs.
-func dsn(path string) string {
+func dsn(path string, busy time.Duration) string {
 	u := url.URL{Path: path}
-	return "file:" + u.EscapedPath() + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)" +
+	return "file:" + u.EscapedPath() + "?_pragma=busy_timeout(" + strconv.FormatInt(busy.Milliseconds(), 10) + ")&_pragma=journal_mode(WAL)" +
 		"&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)"
 }
 
 // openLedger opens (creating when absent) the ledger at path and validates
 // its schema. A file that is not a SQLite database, or a ledger of another
 // kind or schema version, refuses with ErrMalformed naming the file and is
-// left untouched.
-func openLedger(ctx context.Context, path, kind string) (*ledger, error) {
-	l := &ledger{path: path, kind: kind}
+// left untouched. busy is the busy timeout (0: DefaultBusyTimeout).
+func openLedger(ctx context.Context, path, kind string, busy time.Duration) (*ledger, error) {
+	if busy <= 0 {
+		busy = DefaultBusyTimeout
+	}
+	l := &ledger{path: path, kind: kind, busy: busy}
 	if err := checkHeader(path); err != nil {
 		return nil, l.malformed("open", err.Error())
 	}
@@ -117,9 +124,9 @@ func openLedger(ctx context.Context, path, kind string) (*ledger, error) {
 	// busy timeout does not apply). Opening changes nothing that another
 	// opener would not also do, so it is tried again, for as long as the
 	// busy timeout would have waited.
-	deadline := time.Now().Add(openBusyLimit)
+	deadline := time.Now().Add(busy)
 	for attempt := 0; ; attempt++ {
-		db, err := sql.Open("sqlite", dsn(path))
+		db, err := sql.Open("sqlite", dsn(path, busy))
 		if err != nil {
 			return nil, &Error{Op: "open", Path: path, Err: err}
 		}
@@ -140,9 +147,10 @@ func openLedger(ctx context.Context, path, kind string) (*ledger, error) {
 	}
 }
 
-// openBusyLimit bounds how long opening a ledger retries SQLITE_BUSY; it
-// matches the busy timeout of every connection (dsn).
-const openBusyLimit = 10 * time.Second
+// DefaultBusyTimeout is how long a ledger connection waits for another
+// writer's lock before giving up (SQLITE_BUSY), and how long opening a
+// ledger retries; Options.BusyTimeout changes it.
+const DefaultBusyTimeout = 10 * time.Second
 
 // isBusy reports whether err is SQLite's "database is locked".
 func isBusy(err error) bool {
@@ -328,19 +336,33 @@ func (l *ledger) malformed(op, reason string) error {
 		Hint: "move the file aside to start an empty ledger (its leases are then forgotten), or restore it from a backup"}
 }
 
-// DefaultHostLedger returns the host ledger's path: $MAJLIS_HOST_LEDGER,
-// else $XDG_STATE_HOME/majlis/host.db, else ~/.local/state/majlis/host.db.
-func DefaultHostLedger() (string, error) {
-	if p := os.Getenv(HostLedgerEnv); p != "" {
+// HostLedgerPath returns the host ledger's conventional path in the
+// environment that getenv reads (the caller's: admission reads none):
+// $MAJLIS_HOST_LEDGER (made absolute), else $XDG_STATE_HOME/majlis/host.db,
+// else $HOME/.local/state/majlis/host.db.
+func HostLedgerPath(getenv func(string) string) (string, error) {
+	if p := getenv(HostLedgerEnv); p != "" {
 		return filepath.Abs(p)
 	}
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+	if d := getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
 		return filepath.Join(d, "majlis", "host.db"), nil
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", &Error{Op: "open", Err: ErrInvalid, Reason: "no host ledger location: " + err.Error(),
+	home := getenv("HOME")
+	if home == "" {
+		return "", &Error{Op: "open", Err: ErrInvalid, Reason: "no host ledger location: $HOME is not defined",
 			Hint: "set " + HostLedgerEnv + " or HOME"}
 	}
 	return filepath.Join(home, ".local", "state", "majlis", "host.db"), nil
+}
+
+// CheckHostLedgerPath reports why p cannot name the host ledger (it names
+// a folder), or nil.
+func CheckHostLedgerPath(p string) error {
+	if strings.HasSuffix(p, "/") {
+		return errors.New("it names a directory")
+	}
+	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+		return errors.New("it is a directory")
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/majlis-dev/majlis/fixtures"
 )
@@ -148,20 +149,60 @@ func TestMalformedHostLedger(t *testing.T) {
 	wantErr(t, err, ErrMalformed)
 }
 
-func TestDefaultHostLedger(t *testing.T) {
-	t.Setenv(HostLedgerEnv, "")
-	t.Setenv("XDG_STATE_HOME", "/xdg")
-	if p, _ := DefaultHostLedger(); p != "/xdg/majlis/host.db" {
-		t.Errorf("with XDG_STATE_HOME: %s", p)
+// The host ledger's conventional path comes from the environment the
+// caller passes; admission reads none, and refuses to guess one.
+func TestHostLedgerPath(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
 	}
-	t.Setenv("XDG_STATE_HOME", "")
-	t.Setenv("HOME", "/home/u")
-	if p, _ := DefaultHostLedger(); p != "/home/u/.local/state/majlis/host.db" {
-		t.Errorf("with HOME: %s", p)
+	for _, c := range []struct {
+		env  func(string) string
+		want string
+	}{
+		{env("XDG_STATE_HOME", "/xdg", "HOME", "/home/u"), "/xdg/majlis/host.db"},
+		{env("XDG_STATE_HOME", "relative", "HOME", "/home/u"), "/home/u/.local/state/majlis/host.db"},
+		{env("HOME", "/home/u"), "/home/u/.local/state/majlis/host.db"},
+		{env(HostLedgerEnv, "/shared/host.db", "XDG_STATE_HOME", "/xdg"), "/shared/host.db"},
+	} {
+		if p, err := HostLedgerPath(c.env); err != nil || p != c.want {
+			t.Errorf("HostLedgerPath = %s, %v; want %s", p, err, c.want)
+		}
 	}
-	t.Setenv(HostLedgerEnv, "/shared/host.db")
-	if p, _ := DefaultHostLedger(); p != "/shared/host.db" {
-		t.Errorf("with %s: %s", HostLedgerEnv, p)
+	if _, err := HostLedgerPath(env()); !errors.Is(err, ErrInvalid) {
+		t.Errorf("without HOME: %v, want ErrInvalid", err)
+	}
+	t.Setenv(HostLedgerEnv, "/from/the/environment.db")
+	if _, err := Open(t.Context(), newEnv(t).state, Options{}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Open without a host ledger: %v, want ErrInvalid (admission reads no environment)", err)
+	}
+	for _, bad := range []string{"/x/", t.TempDir()} {
+		if CheckHostLedgerPath(bad) == nil {
+			t.Errorf("CheckHostLedgerPath(%q) accepted a folder", bad)
+		}
+	}
+	if err := CheckHostLedgerPath(filepath.Join(t.TempDir(), "host.db")); err != nil {
+		t.Error(err)
+	}
+}
+
+// A busy timeout given as an option is the one every connection uses.
+func TestBusyTimeoutOption(t *testing.T) {
+	e := newEnv(t)
+	s, err := Open(t.Context(), e.state, Options{HostLedger: e.host, BusyTimeout: 1500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var ms int
+	if err := s.repo.db.QueryRowContext(t.Context(), `PRAGMA busy_timeout`).Scan(&ms); err != nil {
+		t.Fatal(err)
+	}
+	if ms != 1500 {
+		t.Errorf("busy_timeout %d ms, want 1500", ms)
 	}
 }
 

@@ -72,7 +72,7 @@ func runChild(mode string) int {
 				break
 			}
 		}
-		l, err := openLedger(context.Background(), os.Getenv("MAJLIS_LEDGER"), kindRepository)
+		l, err := openLedger(context.Background(), os.Getenv("MAJLIS_LEDGER"), kindRepository, 0)
 		if err == nil {
 			err = l.close()
 		}

@@ -19,10 +19,15 @@ const DefaultTTL = 10 * time.Minute
 
 // Options configure Open.
 type Options struct {
-	// HostLedger is the host ledger's path. Empty: DefaultHostLedger().
+	// HostLedger is the host ledger's path (HostLedgerPath gives the
+	// conventional one); a relative path is taken from the working
+	// directory. Required: admission reads no environment.
 	HostLedger string
 	// Now is the clock; nil means time.Now. Tests pass a fake one.
 	Now func() time.Time
+	// BusyTimeout is how long a ledger connection waits for another
+	// writer's lock; 0 means DefaultBusyTimeout.
+	BusyTimeout time.Duration
 	// Guard, when set, is asked about every checkout in which a file or
 	// intent lease would be granted, inside the repository ledger's write
 	// transaction (after BEGIN IMMEDIATE, before anything is read or
@@ -50,6 +55,7 @@ type Service struct {
 	repoID   string // physical common dir: the repository's identity here
 	repo     *ledger
 	hostPath string
+	busy     time.Duration
 	now      func() time.Time
 	guard    CheckoutGuard
 
@@ -87,15 +93,15 @@ func Open(ctx context.Context, stateDir string, opts Options) (*Service, error) 
 		return nil, &Error{Op: "open", Path: stateDir, Err: ErrNotInitialized,
 			Reason: stateDir + " is not a folder"}
 	}
-	hostPath := opts.HostLedger
-	if hostPath == "" {
-		if hostPath, err = DefaultHostLedger(); err != nil {
-			return nil, err
-		}
-	} else if hostPath, err = filepath.Abs(hostPath); err != nil {
+	if opts.HostLedger == "" {
+		return nil, &Error{Op: "open", Err: ErrInvalid, Reason: "no host ledger path given",
+			Hint: "pass Options.HostLedger (HostLedgerPath gives the conventional one)"}
+	}
+	hostPath, err := filepath.Abs(opts.HostLedger)
+	if err != nil {
 		return nil, &Error{Op: "open", Path: opts.HostLedger, Err: err}
 	}
-	repo, err := openLedger(ctx, filepath.Join(phys, RepositoryLedgerName), kindRepository)
+	repo, err := openLedger(ctx, filepath.Join(phys, RepositoryLedgerName), kindRepository, opts.BusyTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +109,7 @@ func Open(ctx context.Context, stateDir string, opts Options) (*Service, error) 
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{stateDir: phys, repoID: filepath.Dir(phys), repo: repo, hostPath: hostPath, now: now, guard: opts.Guard}, nil
+	return &Service{stateDir: phys, repoID: filepath.Dir(phys), repo: repo, hostPath: hostPath, busy: opts.BusyTimeout, now: now, guard: opts.Guard}, nil
 }
 
 // Close closes the ledgers.
@@ -168,7 +174,7 @@ func (s *Service) hostLedger(ctx context.Context, create bool) (*ledger, error) 
 	if err := os.MkdirAll(filepath.Dir(s.hostPath), 0o700); err != nil {
 		return nil, &Error{Op: "open", Path: filepath.Dir(s.hostPath), Err: err}
 	}
-	l, err := openLedger(ctx, s.hostPath, kindHost)
+	l, err := openLedger(ctx, s.hostPath, kindHost, s.busy)
 	if err != nil {
 		return nil, err
 	}

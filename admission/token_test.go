@@ -166,7 +166,7 @@ func TestLeaseOwnerProcess(t *testing.T) {
 func TestLedgerMigration(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, RepositoryLedgerName)
-	db, err := sql.Open("sqlite", dsn(path))
+	db, err := sql.Open("sqlite", dsn(path, DefaultBusyTimeout))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestLedgerMigration(t *testing.T) {
 	}
 	db.Close()
 
-	l, err := openLedger(context.Background(), path, kindRepository)
+	l, err := openLedger(context.Background(), path, kindRepository, 0)
 	if err != nil {
 		t.Fatalf("opening a ledger without token columns: %v", err)
 	}
@@ -203,7 +203,7 @@ func TestLedgerMigration(t *testing.T) {
 		t.Errorf("a lease granted before tokens needs one: %v", err)
 	}
 	// Opening again finds nothing to do.
-	l2, err := openLedger(context.Background(), path, kindRepository)
+	l2, err := openLedger(context.Background(), path, kindRepository, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

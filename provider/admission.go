@@ -14,7 +14,17 @@ import (
 // its repository ledger in the state dir, and the host ledger. The caller
 // closes the service.
 func (p *Provider) Admission(ctx context.Context) (*admission.Service, error) {
-	return admission.Open(ctx, p.StateDir, p.admissionOptions())
+	opts, err := p.admissionOptions()
+	if err != nil {
+		return nil, err
+	}
+	return admission.Open(ctx, p.StateDir, opts)
+}
+
+// hostLedger is the host ledger's path: the conventional one in this
+// process's environment (admission.HostLedgerPath).
+func (p *Provider) hostLedger() (string, error) {
+	return admission.HostLedgerPath(os.Getenv)
 }
 
 // Where Check found the holder it checked.

@@ -223,7 +223,7 @@ func (p *Provider) checkJournal(inv *inventory, add func(Finding)) {
 // checkLedgers opens the admission ledgers read-only in effect.
 func (p *Provider) checkLedgers(ctx context.Context, add func(Finding)) {
 	paths := [][2]string{{filepath.Join(p.StateDir, admission.RepositoryLedgerName), "repository"}}
-	if host, err := admission.DefaultHostLedger(); err == nil {
+	if host, err := p.hostLedger(); err == nil {
 		paths = append(paths, [2]string{host, "host"})
 	}
 	for _, l := range paths {

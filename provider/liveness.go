@@ -56,13 +56,17 @@ func (p *Provider) leaseLiveness(ctx context.Context, rec *claimRecord) error {
 }
 
 // admissionOptions are the options every admission service of the
-// provider is opened with: its guard refuses leases in a checkout that a
-// reclaim has reserved.
-func (p *Provider) admissionOptions() admission.Options {
+// provider is opened with: the host ledger, and a guard that refuses
+// leases in a checkout that a reclaim has reserved.
+func (p *Provider) admissionOptions() (admission.Options, error) {
+	host, err := p.hostLedger()
+	if err != nil {
+		return admission.Options{}, err
+	}
 	leases := p.leases
-	return admission.Options{Guard: func(ctx context.Context, checkout string) error {
+	return admission.Options{HostLedger: host, Guard: func(ctx context.Context, checkout string) error {
 		return guardCheckout(leases, checkout)
-	}}
+	}}, nil
 }
 
 // guardCheckout refuses (admission.ErrReclaiming) a lease in checkout, a
@@ -138,7 +142,11 @@ func (p *Provider) admission(ctx context.Context) (*admission.Service, error) {
 	p.admMu.Lock()
 	defer p.admMu.Unlock()
 	if p.adm == nil {
-		svc, err := admission.Open(ctx, p.StateDir, p.admissionOptions())
+		opts, err := p.admissionOptions()
+		if err != nil {
+			return nil, err
+		}
+		svc, err := admission.Open(ctx, p.StateDir, opts)
 		if err != nil {
 			return nil, err
 		}

@@ -20,7 +20,7 @@ func checkEnvironment() error {
 	if _, err := provider.ReservationTTL(); err != nil {
 		return err
 	}
-	if err := admission.CheckEnvironment(); err != nil {
+	if err := checkAdmissionEnvironment(); err != nil {
 		return err
 	}
 	if _, err := server.MaxHandlers(); err != nil {
@@ -34,6 +34,27 @@ func checkEnvironment() error {
 			return &envvar.Error{Name: holderEnv, Value: h, Reason: "not a holder name",
 				Accepted: "a holder name: printable characters, without leading or trailing spaces; unset or empty means none"}
 		}
+	}
+	return nil
+}
+
+// checkAdmissionEnvironment validates the variables whose values the CLI
+// passes to admission: MAJLIS_LEASE_TOKEN, when set, must be a lease
+// token; MAJLIS_HOST_LEDGER, when set, must name a file (a relative path
+// is taken from the working directory), not a directory.
+func checkAdmissionEnvironment() error {
+	if tok := os.Getenv(admission.TokenEnv); tok != "" && admission.ValidToken("check", tok) != nil {
+		// The value is a secret: it is not repeated in the error.
+		return &envvar.Error{Name: admission.TokenEnv, Value: "(not shown)", Reason: "not a lease token",
+			Accepted: fmt.Sprintf("a lease token: %d to %d printable characters without spaces; unset or empty means none (one is generated when a lease is acquired)", admission.MinToken, admission.MaxToken)}
+	}
+	p := os.Getenv(admission.HostLedgerEnv)
+	if p == "" {
+		return nil
+	}
+	if err := admission.CheckHostLedgerPath(p); err != nil {
+		return &envvar.Error{Name: admission.HostLedgerEnv, Value: p, Reason: err.Error(),
+			Accepted: "the path of the host ledger's SQLite file (a relative path is taken from the working directory); unset or empty means $XDG_STATE_HOME/majlis/host.db, else ~/.local/state/majlis/host.db"}
 	}
 	return nil
 }
