@@ -90,22 +90,6 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-// TestCheckLinkedWorktree: a linked worktree is checked against the
-// leases in that worktree.
-func TestCheckLinkedWorktree(t *testing.T) {
-	e := newEnv(t)
-	e.linked.WriteFile("src/a.go", "a\n")
-	res, err := e.s.Check(context.Background(), CheckRequest{Checkout: e.linked.Dir, Holder: "a", Changed: changedIn(t, e.linked.Dir)})
-	if err != nil || !slices.Equal(res.Gaps, []string{"src/a.go"}) {
-		t.Fatalf("%+v, %v", res, err)
-	}
-	e.mustAcquire("a", e.linked.Dir, "intent:src/**")
-	res, err = e.s.Check(context.Background(), CheckRequest{Checkout: e.linked.Dir, Holder: "a", Changed: changedIn(t, e.linked.Dir)})
-	if err != nil || len(res.Gaps) != 0 {
-		t.Fatalf("%+v, %v", res, err)
-	}
-}
-
 func TestPolicy(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()

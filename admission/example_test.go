@@ -13,7 +13,8 @@ import (
 
 // Two agents in one checkout: the first declares it will work under
 // src/auth and takes port 3000; the second asks for a file inside that
-// intent and for the same port, and is refused with the conflicts.
+// intent and for the same port, and is refused with the conflicts, until
+// the first releases its leases.
 func ExampleService_Acquire() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "majlis-example-")
@@ -53,9 +54,30 @@ func ExampleService_Acquire() {
 			fmt.Println("refused", c.Resource, "held by", c.Lease.Holder, "decided by", c.Policy)
 		}
 	}
+
+	// Once agent-1 releases its leases (with its token), agent-2 is
+	// admitted; the port's generation has grown.
+	rel, err := s.Release(ctx, admission.ReleaseRequest{Holder: "agent-1", Token: token})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("released", len(rel.Leases))
+	res, err = s.Acquire(ctx, admission.AcquireRequest{Holder: "agent-2", Checkout: repo,
+		Resources: []string{"file:src/auth/session.go", "host:port:3000"}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, l := range res.Leases {
+		fmt.Println(l.Holder, l.Resource, l.State, l.Generation)
+	}
 	// Output:
 	// agent-1 intent:src/auth/** active 1
 	// agent-1 host:port:3000 active 1
 	// refused host:port:3000 held by agent-1 decided by host_singleton
 	// refused file:src/auth/session.go held by agent-1 decided by same_checkout_conflict
+	// released 2
+	// agent-2 file:src/auth/session.go active 1
+	// agent-2 host:port:3000 active 2
 }

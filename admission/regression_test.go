@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -328,4 +329,40 @@ func TestPendingCleanupRace(t *testing.T) {
 	if won != 1 || len(rows) != 1 || !strings.HasSuffix(rows[0], " active") {
 		t.Fatalf("%d won; host rows %v", won, rows)
 	}
+}
+
+// TestUnsafePathTouchesNoLedger: a path refusal comes before any ledger
+// work, whatever else the request holds; the host ledger is not even
+// created (the conformance suite checks the rest).
+func TestUnsafePathTouchesNoLedger(t *testing.T) {
+	e := newEnv(t)
+	e.main.Symlink("/etc", "out")
+	_, err := e.acquire("a", "", "host:port:1", "file:out/passwd")
+	wantErr(t, err, ErrUnsafePath)
+	if l := e.list(true); len(l) != 0 {
+		t.Fatalf("leases after a refused request: %+v", l)
+	}
+	if _, err := os.Stat(e.host); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the host ledger was created: %v", err)
+	}
+	if _, err := e.acquire("a", "", "file:README.md/../x"); !errors.Is(err, ErrUnsafePath) {
+		t.Fatalf("traversal: %v", err)
+	}
+}
+
+// quarantine makes holder "a" hold file:src/a.go with a 1m ttl, then lets
+// it expire without release.
+func quarantine(t *testing.T, e *env, ownerPID int) Lease {
+	t.Helper()
+	res, err := e.s.Acquire(context.Background(), AcquireRequest{Token: testToken, Holder: "a", Checkout: e.main.Dir, TTL: time.Minute,
+		Resources: []string{"file:src/a.go"}, OwnerPID: ownerPID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Minute)
+	l := e.lease(res.Leases[0].ID)
+	if l.State != StateQuarantined {
+		t.Fatalf("expired lease is %s, want quarantined", l.State)
+	}
+	return l
 }

@@ -1,20 +1,21 @@
-package admission
+package admissiontest
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"testing"
+
+	"github.com/majlis-dev/majlis/admission"
 )
 
 // TestConflictRules runs every scope pair, in the same checkout and in
 // another worktree, literal and /**, under each value of the policy key
 // that decides it: holder "old" holds the first resource, holder "new"
 // asks for the second.
-func TestConflictRules(t *testing.T) {
-	e := newEnv(t)
+func testConflictRules(t *testing.T, open Factory) {
+	e := newEnv(t, open)
 	ctx := context.Background()
 	const same, other = true, false
 	for _, pair := range []struct {
@@ -23,46 +24,46 @@ func TestConflictRules(t *testing.T) {
 		policy              string // the key deciding the conflict; "" for none
 	}{
 		// file / file
-		{"file:src/a.go", "file:src/a.go", same, PolicySameCheckoutConflict},
+		{"file:src/a.go", "file:src/a.go", same, admission.PolicySameCheckoutConflict},
 		{"file:src/a.go", "file:src/a.go", other, ""}, // checkouts are isolated
 		{"file:src/a.go", "file:src/b.go", same, ""},
 		{"file:src/a.go", "file:src/a.go/../a.go", same, "unsafe"},
 		// file / intent
-		{"file:src/a.go", "intent:src/**", same, PolicySameCheckoutConflict},
-		{"file:src/a.go", "intent:src/**", other, PolicyCrossWorktreeOverlap},
-		{"file:src/a.go", "intent:src/a.go", same, PolicySameCheckoutConflict},
-		{"file:src/a.go", "intent:src/a.go", other, PolicyCrossWorktreeOverlap},
-		{"file:src/a.go", "intent:**", same, PolicySameCheckoutConflict},
+		{"file:src/a.go", "intent:src/**", same, admission.PolicySameCheckoutConflict},
+		{"file:src/a.go", "intent:src/**", other, admission.PolicyCrossWorktreeOverlap},
+		{"file:src/a.go", "intent:src/a.go", same, admission.PolicySameCheckoutConflict},
+		{"file:src/a.go", "intent:src/a.go", other, admission.PolicyCrossWorktreeOverlap},
+		{"file:src/a.go", "intent:**", same, admission.PolicySameCheckoutConflict},
 		{"file:src/a.go", "intent:src", same, ""}, // a literal intent covers only itself
 		{"file:src/a.go", "intent:docs/**", same, ""},
 		{"file:src/a.go", "intent:sr/**", other, ""}, // components, not string prefixes
 		// intent / file
-		{"intent:src/**", "file:src/a.go", same, PolicySameCheckoutConflict},
-		{"intent:src/**", "file:src/a.go", other, PolicyCrossWorktreeOverlap},
-		{"intent:src/a.go", "file:src/a.go", same, PolicySameCheckoutConflict},
-		{"intent:src/a.go", "file:src/a.go", other, PolicyCrossWorktreeOverlap},
-		{"intent:**", "file:README.md", other, PolicyCrossWorktreeOverlap},
+		{"intent:src/**", "file:src/a.go", same, admission.PolicySameCheckoutConflict},
+		{"intent:src/**", "file:src/a.go", other, admission.PolicyCrossWorktreeOverlap},
+		{"intent:src/a.go", "file:src/a.go", same, admission.PolicySameCheckoutConflict},
+		{"intent:src/a.go", "file:src/a.go", other, admission.PolicyCrossWorktreeOverlap},
+		{"intent:**", "file:README.md", other, admission.PolicyCrossWorktreeOverlap},
 		{"intent:src/auth/**", "file:src/a.go", same, ""},
 		// intent / intent
-		{"intent:src/**", "intent:src/auth/**", same, PolicySameCheckoutConflict},
-		{"intent:src/**", "intent:src/auth/**", other, PolicyCrossWorktreeOverlap},
-		{"intent:src/auth/**", "intent:src/**", other, PolicyCrossWorktreeOverlap},
+		{"intent:src/**", "intent:src/auth/**", same, admission.PolicySameCheckoutConflict},
+		{"intent:src/**", "intent:src/auth/**", other, admission.PolicyCrossWorktreeOverlap},
+		{"intent:src/auth/**", "intent:src/**", other, admission.PolicyCrossWorktreeOverlap},
 		{"intent:src/auth/**", "intent:src/api/**", same, ""},
-		{"intent:src", "intent:src", same, PolicySameCheckoutConflict},
-		{"intent:src", "intent:src/**", other, PolicyCrossWorktreeOverlap},
+		{"intent:src", "intent:src", same, admission.PolicySameCheckoutConflict},
+		{"intent:src", "intent:src/**", other, admission.PolicyCrossWorktreeOverlap},
 		{"intent:src/a.go", "intent:src/b.go", same, ""},
-		{"intent:**", "intent:docs/x", same, PolicySameCheckoutConflict},
+		{"intent:**", "intent:docs/x", same, admission.PolicySameCheckoutConflict},
 		// host / host: machine-wide, whatever the checkout
-		{"host:port:3000", "host:port:3000", same, PolicyHostSingleton},
-		{"host:port:3000", "host:port:3000", other, PolicyHostSingleton},
+		{"host:port:3000", "host:port:3000", same, admission.PolicyHostSingleton},
+		{"host:port:3000", "host:port:3000", other, admission.PolicyHostSingleton},
 		{"host:port:3000", "host:port:3001", same, ""},
 		// across scopes: names never meet paths
 		{"host:src/a.go", "file:src/a.go", same, ""},
 		{"file:src/a.go", "host:src/a.go", same, ""},
 	} {
-		values := []PolicyValue{Allow, Warn, Block}
-		if pair.policy == "" || pair.policy == PolicyHostSingleton || pair.policy == "unsafe" {
-			values = []PolicyValue{""}
+		values := []admission.PolicyValue{admission.Allow, admission.Warn, admission.Block}
+		if pair.policy == "" || pair.policy == admission.PolicyHostSingleton || pair.policy == "unsafe" {
+			values = []admission.PolicyValue{""}
 		}
 		for _, v := range values {
 			where := "same"
@@ -75,11 +76,11 @@ func TestConflictRules(t *testing.T) {
 					if _, err := e.s.SetPolicy(ctx, pair.policy, string(v)); err != nil {
 						t.Fatal(err)
 					}
-					defer e.s.SetPolicy(ctx, pair.policy, string(DefaultPolicy().Value(pair.policy)))
+					defer e.s.SetPolicy(ctx, pair.policy, string(admission.DefaultPolicy().Value(pair.policy)))
 				}
 				defer func() {
 					for _, h := range []string{"old", "new"} {
-						if _, err := e.s.Release(ctx, ReleaseRequest{Token: testToken, Holder: h}); err != nil {
+						if _, err := e.s.Release(ctx, admission.ReleaseRequest{Token: testToken, Holder: h}); err != nil {
 							t.Fatal(err)
 						}
 					}
@@ -94,22 +95,22 @@ func TestConflictRules(t *testing.T) {
 				switch {
 				case pair.policy == "unsafe":
 					want = "unsafe"
-				case pair.policy == PolicyHostSingleton || v == Block:
+				case pair.policy == admission.PolicyHostSingleton || v == admission.Block:
 					want = "deny"
-				case v == Warn:
+				case v == admission.Warn:
 					want = "warn"
 				}
 				switch want {
 				case "unsafe":
-					wantErr(t, err, ErrUnsafePath)
+					wantErr(t, err, admission.ErrUnsafePath)
 					return
 				case "deny":
-					ae := wantErr(t, err, ErrHeld)
+					ae := wantErr(t, err, admission.ErrHeld)
 					if len(ae.Conflicts) != 1 {
 						t.Fatalf("conflicts = %+v, want one", ae.Conflicts)
 					}
 					c := ae.Conflicts[0]
-					if c.Policy != pair.policy || c.Lease.ID != old.ID || c.Lease.Holder != "old" || c.Lease.State != StateActive {
+					if c.Policy != pair.policy || c.Lease.ID != old.ID || c.Lease.Holder != "old" || c.Lease.State != admission.StateActive {
 						t.Fatalf("conflict = %+v, want lease %s of old decided by %s", c, old.ID, pair.policy)
 					}
 					if l := e.list(false); len(l) != 1 {
@@ -120,7 +121,7 @@ func TestConflictRules(t *testing.T) {
 				if err != nil {
 					t.Fatalf("acquire: %v", err)
 				}
-				if len(res.Leases) != 1 || res.Leases[0].Holder != "new" || res.Leases[0].State != StateActive {
+				if len(res.Leases) != 1 || res.Leases[0].Holder != "new" || res.Leases[0].State != admission.StateActive {
 					t.Fatalf("leases = %+v", res.Leases)
 				}
 				wantDecided := []string{}
@@ -144,7 +145,7 @@ func TestConflictRules(t *testing.T) {
 					t.Errorf("warning = %+v, want policy %s naming lease %s", w, pair.policy, old.ID)
 				}
 				wantCode := "checkout_conflict"
-				if pair.policy == PolicyCrossWorktreeOverlap {
+				if pair.policy == admission.PolicyCrossWorktreeOverlap {
 					wantCode = "intent_overlap"
 				}
 				if w.Code != wantCode {
@@ -157,8 +158,8 @@ func TestConflictRules(t *testing.T) {
 
 // TestSameHolder: a holder never conflicts with its own active leases,
 // and asking again for what it holds returns the same lease.
-func TestSameHolder(t *testing.T) {
-	e := newEnv(t)
+func testSameHolder(t *testing.T, open Factory) {
+	e := newEnv(t, open)
 	first := e.mustAcquire("a", "", "file:src/a.go", "host:port:1")
 	again := e.mustAcquire("a", "", "intent:src/**", "file:src/a.go", "host:port:1")
 	if len(again.Leases) != 3 {
@@ -179,11 +180,11 @@ func TestSameHolder(t *testing.T) {
 
 // TestDenialIsAllOrNothing: one blocked resource refuses the whole set,
 // and every conflict is listed.
-func TestDenialIsAllOrNothing(t *testing.T) {
-	e := newEnv(t)
+func testDenialIsAllOrNothing(t *testing.T, open Factory) {
+	e := newEnv(t, open)
 	e.mustAcquire("a", "", "file:src/a.go", "file:src/b.go")
 	_, err := e.acquire("b", "", "file:src/c.go", "file:src/a.go", "intent:src/**")
-	ae := wantErr(t, err, ErrHeld)
+	ae := wantErr(t, err, admission.ErrHeld)
 	if len(ae.Conflicts) != 3 { // a.go; src/** against a.go and b.go
 		t.Fatalf("conflicts = %+v", ae.Conflicts)
 	}
@@ -199,18 +200,15 @@ func TestDenialIsAllOrNothing(t *testing.T) {
 
 // TestUnsafePathTouchesNoLedger: a path refusal comes before any ledger
 // work, whatever else the request holds.
-func TestUnsafePathTouchesNoLedger(t *testing.T) {
-	e := newEnv(t)
+func testUnsafePathTouchesNoLedger(t *testing.T, open Factory) {
+	e := newEnv(t, open)
 	e.main.Symlink("/etc", "out")
 	_, err := e.acquire("a", "", "host:port:1", "file:out/passwd")
-	wantErr(t, err, ErrUnsafePath)
+	wantErr(t, err, admission.ErrUnsafePath)
 	if l := e.list(true); len(l) != 0 {
 		t.Fatalf("leases after a refused request: %+v", l)
 	}
-	if _, err := os.Stat(e.host); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("the host ledger was created: %v", err)
-	}
-	if _, err := e.acquire("a", "", "file:README.md/../x"); !errors.Is(err, ErrUnsafePath) {
+	if _, err := e.acquire("a", "", "file:README.md/../x"); !errors.Is(err, admission.ErrUnsafePath) {
 		t.Fatalf("traversal: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package admission
+package admissiontest
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/majlis-dev/majlis/admission"
 )
 
 // TestPropertyNoConflictingGrants drives random sequences of acquire,
@@ -17,20 +19,20 @@ import (
 // implementation, that no two live grants of different holders conflict
 // at block level, that generations only grow, and that every acquire was
 // granted exactly when the model says nothing blocks it.
-func TestPropertyNoConflictingGrants(t *testing.T) {
+func testPropertyNoConflictingGrants(t *testing.T, open Factory) {
 	steps := 300
 	if testing.Short() {
 		steps = 60
 	}
-	for _, pol := range []PolicySet{
-		DefaultPolicy(),
-		{SameCheckoutConflict: Block, CrossWorktreeOverlap: Block, EnforcementGap: Warn},
-		{SameCheckoutConflict: Warn, CrossWorktreeOverlap: Block, EnforcementGap: Warn},
+	for _, pol := range []admission.PolicySet{
+		admission.DefaultPolicy(),
+		{SameCheckoutConflict: admission.Block, CrossWorktreeOverlap: admission.Block, EnforcementGap: admission.Warn},
+		{SameCheckoutConflict: admission.Warn, CrossWorktreeOverlap: admission.Block, EnforcementGap: admission.Warn},
 	} {
 		t.Run(fmt.Sprintf("%s-%s", pol.SameCheckoutConflict, pol.CrossWorktreeOverlap), func(t *testing.T) {
 			seed := rand.Uint64()
 			t.Logf("seed %d", seed)
-			runProperty(t, pol, rand.New(rand.NewPCG(seed, seed^0x5eed)), steps)
+			runProperty(t, open, pol, rand.New(rand.NewPCG(seed, seed^0x5eed)), steps)
 		})
 	}
 }
@@ -62,7 +64,7 @@ func modelOf(resource, checkout string) modelRes {
 	return m
 }
 
-func modelOfLease(l Lease) modelRes { return modelOf(l.Resource, l.Checkout) }
+func modelOfLease(l admission.Lease) modelRes { return modelOf(l.Resource, l.Checkout) }
 
 // modelCovers: does the pattern (key, subtree) include path p?
 func modelCovers(key string, subtree bool, p string) bool {
@@ -76,7 +78,7 @@ func modelCovers(key string, subtree bool, p string) bool {
 func modelPolicy(a, b modelRes) string {
 	if a.scope == "host" || b.scope == "host" {
 		if a.scope == b.scope && a.key == b.key {
-			return PolicyHostSingleton
+			return admission.PolicyHostSingleton
 		}
 		return ""
 	}
@@ -85,18 +87,18 @@ func modelPolicy(a, b modelRes) string {
 		return ""
 	}
 	if a.checkout == b.checkout {
-		return PolicySameCheckoutConflict
+		return admission.PolicySameCheckoutConflict
 	}
 	if a.scope == "file" && b.scope == "file" {
 		return ""
 	}
-	return PolicyCrossWorktreeOverlap
+	return admission.PolicyCrossWorktreeOverlap
 }
 
-func runProperty(t *testing.T, pol PolicySet, rng *rand.Rand, steps int) {
-	e := newEnv(t)
+func runProperty(t *testing.T, open Factory, pol admission.PolicySet, rng *rand.Rand, steps int) {
+	e := newEnv(t, open)
 	ctx := context.Background()
-	for _, k := range ConflictPolicyKeys() {
+	for _, k := range admission.ConflictPolicyKeys() {
 		if _, err := e.s.SetPolicy(ctx, k, string(pol.Value(k))); err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +107,7 @@ func runProperty(t *testing.T, pol PolicySet, rng *rand.Rand, steps int) {
 	checkouts := []string{e.main.Dir, e.linked.Dir}
 	roots := map[string]string{}
 	for _, d := range checkouts {
-		co, err := OpenCheckout(d)
+		co, err := admission.OpenCheckout(d)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +130,7 @@ func runProperty(t *testing.T, pol PolicySet, rng *rand.Rand, steps int) {
 			}
 			ttl := time.Duration(1+rng.IntN(10)) * time.Minute
 			what = fmt.Sprintf("acquire %s %v in %s ttl %v", h, rs, dir, ttl)
-			res, err := e.s.Acquire(ctx, AcquireRequest{Token: testToken, Holder: h, Checkout: dir, Resources: rs, TTL: ttl})
+			res, err := e.s.Acquire(ctx, admission.AcquireRequest{Token: testToken, Holder: h, Checkout: dir, Resources: rs, TTL: ttl})
 			checkAdmission(t, step, what, pol, before, h, roots[dir], rs, res, err)
 		case op < 60: // renew
 			h := holders[rng.IntN(len(holders))]
@@ -139,8 +141,8 @@ func runProperty(t *testing.T, pol PolicySet, rng *rand.Rand, steps int) {
 				}
 			}
 			what = fmt.Sprintf("renew %s %v", h, ids)
-			_, err := e.s.Renew(ctx, RenewRequest{Token: testToken, Holder: h, IDs: ids, TTL: time.Duration(1+rng.IntN(10)) * time.Minute})
-			if err != nil && !errors.Is(err, ErrQuarantined) && !errors.Is(err, ErrNotFound) {
+			_, err := e.s.Renew(ctx, admission.RenewRequest{Token: testToken, Holder: h, IDs: ids, TTL: time.Duration(1+rng.IntN(10)) * time.Minute})
+			if err != nil && !errors.Is(err, admission.ErrQuarantined) && !errors.Is(err, admission.ErrNotFound) {
 				t.Fatalf("step %d: %s: %v", step, what, err)
 			}
 		case op < 75: // release
@@ -152,7 +154,7 @@ func runProperty(t *testing.T, pol PolicySet, rng *rand.Rand, steps int) {
 				}
 			}
 			what = fmt.Sprintf("release %s %v", h, ids)
-			if _, err := e.s.Release(ctx, ReleaseRequest{Token: testToken, Holder: h, IDs: ids}); err != nil {
+			if _, err := e.s.Release(ctx, admission.ReleaseRequest{Token: testToken, Holder: h, IDs: ids}); err != nil {
 				t.Fatalf("step %d: %s: %v", step, what, err)
 			}
 		case op < 90: // time passes
@@ -160,9 +162,9 @@ func runProperty(t *testing.T, pol PolicySet, rng *rand.Rand, steps int) {
 			what = fmt.Sprintf("advance %v", d)
 			e.clock.Advance(d)
 		default: // resolve a quarantine
-			var q []Lease
+			var q []admission.Lease
 			for _, l := range before {
-				if l.State == StateQuarantined {
+				if l.State == admission.StateQuarantined {
 					q = append(q, l)
 				}
 			}
@@ -171,19 +173,19 @@ func runProperty(t *testing.T, pol PolicySet, rng *rand.Rand, steps int) {
 			}
 			l := q[rng.IntN(len(q))]
 			what = "resolve " + l.ID
-			if _, err := e.s.Resolve(ctx, ResolveRequest{ID: l.ID, WriterStopped: true}); err != nil {
+			if _, err := e.s.Resolve(ctx, admission.ResolveRequest{ID: l.ID, WriterStopped: true}); err != nil {
 				t.Fatalf("step %d: %s: %v", step, what, err)
 			}
 		}
 
 		// Invariants, read from the ledgers.
 		all := e.list(true)
-		var live []Lease
+		var live []admission.Lease
 		for _, l := range all {
 			switch l.State {
-			case StatePending:
+			case admission.StatePending:
 				t.Fatalf("step %d (%s): pending lease %+v after a finished admission", step, what, l)
-			case StateActive, StateQuarantined:
+			case admission.StateActive, admission.StateQuarantined:
 				live = append(live, l)
 			}
 			m := modelOfLease(l)
@@ -203,7 +205,7 @@ func runProperty(t *testing.T, pol PolicySet, rng *rand.Rand, steps int) {
 				if a.Holder == b.Holder {
 					continue
 				}
-				if k := modelPolicy(modelOfLease(a), modelOfLease(b)); k != "" && pol.Value(k) == Block {
+				if k := modelPolicy(modelOfLease(a), modelOfLease(b)); k != "" && pol.Value(k) == admission.Block {
 					t.Fatalf("step %d (%s): conflicting live grants (%s):\n%+v\n%+v", step, what, k, a, b)
 				}
 			}
@@ -214,20 +216,20 @@ func runProperty(t *testing.T, pol PolicySet, rng *rand.Rand, steps int) {
 // checkAdmission compares an acquire's outcome with the model: granted
 // exactly when no live lease blocks a requested resource; quarantined
 // when a blocking lease is quarantined.
-func checkAdmission(t *testing.T, step int, what string, pol PolicySet, before []Lease, holder, root string,
-	rs []string, res *AcquireResult, err error) {
+func checkAdmission(t *testing.T, step int, what string, pol admission.PolicySet, before []admission.Lease, holder, root string,
+	rs []string, res *admission.AcquireResult, err error) {
 	t.Helper()
 	blocked, quarantined := false, false
 	for _, r := range rs {
 		m := modelOf(r, root)
 		for _, l := range before {
-			if l.Holder == holder && l.State == StateActive {
+			if l.Holder == holder && l.State == admission.StateActive {
 				continue
 			}
 			k := modelPolicy(m, modelOfLease(l))
-			if k != "" && pol.Value(k) == Block {
+			if k != "" && pol.Value(k) == admission.Block {
 				blocked = true
-				quarantined = quarantined || l.State == StateQuarantined
+				quarantined = quarantined || l.State == admission.StateQuarantined
 			}
 		}
 	}
@@ -236,9 +238,9 @@ func checkAdmission(t *testing.T, step int, what string, pol PolicySet, before [
 		t.Fatalf("step %d: %s: refused although nothing blocks it: %v", step, what, err)
 	case blocked && err == nil:
 		t.Fatalf("step %d: %s: granted %+v although the model blocks it", step, what, res.Leases)
-	case blocked && quarantined && !errors.Is(err, ErrQuarantined):
+	case blocked && quarantined && !errors.Is(err, admission.ErrQuarantined):
 		t.Fatalf("step %d: %s: %v, want ErrQuarantined", step, what, err)
-	case blocked && !quarantined && !errors.Is(err, ErrHeld):
+	case blocked && !quarantined && !errors.Is(err, admission.ErrHeld):
 		t.Fatalf("step %d: %s: %v, want ErrHeld", step, what, err)
 	}
 }

@@ -1,4 +1,4 @@
-package admission
+package admissiontest
 
 import (
 	"context"
@@ -6,9 +6,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/majlis-dev/majlis/admission"
 )
 
-func TestRequestID(t *testing.T) {
+func testRequestID(t *testing.T, open Factory) {
 	for _, tc := range []struct {
 		name      string
 		resources []string
@@ -18,9 +19,9 @@ func TestRequestID(t *testing.T) {
 		{"mixed", []string{"file:src/a.go", "host:port:1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t)
+			e := newEnv(t, open)
 			ctx := context.Background()
-			req := AcquireRequest{Token: testToken, Holder: "a", Checkout: e.main.Dir, Resources: tc.resources, RequestID: "req-1"}
+			req := admission.AcquireRequest{Token: testToken, Holder: "a", Checkout: e.main.Dir, Resources: tc.resources, RequestID: "req-1"}
 			first, err := e.s.Acquire(ctx, req)
 			if err != nil {
 				t.Fatal(err)
@@ -54,7 +55,7 @@ func TestRequestID(t *testing.T) {
 			}
 
 			// Other arguments under the same id refuse.
-			for _, other := range []AcquireRequest{
+			for _, other := range []admission.AcquireRequest{
 				{Token: testToken, Holder: "b", Checkout: e.main.Dir, Resources: tc.resources, RequestID: "req-1"},
 				{Token: testToken, Holder: "a", Checkout: e.main.Dir, Resources: append([]string{"file:other"}, tc.resources...), RequestID: "req-1"},
 				{Token: testToken, Holder: "a", Checkout: e.main.Dir, Resources: tc.resources, RequestID: "req-1", TTL: time.Hour},
@@ -62,7 +63,7 @@ func TestRequestID(t *testing.T) {
 				{Holder: "a", Checkout: e.main.Dir, Resources: tc.resources, RequestID: "req-1"},
 			} {
 				_, err := e.s.Acquire(ctx, other)
-				wantErr(t, err, ErrRequestConflict)
+				wantErr(t, err, admission.ErrRequestConflict)
 			}
 			if diff := cmp.Diff(before, e.list(true)); diff != "" {
 				t.Errorf("a conflicting request changed the ledgers:\n%s", diff)
@@ -73,45 +74,45 @@ func TestRequestID(t *testing.T) {
 
 // TestRequestIDNotRecordedOnDenial: a denied request leaves its id free,
 // so a retry after the conflict clears is admitted.
-func TestRequestIDNotRecordedOnDenial(t *testing.T) {
-	e := newEnv(t)
+func testRequestIDNotRecordedOnDenial(t *testing.T, open Factory) {
+	e := newEnv(t, open)
 	ctx := context.Background()
 	e.mustAcquire("a", "", "file:x")
-	req := AcquireRequest{Token: testToken, Holder: "b", Checkout: e.main.Dir, Resources: []string{"file:x"}, RequestID: "r"}
+	req := admission.AcquireRequest{Token: testToken, Holder: "b", Checkout: e.main.Dir, Resources: []string{"file:x"}, RequestID: "r"}
 	_, err := e.s.Acquire(ctx, req)
-	wantErr(t, err, ErrHeld)
-	e.s.Release(ctx, ReleaseRequest{Token: testToken, Holder: "a"})
+	wantErr(t, err, admission.ErrHeld)
+	e.s.Release(ctx, admission.ReleaseRequest{Token: testToken, Holder: "a"})
 	res, err := e.s.Acquire(ctx, req)
 	if err != nil || res.Replayed {
 		t.Fatalf("retry: %+v, %v", res, err)
 	}
 }
 
-func TestRequestIDRenewReleaseResolve(t *testing.T) {
-	e := newEnv(t)
+func testRequestIDRenewReleaseResolve(t *testing.T, open Factory) {
+	e := newEnv(t, open)
 	ctx := context.Background()
 	l := e.mustAcquire("a", "", "file:x").Leases[0]
-	r1, err := e.s.Renew(ctx, RenewRequest{Token: testToken, Holder: "a", TTL: time.Hour, RequestID: "renew-1"})
+	r1, err := e.s.Renew(ctx, admission.RenewRequest{Token: testToken, Holder: "a", TTL: time.Hour, RequestID: "renew-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(time.Minute)
-	r2, err := e.s.Renew(ctx, RenewRequest{Token: testToken, Holder: "a", TTL: time.Hour, RequestID: "renew-1"})
+	r2, err := e.s.Renew(ctx, admission.RenewRequest{Token: testToken, Holder: "a", TTL: time.Hour, RequestID: "renew-1"})
 	if err != nil || !r2.Replayed || !r2.Leases[0].ExpiresAt.Equal(r1.Leases[0].ExpiresAt) {
 		t.Fatalf("renew replay: %+v, %v", r2, err)
 	}
 	if got := e.lease(l.ID).ExpiresAt; !got.Equal(r1.Leases[0].ExpiresAt) {
 		t.Fatalf("a replayed renewal extended the lease to %v", got)
 	}
-	_, err = e.s.Renew(ctx, RenewRequest{Token: testToken, Holder: "a", TTL: 2 * time.Hour, RequestID: "renew-1"})
-	wantErr(t, err, ErrRequestConflict)
-	_, err = e.s.Release(ctx, ReleaseRequest{Token: testToken, Holder: "a", RequestID: "renew-1"})
-	wantErr(t, err, ErrRequestConflict)
+	_, err = e.s.Renew(ctx, admission.RenewRequest{Token: testToken, Holder: "a", TTL: 2 * time.Hour, RequestID: "renew-1"})
+	wantErr(t, err, admission.ErrRequestConflict)
+	_, err = e.s.Release(ctx, admission.ReleaseRequest{Token: testToken, Holder: "a", RequestID: "renew-1"})
+	wantErr(t, err, admission.ErrRequestConflict)
 
-	if _, err := e.s.Release(ctx, ReleaseRequest{Token: testToken, Holder: "a", RequestID: "rel"}); err != nil {
+	if _, err := e.s.Release(ctx, admission.ReleaseRequest{Token: testToken, Holder: "a", RequestID: "rel"}); err != nil {
 		t.Fatal(err)
 	}
-	rel, err := e.s.Release(ctx, ReleaseRequest{Token: testToken, Holder: "a", RequestID: "rel"})
+	rel, err := e.s.Release(ctx, admission.ReleaseRequest{Token: testToken, Holder: "a", RequestID: "rel"})
 	if err != nil || !rel.Replayed || len(rel.Leases) != 1 {
 		t.Fatalf("release replay: %+v, %v", rel, err)
 	}
@@ -119,8 +120,8 @@ func TestRequestIDRenewReleaseResolve(t *testing.T) {
 
 // TestGenerations: a resource's generation grows with every grant, across
 // release and re-acquisition, and is never reused; resources count apart.
-func TestGenerations(t *testing.T) {
-	e := newEnv(t)
+func testGenerations(t *testing.T, open Factory) {
+	e := newEnv(t, open)
 	ctx := context.Background()
 	want := map[string]int64{}
 	for round := 1; round <= 4; round++ {
@@ -132,14 +133,14 @@ func TestGenerations(t *testing.T) {
 					t.Fatalf("round %d: %s generation %d, want %d", round, l.Resource, l.Generation, want[l.Resource])
 				}
 			}
-			if _, err := e.s.Release(ctx, ReleaseRequest{Token: testToken, Holder: h}); err != nil {
+			if _, err := e.s.Release(ctx, admission.ReleaseRequest{Token: testToken, Holder: h}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	// Renewal keeps the generation; another checkout counts apart.
 	l := e.mustAcquire("a", "", "file:x").Leases[0]
-	r, err := e.s.Renew(ctx, RenewRequest{Token: testToken, Holder: "a", IDs: []string{l.ID}})
+	r, err := e.s.Renew(ctx, admission.RenewRequest{Token: testToken, Holder: "a", IDs: []string{l.ID}})
 	if err != nil || r.Leases[0].Generation != l.Generation {
 		t.Fatalf("renew: %+v, %v", r, err)
 	}
@@ -149,7 +150,7 @@ func TestGenerations(t *testing.T) {
 	// A denied mixed request may consume a host generation, never reuse one.
 	e.mustAcquire("z", "", "file:blocked")
 	_, err = e.acquire("y", "", "file:blocked", "host:port:1")
-	wantErr(t, err, ErrHeld)
+	wantErr(t, err, admission.ErrHeld)
 	g := e.mustAcquire("y", "", "host:port:1").Leases[0].Generation
 	if g <= want["host:port:1"] {
 		t.Fatalf("host:port:1 generation %d after %d", g, want["host:port:1"])
