@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/majlis-dev/majlis/internal/durable"
 )
 
 // A linked worktree's administrative entry is the directory
@@ -268,41 +270,18 @@ func PinWorktree(adminDir, token string) error {
 		return errors.New("gitops: a pin is one line")
 	}
 	name := filepath.Join(adminDir, pinFile)
-	f, err := os.CreateTemp(adminDir, pinFile+".tmp-*")
-	if err != nil {
+	err := durable.Publish(adminDir, pinFile, []byte(token+"\n"))
+	if !errors.Is(err, durable.ErrExists) {
 		return err
 	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	_, err = f.WriteString(token + "\n")
-	if err == nil {
-		err = f.Sync()
+	got, rerr := WorktreePin(adminDir)
+	if rerr != nil {
+		return rerr
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	if got != token {
+		return fmt.Errorf("%w: %s holds %q", ErrPinMismatch, name, got)
 	}
-	if err != nil {
-		return err
-	}
-	if err := os.Link(tmp, name); err != nil {
-		if !errors.Is(err, fs.ErrExist) {
-			return err
-		}
-		got, rerr := WorktreePin(adminDir)
-		if rerr != nil {
-			return rerr
-		}
-		if got != token {
-			return fmt.Errorf("%w: %s holds %q", ErrPinMismatch, name, got)
-		}
-		return nil
-	}
-	d, err := os.Open(adminDir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return nil
 }
 
 // WorktreePin returns the token the worktree entry adminDir is pinned
