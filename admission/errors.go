@@ -29,7 +29,7 @@ var (
 	// owner process that is proven dead; it can be released without its
 	// token, and then the admission can succeed.
 	ErrRecoverable = errors.New("admission: held by a dead owner; recoverable")
-	// ErrHookExists: InstallHook found a pre-commit hook that majlis did
+	// ErrHookExists: the hook installer (majlis hook install) found a pre-commit hook that majlis did
 	// not write (or a backup it would overwrite); it is left untouched.
 	ErrHookExists = errors.New("admission: a pre-commit hook majlis did not write is installed")
 )
