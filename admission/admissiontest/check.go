@@ -95,7 +95,7 @@ func testCheck(t *testing.T, open Factory) {
 
 	// A linked worktree is checked against the leases in that worktree.
 	e.linked.WriteFile("src/a.go", "a\n")
-	res, err = e.check(e.linked.Dir)
+	_, err = e.check(e.linked.Dir)
 	ae = wantErr(t, err, admission.ErrPolicyBlocked)
 	if !slices.Equal(ae.Gaps, []string{"src/a.go"}) {
 		t.Fatalf("linked worktree: %+v", ae.Gaps)
