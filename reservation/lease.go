@@ -8,13 +8,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/gofrs/flock"
+	"github.com/majlis-dev/majlis/internal/durable"
 	"github.com/majlis-dev/majlis/internal/procid"
-	"golang.org/x/sys/unix"
 )
 
 // A Request describes the lease an Acquire asks for.
@@ -225,33 +224,17 @@ func (d *Dir) undoLink(res string, f *os.File, cause error) error {
 	return cause
 }
 
-// writeTemp writes rec to a new temporary file in the directory, locks it
-// and fsyncs it. The caller owns the returned descriptor and name.
+// writeTemp writes rec to a new temporary file in the directory, locked
+// and fsynced (durable.WriteTemp). The caller owns the returned descriptor
+// and name.
 func (d *Dir) writeTemp(op string, rec *Record) (*os.File, string, error) {
 	data, err := encodeRecord(rec)
 	if err != nil {
 		return nil, "", &Error{Op: op, Resource: rec.Resource, Err: err}
 	}
-	tmp := filepath.Join(d.path, "."+rec.Resource+"."+newToken()[:16]+tmpSuffix)
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_CLOEXEC, 0o600)
+	f, tmp, err := durable.WriteTemp(d.path, rec.Resource, data, func() { d.step(op + "/temp-created") })
 	if err != nil {
 		return nil, "", &Error{Op: op, Resource: rec.Resource, Path: tmp, Err: err}
-	}
-	fail := func(err error) (*os.File, string, error) {
-		f.Close()
-		os.Remove(tmp)
-		return nil, "", &Error{Op: op, Resource: rec.Resource, Path: tmp, Err: err}
-	}
-	// Lock first: from here on a sweeper sees the file as in use.
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		return fail(err)
-	}
-	d.step(op + "/temp-created")
-	if _, err := f.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
 	}
 	return f, tmp, nil
 }

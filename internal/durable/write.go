@@ -57,7 +57,10 @@ func (e *Error) Reason() string {
 // An Option adjusts a write.
 type Option func(*options)
 
-type options struct{ perm fs.FileMode }
+type options struct {
+	perm    fs.FileMode
+	created func()
+}
 
 // Perm sets the written file's permission bits (default 0600).
 func Perm(perm fs.FileMode) Option { return func(o *options) { o.perm = perm } }
@@ -98,28 +101,12 @@ func write(dir, name string, data []byte, replace bool, opts []Option) error {
 	if !validName(name) {
 		return &Error{Op: op, Path: target, Err: ErrInvalid}
 	}
-	tmp := filepath.Join(dir, "."+name+"."+randomHex(8)+TempSuffix)
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_CLOEXEC, 0o600)
+	f, tmp, err := writeTemp(dir, name, data, o)
 	if err != nil {
 		return &Error{Op: op, Path: tmp, Err: err}
 	}
 	defer os.Remove(tmp)
 	defer f.Close()
-	// The lock marks the temporary file as in use for sweepers.
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		return &Error{Op: op, Path: tmp, Err: err}
-	}
-	if _, err := f.Write(data); err != nil {
-		return &Error{Op: op, Path: tmp, Err: err}
-	}
-	if o.perm != 0o600 {
-		if err := f.Chmod(o.perm); err != nil {
-			return &Error{Op: op, Path: tmp, Err: err}
-		}
-	}
-	if err := f.Sync(); err != nil {
-		return &Error{Op: op, Path: tmp, Err: err}
-	}
 	if replace {
 		err = os.Rename(tmp, target)
 	} else {
@@ -138,6 +125,54 @@ func write(dir, name string, data []byte, replace bool, opts []Option) error {
 		return &Error{Op: op, Path: dir, Err: err}
 	}
 	return nil
+}
+
+// WriteTemp is the first half of a durable write, for callers that keep
+// the file open afterwards (a lease file's owner holds its lock as the
+// witness that it is alive): it creates the temporary file
+// dir/.<name>.<random>.tmp, locks it (flock, exclusive), calls created (a
+// seam for crash tests; may be nil), writes data and fsyncs it. The caller
+// owns the returned descriptor and name: it links or renames the file to
+// its name, removes the temporary name, and fsyncs the folder (SyncDir).
+// On error nothing is left behind and the name returned is the temporary
+// file's, for the message.
+func WriteTemp(dir, name string, data []byte, created func()) (*os.File, string, error) {
+	if !validName(name) {
+		return nil, filepath.Join(dir, name), ErrInvalid
+	}
+	return writeTemp(dir, name, data, options{perm: 0o600, created: created})
+}
+
+func writeTemp(dir, name string, data []byte, o options) (*os.File, string, error) {
+	tmp := filepath.Join(dir, "."+name+"."+randomHex(8)+TempSuffix)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, tmp, err
+	}
+	fail := func(err error) (*os.File, string, error) {
+		f.Close()
+		os.Remove(tmp)
+		return nil, tmp, err
+	}
+	// Lock first: from here on a sweeper sees the file as in use.
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return fail(err)
+	}
+	if o.created != nil {
+		o.created()
+	}
+	if _, err := f.Write(data); err != nil {
+		return fail(err)
+	}
+	if o.perm != 0o600 {
+		if err := f.Chmod(o.perm); err != nil {
+			return fail(err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	return f, tmp, nil
 }
 
 // SameFile reports whether path (not followed) names the file open as f.

@@ -4,8 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestPublishNeverOverwrites(t *testing.T) {
@@ -126,5 +129,38 @@ func TestMkdirAll(t *testing.T) {
 	}
 	if err := SyncDir(filepath.Join(base, "missing")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("SyncDir of a missing folder: %v", err)
+	}
+}
+
+// WriteTemp leaves a complete, locked temporary file named for sweepers:
+// .<name>.<16 hex digits>.tmp.
+func TestWriteTemp(t *testing.T) {
+	dir := t.TempDir()
+	called := false
+	f, tmp, err := WriteTemp(dir, "res", []byte("data"), func() { called = true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if !called {
+		t.Error("created was not called")
+	}
+	base := filepath.Base(tmp)
+	if filepath.Dir(tmp) != dir || !strings.HasPrefix(base, ".res.") || !strings.HasSuffix(base, TempSuffix) || len(base) != len(".res.")+16+len(TempSuffix) {
+		t.Errorf("temporary name %s", tmp)
+	}
+	if b, _ := os.ReadFile(tmp); string(b) != "data" {
+		t.Errorf("content %q", b)
+	}
+	g, err := os.Open(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if err := unix.Flock(int(g.Fd()), unix.LOCK_EX|unix.LOCK_NB); err == nil {
+		t.Error("the temporary file is not locked")
+	}
+	if _, _, err := WriteTemp(dir, ".res.0123456789abcdef.tmp", nil, nil); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a temporary-shaped name: %v", err)
 	}
 }
