@@ -74,6 +74,13 @@
 // admission reads no environment variable. Policy lives in the repository
 // ledger, never in a worktree.
 //
+// # Backends
+//
+// Backend is the set of ledger operations admission offers (acquire with
+// its conflict lookup, renew, release, resolve, list, policy, check);
+// Service, on the SQLite ledgers, is its one implementation. Package
+// admissiontest is the conformance suite any other backend must pass.
+//
 // The package knows nothing of cobra or output formats; results carry
 // snake_case JSON tags so the CLI can print them as they are.
 package admission
