@@ -59,6 +59,9 @@ func (r *Reader) worktreeHeadInProcess(ctx context.Context, worktree string) (st
 		if !strings.HasPrefix(ref, "refs/") {
 			return "", false
 		}
+		if id, ok := r.looseBranch(gitdir, ref); ok {
+			return id, true
+		}
 		id, err := r.ResolveCommit(ctx, ref)
 		return id, err == nil
 	}
@@ -66,6 +69,52 @@ func (r *Reader) worktreeHeadInProcess(ctx context.Context, worktree string) (st
 		return h, true
 	}
 	return "", false
+}
+
+// looseBranch resolves the branch ref (refs/heads/...) that the linked
+// worktree with git directory gitdir has checked out, from its loose ref
+// file in the common directory, which git reads before packed-refs. A
+// branch that is not a plain loose file naming an object (packed, a
+// symbolic ref, another ref storage) reports !ok and is resolved the
+// general way. The commit each object id peels to is looked up once per
+// Reader: listing a thousand worktrees at a few commits reads a few
+// objects.
+func (r *Reader) looseBranch(gitdir, ref string) (string, bool) {
+	if !strings.HasPrefix(ref, "refs/heads/") || !plainRefName(ref) {
+		return "", false
+	}
+	common, err := os.ReadFile(filepath.Join(gitdir, "commondir"))
+	if err != nil {
+		return "", false
+	}
+	dir := strings.TrimRight(string(common), "\n")
+	if dir == "" || strings.ContainsAny(dir, "\n\x00") {
+		return "", false
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(gitdir, dir)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(ref)))
+	if err != nil {
+		return "", false
+	}
+	id := strings.TrimSuffix(string(data), "\n")
+	if len(id) != 40 || !isObjectID(id) { // go-git reads SHA-1 repositories only
+		return "", false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.peeled[id]; ok {
+		return c, true
+	}
+	c, ok := r.peelToCommit(plumbing.NewHash(id))
+	if ok {
+		if r.peeled == nil {
+			r.peeled = map[string]string{}
+		}
+		r.peeled[id] = c
+	}
+	return c, ok
 }
 
 // RefExists reports whether the full ref name (refs/...) exists, in

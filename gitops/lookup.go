@@ -29,8 +29,9 @@ type Reader struct {
 	dir  string  // absolute path the Reader was opened on
 	tree cmdOpts // names dir's git dir and work tree when dir is a worktree's top level (openTree)
 
-	mu   sync.Mutex
-	repo *gogit.Repository // nil: every question goes to the git CLI
+	mu     sync.Mutex
+	repo   *gogit.Repository // nil: every question goes to the git CLI
+	peeled map[string]string // object id -> the commit it peels to (objects never change)
 }
 
 // OpenReader opens the repository containing path (any directory of any

@@ -203,13 +203,27 @@ func (p *Provider) readBinding(binding string) ([]*claimRecord, error) {
 }
 
 func (p *Provider) readBindingRecords(binding string) ([]*claimRecord, error) {
+	recs, _, err := p.readBindingFiles(binding)
+	return recs, err
+}
+
+// readBindingFiles reads binding's records from their files and returns
+// them with what the claims index records of them: the folder's and each
+// file's identity, taken before it was read (nil when they cannot be
+// taken, or the folder does not exist).
+func (p *Provider) readBindingFiles(binding string) ([]*claimRecord, *indexBinding, error) {
 	dir := p.claimsDir(binding)
+	ix := &indexBinding{Binding: binding}
+	var err error
+	if ix.Dir, err = lstatKey(dir); err != nil {
+		ix = nil
+	}
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, &Error{Op: "read", Binding: binding, Path: dir, Err: err}
+		return nil, nil, &Error{Op: "read", Binding: binding, Path: dir, Err: err}
 	}
 	bySeq := map[int]*claimRecord{}
 	var events []string
@@ -221,7 +235,7 @@ func (p *Provider) readBindingRecords(binding string) ([]*claimRecord, error) {
 		seqStr, kind, ok := strings.Cut(name, ".")
 		seq, err := strconv.Atoi(seqStr)
 		if !ok || err != nil || seq < 1 || len(seqStr) != 6 {
-			return nil, &Error{Op: "read", Binding: binding, Path: filepath.Join(dir, name), Err: ErrMalformed,
+			return nil, nil, &Error{Op: "read", Binding: binding, Path: filepath.Join(dir, name), Err: ErrMalformed,
 				Reason: "unexpected file in the claims folder", Hint: "move it out of the majlis state folder"}
 		}
 		if kind != "claim" {
@@ -230,14 +244,22 @@ func (p *Provider) readBindingRecords(binding string) ([]*claimRecord, error) {
 		}
 		rec := &claimRecord{Events: map[string]*Event{}}
 		path := filepath.Join(dir, name)
-		if rec.Digest, err = readRecord(path, "claim", formatClaim, &rec.Claim); err != nil {
-			return nil, err
+		var key statKey
+		if rec.Digest, key, err = readRecordKeyed(path, "claim", formatClaim, &rec.Claim); err != nil {
+			return nil, nil, err
 		}
 		if rec.Claim.Binding != binding || rec.Claim.Seq != seq {
-			return nil, &Error{Op: "read", Binding: binding, Path: path, Err: ErrMalformed,
+			return nil, nil, &Error{Op: "read", Binding: binding, Path: path, Err: ErrMalformed,
 				Reason: fmt.Sprintf("claim names %s #%d", rec.Claim.Binding, rec.Claim.Seq)}
 		}
 		bySeq[seq] = rec
+		if key == (statKey{}) {
+			ix = nil
+		}
+		if ix != nil {
+			c := rec.Claim
+			ix.Files = append(ix.Files, indexFile{Name: name, Key: key, Digest: rec.Digest, Claim: &c})
+		}
 	}
 	for _, name := range events {
 		path := filepath.Join(dir, name)
@@ -245,21 +267,34 @@ func (p *Provider) readBindingRecords(binding string) ([]*claimRecord, error) {
 		seq, _ := strconv.Atoi(seqStr)
 		rec := bySeq[seq]
 		var ev Event
-		if _, err := readRecord(path, "event", formatEvent, &ev); err != nil {
-			return nil, err
+		_, key, err := readRecordKeyed(path, "event", formatEvent, &ev)
+		if err != nil {
+			return nil, nil, err
 		}
 		if rec == nil || ev.Kind != kind || ev.Seq != seq || ev.Binding != binding || ev.ClaimDigest != rec.Digest {
-			return nil, &Error{Op: "read", Binding: binding, Path: path, Err: ErrMalformed,
+			return nil, nil, &Error{Op: "read", Binding: binding, Path: path, Err: ErrMalformed,
 				Reason: "event does not match its claim"}
 		}
 		rec.Events[kind] = &ev
+		if key == (statKey{}) {
+			ix = nil
+		}
+		if ix != nil {
+			e := ev
+			ix.Files = append(ix.Files, indexFile{Name: name, Key: key, Event: &e})
+		}
 	}
+	return sortedRecords(bySeq), ix, nil
+}
+
+// sortedRecords returns a binding's records, oldest first.
+func sortedRecords(bySeq map[int]*claimRecord) []*claimRecord {
 	out := make([]*claimRecord, 0, len(bySeq))
 	for _, r := range bySeq {
 		out = append(out, r)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Claim.Seq < out[j].Claim.Seq })
-	return out, nil
+	return out
 }
 
 // bindings lists the bindings that have a claims folder.
@@ -352,14 +387,31 @@ func (p *Provider) readAllBindings() ([][]*claimRecord, error) {
 }
 
 // readBindingsEach reads every binding's claims, concurrently, and
-// returns each binding's records or error, in binding order.
+// returns each binding's records or error, in binding order. A binding the
+// claims index holds unchanged is taken from it (claimsindex.go); when any
+// was read from its records, a new index is written.
 func (p *Provider) readBindingsEach() ([]string, [][]*claimRecord, []error, error) {
+	return p.readBindingsThrough(p.loadClaimsIndex)
+}
+
+// readBindingsFromRecords is readBindingsEach from the records alone, never
+// the index: the answer when anything is in doubt.
+func (p *Provider) readBindingsFromRecords() ([]string, [][]*claimRecord, []error, error) {
+	return p.readBindingsThrough(func() map[string]*indexBinding { return nil })
+}
+
+func (p *Provider) readBindingsThrough(loadIndex func() map[string]*indexBinding) ([]string, [][]*claimRecord, []error, error) {
+	tmp, started := p.startClaimsIndex()
 	bindings, err := p.bindings()
 	if err != nil {
+		abandonClaimsIndex(tmp)
 		return nil, nil, nil, err
 	}
+	index := loadIndex()
 	out := make([][]*claimRecord, len(bindings))
 	errs := make([]error, len(bindings))
+	fresh := make([]*indexBinding, len(bindings))
+	var reread atomic.Bool
 	workers := min(len(bindings), 2*runtime.GOMAXPROCS(0))
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -368,10 +420,30 @@ func (p *Provider) readBindingsEach() ([]string, [][]*claimRecord, []error, erro
 		go func() {
 			defer wg.Done()
 			for i := int(next.Add(1)) - 1; i < len(bindings); i = int(next.Add(1)) - 1 {
-				out[i], errs[i] = p.readBinding(bindings[i])
+				b := bindings[i]
+				if ix := index[b]; ix != nil {
+					if recs, ok := ix.records(p.claimsDir(b)); ok {
+						out[i], fresh[i] = recs, ix
+						continue
+					}
+				}
+				reread.Store(true)
+				out[i], fresh[i], errs[i] = p.readBindingFiles(b)
+				if errs[i] != nil {
+					fresh[i] = nil
+					var pe *Error
+					if errors.Is(errs[i], ErrMalformed) && errors.As(errs[i], &pe) && pe.Hint == "" {
+						pe.Binding, pe.Hint = b, damageHint(b)
+					}
+				}
 			}
 		}()
 	}
 	wg.Wait()
+	if tmp != nil && (reread.Load() || len(index) != len(bindings)) {
+		_ = p.writeClaimsIndex(tmp, started, fresh) // derived state: a failure only costs the next reader time
+	} else {
+		abandonClaimsIndex(tmp)
+	}
 	return bindings, out, errs, nil
 }

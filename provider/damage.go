@@ -92,7 +92,16 @@ type inventory struct {
 // than refusing the whole inventory. Other failures (an unreadable
 // folder) still refuse.
 func (p *Provider) readInventory() (*inventory, error) {
-	bindings, recs, errs, err := p.readBindingsEach()
+	return p.inventoryOf(p.readBindingsEach())
+}
+
+// readInventoryFromRecords is readInventory from the records alone, never
+// the claims index.
+func (p *Provider) readInventoryFromRecords() (*inventory, error) {
+	return p.inventoryOf(p.readBindingsFromRecords())
+}
+
+func (p *Provider) inventoryOf(bindings []string, recs [][]*claimRecord, errs []error, err error) (*inventory, error) {
 	if err != nil {
 		return nil, err
 	}

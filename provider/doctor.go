@@ -104,7 +104,7 @@ func (p *Provider) Doctor(ctx context.Context) (*DoctorReport, error) {
 
 	// The claims folder: every record decodes and validates.
 	rep.Checked = append(rep.Checked, "claims")
-	inv, err := p.readInventory()
+	inv, err := p.readInventoryFromRecords()
 	var live []*claimRecord
 	if err != nil {
 		var pe *Error

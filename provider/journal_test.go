@@ -129,7 +129,7 @@ func TestJournalIncompleteFallsBack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			peers, err := p.retainedPeers(t.Context(), rec, fastCheck)
+			peers, err := p.retainedPeers(t.Context(), rec)
 			if err != nil {
 				t.Fatal(err)
 			}

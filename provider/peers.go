@@ -32,33 +32,136 @@ type Peer struct {
 	Overlaps bool   `json:"overlaps"`
 }
 
-// How retainedPeers learns the repository's workspaces.
-const (
-	fullCheck = false // from every claim record, validating all of them
-	fastCheck = true  // from the claims journal when it proves no overlap (journal.go)
-)
-
 // retainedPeers lists every retained peer of the target claim and judges
 // whether each overlaps it. It reads the state folder and the filesystem
-// afresh on every call: callers run it immediately before every
+// afresh on every call: reclaim runs it immediately before every
 // destructive effect.
 //
-// A fastCheck takes the workspaces from the claims journal, which names a
-// superset of them; when that finds a workspace that overlaps, or the
-// journal cannot be used, the answer comes from the full check instead.
-func (p *Provider) retainedPeers(ctx context.Context, target *claimRecord, fast bool) ([]Peer, error) {
-	if fast {
-		peers, err := p.checkPeers(ctx, target, true)
-		if err == nil || !errors.Is(err, errJournalUnusable) && !errors.Is(err, errJournalOverlap) {
-			return peers, err
+// It takes the workspaces from the claims journal, which names a superset
+// of them (journal.go); when that finds a workspace that overlaps, or the
+// journal cannot be used, the answer comes from the claim records
+// themselves (retainedPeersFromRecords), never from the claims index.
+func (p *Provider) retainedPeers(ctx context.Context, target *claimRecord) ([]Peer, error) {
+	facts, err := p.collectPeers(ctx, target, p.journalWorkspaces)
+	if err == nil {
+		peers := judgePeers(facts)
+		if !slices.ContainsFunc(peers, func(pr Peer) bool { return pr.Overlaps && pr.Kind == PeerWorkspace }) {
+			return peers, nil
 		}
+	} else if !errors.Is(err, errJournalUnusable) {
+		return nil, err
 	}
-	return p.checkPeers(ctx, target, false)
+	return p.retainedPeersFromRecords(ctx, target)
 }
 
-var errJournalOverlap = errors.New("a workspace the journal names overlaps")
+// retainedPeersFromClaims is retainedPeers from every claim, read through
+// the claims index (claimsindex.go): what a preview shows. The reclaim
+// that follows decides with retainedPeers before every destructive step.
+func (p *Provider) retainedPeersFromClaims(ctx context.Context, target *claimRecord) ([]Peer, error) {
+	facts, err := p.collectPeers(ctx, target, inventoryWorkspaces(p.readInventory))
+	if err != nil {
+		return nil, err
+	}
+	return judgePeers(facts), nil
+}
 
-func (p *Provider) checkPeers(ctx context.Context, target *claimRecord, fromJournal bool) ([]Peer, error) {
+// retainedPeersFromRecords is retainedPeers from every claim record read
+// from its file, each validated: the answer whenever the journal is in
+// doubt.
+func (p *Provider) retainedPeersFromRecords(ctx context.Context, target *claimRecord) ([]Peer, error) {
+	facts, err := p.collectPeers(ctx, target, inventoryWorkspaces(p.readInventoryFromRecords))
+	if err != nil {
+		return nil, err
+	}
+	return judgePeers(facts), nil
+}
+
+// A peerCandidate is one place that may hold a retained peer's files, as
+// collected: where it is, and what the file system and git said of it.
+type peerCandidate struct {
+	Kind, Path, Binding string
+	// Unresolvable: the place could not be resolved (why); it cannot be
+	// shown to be elsewhere.
+	Unresolvable string
+	Overlap      pathid.Overlap // A = the target, B = the candidate
+	// Ignores, for a candidate that contains the target: why its git
+	// ignores the target's folder; empty when it does not.
+	Ignores string
+}
+
+// peerFacts are what the peer check collects before it judges.
+type peerFacts struct {
+	Candidates []peerCandidate
+}
+
+// A workspaceSource lists the workspaces of the repository, in any state,
+// that may still have files: every one except the target claim itself,
+// failed allocations, and reclaimed workspaces whose directory is attested
+// absent now. Damaged bindings contribute every place they may be.
+type workspaceSource func(target *claimRecord) ([]workspacePlace, error)
+
+// A workspacePlace is a workspace's path, as a source names it.
+type workspacePlace struct{ Path, Binding string }
+
+// journalWorkspaces is the workspaceSource of the claims journal (a
+// superset of the claim records' workspaces), or errJournalUnusable.
+func (p *Provider) journalWorkspaces(target *claimRecord) ([]workspacePlace, error) {
+	claims, err := p.readJournal()
+	if err != nil {
+		return nil, err
+	}
+	var out []workspacePlace
+	for _, c := range claims {
+		if c.Digest == target.Digest || c.Failed {
+			continue
+		}
+		if c.Reclaimed && absentNow(c.Path, c.Dev, c.Ino, c.Digest) {
+			continue
+		}
+		out = append(out, workspacePlace{c.Path, c.Binding})
+	}
+	return out, nil
+}
+
+// inventoryWorkspaces is the workspaceSource of the claims as read.
+func inventoryWorkspaces(read func() (*inventory, error)) workspaceSource {
+	return func(target *claimRecord) ([]workspacePlace, error) {
+		inv, err := read()
+		if err != nil {
+			return nil, err
+		}
+		// A damaged binding's workspaces are peers wherever they may be.
+		stand, err := inv.peerRecords("reclaim")
+		if err != nil {
+			return nil, err
+		}
+		var out []workspacePlace
+		for _, r := range stand {
+			out = append(out, workspacePlace{r.Claim.Path, r.Claim.Binding})
+		}
+		for _, recs := range inv.good {
+			for _, r := range recs {
+				if r.Digest == target.Digest || r.has(EventFailed) {
+					continue
+				}
+				// A reclaimed workspace whose kept trash was purged or restored
+				// (then a newer claim has the directory) is not a peer either.
+				if r.has(EventReclaimed) && (attestedAbsent(r) || r.has(EventPurged)) {
+					continue
+				}
+				out = append(out, workspacePlace{r.Claim.Path, r.Claim.Binding})
+			}
+		}
+		return out, nil
+	}
+}
+
+// collectPeers gathers every candidate peer of the target: the workspaces
+// the source names, every worktree git lists (the main one included), and
+// every independent repository nested inside the target; each resolved on
+// the file system and compared with the target, and, where one contains
+// the target, whether its git ignores it.
+func (p *Provider) collectPeers(ctx context.Context, target *claimRecord, source workspaceSource) (*peerFacts, error) {
 	t := target.Claim
 	tr, err := pathid.Resolve(t.Path)
 	if err != nil {
@@ -81,106 +184,38 @@ func (p *Provider) checkPeers(ctx context.Context, target *claimRecord, fromJour
 		}
 	}()
 
-	var peers []Peer
+	facts := &peerFacts{}
 	// A workspace is usually listed twice (its claim and git's entry):
 	// resolve each path once per check, and the directories they share
 	// once too.
 	resolver := pathid.NewResolver()
 	resolved := map[string]pathid.Resolved{}
-	add := func(kind, path, binding string) error {
+	add := func(kind, path, binding string) {
+		c := peerCandidate{Kind: kind, Path: path, Binding: binding}
 		pr, ok := resolved[path]
-		var err error
 		if !ok {
-			if pr, err = resolver.Resolve(path); err == nil {
-				resolved[path] = pr
+			var err error
+			if pr, err = resolver.Resolve(path); err != nil {
+				c.Unresolvable = err.Error()
+				facts.Candidates = append(facts.Candidates, c)
+				return
 			}
+			resolved[path] = pr
 		}
-		if err != nil {
-			// A peer whose place cannot be resolved cannot be shown to be
-			// elsewhere: it overlaps.
-			peers = append(peers, Peer{Kind: kind, Path: path, Binding: binding, Overlaps: true,
-				Relation: "unresolvable: " + err.Error()})
-			return nil
+		c.Overlap = tr.Compare(pr)
+		if c.Overlap.Relation == pathid.BContainsA && kind != PeerNestedRepo {
+			_, c.Ignores = p.peerIgnores(ctx, path, c.Overlap, tr)
 		}
-		o := tr.Compare(pr) // A = target, B = peer
-		peer := Peer{Kind: kind, Path: path, Binding: binding}
-		switch o.Relation {
-		case pathid.Disjoint:
-			peer.Relation = "disjoint"
-		case pathid.BContainsA:
-			// The target lies inside the peer: allowed only where the peer
-			// ignores it, so none of the peer's own files are in it.
-			if kind != PeerNestedRepo {
-				if ok, why := p.peerIgnores(ctx, path, o, tr); ok {
-					peer.Relation = "contains the target, which it ignores (" + why + ")"
-					break
-				}
-			}
-			peer.Overlaps, peer.Relation = true, "contains the target ("+o.String()+")"
-		default:
-			peer.Overlaps, peer.Relation = true, o.String()
-		}
-		peers = append(peers, peer)
-		return nil
+		facts.Candidates = append(facts.Candidates, c)
 	}
 
-	// Every majlis workspace of the repository, in any state, except the
-	// target claim itself. One is ignored only when it was reclaimed AND its
-	// directory is attested absent now.
-	if fromJournal {
-		claims, err := p.readJournal()
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range claims {
-			if c.Digest == target.Digest || c.Failed {
-				continue
-			}
-			if c.Reclaimed && absentNow(c.Path, c.Dev, c.Ino, c.Digest) {
-				continue
-			}
-			if err := add(PeerWorkspace, c.Path, c.Binding); err != nil {
-				return nil, err
-			}
-			if peers[len(peers)-1].Overlaps {
-				return nil, errJournalOverlap
-			}
-		}
+	workspaces, err := source(target)
+	if err != nil {
+		return nil, err
 	}
-	var all [][]*claimRecord
-	if !fromJournal {
-		inv, err := p.readInventory()
-		if err != nil {
-			return nil, err
-		}
-		all = inv.good
-		// A damaged binding's workspaces are peers wherever they may be.
-		stand, err := inv.peerRecords("reclaim")
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range stand {
-			if err := add(PeerWorkspace, r.Claim.Path, r.Claim.Binding); err != nil {
-				return nil, err
-			}
-		}
+	for _, w := range workspaces {
+		add(PeerWorkspace, w.Path, w.Binding)
 	}
-	for _, recs := range all {
-		for _, r := range recs {
-			if r.Digest == target.Digest || r.has(EventFailed) {
-				continue
-			}
-			// A reclaimed workspace whose kept trash was purged or restored
-			// (then a newer claim has the directory) is not a peer either.
-			if r.has(EventReclaimed) && (attestedAbsent(r) || r.has(EventPurged)) {
-				continue
-			}
-			if err := add(PeerWorkspace, r.Claim.Path, r.Claim.Binding); err != nil {
-				return nil, err
-			}
-		}
-	}
-	// Every worktree git knows, the main one included.
 	wt := <-listed
 	received = true
 	paths, err := wt.paths, wt.err
@@ -203,9 +238,7 @@ func (p *Provider) checkPeers(ctx context.Context, target *claimRecord, fromJour
 		if w == p.main {
 			kind = PeerMainWorktree
 		}
-		if err := add(kind, w, ""); err != nil {
-			return nil, err
-		}
+		add(kind, w, "")
 	}
 	// Every independent repository nested inside the target. The target's
 	// own checked-out submodules are part of it, not peers: their work is
@@ -220,14 +253,37 @@ func (p *Provider) checkPeers(ctx context.Context, target *claimRecord, fromJour
 			Reason: "cannot search the workspace for nested repositories: " + err.Error()}
 	}
 	for _, n := range nested {
-		if owned[n] {
-			continue
-		}
-		if err := add(PeerNestedRepo, n, ""); err != nil {
-			return nil, err
+		if !owned[n] {
+			add(PeerNestedRepo, n, "")
 		}
 	}
-	return peers, nil
+	return facts, nil
+}
+
+// judgePeers decides, from the collected facts alone, which candidates
+// overlap the target. A candidate whose place cannot be resolved cannot be
+// shown to be elsewhere: it overlaps. One that contains the target
+// overlaps unless its git ignores the target (so none of its own files
+// are in it); a nested repository always does.
+func judgePeers(f *peerFacts) []Peer {
+	peers := make([]Peer, 0, len(f.Candidates))
+	for _, c := range f.Candidates {
+		peer := Peer{Kind: c.Kind, Path: c.Path, Binding: c.Binding}
+		switch {
+		case c.Unresolvable != "":
+			peer.Overlaps, peer.Relation = true, "unresolvable: "+c.Unresolvable
+		case c.Overlap.Relation == pathid.Disjoint:
+			peer.Relation = "disjoint"
+		case c.Overlap.Relation == pathid.BContainsA && c.Kind != PeerNestedRepo && c.Ignores != "":
+			peer.Relation = "contains the target, which it ignores (" + c.Ignores + ")"
+		case c.Overlap.Relation == pathid.BContainsA:
+			peer.Overlaps, peer.Relation = true, "contains the target ("+c.Overlap.String()+")"
+		default:
+			peer.Overlaps, peer.Relation = true, c.Overlap.String()
+		}
+		peers = append(peers, peer)
+	}
+	return peers
 }
 
 // attestedAbsent reports whether a reclaimed workspace's directory is gone

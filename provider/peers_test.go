@@ -181,12 +181,12 @@ func peerList(t *testing.T, p *Provider, binding string) []Peer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	peers, err := p.retainedPeers(t.Context(), rec, fullCheck)
+	peers, err := p.retainedPeersFromClaims(t.Context(), rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The fast check (from the claims journal) must see the same peers.
-	fast, err := p.retainedPeers(t.Context(), rec, fastCheck)
+	// The check from the claims journal must see the same peers.
+	fast, err := p.retainedPeers(t.Context(), rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1217,105 +1217,81 @@ func TestReclaimSuccessPath(t *testing.T) {
 }
 
 // BenchmarkPeerCheck times the retained-peer check of one target (what
-// reclaim runs before every destructive step) against 100, 300 and 1,000
-// other workspaces; each is a claim and a worktree entry, so about twice as
-// many peers are judged. Goal: under 20 ms at 1,000. The parts/ runs time
-// the check's three inputs on their own, to show where the time goes.
+// reclaim runs before every destructive step) in the shared repository of
+// 1,000 workspaces (scale_bench_test.go); each is a claim and a worktree
+// entry, so about twice as many peers are judged. Goal: under 20 ms. The
+// full/ run is the check from every claim record (what a preview runs
+// when the claims index cannot be used); the parts/ runs time the check's
+// inputs on their own, to show where the time goes.
 func BenchmarkPeerCheck(b *testing.B) {
 	ctx := context.Background()
-	repo := fixtures.NewRepo(b)
-	if _, err := Init(ctx, repo.Dir, InitOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	p, err := Open(ctx, repo.Dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer p.Close()
-	if _, err := p.Allocate(ctx, AllocateOptions{Binding: "target"}); err != nil {
-		b.Fatal(err)
-	}
-	target, err := p.current("bench", "target")
-	if err != nil {
-		b.Fatal(err)
-	}
-	n := 0
-	for _, size := range []int{100, 300, 1000} {
-		t0 := time.Now()
-		for ; n < size; n++ {
-			benchWorkspace(b, p, fmt.Sprintf("W-%04d", n))
+	s := scaleRepository(b)
+	p, target := s.p, s.target
+	size := scaleWorkspaces
+	b.Run(fmt.Sprintf("workspaces=%d", size), func(b *testing.B) {
+		var peers []Peer
+		var err error
+		for b.Loop() {
+			if peers, err = p.retainedPeers(ctx, target); err != nil {
+				b.Fatal(err)
+			}
 		}
-		b.Logf("%d workspaces made in %v", size, time.Since(t0))
-		b.Run(fmt.Sprintf("workspaces=%d", size), func(b *testing.B) {
-			var peers []Peer
-			for b.Loop() {
-				if peers, err = p.retainedPeers(ctx, target, fastCheck); err != nil {
-					b.Fatal(err)
-				}
+		b.ReportMetric(float64(len(peers)), "peers")
+		for _, pr := range peers {
+			if pr.Overlaps {
+				b.Fatalf("peer %+v overlaps", pr)
 			}
-			b.ReportMetric(float64(len(peers)), "peers")
-			for _, pr := range peers {
-				if pr.Overlaps {
-					b.Fatalf("peer %+v overlaps", pr)
-				}
+		}
+	})
+	b.Run(fmt.Sprintf("full/workspaces=%d", size), func(b *testing.B) {
+		for b.Loop() {
+			if _, err := p.retainedPeersFromRecords(ctx, target); err != nil {
+				b.Fatal(err)
 			}
-		})
-		b.Run(fmt.Sprintf("full/workspaces=%d", size), func(b *testing.B) {
-			for b.Loop() {
-				if _, err := p.retainedPeers(ctx, target, fullCheck); err != nil {
-					b.Fatal(err)
-				}
+		}
+	})
+	b.Run(fmt.Sprintf("parts/journal/workspaces=%d", size), func(b *testing.B) {
+		for b.Loop() {
+			if _, err := p.readJournal(); err != nil {
+				b.Fatal(err)
 			}
-		})
-		b.Run(fmt.Sprintf("parts/journal/workspaces=%d", size), func(b *testing.B) {
-			for b.Loop() {
-				if _, err := p.readJournal(); err != nil {
-					b.Fatal(err)
-				}
+		}
+	})
+	b.Run(fmt.Sprintf("parts/claims/workspaces=%d", size), func(b *testing.B) {
+		for b.Loop() {
+			if _, err := p.readAllBindings(); err != nil {
+				b.Fatal(err)
 			}
-		})
-		b.Run(fmt.Sprintf("parts/claims/workspaces=%d", size), func(b *testing.B) {
-			for b.Loop() {
-				bindings, err := p.bindings()
-				if err != nil {
-					b.Fatal(err)
-				}
-				for _, bd := range bindings {
-					if _, err := p.readBinding(bd); err != nil {
-						b.Fatal(err)
-					}
-				}
+		}
+	})
+	b.Run(fmt.Sprintf("parts/worktrees/workspaces=%d", size), func(b *testing.B) {
+		for b.Loop() {
+			if _, err := gitops.WorktreePaths(ctx, p.Reg.CommonDir); err != nil {
+				b.Fatal(err)
 			}
-		})
-		b.Run(fmt.Sprintf("parts/worktrees/workspaces=%d", size), func(b *testing.B) {
-			for b.Loop() {
-				if _, err := gitops.WorktreePaths(ctx, p.Reg.CommonDir); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		paths, err := gitops.WorktreePaths(ctx, p.Reg.CommonDir)
+		}
+	})
+	paths, err := gitops.WorktreePaths(ctx, p.Reg.CommonDir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run(fmt.Sprintf("parts/resolve/paths=%d", 2*len(paths)), func(b *testing.B) {
+		tr, err := pathid.Resolve(target.Claim.Path)
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run(fmt.Sprintf("parts/resolve/paths=%d", 2*len(paths)), func(b *testing.B) {
-			tr, err := pathid.Resolve(target.Claim.Path)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for b.Loop() {
-				for range 2 { // once for the claim, once for the worktree entry
-					for _, w := range paths {
-						pr, err := pathid.Resolve(w)
-						if err != nil {
-							b.Fatal(err)
-						}
-						tr.Compare(pr)
+		for b.Loop() {
+			for range 2 { // once for the claim, once for the worktree entry
+				for _, w := range paths {
+					pr, err := pathid.Resolve(w)
+					if err != nil {
+						b.Fatal(err)
 					}
+					tr.Compare(pr)
 				}
 			}
-		})
-	}
+		}
+	})
 }
 
 // benchWorkspace makes a real workspace as Allocate does (claim, git

@@ -247,7 +247,7 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 	if err != nil {
 		return nil, err
 	}
-	peers, err := p.retainedPeers(ctx, rec, fullCheck)
+	peers, err := p.retainedPeersFromClaims(ctx, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -735,7 +735,7 @@ func (p *Provider) recheck(ctx context.Context, rec *claimRecord, lease *heldRes
 	if err := p.leaseLiveness(ctx, now); err != nil {
 		return err
 	}
-	peers, err := p.retainedPeers(ctx, now, fastCheck)
+	peers, err := p.retainedPeers(ctx, now)
 	if err != nil {
 		return err
 	}

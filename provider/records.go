@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"bytes"
 	"errors"
 	"os"
 
@@ -42,4 +43,34 @@ func readRecord(path, kind, format string, v interface{ check() error }) (string
 		return "", &Error{Op: "read", Path: path, Reason: err.Error(), Err: ErrMalformed}
 	}
 	return digest, nil
+}
+
+// readRecordKeyed is readRecord, also returning the file's identity as
+// the claims index records it, taken from the open file before it is read.
+// A file whose identity cannot be taken gets a zero key, which no file
+// ever matches.
+func readRecordKeyed(path, kind, format string, v interface{ check() error }) (string, statKey, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", statKey{}, err
+		}
+		return "", statKey{}, &Error{Op: "read", Path: path, Err: err}
+	}
+	defer f.Close()
+	var key statKey
+	size := 512
+	if fi, err := f.Stat(); err == nil {
+		key, _ = keyOf(fi)
+		size = int(fi.Size()) + 1
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	if _, err := buf.ReadFrom(f); err != nil {
+		return "", statKey{}, &Error{Op: "read", Path: path, Err: err}
+	}
+	digest, err := unseal(buf.Bytes(), kind, format, v)
+	if err != nil {
+		return "", statKey{}, &Error{Op: "read", Path: path, Reason: err.Error(), Err: ErrMalformed}
+	}
+	return digest, key, nil
 }

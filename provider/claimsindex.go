@@ -1,0 +1,310 @@
+package provider
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/majlis-dev/majlis/internal/failpoint"
+)
+
+// The claims index, <state>/claims.index, lets the commands that read every
+// binding's claims (list, allocate, the reclaim preview and its peer check)
+// read one file instead of a folder and two or three sealed records per
+// binding. It is derived state, never a source of truth:
+//
+//   - It holds, for each binding folder, the records read from it, each
+//     beside the file identity (device, inode, size, change and
+//     modification times) the folder and every file had when they were
+//     read. A binding is taken from the index only when its folder and
+//     every file in it still have those identities: publishing, removing
+//     or rewriting any record changes its folder's or its own change time,
+//     which nobody can set back. Anything else (a binding the index does
+//     not hold, one whose files changed, an index that is missing, torn,
+//     corrupt or of another format) is read from the records themselves.
+//   - A binding is written into the index only when its folder and files
+//     were last changed before the index began to be built (the change
+//     time of the index's temporary file), since a change in the same
+//     tick of the file system's clock would leave the times as they were
+//     (git's "racily clean" entries).
+//   - Every reader that reads a binding from its records writes a new
+//     index, whole, to a temporary file it then renames over the old one:
+//     concurrent writers each leave a complete index, and a crash leaves
+//     the old one. No fsync: a torn index is only a slower read.
+//
+// So the index can always be rebuilt from the claims (deleting it is
+// harmless), and what it returns is what reading the records would have
+// returned at that moment.
+const claimsIndexName = "claims.index"
+
+// claimsIndexMagic starts the index: its format and version.
+const claimsIndexMagic = "majlis-claims-index-1\n"
+
+var errIndexUnusable = errors.New("claims index unusable")
+
+// A statKey is what a file's identity and times were when it was read.
+type statKey struct {
+	Dev, Ino, Size uint64
+	Ctime, Mtime   int64 // nanoseconds since the epoch
+}
+
+// An indexFile is one record of a binding folder.
+type indexFile struct {
+	Name   string
+	Key    statKey
+	Digest string // the record's digest
+	Claim  *Claim // for a claim; else Event
+	Event  *Event
+}
+
+// An indexBinding is one binding folder.
+type indexBinding struct {
+	Binding string
+	Dir     statKey
+	Files   []indexFile
+}
+
+func (p *Provider) claimsIndexPath() string { return filepath.Join(p.StateDir, claimsIndexName) }
+
+// loadClaimsIndex reads the index, or nil when there is none that can be
+// used.
+func (p *Provider) loadClaimsIndex() map[string]*indexBinding {
+	data, err := os.ReadFile(p.claimsIndexPath())
+	if err != nil {
+		return nil
+	}
+	bs, err := decodeClaimsIndex(data)
+	if err != nil {
+		return nil
+	}
+	out := make(map[string]*indexBinding, len(bs))
+	for _, b := range bs {
+		out[b.Binding] = b
+	}
+	return out
+}
+
+// records returns the binding's records as readBindingRecords would,
+// when the folder and every file are as the index saw them; ok is false
+// otherwise.
+func (b *indexBinding) records(dir string) (recs []*claimRecord, ok bool) {
+	if k, err := lstatKey(dir); err != nil || k != b.Dir {
+		return nil, false
+	}
+	bySeq := map[int]*claimRecord{}
+	for _, f := range b.Files {
+		if k, err := lstatKey(dir + string(filepath.Separator) + f.Name); err != nil || k != f.Key {
+			return nil, false
+		}
+		if f.Claim != nil {
+			bySeq[f.Claim.Seq] = &claimRecord{Claim: *f.Claim, Digest: f.Digest, Events: map[string]*Event{}}
+		}
+	}
+	for _, f := range b.Files {
+		if f.Event != nil {
+			ev := *f.Event
+			bySeq[ev.Seq].Events[ev.Kind] = &ev // decodeClaimsIndex checked that the claim is there
+		}
+	}
+	return sortedRecords(bySeq), true
+}
+
+// writeClaimsIndex writes bs as the new index through tmp (open, made
+// before any of them was read) and renames it into place. racy is the
+// time the index began: bindings changed at or after it are left out.
+func (p *Provider) writeClaimsIndex(tmp *os.File, racy int64, bs []*indexBinding) error {
+	defer os.Remove(tmp.Name()) // after a successful rename, nothing is there
+	var keep []*indexBinding
+	for _, b := range bs {
+		if b != nil && !b.racy(racy) {
+			keep = append(keep, b)
+		}
+	}
+	_, err := tmp.Write(encodeClaimsIndex(keep))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := fpIndexWrite.Inject(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), p.claimsIndexPath())
+}
+
+func (b *indexBinding) racy(t int64) bool {
+	if b.Dir.Ctime >= t || b.Dir.Mtime >= t {
+		return true
+	}
+	for _, f := range b.Files {
+		if f.Key.Ctime >= t || f.Key.Mtime >= t {
+			return true
+		}
+	}
+	return false
+}
+
+// startClaimsIndex creates the temporary file a new index is written to,
+// and returns it with its change time: the file system's clock now. nil
+// when the state folder cannot be written (the index is then only read).
+func (p *Provider) startClaimsIndex() (*os.File, int64) {
+	f, err := os.CreateTemp(p.StateDir, ".claims.index-*.tmp")
+	if err != nil {
+		return nil, 0
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = f.Chmod(0o644) // readable as the journal and the records are
+	}
+	if err == nil {
+		if k, ok := keyOf(fi); ok {
+			return f, min(k.Ctime, k.Mtime)
+		}
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return nil, 0
+}
+
+// abandonClaimsIndex removes an index that will not be written.
+func abandonClaimsIndex(f *os.File) {
+	if f != nil {
+		f.Close()
+		os.Remove(f.Name())
+	}
+}
+
+func lstatKey(path string) (statKey, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return statKey{}, err
+	}
+	k, ok := keyOf(fi)
+	if !ok {
+		return statKey{}, errIndexUnusable
+	}
+	return k, nil
+}
+
+var indexCRC = crc32.MakeTable(crc32.Castagnoli)
+
+// encodeClaimsIndex renders the index: the magic line, the bindings, and
+// a CRC-32C of everything before it.
+func encodeClaimsIndex(bs []*indexBinding) []byte {
+	var w ixWriter
+	w.b = append(w.b, claimsIndexMagic...)
+	w.uvarint(uint64(len(bs)))
+	for _, b := range bs {
+		w.str(b.Binding)
+		w.key(b.Dir)
+		w.uvarint(uint64(len(b.Files)))
+		for _, f := range b.Files {
+			w.str(f.Name)
+			w.key(f.Key)
+			w.str(f.Digest)
+			if f.Claim != nil {
+				w.b = append(w.b, 'c')
+				w.claim(f.Claim)
+			} else {
+				w.b = append(w.b, 'e')
+				w.event(f.Event)
+			}
+		}
+	}
+	return binary.BigEndian.AppendUint32(w.b, crc32.Checksum(w.b, indexCRC))
+}
+
+// decodeClaimsIndex parses an index. It must be complete, checksummed,
+// and every record in it valid and consistent with its file's name, as
+// readBindingRecords requires of the records themselves; anything else is
+// errIndexUnusable.
+func decodeClaimsIndex(data []byte) ([]*indexBinding, error) {
+	if len(data) < len(claimsIndexMagic)+4 || string(data[:len(claimsIndexMagic)]) != claimsIndexMagic {
+		return nil, fmt.Errorf("%w: unknown format", errIndexUnusable)
+	}
+	body := data[:len(data)-4]
+	if binary.BigEndian.Uint32(data[len(data)-4:]) != crc32.Checksum(body, indexCRC) {
+		return nil, fmt.Errorf("%w: checksum mismatch", errIndexUnusable)
+	}
+	r := ixReader{b: body[len(claimsIndexMagic):]}
+	n := r.count()
+	var out []*indexBinding
+	seen := map[string]bool{}
+	for range n {
+		b := &indexBinding{Binding: r.str(), Dir: r.key()}
+		nf := r.count()
+		for range nf {
+			f := indexFile{Name: r.str(), Key: r.key(), Digest: r.str()}
+			switch r.byte() {
+			case 'c':
+				f.Claim = r.claim()
+			case 'e':
+				f.Event = r.event()
+			default:
+				r.fail()
+			}
+			b.Files = append(b.Files, f)
+		}
+		if r.err != nil {
+			break
+		}
+		if seen[b.Binding] {
+			return nil, fmt.Errorf("%w: binding %s twice", errIndexUnusable, b.Binding)
+		}
+		seen[b.Binding] = true
+		if err := b.check(); err != nil {
+			return nil, fmt.Errorf("%w: binding %s: %v", errIndexUnusable, b.Binding, err)
+		}
+		out = append(out, b)
+	}
+	if r.err != nil || len(r.b) != 0 {
+		return nil, fmt.Errorf("%w: malformed", errIndexUnusable)
+	}
+	return out, nil
+}
+
+// check holds an indexed binding to what readBindingRecords accepts.
+func (b *indexBinding) check() error {
+	if ValidBinding(b.Binding) != nil {
+		return errors.New("bad binding")
+	}
+	claims := map[int]string{}
+	names := map[string]bool{}
+	for _, f := range b.Files {
+		if names[f.Name] || strings.ContainsRune(f.Name, filepath.Separator) {
+			return errors.New("bad file name")
+		}
+		names[f.Name] = true
+		if f.Claim == nil {
+			continue
+		}
+		c := f.Claim
+		if err := c.check(); err != nil {
+			return err
+		}
+		if c.Format != formatClaim || c.Binding != b.Binding || f.Name != claimName(c.Seq, "claim") || !strings.HasPrefix(f.Digest, "sha256:") {
+			return errors.New("claim does not match its file")
+		}
+		claims[c.Seq] = f.Digest
+	}
+	for _, f := range b.Files {
+		if f.Claim != nil {
+			continue
+		}
+		e := f.Event
+		if err := e.check(); err != nil {
+			return err
+		}
+		if e.Format != formatEvent || e.Binding != b.Binding || f.Name != claimName(e.Seq, e.Kind) || claims[e.Seq] == "" || claims[e.Seq] != e.ClaimDigest {
+			return errors.New("event does not match its claim")
+		}
+	}
+	return nil
+}
+
+var fpIndexWrite = failpoint.New("claims-index/write")
