@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,7 +38,7 @@ func (r *Reader) worktreeHeadInProcess(ctx context.Context, worktree string) (st
 	if r.repo == nil {
 		return "", false
 	}
-	dotgit, err := os.ReadFile(filepath.Join(worktree, ".git"))
+	dotgit, err := readSmallFile(filepath.Join(worktree, ".git"))
 	if err != nil {
 		return "", false // a directory (main worktree) or unreadable: ask git
 	}
@@ -50,7 +49,7 @@ func (r *Reader) worktreeHeadInProcess(ctx context.Context, worktree string) (st
 	if !filepath.IsAbs(gitdir) {
 		gitdir = filepath.Join(worktree, gitdir)
 	}
-	head, err := os.ReadFile(filepath.Join(gitdir, "HEAD"))
+	head, err := readSmallFile(filepath.Join(gitdir, "HEAD"))
 	if err != nil {
 		return "", false
 	}
@@ -83,7 +82,7 @@ func (r *Reader) looseBranch(gitdir, ref string) (string, bool) {
 	if !strings.HasPrefix(ref, "refs/heads/") || !plainRefName(ref) {
 		return "", false
 	}
-	common, err := os.ReadFile(filepath.Join(gitdir, "commondir"))
+	common, err := readSmallFile(filepath.Join(gitdir, "commondir"))
 	if err != nil {
 		return "", false
 	}
@@ -94,7 +93,7 @@ func (r *Reader) looseBranch(gitdir, ref string) (string, bool) {
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(gitdir, dir)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(ref)))
+	data, err := readSmallFile(filepath.Join(dir, filepath.FromSlash(ref)))
 	if err != nil {
 		return "", false
 	}
@@ -213,25 +212,4 @@ func worktreePathsInProcess(commonDir string) (paths []string, ok, partial bool)
 		paths = append(paths, filepath.Clean(filepath.Dir(p)))
 	}
 	return paths, true, false
-}
-
-// readSmallFile reads a file of a few hundred bytes, such as a worktree's
-// gitdir, in one read: with many worktrees the fstat and the second read
-// that os.ReadFile spends on each add up. Larger files are read whole.
-func readSmallFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	buf := make([]byte, 4096)
-	n, err := f.Read(buf)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	if n < len(buf) {
-		return buf[:n], nil
-	}
-	rest, err := io.ReadAll(f)
-	return append(buf, rest...), err
 }
