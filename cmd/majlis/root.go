@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -128,7 +129,11 @@ func (g *globalOptions) emit(obj any, human func(w io.Writer)) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(obj)
 	}
-	human(g.Stdout)
+	// One write for the whole text: a listing of a thousand workspaces
+	// would otherwise cost ten thousand.
+	w := bufio.NewWriter(g.Stdout)
+	human(w)
+	_ = w.Flush() // as unbuffered, a failed write of people-text is not an error
 	return nil
 }
 
