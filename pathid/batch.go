@@ -43,6 +43,18 @@ func (r *Resolver) Resolve(p string) (Resolved, error) {
 	return resolveFormsWith(w, abs)
 }
 
+// Physical is Physical(p), through the batch's lookups.
+func (r *Resolver) Physical(p string) (string, error) {
+	abs, err := absolute("resolve", "", p)
+	if err != nil {
+		return "", err
+	}
+	w := newWalker("resolve", p)
+	w.lstat, w.readlink = r.lstat, r.readlink
+	res, err := w.walk("/", segment{rest: abs})
+	return res.path, err
+}
+
 // Confine is Confine(root, p), through the batch's lookups: the root is
 // walked once for every path of the batch.
 func (r *Resolver) Confine(root, p string) (string, error) {

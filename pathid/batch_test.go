@@ -31,6 +31,11 @@ func TestResolverAgreesWithResolve(t *testing.T) {
 			if diff := cmp.Diff(want, got, cmp.AllowUnexported(Resolved{}, dirID{})); diff != "" {
 				t.Errorf("%s: Resolver disagrees with Resolve (-Resolve +Resolver):\n%s", p, diff)
 			}
+			wantP, wantErr := Physical(p)
+			gotP, gotErr := r.Physical(p)
+			if gotP != wantP || (wantErr == nil) != (gotErr == nil) || wantErr != nil && wantErr.Error() != gotErr.Error() {
+				t.Errorf("%s: Resolver.Physical = %q, %v; Physical = %q, %v", p, gotP, gotErr, wantP, wantErr)
+			}
 		}
 	}
 }

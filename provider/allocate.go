@@ -248,8 +248,10 @@ func (p *Provider) checkWorktrees(ctx context.Context, o AllocateOptions, path, 
 		worktrees = append(worktrees, p.main)
 	}
 	cleared := map[string]bool{}
+	// The worktrees share their parent folders: look each up once.
+	resolver := pathid.NewResolver()
 	for _, w := range worktrees {
-		ignored, err := p.checkNesting(ctx, o, path, physical, w, "worktree")
+		ignored, err := p.checkNesting(ctx, o, path, physical, w, "worktree", resolver.Physical)
 		if err != nil {
 			return nil, err
 		}
@@ -373,10 +375,10 @@ func (p *Provider) publicationLease(ctx context.Context, purpose string) (*reser
 // checkNesting refuses a new workspace path inside (or containing) an
 // existing worktree, unless allowed or ignored by that worktree; ignored
 // reports the latter.
-func (p *Provider) checkNesting(ctx context.Context, o AllocateOptions, path, physical, other, kind string) (ignored bool, err error) {
+func (p *Provider) checkNesting(ctx context.Context, o AllocateOptions, path, physical, other, kind string, physicalOf func(string) (string, error)) (ignored bool, err error) {
 	rel := pathid.Relate(path, other)
 	if !rel.Overlapping() {
-		if op, err := pathid.Physical(other); err == nil {
+		if op, err := physicalOf(other); err == nil {
 			rel = pathid.Relate(physical, op)
 		}
 	}

@@ -66,6 +66,7 @@ type indexBinding struct {
 	Binding string
 	Dir     statKey
 	Files   []indexFile
+	raw     []byte // its encoding, when decoded from an index: written again as it was
 }
 
 func (p *Provider) claimsIndexPath() string { return filepath.Join(p.StateDir, claimsIndexName) }
@@ -196,10 +197,18 @@ var indexCRC = crc32.MakeTable(crc32.Castagnoli)
 // encodeClaimsIndex renders the index: the magic line, the bindings, and
 // a CRC-32C of everything before it.
 func encodeClaimsIndex(bs []*indexBinding) []byte {
-	var w ixWriter
+	size := len(claimsIndexMagic) + 16
+	for _, b := range bs {
+		size += len(b.raw) + 1024
+	}
+	w := ixWriter{b: make([]byte, 0, size)}
 	w.b = append(w.b, claimsIndexMagic...)
 	w.uvarint(uint64(len(bs)))
 	for _, b := range bs {
+		if b.raw != nil {
+			w.b = append(w.b, b.raw...)
+			continue
+		}
 		w.str(b.Binding)
 		w.key(b.Dir)
 		w.uvarint(uint64(len(b.Files)))
@@ -236,6 +245,7 @@ func decodeClaimsIndex(data []byte) ([]*indexBinding, error) {
 	var out []*indexBinding
 	seen := map[string]bool{}
 	for range n {
+		start := r.b
 		b := &indexBinding{Binding: r.str(), Dir: r.key()}
 		nf := r.count()
 		for range nf {
@@ -253,6 +263,7 @@ func decodeClaimsIndex(data []byte) ([]*indexBinding, error) {
 		if r.err != nil {
 			break
 		}
+		b.raw = start[:len(start)-len(r.b)]
 		if seen[b.Binding] {
 			return nil, fmt.Errorf("%w: binding %s twice", errIndexUnusable, b.Binding)
 		}

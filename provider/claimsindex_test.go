@@ -238,7 +238,14 @@ func forgeIndex(t *testing.T, saved []byte, change func([]*indexBinding) []*inde
 	if err != nil {
 		t.Fatal(err)
 	}
-	return encodeClaimsIndex(change(bs))
+	for _, b := range bs {
+		b.raw = nil // encode the changes, not the bytes as they were
+	}
+	out := encodeClaimsIndex(change(bs))
+	if bytes.Equal(out, saved) {
+		t.Fatal("the forgery changed nothing")
+	}
+	return out
 }
 
 // Whatever is wrong with the index, a reclaim never proceeds past an
