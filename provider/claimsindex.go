@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/majlis-dev/majlis/internal/failpoint"
 )
@@ -135,7 +136,26 @@ func (p *Provider) writeClaimsIndex(tmp *os.File, racy int64, bs []*indexBinding
 	if err := fpIndexWrite.Inject(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), p.claimsIndexPath())
+	if err := os.Rename(tmp.Name(), p.claimsIndexPath()); err != nil {
+		return err
+	}
+	p.removeStaleIndexes()
+	return nil
+}
+
+// staleIndexAge is how old a temporary index must be before a writer
+// takes it for a crashed writer's and removes it: writers keep theirs for
+// the length of one read of the claims.
+const staleIndexAge = 10 * time.Minute
+
+// removeStaleIndexes removes temporary indexes that crashed writers left.
+func (p *Provider) removeStaleIndexes() {
+	names, _ := filepath.Glob(filepath.Join(p.StateDir, ".claims.index-*.tmp"))
+	for _, n := range names {
+		if fi, err := os.Lstat(n); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > staleIndexAge {
+			os.Remove(n)
+		}
+	}
 }
 
 func (b *indexBinding) racy(t int64) bool {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -67,6 +69,31 @@ func runChild(mode string) int {
 		}
 		b, _ := json.Marshal(r)
 		fmt.Println(string(b))
+		return 0
+	case "allocate-many":
+		// MAJLIS_COUNT workspaces MAJLIS_BINDING-<i> at MAJLIS_PATH/<i>,
+		// one after another; each binding is appended to MAJLIS_PROGRESS
+		// once its allocation has returned.
+		n, _ := strconv.Atoi(os.Getenv("MAJLIS_COUNT"))
+		for i := range n {
+			o := opts
+			o.Binding = fmt.Sprintf("%s-%02d", opts.Binding, i)
+			o.Path = filepath.Join(opts.Path, fmt.Sprintf("%02d", i))
+			if _, err := p.Allocate(ctx, o); err != nil {
+				fmt.Println(`{"err":` + fmt.Sprintf("%q", err.Error()) + `}`)
+				return 1
+			}
+			f, err := os.OpenFile(os.Getenv("MAJLIS_PROGRESS"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+			if err == nil {
+				_, err = f.WriteString(o.Binding + "\n")
+				f.Close()
+			}
+			if err != nil {
+				fmt.Println(`{"err":` + fmt.Sprintf("%q", err.Error()) + `}`)
+				return 1
+			}
+		}
+		fmt.Println(`{"ok":true}`)
 		return 0
 	case "claim-and-die":
 		// Publish the claim as Allocate does, then die before git runs.
