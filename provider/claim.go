@@ -401,10 +401,11 @@ func (p *Provider) readBindingsFromRecords() ([]string, [][]*claimRecord, []erro
 }
 
 func (p *Provider) readBindingsThrough(loadIndex func() map[string]*indexBinding) ([]string, [][]*claimRecord, []error, error) {
-	tmp, started := p.startClaimsIndex()
+	// A new index begins (its racy time is taken) before the first binding
+	// is read from its records, and only then.
+	start := sync.OnceValues(p.startClaimsIndex)
 	bindings, err := p.bindings()
 	if err != nil {
-		abandonClaimsIndex(tmp)
 		return nil, nil, nil, err
 	}
 	index := loadIndex()
@@ -428,6 +429,7 @@ func (p *Provider) readBindingsThrough(loadIndex func() map[string]*indexBinding
 					}
 				}
 				reread.Store(true)
+				start()
 				out[i], fresh[i], errs[i] = p.readBindingFiles(b)
 				if errs[i] != nil {
 					fresh[i] = nil
@@ -440,10 +442,10 @@ func (p *Provider) readBindingsThrough(loadIndex func() map[string]*indexBinding
 		}()
 	}
 	wg.Wait()
-	if tmp != nil && (reread.Load() || len(index) != len(bindings)) {
-		_ = p.writeClaimsIndex(tmp, started, fresh) // derived state: a failure only costs the next reader time
-	} else {
-		abandonClaimsIndex(tmp)
+	if reread.Load() || len(index) != len(bindings) {
+		if tmp, started := start(); tmp != nil {
+			_ = p.writeClaimsIndex(tmp, started, fresh) // derived state: a failure only costs the next reader time
+		}
 	}
 	return bindings, out, errs, nil
 }

@@ -192,14 +192,6 @@ func (p *Provider) startClaimsIndex() (*os.File, int64) {
 	return nil, 0
 }
 
-// abandonClaimsIndex removes an index that will not be written.
-func abandonClaimsIndex(f *os.File) {
-	if f != nil {
-		f.Close()
-		os.Remove(f.Name())
-	}
-}
-
 func lstatKey(path string) (statKey, error) {
 	fi, err := os.Lstat(path)
 	if err != nil {

@@ -187,7 +187,9 @@ func (p *Provider) collectPeers(ctx context.Context, target *claimRecord, source
 	facts := &peerFacts{}
 	// A workspace is usually listed twice (its claim and git's entry):
 	// resolve each path once per check, and the directories they share
-	// once too.
+	// once too. Once per check, not once per process: each check must see
+	// the file system as it is now, since a symlink put on a peer's way
+	// since the last check moves the peer (perhaps into the target).
 	resolver := pathid.NewResolver()
 	resolved := map[string]pathid.Resolved{}
 	add := func(kind, path, binding string) {

@@ -47,7 +47,7 @@ awk '/x-sqlite/ {
 }' "$file"
 
 # Benchmarks with an absolute goal and no floor: the time per operation.
-awk '/^Benchmark(PeerCheck\/workspaces|ConflictLookup)/ {
+awk '/^Benchmark(PeerCheck\/(full\/)?workspaces|ConflictLookup)/ {
   name=$1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
   printf "%-40s %14.0f %14s %8s  (ns/op)\n", name, $3, "-", "-"
 }' "$file"
