@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"os"
+	"runtime"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/majlis-dev/majlis/gitops"
@@ -159,17 +162,35 @@ func (p *Provider) List(ctx context.Context, o ListOptions) ([]*Workspace, error
 	if err != nil {
 		return nil, err
 	}
-	out := []*Workspace{}
+	var shown []*claimRecord
 	for _, recs := range all {
 		for _, r := range recs {
 			if r.has(EventFailed) || (r.has(EventReclaimed) && !o.All) {
 				continue
 			}
-			w, err := p.render(ctx, reader, reclaiming, r, false)
-			if err != nil {
-				return nil, err
+			shown = append(shown, r)
+		}
+	}
+	// Each workspace is a few small reads (its directory, its HEAD):
+	// spread over the processors.
+	out := make([]*Workspace, len(shown))
+	errs := make([]error, len(shown))
+	workers := min(len(shown), runtime.GOMAXPROCS(0))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < len(shown); i = int(next.Add(1)) - 1 {
+				out[i], errs[i] = p.render(ctx, reader, reclaiming, shown[i], false)
 			}
-			out = append(out, w)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err // the first, in binding order
 		}
 	}
 	for _, d := range inv.damaged {
