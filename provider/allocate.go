@@ -89,7 +89,7 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 		}
 	}
 	if o.Path == "" {
-		o.Path = filepath.Join(p.Reg.WorkspaceRoot, o.Binding)
+		o.Path = filepath.Join(p.reg.WorkspaceRoot, o.Binding)
 	}
 	path, err := pathid.Lexical(o.Path)
 	if err != nil {
@@ -135,7 +135,7 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 
 	// Facts that need git come before the publication lease, which is
 	// never held across a git command.
-	reader, err := gitops.OpenReader(ctx, p.Reg.CommonDir)
+	reader, err := gitops.OpenReader(ctx, p.reg.CommonDir)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +190,7 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 		return nil, err
 	}
 	claim := Claim{Format: formatClaim, Binding: o.Binding, RequestID: o.RequestID, Path: path,
-		PhysicalPath: physical, CommonDir: p.Reg.CommonDir, RepositoryID: p.Reg.ID, Base: base,
+		PhysicalPath: physical, CommonDir: p.reg.CommonDir, RepositoryID: p.reg.ID, Base: base,
 		BaseRef: o.Base, Branch: o.Branch, Intent: intent, OwnerPID: o.OwnerPID, OwnerStart: owner.StartTime,
 		AllowNested: o.AllowNested, CreatedAt: p.now().UTC(),
 		Checkout: o.mode == gitops.ExistingBranch, Detached: o.mode == gitops.Detached, Restore: o.restore}
@@ -235,7 +235,7 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 // It returns the worktrees (as git lists them) that contain the path and
 // were cleared by their ignore rules.
 func (p *Provider) checkWorktrees(ctx context.Context, o AllocateOptions, path, physical string) (map[string]bool, error) {
-	worktrees, err := gitops.WorktreePaths(ctx, p.Reg.CommonDir)
+	worktrees, err := gitops.WorktreePaths(ctx, p.reg.CommonDir)
 	if err != nil {
 		return nil, err
 	}
@@ -743,7 +743,7 @@ func (r *requestRecord) check() error {
 
 func (p *Provider) requestPath(id string) (dir, name string) {
 	sum := sha256.Sum256([]byte(id))
-	return filepath.Join(p.StateDir, "requests"), hex.EncodeToString(sum[:16]) + ".request"
+	return filepath.Join(p.stateDir, "requests"), hex.EncodeToString(sum[:16]) + ".request"
 }
 
 // readRequest returns the record of request id, or os.ErrNotExist.
@@ -859,7 +859,7 @@ func (p *Provider) checkCheckoutBranch(ctx context.Context, reader *gitops.Reade
 		return &Error{Op: "allocate", Binding: binding, Err: ErrUnknownBranch, Reason: "no branch named " + branch,
 			Hint: "name an existing local branch (git branch --list)"}
 	}
-	wts, err := gitops.ListWorktrees(ctx, p.Reg.CommonDir)
+	wts, err := gitops.ListWorktrees(ctx, p.reg.CommonDir)
 	if err != nil {
 		return err
 	}

@@ -464,7 +464,7 @@ func TestReclaimBareAndSeparateGitDir(t *testing.T) {
 			if _, err := Init(t.Context(), dir, InitOptions{WorkspaceRoot: filepath.Join(fixtures.TempDir(t), "ws")}); err != nil {
 				t.Fatal(err)
 			}
-			p, err := Open(t.Context(), dir)
+			p, err := Open(t.Context(), dir, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -49,7 +49,7 @@ func errCode(err error) string {
 // runChild: MAJLIS_REPO, MAJLIS_BINDING, MAJLIS_PATH.
 func runChild(mode string) int {
 	ctx := context.Background()
-	p, err := Open(ctx, os.Getenv("MAJLIS_REPO"))
+	p, err := Open(ctx, os.Getenv("MAJLIS_REPO"), Options{})
 	if err != nil {
 		fmt.Println(`{"err":` + fmt.Sprintf("%q", err.Error()) + `}`)
 		return 1
@@ -72,7 +72,7 @@ func runChild(mode string) int {
 		// Publish the claim as Allocate does, then die before git runs.
 		path, _ := pathid.Lexical(opts.Path)
 		c := Claim{Format: formatClaim, Binding: opts.Binding, RequestID: opts.RequestID, Path: path,
-			PhysicalPath: path, CommonDir: p.Reg.CommonDir, RepositoryID: p.Reg.ID, Base: os.Getenv("MAJLIS_BASE"),
+			PhysicalPath: path, CommonDir: p.reg.CommonDir, RepositoryID: p.reg.ID, Base: os.Getenv("MAJLIS_BASE"),
 			BaseRef: "HEAD", Branch: "majlis/" + opts.Binding, Intent: []string{}, CreatedAt: p.now().UTC()}
 		c.Allocator, _ = procid.Of(os.Getpid())
 		args := requestArgs{Op: "allocate", Binding: opts.Binding, Base: "HEAD", Branch: c.Branch, Path: path, Intent: []string{}}
@@ -93,7 +93,7 @@ func runChild(mode string) int {
 		path, _ := pathid.Lexical(opts.Path)
 		base := os.Getenv("MAJLIS_BASE")
 		c := Claim{Format: formatClaim, Binding: opts.Binding, RequestID: opts.RequestID, Path: path,
-			PhysicalPath: path, CommonDir: p.Reg.CommonDir, RepositoryID: p.Reg.ID, Base: base,
+			PhysicalPath: path, CommonDir: p.reg.CommonDir, RepositoryID: p.reg.ID, Base: base,
 			BaseRef: base, Detached: true, Restore: os.Getenv("MAJLIS_SALVAGE"), Intent: []string{}, CreatedAt: p.now().UTC()}
 		c.Allocator, _ = procid.Of(os.Getpid())
 		args := requestArgs{Op: "allocate", Binding: opts.Binding, Base: base, Path: path, Intent: []string{}}

@@ -140,7 +140,7 @@ func entryState(e gitops.StatusEntry) string {
 }
 
 func (p *Provider) previewsDir(binding string) string {
-	return filepath.Join(p.StateDir, "previews", binding)
+	return filepath.Join(p.stateDir, "previews", binding)
 }
 
 // rememberPreview keeps pv's summary (temp file, fsync, rename) and prunes

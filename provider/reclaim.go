@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/gitops"
-	"github.com/majlis-dev/majlis/internal/envvar"
 	"github.com/majlis-dev/majlis/internal/failpoint"
 	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/pathid"
@@ -30,29 +29,6 @@ var (
 	// retired. The steps between are in trash.go.
 	fpReclaimRemoved = failpoint.New("reclaim/removed")
 )
-
-// ReservationTTLEnv sets the expiry of reclaim reservations (a Go
-// duration). Reservations are renewed while held; tests set it to seconds
-// to exercise dead-owner recovery.
-const ReservationTTLEnv = "MAJLIS_RESERVATION_TTL"
-
-// The accepted reservation TTLs. A reservation is renewed every third of
-// its TTL, so the minimum keeps renewal well above the cost of a renewal;
-// the maximum bounds how long a crashed reclaim's reservation blocks its
-// binding before it can be recovered.
-const (
-	MinReservationTTL     = time.Second
-	MaxReservationTTL     = 24 * time.Hour
-	defaultReservationTTL = 2 * time.Minute
-)
-
-// ReservationTTL returns the expiry of reclaim reservations: the value of
-// MAJLIS_RESERVATION_TTL, or 2m when it is unset. A value that is not a Go
-// duration from MinReservationTTL to MaxReservationTTL is an
-// *envvar.Error, never replaced by the default.
-func ReservationTTL() (time.Duration, error) {
-	return envvar.Duration(ReservationTTLEnv, defaultReservationTTL, MinReservationTTL, MaxReservationTTL)
-}
 
 // A Step is one effect a reclaim will have (or had).
 type Step struct {
@@ -867,10 +843,7 @@ type heldReservation struct {
 // has expired) is recovered first.
 func (p *Provider) reserve(ctx context.Context, rec *claimRecord, requestID string) (*heldReservation, error) {
 	c := rec.Claim
-	ttl, err := ReservationTTL()
-	if err != nil {
-		return nil, err
-	}
+	ttl := p.ttl
 	pub, err := p.publicationLease(ctx, "reclaim "+c.Binding)
 	if err != nil {
 		return nil, err

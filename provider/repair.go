@@ -274,10 +274,10 @@ func (p *Provider) planQuarantine(d *Damage) (RepairAction, bool) {
 	}
 	a.Fingerprint = fp
 	a.Detail = fmt.Sprintf("salvage the uncommitted work of %s to %s%s/<n> (nothing in it changes), then move %d damaged record(s) into %s",
-		strings.Join(a.Salvage, ", "), SalvagePrefix, d.Binding, len(files), filepath.Join(p.StateDir, "damaged"))
+		strings.Join(a.Salvage, ", "), SalvagePrefix, d.Binding, len(files), filepath.Join(p.stateDir, "damaged"))
 	if len(a.Salvage) == 0 {
 		a.Detail = fmt.Sprintf("no directory exists where the workspace may be; move %d damaged record(s) into %s",
-			len(files), filepath.Join(p.StateDir, "damaged"))
+			len(files), filepath.Join(p.stateDir, "damaged"))
 	}
 	return a, true
 }
@@ -285,7 +285,7 @@ func (p *Provider) planQuarantine(d *Damage) (RepairAction, bool) {
 // standIn is a claim record for a damaged binding's workspace at path, for
 // verifyRepository and salvage (which read only these fields).
 func (p *Provider) standIn(binding, path string) *claimRecord {
-	return &claimRecord{Claim: Claim{Binding: binding, Path: path, PhysicalPath: path, CommonDir: p.Reg.CommonDir},
+	return &claimRecord{Claim: Claim{Binding: binding, Path: path, PhysicalPath: path, CommonDir: p.reg.CommonDir},
 		Digest: "damaged", Events: map[string]*Event{}}
 }
 
@@ -378,7 +378,7 @@ func (p *Provider) runRepair(ctx context.Context, a RepairAction) (*RepairDone, 
 		if err != nil {
 			return nil, err
 		}
-		if err := durable.Replace(p.StateDir, journalName, p.journalFromClaims(all)); err != nil {
+		if err := durable.Replace(p.stateDir, journalName, p.journalFromClaims(all)); err != nil {
 			return nil, err
 		}
 		if err := lease.Check(); err != nil {
@@ -409,7 +409,7 @@ func (p *Provider) runRepair(ctx context.Context, a RepairAction) (*RepairDone, 
 		if fp, err := filesFingerprint(a.Files, a.Salvage); err != nil || fp != a.Fingerprint {
 			return nil, stale("the damaged records changed")
 		}
-		aside := filepath.Join(p.StateDir, "damaged", a.Binding+"."+p.now().UTC().Format("20060102T150405.000000000Z"))
+		aside := filepath.Join(p.stateDir, "damaged", a.Binding+"."+p.now().UTC().Format("20060102T150405.000000000Z"))
 		if err := os.MkdirAll(filepath.Dir(aside), 0o755); err != nil {
 			return nil, err
 		}

@@ -134,7 +134,7 @@ func (p *Provider) salvage(ctx context.Context, rec *claimRecord, message string
 // storeSalvage creates the next free refs/majlis/salvage/<binding>/<n>
 // (create-only: an existing salvage ref is never moved).
 func (p *Provider) storeSalvage(ctx context.Context, binding, commit string) (string, error) {
-	reader, err := gitops.OpenReader(ctx, p.Reg.CommonDir)
+	reader, err := gitops.OpenReader(ctx, p.reg.CommonDir)
 	if err != nil {
 		return "", err
 	}
@@ -152,7 +152,7 @@ func (p *Provider) storeSalvage(ctx context.Context, binding, commit string) (st
 	for range 10 {
 		n++
 		ref := prefix + strconv.Itoa(n)
-		err := gitops.UpdateRefCreate(ctx, p.Reg.CommonDir, ref, commit)
+		err := gitops.UpdateRefCreate(ctx, p.reg.CommonDir, ref, commit)
 		if errors.Is(err, gitops.ErrRefExists) {
 			continue // a concurrent salvage took that number
 		}

@@ -62,7 +62,7 @@ func newTrashPath(c *Claim) (string, error) {
 // be deleted (see gitops.DropWorktreeEntry): in the state folder, on the
 // file system of the common dir.
 func (p *Provider) adminAside(c *Claim) string {
-	return filepath.Join(p.StateDir, "trash", fmt.Sprintf("%s.%06d.admin", c.Binding, c.Seq))
+	return filepath.Join(p.stateDir, "trash", fmt.Sprintf("%s.%06d.admin", c.Binding, c.Seq))
 }
 
 func createdIdentity(rec *claimRecord) gitops.DirIdentity {
