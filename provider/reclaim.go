@@ -420,19 +420,8 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 		}
 	}
 	args := requestArgs{Op: "reclaim", Binding: o.Binding}
-	if o.RequestID != "" {
-		if r, err := p.readRequest(o.RequestID); err == nil {
-			if err := p.checkRequest(o.RequestID, args); err != nil {
-				return nil, err
-			}
-			var res ReclaimResult
-			if err := json.Unmarshal(r.Result, &res); err != nil {
-				return nil, &Error{Op: "reclaim", Binding: o.Binding, Err: ErrMalformed, Reason: "recorded result: " + err.Error()}
-			}
-			return &res, nil
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return nil, err
-		}
+	if res, done, err := replay[ReclaimResult](p, o.RequestID, args); done || err != nil {
+		return res, err
 	}
 	rec, err := p.current("reclaim", o.Binding)
 	if err != nil {
@@ -921,19 +910,8 @@ func (p *Provider) RecoverReservation(ctx context.Context, binding, requestID st
 		return nil, err
 	}
 	args := requestArgs{Op: "recover", Binding: binding}
-	if requestID != "" {
-		if r, err := p.readRequest(requestID); err == nil {
-			if err := p.checkRequest(requestID, args); err != nil {
-				return nil, err
-			}
-			var rec reservation.Record
-			if err := json.Unmarshal(r.Result, &rec); err != nil {
-				return nil, &Error{Op: "recover", Binding: binding, Err: ErrMalformed, Reason: "recorded result: " + err.Error()}
-			}
-			return &rec, nil
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return nil, err
-		}
+	if rec, done, err := replay[reservation.Record](p, requestID, args); done || err != nil {
+		return rec, err
 	}
 	rec, err := p.leases.Recover(ctx, reclaimPrefix+binding)
 	if err != nil {

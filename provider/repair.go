@@ -92,20 +92,9 @@ func (p *Provider) Repair(ctx context.Context, o RepairOptions) (*RepairResult, 
 	if o.Yes {
 		args.Confirm = "yes"
 	}
-	if o.RequestID != "" && !o.Preview {
-		r, err := p.readRequest(o.RequestID)
-		switch {
-		case err == nil:
-			if err := p.checkRequest(o.RequestID, args); err != nil {
-				return nil, err
-			}
-			var res RepairResult
-			if err := json.Unmarshal(r.Result, &res); err != nil {
-				return nil, &Error{Op: "repair", Path: o.RequestID, Err: ErrMalformed, Reason: "recorded result: " + err.Error()}
-			}
-			return &res, nil
-		case !errors.Is(err, os.ErrNotExist):
-			return nil, err
+	if !o.Preview {
+		if res, done, err := replay[RepairResult](p, o.RequestID, args); done || err != nil {
+			return res, err
 		}
 	}
 	res, err := p.repair(ctx, o)
