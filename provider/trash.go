@@ -18,9 +18,7 @@ package provider
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -515,9 +513,7 @@ func (p *Provider) movedPreview(rec *claimRecord) (pv *Preview, ok bool) {
 		pv.Steps = append(pv.Steps, Step{"resalvage", 0, "an interrupted reclaim moved the workspace into " + ev.TrashPath + ": check it there and snapshot it again; anything new goes to a salvage ref"})
 	}
 	pv.Steps = append(pv.Steps, Step{"delete-trash", 0, fmt.Sprintf("delete %s and git's entry of it (--keep-trash D keeps it); branch %s is kept", ev.TrashPath, c.Branch)})
-	h := sha256.New()
-	json.NewEncoder(h).Encode(pv)
-	pv.Digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	pv.Digest = previewDigest(pv)
 	return pv, true
 }
 
