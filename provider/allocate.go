@@ -470,9 +470,6 @@ func (p *Provider) checkReserved(binding, path, physical string, requestID ...st
 	return nil
 }
 
-// reclaimPrefix names reclaim reservations in the lease folder.
-const reclaimPrefix = "reclaim."
-
 // liveClaims returns the latest live claim of every binding.
 // A damaged binding contributes a stand-in for every place its workspaces
 // may occupy, or refuses when they cannot all be located (damage.go).

@@ -182,7 +182,7 @@ func TestReclaimWorktreeConfigRechecked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lease.release()
+	defer lease.Release()
 	if err := p.recheck(t.Context(), rec, lease); err != nil {
 		t.Fatalf("recheck of an intact workspace: %v", err)
 	}
@@ -567,7 +567,7 @@ func TestReclaimRecheckSeesLockAndPin(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer lease.release()
+			defer lease.Release()
 			if err := p.recheck(t.Context(), rec, lease); err != nil {
 				t.Fatalf("recheck of an intact workspace: %v", err)
 			}

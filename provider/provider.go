@@ -32,6 +32,9 @@ type Provider struct {
 	ttl    time.Duration // of reclaim reservations
 	host   string        // the host ledger's path; "" for admission's default
 	log    *slog.Logger
+	// hook, set only by tests of this package, runs at every reclaim
+	// failpoint (inject).
+	hook func(ctx context.Context, point string)
 	// main is the main worktree ("" for a bare repository); mainErr
 	// is errMainUnknown when it cannot be located (gitdirs.go).
 	main    string

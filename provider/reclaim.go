@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/majlis-dev/majlis/gitops"
@@ -204,13 +203,37 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 	// retry need not wait for it to expire. (A crash leaves it held; a
 	// retry recovers it once it has expired and this process is proven
 	// dead.)
-	defer lease.release()
+	defer lease.Release()
+	// The work runs under the reservation's context: should the
+	// reservation be lost, what is under way stops, and recheck refuses
+	// every later step.
+	work, cancel := lease.Context(ctx)
+	defer cancel()
+	res, err := p.reclaimHeld(work, rec, entry, lease, o)
+	if err != nil {
+		return nil, lostOr(o.Binding, lease, err)
+	}
+	if o.RequestID != "" {
+		if err := p.recordRequest(o.RequestID, args, res); err != nil {
+			return nil, err
+		}
+	}
+	if err := lease.Release(); err != nil {
+		return nil, err
+	}
+	p.forgetPreviews(o.Binding)
+	return res, nil
+}
+
+// reclaimHeld is the reclaim under its reservation, until the workspace
+// is gone and the claim retired.
+func (p *Provider) reclaimHeld(ctx context.Context, rec *claimRecord, entry *adminEntry, lease *reservation.Session, o ReclaimOptions) (*ReclaimResult, error) {
 	// The leases again, now that the reservation stands: an admission
 	// that did not see it had committed before this reads (liveness.go).
 	if err := p.leaseLiveness(ctx, rec); err != nil {
 		return nil, err
 	}
-	if err := fpReclaimReserved.Inject(); err != nil {
+	if err := p.inject(ctx, fpReclaimReserved); err != nil {
 		return nil, err
 	}
 	res, err := p.reclaimReserved(ctx, rec, entry, lease, o)
@@ -219,19 +242,10 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 	}
 	// Kept trash whose time is up goes with the next reclaim.
 	res.TrashPurged = p.purgeExpiredTrash(ctx, rec)
-	if o.RequestID != "" {
-		if err := p.recordRequest(o.RequestID, args, res); err != nil {
-			return nil, err
-		}
-	}
-	if err := lease.release(); err != nil {
-		return nil, err
-	}
-	p.forgetPreviews(o.Binding)
 	return res, nil
 }
 
-func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, entry *adminEntry, lease *heldReservation, o ReclaimOptions) (*ReclaimResult, error) {
+func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, entry *adminEntry, lease *reservation.Session, o ReclaimOptions) (*ReclaimResult, error) {
 	c := rec.Claim
 	pv, err := p.previewWith(ctx, rec, entry, true)
 	if err != nil {
@@ -290,7 +304,7 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, entry 
 			}
 		}
 	}
-	if err := fpReclaimSalvaged.Inject(); err != nil {
+	if err := p.inject(ctx, fpReclaimSalvaged); err != nil {
 		return nil, err
 	}
 
@@ -305,7 +319,7 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, entry 
 // administrative files). Under the reservation it re-checks that the
 // directory is still absent and the claim unchanged. It deletes nothing on
 // disk.
-func (p *Provider) reclaimMissing(ctx context.Context, rec *claimRecord, o ReclaimOptions, args requestArgs, missing error) (*ReclaimResult, error) {
+func (p *Provider) reclaimMissing(ctx context.Context, rec *claimRecord, o ReclaimOptions, args requestArgs, missing error) (_ *ReclaimResult, err error) {
 	c := rec.Claim
 	pv, listed, err := p.missingPreview(ctx, rec, missing)
 	if err != nil {
@@ -318,9 +332,12 @@ func (p *Provider) reclaimMissing(ctx context.Context, rec *claimRecord, o Recla
 	if err != nil {
 		return nil, err
 	}
-	defer lease.release()
+	defer lease.Release()
+	ctx, cancel := lease.Context(ctx)
+	defer cancel()
+	defer func() { err = lostOr(c.Binding, lease, err) }()
 	recheck := func() (bool, error) {
-		if err := lease.check(); err != nil {
+		if err := lease.Check(); err != nil {
 			return false, err
 		}
 		if now, err := p.current("reclaim", c.Binding); err != nil {
@@ -365,7 +382,7 @@ func (p *Provider) reclaimMissing(ctx context.Context, rec *claimRecord, o Recla
 			return nil, err
 		}
 	}
-	if err := lease.release(); err != nil {
+	if err := lease.Release(); err != nil {
 		return nil, err
 	}
 	p.forgetPreviews(o.Binding)
@@ -375,8 +392,8 @@ func (p *Provider) reclaimMissing(ctx context.Context, rec *claimRecord, o Recla
 // recheck runs immediately before every destructive effect: the
 // reservation is still ours, the claim is unchanged, the target is the
 // same directory of the same repository, and no retained peer overlaps.
-func (p *Provider) recheck(ctx context.Context, rec *claimRecord, lease *heldReservation) error {
-	if err := lease.check(); err != nil {
+func (p *Provider) recheck(ctx context.Context, rec *claimRecord, lease *reservation.Session) error {
+	if err := lease.Check(); err != nil {
 		return err
 	}
 	now, err := p.current("reclaim", rec.Claim.Binding)
@@ -404,114 +421,4 @@ func (p *Provider) recheck(ctx context.Context, rec *claimRecord, lease *heldRes
 		return err
 	}
 	return firstOverlap(rec.Claim.Binding, rec.Claim.Path, peers)
-}
-
-// A heldReservation is a reclaim reservation kept alive by renewal.
-type heldReservation struct {
-	lease   *reservation.Lease
-	ttl     time.Duration
-	once    sync.Once
-	relOnce sync.Once
-	done    chan struct{}
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	err     error // a failed renewal: the reservation may be lost
-}
-
-// reserve registers the per-binding reclaim reservation under the brief
-// publication lease. A reservation whose owner is proven dead (and which
-// has expired) is recovered first.
-func (p *Provider) reserve(ctx context.Context, rec *claimRecord, requestID string) (*heldReservation, error) {
-	c := rec.Claim
-	ttl := p.ttl
-	pub, err := p.publicationLease(ctx, "reclaim "+c.Binding)
-	if err != nil {
-		return nil, err
-	}
-	defer pub.Release()
-	req := reservation.Request{Resource: reclaimPrefix + c.Binding, Purpose: "reclaim", TTL: ttl,
-		AuthorityDigest: rec.Digest,
-		Metadata:        map[string]string{"binding": c.Binding, "request_id": requestID, "path": c.Path, "physical_path": c.PhysicalPath}}
-	l, err := p.leases.Acquire(ctx, req)
-	if errors.Is(err, reservation.ErrHeld) {
-		if _, rerr := p.leases.Recover(ctx, req.Resource); rerr == nil {
-			l, err = p.leases.Acquire(ctx, req)
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	h := &heldReservation{lease: l, ttl: ttl, done: make(chan struct{})}
-	h.wg.Add(1)
-	go h.renew()
-	return h, nil
-}
-
-func (h *heldReservation) renew() {
-	defer h.wg.Done()
-	// Renew every third of the TTL: two renewals may fail before it
-	// expires. The floor keeps the interval positive whatever the TTL.
-	t := time.NewTicker(max(h.ttl/3, 10*time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-h.done:
-			return
-		case <-t.C:
-			if err := h.lease.Renew(h.ttl); err != nil {
-				h.mu.Lock()
-				h.err = err
-				h.mu.Unlock()
-				return
-			}
-		}
-	}
-}
-
-func (h *heldReservation) check() error {
-	h.mu.Lock()
-	err := h.err
-	h.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	return h.lease.Check()
-}
-
-func (h *heldReservation) stop() {
-	h.once.Do(func() { close(h.done) })
-	h.wg.Wait()
-}
-
-// release ends the reservation. Releasing twice is harmless: the second
-// call reports nothing.
-func (h *heldReservation) release() error {
-	h.stop()
-	var err error
-	h.relOnce.Do(func() { err = h.lease.Release() })
-	return err
-}
-
-// RecoverReservation retires the binding's reclaim reservation when it has
-// expired and its exact same-host owner is proven dead. It retires the
-// lease file only: never the claim, the worktree or a ref.
-// A retry with the same requestID returns the recorded result.
-func (p *Provider) RecoverReservation(ctx context.Context, binding, requestID string) (*reservation.Record, error) {
-	if err := ValidBinding(binding); err != nil {
-		return nil, err
-	}
-	args := requestArgs{Op: "recover", Binding: binding}
-	if rec, done, err := replay[reservation.Record](p, requestID, args); done || err != nil {
-		return rec, err
-	}
-	rec, err := p.leases.Recover(ctx, reclaimPrefix+binding)
-	if err != nil {
-		return nil, err
-	}
-	if requestID != "" {
-		if err := p.recordRequest(requestID, args, rec); err != nil {
-			return nil, err
-		}
-	}
-	return rec, nil
 }

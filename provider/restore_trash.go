@@ -74,7 +74,7 @@ func (p *Provider) RestoreFromTrash(ctx context.Context, binding, requestID stri
 	if err != nil {
 		return nil, err
 	}
-	defer lease.release()
+	defer lease.Release()
 	if repointed, err := p.verifyMoved(prev, mv); err != nil || !repointed {
 		if err == nil {
 			err = errors.New("git's entry does not point at the trash folder")
@@ -130,7 +130,7 @@ func (p *Provider) RestoreFromTrash(ctx context.Context, binding, requestID stri
 		Reason: fmt.Sprintf("restored to its path as claim #%d", rec.Claim.Seq)}); err != nil {
 		return nil, err
 	}
-	if err := lease.release(); err != nil {
+	if err := lease.Release(); err != nil {
 		return nil, err
 	}
 	return p.view(ctx, rec, false)

@@ -1,0 +1,146 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/majlis-dev/majlis/reservation"
+)
+
+// TestLostReservationStopsReclaim loses a reclaim's reservation at three
+// points (as soon as it is registered, after the salvage, after the move
+// into the trash): the lease file is removed and another owner takes the
+// binding's reservation. The reservation's session sees the loss at its
+// next renewal and cancels the work's context; the reclaim stops before
+// its next destructive effect, says why (not_owner), and leaves the other
+// owner's reservation alone. Nothing is lost: the workspace is at its path
+// (or, moved, in its trash folder, recorded), and once the other owner
+// lets go, a retry finishes and every file is on a salvage ref.
+func TestLostReservationStopsReclaim(t *testing.T) {
+	for _, tc := range []struct {
+		point    string
+		salvaged bool // the first salvage was made before the loss
+		moved    bool // the workspace was in its trash folder at the loss
+	}{
+		{"reclaim/reserved", false, false},
+		{"reclaim/salvaged", true, false},
+		{"reclaim/moved", true, true},
+	} {
+		t.Run(strings.ReplaceAll(tc.point, "/", "-"), func(t *testing.T) {
+			repo, _ := newProvider(t)
+			p, err := Open(t.Context(), repo.Dir, Options{ReservationTTL: MinReservationTTL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+			files := map[string]string{"README.md": "edited, not committed\n", "notes/new.txt": "untracked work\n"}
+			for name, content := range files {
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(ws.Path, name)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(ws.Path, name), []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			leases, err := reservation.Open(filepath.Join(p.stateDir, "leases"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer leases.Close()
+
+			var other *reservation.Lease
+			var cause error
+			p.hook = func(ctx context.Context, point string) {
+				if point != tc.point || other != nil {
+					return
+				}
+				// The reservation is lost: its file removed, and the
+				// binding reserved by someone else.
+				if err := os.Remove(filepath.Join(leases.Path(), reclaimPrefix+"T-1.lease")); err != nil {
+					t.Error(err)
+					return
+				}
+				l, err := leases.Acquire(ctx, reservation.Request{Resource: reclaimPrefix + "T-1", Purpose: "reclaim", TTL: time.Hour})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				other = l
+				// The work's context ends when the session finds the loss.
+				select {
+				case <-ctx.Done():
+					cause = context.Cause(ctx)
+				case <-time.After(30 * time.Second):
+					t.Error("the reclaim's context was not cancelled after its reservation was lost")
+				}
+			}
+			_, err = p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true})
+			p.hook = nil
+			if other == nil {
+				t.Fatalf("the reclaim never reached %s: %v", tc.point, err)
+			}
+			if !errors.Is(err, reservation.ErrNotOwner) || !errors.Is(cause, reservation.ErrNotOwner) {
+				t.Fatalf("reclaim after losing its reservation at %s: %v (context cause %v); want a refusal wrapping reservation.ErrNotOwner", tc.point, err, cause)
+			}
+			if err := other.Check(); err != nil {
+				t.Fatalf("the other owner's reservation was touched: %v", err)
+			}
+
+			// Nothing destructive happened after the loss.
+			refs := strings.Fields(repo.Git("for-each-ref", "--format=%(refname)", SalvagePrefix+"T-1/"))
+			if got := len(refs) > 0; got != tc.salvaged {
+				t.Errorf("salvage refs after a loss at %s: %v, want salvaged %v (a loss before it cancels the salvage)", tc.point, refs, tc.salvaged)
+			}
+			dir := ws.Path
+			if tc.moved {
+				trash := trashLeft(t, p, filepath.Dir(ws.Path))
+				if len(trash) != 1 {
+					t.Fatalf("trash folders after a loss once moved: %v, want the workspace's one", trash)
+				}
+				dir = trash[0]
+				if _, err := os.Lstat(ws.Path); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("the workspace was put back at its path without the reservation: %v", err)
+				}
+			} else if left := trashLeft(t, p, filepath.Dir(ws.Path)); len(left) != 0 {
+				t.Errorf("a trash folder exists though the loss came before the move: %v", left)
+			}
+			for name, content := range files {
+				if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != content {
+					t.Errorf("%s in %s after the loss: %q, %v; want %q", name, dir, b, err, content)
+				}
+			}
+
+			// The other owner lets go; a retry finishes the reclaim and
+			// loses nothing.
+			if err := other.Release(); err != nil {
+				t.Fatal(err)
+			}
+			res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true})
+			if err != nil {
+				t.Fatalf("retry: %v", err)
+			}
+			if !res.Removed || res.SalvageRef == nil {
+				t.Fatalf("retry result %+v, want removed with a salvage", res)
+			}
+			salvaged := salvagedFiles(t, repo, "T-1")
+			for name, content := range files {
+				found := false
+				for _, id := range salvaged[name] {
+					found = found || id == blobID(content)
+				}
+				if !found {
+					t.Errorf("%s (%q) is on no salvage ref: %v", name, content, salvaged[name])
+				}
+			}
+			if left := trashLeft(t, p, filepath.Dir(ws.Path)); len(left) != 0 {
+				t.Errorf("trash left after the retry: %v", left)
+			}
+		})
+	}
+}
