@@ -211,7 +211,7 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 	defer cancel()
 	res, err := p.reclaimHeld(work, rec, entry, lease, o)
 	if err != nil {
-		return nil, lostOr(o.Binding, lease, err)
+		return nil, p.lostOr(o.Binding, lease, err)
 	}
 	if o.RequestID != "" {
 		if err := p.recordRequest(o.RequestID, args, res); err != nil {
@@ -222,6 +222,7 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 		return nil, err
 	}
 	p.forgetPreviews(o.Binding)
+	p.log.Info("workspace reclaimed", "binding", o.Binding, "path", res.Path, "steps", res.StepsDone, "salvage_refs", res.SalvageRefs)
 	return res, nil
 }
 
@@ -335,7 +336,7 @@ func (p *Provider) reclaimMissing(ctx context.Context, rec *claimRecord, o Recla
 	defer lease.Release()
 	ctx, cancel := lease.Context(ctx)
 	defer cancel()
-	defer func() { err = lostOr(c.Binding, lease, err) }()
+	defer func() { err = p.lostOr(c.Binding, lease, err) }()
 	recheck := func() (bool, error) {
 		if err := lease.Check(); err != nil {
 			return false, err

@@ -51,19 +51,13 @@ func (p *Provider) reserve(ctx context.Context, rec *claimRecord, requestID stri
 		return nil, err
 	}
 	p.log.Debug("reclaim reservation taken", "binding", c.Binding, "generation", l.Record().Generation, "ttl", p.ttl)
-	go func() {
-		<-s.Done()
-		if err := s.Lost(); err != nil {
-			p.log.Warn("reclaim reservation lost; the work under it is cancelled", "binding", c.Binding, "error", err)
-		}
-	}()
 	return s, nil
 }
 
 // lostOr returns err, or, when the reservation was lost, the loss: the
 // work under the reservation was cancelled, or refused, because of it.
 // The loss is an *Error wrapping the reservation's error (ErrNotOwner).
-func lostOr(binding string, s *reservation.Session, err error) error {
+func (p *Provider) lostOr(binding string, s *reservation.Session, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -75,6 +69,7 @@ func lostOr(binding string, s *reservation.Session, err error) error {
 	if errors.As(err, &pe) && errors.Is(err, lost) {
 		return err // already the loss
 	}
+	p.log.Warn("reclaim reservation lost; the reclaim stopped", "binding", binding, "error", lost, "stopped_at", err)
 	return &Error{Op: "reclaim", Binding: binding, Err: lost,
 		Reason: "the reclaim stopped before its next step",
 		Hint:   fmt.Sprintf("nothing was deleted that was not salvaged; retry the reclaim of %s, which resumes where this one stopped", binding)}

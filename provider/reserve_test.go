@@ -1,8 +1,10 @@
 package provider
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,7 +35,9 @@ func TestLostReservationStopsReclaim(t *testing.T) {
 	} {
 		t.Run(strings.ReplaceAll(tc.point, "/", "-"), func(t *testing.T) {
 			repo, _ := newProvider(t)
-			p, err := Open(t.Context(), repo.Dir, Options{ReservationTTL: MinReservationTTL})
+			var log bytes.Buffer
+			p, err := Open(t.Context(), repo.Dir, Options{ReservationTTL: MinReservationTTL,
+				Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,6 +94,9 @@ func TestLostReservationStopsReclaim(t *testing.T) {
 			}
 			if err := other.Check(); err != nil {
 				t.Fatalf("the other owner's reservation was touched: %v", err)
+			}
+			if !strings.Contains(log.String(), "reclaim reservation lost") {
+				t.Errorf("the loss was not logged (Options.Logger):\n%s", log.String())
 			}
 
 			// Nothing destructive happened after the loss.

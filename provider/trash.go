@@ -109,6 +109,7 @@ func (p *Provider) moveAside(ctx context.Context, rec *claimRecord, entry *admin
 		return nil, err
 	}
 	res.StepsDone = append(res.StepsDone, "move")
+	p.log.Debug("workspace moved into its trash folder", "binding", c.Binding, "trash_path", ev.TrashPath)
 	return p.finishMoved(ctx, rec, ev, lease, o, res, true, true)
 }
 
@@ -142,7 +143,7 @@ func (p *Provider) reclaimMoved(ctx context.Context, rec *claimRecord, o Reclaim
 	defer lease.Release()
 	ctx, cancel := lease.Context(ctx)
 	defer cancel()
-	defer func() { err = lostOr(c.Binding, lease, err) }()
+	defer func() { err = p.lostOr(c.Binding, lease, err) }()
 	res = &ReclaimResult{Binding: c.Binding, Path: c.Path, Branch: c.Branch, StepsDone: []string{}, SalvageRefs: []string{}}
 	if res, err = p.finishMoved(ctx, rec, ev, lease, o, res, inTrash, false); err != nil {
 		return nil, true, err
