@@ -5,15 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/majlis-dev/majlis/fixtures"
 	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/pathid"
+	"github.com/majlis-dev/majlis/reservation"
 )
 
 const childEnv = "MAJLIS_PROVIDER_TEST_CHILD"
@@ -49,6 +52,12 @@ func errCode(err error) string {
 // runChild: MAJLIS_REPO, MAJLIS_BINDING, MAJLIS_PATH.
 func runChild(mode string) int {
 	ctx := context.Background()
+	if mode == "hold-reservation" {
+		// Take the resource MAJLIS_RESOURCE in the lease folder
+		// MAJLIS_LEASES, say so, and hold it until stdin closes; then
+		// release it.
+		return holdReservation(ctx, os.Getenv("MAJLIS_LEASES"), os.Getenv("MAJLIS_RESOURCE"))
+	}
 	p, err := Open(ctx, os.Getenv("MAJLIS_REPO"), Options{})
 	if err != nil {
 		fmt.Println(`{"err":` + fmt.Sprintf("%q", err.Error()) + `}`)
@@ -133,4 +142,25 @@ func (c *child) result(t *testing.T) childResult {
 		t.Fatalf("child printed %q: %v", c.out.String(), err)
 	}
 	return r
+}
+
+func holdReservation(ctx context.Context, dir, resource string) int {
+	leases, err := reservation.Open(dir)
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	defer leases.Close()
+	l, err := leases.Acquire(ctx, reservation.Request{Resource: resource, Purpose: "reclaim", TTL: time.Hour})
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	fmt.Println("held")
+	io.Copy(io.Discard, os.Stdin)
+	if err := l.Release(); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	return 0
 }

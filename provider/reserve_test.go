@@ -1,11 +1,15 @@
 package provider
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,8 +20,8 @@ import (
 
 // TestLostReservationStopsReclaim loses a reclaim's reservation at three
 // points (as soon as it is registered, after the salvage, after the move
-// into the trash): the lease file is removed and another owner takes the
-// binding's reservation. The reservation's session sees the loss at its
+// into the trash): the lease file is removed and another owner (in this
+// process, or another process) takes the binding's reservation. The reservation's session sees the loss at its
 // next renewal and cancels the work's context; the reclaim stops before
 // its next destructive effect, says why (not_owner), and leaves the other
 // owner's reservation alone. Nothing is lost: the workspace is at its path
@@ -28,12 +32,19 @@ func TestLostReservationStopsReclaim(t *testing.T) {
 		point    string
 		salvaged bool // the first salvage was made before the loss
 		moved    bool // the workspace was in its trash folder at the loss
+		process  bool // the other owner is another process
 	}{
-		{"reclaim/reserved", false, false},
-		{"reclaim/salvaged", true, false},
-		{"reclaim/moved", true, true},
+		{"reclaim/reserved", false, false, false},
+		{"reclaim/salvaged", true, false, false},
+		{"reclaim/moved", true, true, false},
+		{"reclaim/salvaged", true, false, true},
+		{"reclaim/moved", true, true, true},
 	} {
-		t.Run(strings.ReplaceAll(tc.point, "/", "-"), func(t *testing.T) {
+		name := strings.ReplaceAll(tc.point, "/", "-")
+		if tc.process {
+			name += "-by-another-process"
+		}
+		t.Run(name, func(t *testing.T) {
 			repo, _ := newProvider(t)
 			var log bytes.Buffer
 			p, err := Open(t.Context(), repo.Dir, Options{ReservationTTL: MinReservationTTL,
@@ -58,7 +69,7 @@ func TestLostReservationStopsReclaim(t *testing.T) {
 			}
 			defer leases.Close()
 
-			var other *reservation.Lease
+			var other *otherOwner
 			var cause error
 			p.hook = func(ctx context.Context, point string) {
 				if point != tc.point || other != nil {
@@ -70,12 +81,7 @@ func TestLostReservationStopsReclaim(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				l, err := leases.Acquire(ctx, reservation.Request{Resource: reclaimPrefix + "T-1", Purpose: "reclaim", TTL: time.Hour})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				other = l
+				other = takeReservation(t, leases, reclaimPrefix+"T-1", tc.process)
 				// The work's context ends when the session finds the loss.
 				select {
 				case <-ctx.Done():
@@ -92,7 +98,7 @@ func TestLostReservationStopsReclaim(t *testing.T) {
 			if !errors.Is(err, reservation.ErrNotOwner) || !errors.Is(cause, reservation.ErrNotOwner) {
 				t.Fatalf("reclaim after losing its reservation at %s: %v (context cause %v); want a refusal wrapping reservation.ErrNotOwner", tc.point, err, cause)
 			}
-			if err := other.Check(); err != nil {
+			if err := other.check(); err != nil {
 				t.Fatalf("the other owner's reservation was touched: %v", err)
 			}
 			if !strings.Contains(log.String(), "reclaim reservation lost") {
@@ -125,7 +131,7 @@ func TestLostReservationStopsReclaim(t *testing.T) {
 
 			// The other owner lets go; a retry finishes the reclaim and
 			// loses nothing.
-			if err := other.Release(); err != nil {
+			if err := other.release(); err != nil {
 				t.Fatal(err)
 			}
 			res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true})
@@ -149,5 +155,71 @@ func TestLostReservationStopsReclaim(t *testing.T) {
 				t.Errorf("trash left after the retry: %v", left)
 			}
 		})
+	}
+}
+
+// An otherOwner holds a reservation that a reclaim lost.
+type otherOwner struct {
+	check   func() error // the reservation is still the other owner's, unchanged
+	release func() error
+}
+
+// takeReservation takes resource in leases for another owner: a second
+// grant in this process, or a child process (main_test.go,
+// hold-reservation) that holds it until released.
+func takeReservation(t *testing.T, leases *reservation.Dir, resource string, process bool) *otherOwner {
+	t.Helper()
+	if !process {
+		l, err := leases.Acquire(t.Context(), reservation.Request{Resource: resource, Purpose: "reclaim", TTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &otherOwner{check: l.Check, release: l.Release}
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=hold-reservation", "MAJLIS_LEASES="+leases.Path(), "MAJLIS_RESOURCE="+resource)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	out := bufio.NewReader(stdout)
+	if line, err := out.ReadString('\n'); line != "held\n" {
+		t.Fatalf("the other process did not take the reservation: %q, %v", line, err)
+	}
+	held, err := leases.Inspect(resource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held.Owner.PID != cmd.Process.Pid {
+		t.Fatalf("the reservation is held by pid %d, not the other process %d", held.Owner.PID, cmd.Process.Pid)
+	}
+	return &otherOwner{
+		check: func() error {
+			now, err := leases.Inspect(resource)
+			if err != nil {
+				return err
+			}
+			if now.Owner.PID != held.Owner.PID || now.Token != held.Token || now.Generation != held.Generation {
+				return fmt.Errorf("the reservation changed: %+v, was %+v", now, held)
+			}
+			return nil
+		},
+		release: func() error {
+			stdin.Close()
+			rest, _ := io.ReadAll(out)
+			if err := cmd.Wait(); err != nil {
+				return fmt.Errorf("the other process: %v: %s", err, rest)
+			}
+			return nil
+		},
 	}
 }
