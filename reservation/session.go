@@ -8,9 +8,10 @@ import (
 	"time"
 )
 
-// ErrSessionClosed is Session.Err after its holder closed it: the lease
-// was not lost, the work it protected is over.
-var ErrSessionClosed = errors.New("reservation: session closed")
+// errSessionClosed is Session.Err after its holder closed it: the lease
+// was not lost, the work it protected is over. It never leaves the
+// session's holder, who closed it; Lost tells it from a loss.
+var errSessionClosed = errors.New("reservation: session closed")
 
 // A Session keeps a lease alive while its holder works under it, and says
 // when the lease is lost, as etcd's concurrency.Session does for an etcd
@@ -91,7 +92,8 @@ func (s *Session) Done() <-chan struct{} { return s.done }
 
 // Err returns nil while the session lasts; once Done is closed, why it
 // ended: the error of the renewal or Check that found the lease lost
-// (typically an *Error wrapping ErrNotOwner), or ErrSessionClosed.
+// (typically an *Error wrapping ErrNotOwner), or, after Close, an error
+// saying the session was closed. Lost tells the two apart.
 func (s *Session) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -101,7 +103,7 @@ func (s *Session) Err() error {
 // Lost returns the error that ended the session when the lease was lost,
 // and nil while it lasts or after it was closed.
 func (s *Session) Lost() error {
-	if err := s.Err(); !errors.Is(err, ErrSessionClosed) {
+	if err := s.Err(); !errors.Is(err, errSessionClosed) {
 		return err
 	}
 	return nil
@@ -138,13 +140,14 @@ func (s *Session) Context(parent context.Context) (context.Context, context.Canc
 	return ctx, func() { cancel(context.Canceled) }
 }
 
-// Close stops renewing the lease and ends the session (ErrSessionClosed,
-// unless it had ended already). The lease stays held until it expires or
-// is released; Release does both. Closing twice is harmless.
+// Close stops renewing the lease and ends the session (Err then says it
+// was closed, unless it had ended already). The lease stays held until
+// it expires or is released; Release does both. Closing twice is
+// harmless.
 func (s *Session) Close() {
 	s.stopOnce.Do(func() { close(s.stop) })
 	s.wg.Wait()
-	s.end(ErrSessionClosed)
+	s.end(errSessionClosed)
 }
 
 // Release closes the session and releases the lease (Lease.Release).

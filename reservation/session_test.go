@@ -131,7 +131,7 @@ func TestSessionClose(t *testing.T) {
 	ctx, cancel := s.Context(t.Context())
 	defer cancel()
 	s.Close()
-	if !closed(s.Done()) || !errors.Is(s.Err(), ErrSessionClosed) || s.Lost() != nil {
+	if !closed(s.Done()) || !errors.Is(s.Err(), errSessionClosed) || s.Lost() != nil {
 		t.Fatalf("after Close: done %v, Err %v, Lost %v", closed(s.Done()), s.Err(), s.Lost())
 	}
 	<-ctx.Done()
