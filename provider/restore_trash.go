@@ -100,6 +100,11 @@ func (p *Provider) RestoreFromTrash(ctx context.Context, binding, requestID stri
 		}
 		return cause
 	}
+	// The reservation is still ours before the first effect (it keeps a
+	// purge away, and another restore).
+	if err := lease.Check(); err != nil {
+		return nil, undo(err)
+	}
 	// git's entry passes to the new claim: its pin and majlis's lock.
 	if err := durable.Replace(mv.AdminEntry, "majlis-claim", []byte(rec.Digest+"\n")); err != nil {
 		return nil, undo(err)
