@@ -37,8 +37,9 @@ type Options struct {
 	HostLedger string
 
 	// Logger receives what the provider does that its results do not
-	// say: reservations taken, renewed late or lost, dead owners'
-	// reservations recovered, reclaim steps. nil: nothing is logged.
+	// say: reclaim reservations taken, lost, or recovered from a dead
+	// owner; a workspace moved into its trash; a reclaim finished. nil:
+	// nothing is logged.
 	Logger *slog.Logger
 }
 

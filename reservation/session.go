@@ -15,9 +15,9 @@ var errSessionClosed = errors.New("reservation: session closed")
 
 // A Session keeps a lease alive while its holder works under it, and says
 // when the lease is lost, as etcd's concurrency.Session does for an etcd
-// lease: it renews the lease every third of its TTL, so that two renewals
-// may fail before it expires, and ends at the first renewal (or Check)
-// that finds the lease no longer this owner's. Done is then closed and Err
+// lease: it renews the lease every third of its TTL, long before it
+// expires, and ends at the first renewal that fails, or the first Check
+// that finds the lease no longer this owner's: it fails closed. Done is then closed and Err
 // says why; a context from Context is cancelled with that cause, so that
 // work in progress stops (as restic cancels its context when its lock is
 // lost) instead of going on without the lease.
