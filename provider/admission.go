@@ -18,13 +18,29 @@ func (p *Provider) Admission(ctx context.Context) (*admission.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return admission.Open(ctx, p.StateDir, opts)
+	return admission.Open(ctx, p.stateDir, opts)
 }
 
-// hostLedger is the host ledger's path: the conventional one in this
-// process's environment (admission.HostLedgerPath).
+// hostLedger is the host ledger's path: Options.HostLedger, else the
+// user's conventional one (see Options.HostLedger). It is found when a
+// ledger is opened, so that a user without a home folder can still use
+// everything that needs none.
 func (p *Provider) hostLedger() (string, error) {
-	return admission.HostLedgerPath(os.Getenv)
+	if p.host != "" {
+		return p.host, nil
+	}
+	return admission.HostLedgerPath(userStateEnv)
+}
+
+// userStateEnv reads the variables that locate the user's state folder
+// (XDG_STATE_HOME, HOME), as os.UserHomeDir reads HOME, and no other:
+// majlis's own variables are the caller's to read and pass as options.
+func userStateEnv(name string) string {
+	switch name {
+	case "XDG_STATE_HOME", "HOME":
+		return os.Getenv(name)
+	}
+	return ""
 }
 
 // Where Check found the holder it checked.
@@ -69,7 +85,7 @@ type CheckResult struct {
 func (p *Provider) Check(ctx context.Context, o CheckOptions) (*CheckResult, error) {
 	holder, source := o.Holder, HolderGiven
 	if holder == "" {
-		ws, err := p.workspaceAt(p.Repo.Toplevel)
+		ws, err := p.workspaceAt(p.repo.Toplevel)
 		if err != nil {
 			return nil, err
 		}
@@ -82,10 +98,10 @@ func (p *Provider) Check(ctx context.Context, o CheckOptions) (*CheckResult, err
 	}
 	if holder == "" {
 		if o.IfHolder {
-			return skippedCheck(p.Repo.Toplevel), nil
+			return skippedCheck(p.repo.Toplevel), nil
 		}
-		return nil, &Error{Op: "check", Path: p.Repo.Toplevel, Err: ErrInvalidArgument,
-			Reason: "no holder to check: " + p.Repo.Toplevel + " is not a majlis workspace and no holder was named",
+		return nil, &Error{Op: "check", Path: p.repo.Toplevel, Err: ErrInvalidArgument,
+			Reason: "no holder to check: " + p.repo.Toplevel + " is not a majlis workspace and no holder was named",
 			Hint:   "name the holder", Details: map[string]any{"argument": "holder"}}
 	}
 	svc, err := p.Admission(ctx)
@@ -97,11 +113,11 @@ func (p *Provider) Check(ctx context.Context, o CheckOptions) (*CheckResult, err
 		return nil, err
 	}
 	// Admission judges the changes; finding them is git's (gitops).
-	st, err := gitops.ReadStatus(ctx, p.Repo.Toplevel, gitops.StatusOptions{})
+	st, err := gitops.ReadStatus(ctx, p.repo.Toplevel, gitops.StatusOptions{})
 	if err != nil {
-		return nil, &admission.Error{Op: "check", Path: p.Repo.Toplevel, Err: err, Reason: "reading git status"}
+		return nil, &admission.Error{Op: "check", Path: p.repo.Toplevel, Err: err, Reason: "reading git status"}
 	}
-	res, err := svc.Check(ctx, admission.CheckRequest{Checkout: p.Repo.Toplevel, Holder: holder, Changed: st.ChangedPaths()})
+	res, err := svc.Check(ctx, admission.CheckRequest{Checkout: p.repo.Toplevel, Holder: holder, Changed: st.ChangedPaths()})
 	if err != nil {
 		return nil, err
 	}
@@ -112,9 +128,10 @@ func (p *Provider) Check(ctx context.Context, o CheckOptions) (*CheckResult, err
 // the checkout dir is in. With IfHolder, a repository that was never
 // registered with `majlis init` has no leases and no holder to check, so
 // it reports Skipped instead of refusing: the pre-commit hook may run in
-// repositories majlis does not manage (a global core.hooksPath).
-func CheckRepository(ctx context.Context, dir string, o CheckOptions) (*CheckResult, error) {
-	p, err := Open(ctx, dir)
+// repositories majlis does not manage (a global core.hooksPath). opts are
+// those of Open.
+func CheckRepository(ctx context.Context, dir string, opts Options, o CheckOptions) (*CheckResult, error) {
+	p, err := Open(ctx, dir, opts)
 	if errors.Is(err, ErrNotInitialized) && o.IfHolder {
 		top := dir
 		if repo, derr := gitops.Discover(ctx, dir); derr == nil {

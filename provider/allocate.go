@@ -2,9 +2,6 @@ package provider
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -89,7 +86,7 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 		}
 	}
 	if o.Path == "" {
-		o.Path = filepath.Join(p.Reg.WorkspaceRoot, o.Binding)
+		o.Path = filepath.Join(p.reg.WorkspaceRoot, o.Binding)
 	}
 	path, err := pathid.Lexical(o.Path)
 	if err != nil {
@@ -135,7 +132,7 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 
 	// Facts that need git come before the publication lease, which is
 	// never held across a git command.
-	reader, err := gitops.OpenReader(ctx, p.Reg.CommonDir)
+	reader, err := gitops.OpenReader(ctx, p.reg.CommonDir)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +187,7 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 		return nil, err
 	}
 	claim := Claim{Format: formatClaim, Binding: o.Binding, RequestID: o.RequestID, Path: path,
-		PhysicalPath: physical, CommonDir: p.Reg.CommonDir, RepositoryID: p.Reg.ID, Base: base,
+		PhysicalPath: physical, CommonDir: p.reg.CommonDir, RepositoryID: p.reg.ID, Base: base,
 		BaseRef: o.Base, Branch: o.Branch, Intent: intent, OwnerPID: o.OwnerPID, OwnerStart: owner.StartTime,
 		AllowNested: o.AllowNested, CreatedAt: p.now().UTC(),
 		Checkout: o.mode == gitops.ExistingBranch, Detached: o.mode == gitops.Detached, Restore: o.restore}
@@ -235,7 +232,7 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 // It returns the worktrees (as git lists them) that contain the path and
 // were cleared by their ignore rules.
 func (p *Provider) checkWorktrees(ctx context.Context, o AllocateOptions, path, physical string) (map[string]bool, error) {
-	worktrees, err := gitops.WorktreePaths(ctx, p.Reg.CommonDir)
+	worktrees, err := gitops.WorktreePaths(ctx, p.reg.CommonDir)
 	if err != nil {
 		return nil, err
 	}
@@ -475,14 +472,6 @@ func (p *Provider) checkReserved(binding, path, physical string, requestID ...st
 	return nil
 }
 
-// autoRequestPrefix marks request ids majlis made up; they bind no
-// arguments (nobody else knows them) but still let an interrupted
-// allocation be resumed.
-const autoRequestPrefix = "auto-"
-
-// reclaimPrefix names reclaim reservations in the lease folder.
-const reclaimPrefix = "reclaim."
-
 // liveClaims returns the latest live claim of every binding.
 // A damaged binding contributes a stand-in for every place its workspaces
 // may occupy, or refuses when they cannot all be located (damage.go).
@@ -709,110 +698,6 @@ func (p *Provider) resumeAllocation(ctx context.Context, rec *claimRecord) (*Wor
 		Hint:   "inspect it; if it holds nothing of yours, remove it and retry with the same request id"}
 }
 
-// requestArgs is what a request id is bound to.
-type requestArgs struct {
-	Op          string   `json:"op"`
-	Binding     string   `json:"binding"`
-	Base        string   `json:"base,omitempty"`
-	Branch      string   `json:"branch,omitempty"`
-	Path        string   `json:"path,omitempty"`
-	Intent      []string `json:"intent,omitempty"`
-	OwnerPID    int      `json:"owner_pid,omitempty"`
-	AllowNested bool     `json:"allow_nested,omitempty"`
-	Message     string   `json:"message,omitempty"`
-	Shared      bool     `json:"shared,omitempty"` // begin
-	TTL         string   `json:"ttl,omitempty"`    // begin
-	Checkout    bool     `json:"checkout,omitempty"`
-	Ports       int      `json:"ports,omitempty"` // begin
-
-	Confirm string `json:"confirm,omitempty"` // doctor --repair: the digest, or "yes"
-}
-
-type requestRecord struct {
-	Format    string          `json:"format"`
-	RequestID string          `json:"request_id"`
-	Args      requestArgs     `json:"args"`
-	Result    json.RawMessage `json:"result,omitempty"`
-	At        time.Time       `json:"at"`
-}
-
-func (r *requestRecord) check() error {
-	if r.RequestID == "" || r.Args.Op == "" || r.At.IsZero() {
-		return errors.New("incomplete request record")
-	}
-	return nil
-}
-
-func (p *Provider) requestPath(id string) (dir, name string) {
-	sum := sha256.Sum256([]byte(id))
-	return filepath.Join(p.StateDir, "requests"), hex.EncodeToString(sum[:16]) + ".request"
-}
-
-// readRequest returns the record of request id, or os.ErrNotExist.
-func (p *Provider) readRequest(id string) (*requestRecord, error) {
-	dir, name := p.requestPath(id)
-	var r requestRecord
-	if _, err := readRecord(filepath.Join(dir, name), "request", formatRequest, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
-}
-
-// checkRequest compares a retry's arguments with the recorded ones.
-func (p *Provider) checkRequest(id string, args requestArgs) error {
-	r, err := p.readRequest(id)
-	if err != nil {
-		return err
-	}
-	a, _ := json.Marshal(r.Args)
-	b, _ := json.Marshal(args)
-	if r.RequestID != id || string(a) != string(b) {
-		return &Error{Op: args.Op, Binding: args.Binding, Err: ErrRequestConflict,
-			Reason: fmt.Sprintf("request id %q was used for %s", id, a), Hint: "use a new request id"}
-	}
-	return nil
-}
-
-// recordRequest publishes a request record (no-clobber): the binding of a
-// request id to its arguments, and its result when one is given.
-func (p *Provider) recordRequest(id string, args requestArgs, result ...any) error {
-	r := requestRecord{Format: formatRequest, RequestID: id, Args: args, At: p.now().UTC()}
-	if len(result) > 0 {
-		raw, err := json.Marshal(result[0])
-		if err != nil {
-			return err
-		}
-		r.Result = raw
-	}
-	data, _, err := seal("request", &r)
-	if err != nil {
-		return err
-	}
-	dir, name := p.requestPath(id)
-	if err := durable.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	err = durable.Publish(dir, name, data)
-	if errors.Is(err, durable.ErrExists) {
-		return p.checkRequest(id, args)
-	}
-	return err
-}
-
-// findRequestClaim returns the claim of binding published by request id.
-func (p *Provider) findRequestClaim(binding, id string) (*claimRecord, error) {
-	recs, err := p.readBinding(binding)
-	if err != nil {
-		return nil, err
-	}
-	for i := len(recs) - 1; i >= 0; i-- {
-		if recs[i].Claim.RequestID == id {
-			return recs[i], nil
-		}
-	}
-	return nil, nil
-}
-
 // normalizeIntent validates intent globs: repository-relative paths,
 // literal or ending in /**, without . or .. components.
 func normalizeIntent(in []string) ([]string, error) {
@@ -861,7 +746,7 @@ func (p *Provider) checkCheckoutBranch(ctx context.Context, reader *gitops.Reade
 		return &Error{Op: "allocate", Binding: binding, Err: ErrUnknownBranch, Reason: "no branch named " + branch,
 			Hint: "name an existing local branch (git branch --list)"}
 	}
-	wts, err := gitops.ListWorktrees(ctx, p.Reg.CommonDir)
+	wts, err := gitops.ListWorktrees(ctx, p.reg.CommonDir)
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ func newProvider(t *testing.T) (*fixtures.Repo, *Provider) {
 	if _, err := Init(t.Context(), repo.Dir, InitOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Open(t.Context(), repo.Dir)
+	p, err := Open(t.Context(), repo.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,14 +48,14 @@ func TestInitIsIdempotentFromAnyWorktree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.ID != p.Reg.ID || again.CommonDir != repo.CommonDir() {
-		t.Errorf("init from a linked worktree: %+v, want id %s", again, p.Reg.ID)
+	if again.ID != p.reg.ID || again.CommonDir != repo.CommonDir() {
+		t.Errorf("init from a linked worktree: %+v, want id %s", again, p.reg.ID)
 	}
 	if _, err := Init(t.Context(), repo.Dir, InitOptions{WorkspaceRoot: t.TempDir()}); !errors.Is(err, ErrAlreadyInit) {
 		t.Errorf("init with another root: %v, want ErrAlreadyInit", err)
 	}
-	if want := filepath.Join(filepath.Dir(repo.Dir), filepath.Base(repo.Dir)+".workspaces"); p.Reg.WorkspaceRoot != want {
-		t.Errorf("workspace root %s, want %s", p.Reg.WorkspaceRoot, want)
+	if want := filepath.Join(filepath.Dir(repo.Dir), filepath.Base(repo.Dir)+".workspaces"); p.reg.WorkspaceRoot != want {
+		t.Errorf("workspace root %s, want %s", p.reg.WorkspaceRoot, want)
 	}
 }
 
@@ -68,7 +68,7 @@ func TestAllocatePublishesClaimThenWorktree(t *testing.T) {
 	}
 	c := recs[0].Claim
 	if c.Path != ws.Path || c.Base != repo.Head() || c.Branch != "majlis/T-1" || c.CommonDir != repo.CommonDir() ||
-		c.RepositoryID != p.Reg.ID || c.Allocator.PID != os.Getpid() || len(c.Intent) != 2 {
+		c.RepositoryID != p.reg.ID || c.Allocator.PID != os.Getpid() || len(c.Intent) != 2 {
 		t.Errorf("claim does not describe the workspace: %+v", c)
 	}
 	if recs[0].Digest != ws.ClaimDigest || !recs[0].has(EventCreated) {
@@ -96,7 +96,7 @@ func TestAllocateFailureLeavesNothing(t *testing.T) {
 	if err == nil {
 		t.Fatal("allocate succeeded despite the failing hook")
 	}
-	path := filepath.Join(p.Reg.WorkspaceRoot, "T-1")
+	path := filepath.Join(p.reg.WorkspaceRoot, "T-1")
 	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("directory left behind: %v", err)
 	}
@@ -226,7 +226,7 @@ func TestConcurrentAllocations(t *testing.T) {
 // retry with its request id finishes the allocation.
 func TestInterruptedAllocationResumes(t *testing.T) {
 	repo, p := newProvider(t)
-	path := filepath.Join(p.Reg.WorkspaceRoot, "T-1")
+	path := filepath.Join(p.reg.WorkspaceRoot, "T-1")
 	k := startChild(t, "claim-and-die", "MAJLIS_REPO="+repo.Dir, "MAJLIS_BINDING=T-1", "MAJLIS_PATH="+path,
 		"MAJLIS_REQUEST=req-7", "MAJLIS_BASE="+repo.Head())
 	k.cmd.Wait()
@@ -271,7 +271,7 @@ func TestMalformedInventory(t *testing.T) {
 			os.WriteFile(filepath.Join(p.claimsDir("T-1"), "notes.txt"), []byte("hi"), 0o644)
 		}},
 		{"garbage binding folder", func(t *testing.T, p *Provider) {
-			os.WriteFile(filepath.Join(p.StateDir, "claims", ".DS_Store"), nil, 0o644)
+			os.WriteFile(filepath.Join(p.stateDir, "claims", ".DS_Store"), nil, 0o644)
 		}},
 		{"forged event", func(t *testing.T, p *Provider) {
 			f := filepath.Join(p.claimsDir("T-1"), claimName(1, "released"))
@@ -305,7 +305,7 @@ func TestMalformedInventory(t *testing.T) {
 				if refused != errors.Is(err, ErrMalformed) || !refused && err != nil {
 					t.Errorf("allocate: %v, want refused %v", err, refused)
 				}
-				if _, serr := os.Lstat(filepath.Join(p.Reg.WorkspaceRoot, "T-2")); refused && !errors.Is(serr, os.ErrNotExist) {
+				if _, serr := os.Lstat(filepath.Join(p.reg.WorkspaceRoot, "T-2")); refused && !errors.Is(serr, os.ErrNotExist) {
 					t.Errorf("refused allocation created its directory")
 				}
 			})
@@ -368,7 +368,7 @@ func TestCheckoutBranchIsNeverDeleted(t *testing.T) {
 
 	// The allocator dies after its claim: the resume checks the branch out,
 	// and deletes nothing.
-	path := filepath.Join(p.Reg.WorkspaceRoot, "F-2")
+	path := filepath.Join(p.reg.WorkspaceRoot, "F-2")
 	k := startChild(t, "claim-and-die", "MAJLIS_REPO="+repo.Dir, "MAJLIS_BINDING=F-2", "MAJLIS_PATH="+path,
 		"MAJLIS_REQUEST=req-8", "MAJLIS_BASE="+tip, "MAJLIS_CHECKOUT=feature")
 	k.cmd.Wait()

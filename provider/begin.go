@@ -166,7 +166,7 @@ func (p *Provider) Begin(ctx context.Context, o BeginOptions) (*BeginResult, err
 	if err := p.checkRequest(reqID, args); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	res := &BeginResult{Task: o.Task, Checkout: p.Repo.Toplevel, RequestID: reqID}
+	res := &BeginResult{Task: o.Task, Checkout: p.repo.Toplevel, RequestID: reqID}
 	if !o.Shared {
 		ws, err := p.Allocate(ctx, AllocateOptions{Binding: o.Task, Base: o.Base, Intent: intent, OwnerPID: o.OwnerPID, RequestID: reqID + "/allocate"})
 		if err != nil {

@@ -170,8 +170,8 @@ func TestBeginRefusesBadArgumentsBeforeAllocating(t *testing.T) {
 	if n := worktreeCount(t, repo); n != 1 {
 		t.Errorf("refused begins left %d worktrees, want only the main one", n)
 	}
-	if _, err := os.Stat(filepath.Join(p.StateDir, "requests")); err == nil {
-		entries, _ := os.ReadDir(filepath.Join(p.StateDir, "requests"))
+	if _, err := os.Stat(filepath.Join(p.stateDir, "requests")); err == nil {
+		entries, _ := os.ReadDir(filepath.Join(p.stateDir, "requests"))
 		if len(entries) != 0 {
 			t.Errorf("refused begins recorded requests: %v", entries)
 		}
@@ -186,7 +186,7 @@ func TestCheckFindsTheHolder(t *testing.T) {
 	os.WriteFile(filepath.Join(t1.Workspace.Path, "src", "a.go"), []byte("package a\n"), 0o644)
 	os.WriteFile(filepath.Join(t1.Workspace.Path, "notes.txt"), []byte("outside\n"), 0o644)
 
-	inWS, err := Open(t.Context(), filepath.Join(t1.Workspace.Path, "src"))
+	inWS, err := Open(t.Context(), filepath.Join(t1.Workspace.Path, "src"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

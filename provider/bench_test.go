@@ -104,7 +104,7 @@ func BenchmarkAllocate(b *testing.B) {
 func BenchmarkSalvage(b *testing.B) {
 	bin := majlisBinary(b)
 	repo := benchRepo(b, 5000)
-	p, err := Open(context.Background(), repo.Dir)
+	p, err := Open(context.Background(), repo.Dir, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func BenchmarkSalvage(b *testing.B) {
 func BenchmarkList(b *testing.B) {
 	bin := majlisBinary(b)
 	repo := benchRepo(b, 10)
-	p, err := Open(context.Background(), repo.Dir)
+	p, err := Open(context.Background(), repo.Dir, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

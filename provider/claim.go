@@ -186,7 +186,7 @@ func (r *claimRecord) has(kind string) bool { return r.Events[kind] != nil }
 func (r *claimRecord) live() bool { return !r.has(EventFailed) && !r.has(EventReclaimed) }
 
 func (p *Provider) claimsDir(binding string) string {
-	return filepath.Join(p.StateDir, "claims", binding)
+	return filepath.Join(p.stateDir, "claims", binding)
 }
 
 func claimName(seq int, suffix string) string { return fmt.Sprintf("%06d.%s", seq, suffix) }
@@ -299,7 +299,7 @@ func sortedRecords(bySeq map[int]*claimRecord) []*claimRecord {
 
 // bindings lists the bindings that have a claims folder.
 func (p *Provider) bindings() ([]string, error) {
-	dir := filepath.Join(p.StateDir, "claims")
+	dir := filepath.Join(p.stateDir, "claims")
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil

@@ -70,7 +70,7 @@ type indexBinding struct {
 	raw     []byte // its encoding, when decoded from an index: written again as it was
 }
 
-func (p *Provider) claimsIndexPath() string { return filepath.Join(p.StateDir, claimsIndexName) }
+func (p *Provider) claimsIndexPath() string { return filepath.Join(p.stateDir, claimsIndexName) }
 
 // loadClaimsIndex reads the index, or nil when there is none that can be
 // used.
@@ -150,7 +150,7 @@ const staleIndexAge = 10 * time.Minute
 
 // removeStaleIndexes removes temporary indexes that crashed writers left.
 func (p *Provider) removeStaleIndexes() {
-	names, _ := filepath.Glob(filepath.Join(p.StateDir, ".claims.index-*.tmp"))
+	names, _ := filepath.Glob(filepath.Join(p.stateDir, ".claims.index-*.tmp"))
 	for _, n := range names {
 		if fi, err := os.Lstat(n); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > staleIndexAge {
 			os.Remove(n)
@@ -174,7 +174,7 @@ func (b *indexBinding) racy(t int64) bool {
 // and returns it with its change time: the file system's clock now. nil
 // when the state folder cannot be written (the index is then only read).
 func (p *Provider) startClaimsIndex() (*os.File, int64) {
-	f, err := os.CreateTemp(p.StateDir, ".claims.index-*.tmp")
+	f, err := os.CreateTemp(p.stateDir, ".claims.index-*.tmp")
 	if err != nil {
 		return nil, 0
 	}

@@ -127,7 +127,7 @@ func TestClaimsIndexCrash(t *testing.T) {
 			if !run.killed {
 				t.Fatalf("not killed at %s:\n%s", fp, run)
 			}
-			leftovers, _ := filepath.Glob(filepath.Join(p.StateDir, ".claims.index-*.tmp"))
+			leftovers, _ := filepath.Glob(filepath.Join(p.stateDir, ".claims.index-*.tmp"))
 			for _, l := range leftovers { // as if it had been there a while
 				old := time.Now().Add(-2 * staleIndexAge)
 				if err := os.Chtimes(l, old, old); err != nil {

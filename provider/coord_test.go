@@ -123,24 +123,31 @@ func TestAdmissionRacesReclaim(t *testing.T) {
 // reclaim still refuses (the host ledger is read); and a host ledger
 // that cannot be read refuses, it never means "no leases".
 func TestLivenessReadsHostLedgerWithoutRepositoryLedger(t *testing.T) {
-	_, p := newProvider(t)
+	repo, _ := newProvider(t)
 	host := filepath.Join(t.TempDir(), "host.db")
-	t.Setenv(admission.HostLedgerEnv, host)
+	p, err := Open(t.Context(), repo.Dir, Options{HostLedger: host})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
 	ws := mustAllocate(t, p, AllocateOptions{Binding: "T-3"})
 	svc, err := p.Admission(t.Context())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if svc.HostLedger() != host {
+		t.Fatalf("admission opened host ledger %s, want Options.HostLedger %s", svc.HostLedger(), host)
 	}
 	if _, err := svc.Acquire(t.Context(), admission.AcquireRequest{Holder: "T-3", Resources: []string{"host:port:3000"}, Cwd: ws.Path}); err != nil {
 		t.Fatal(err)
 	}
 	svc.Close()
 	for _, f := range []string{"", "-wal", "-shm"} {
-		if err := os.Remove(filepath.Join(p.StateDir, admission.RepositoryLedgerName+f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(filepath.Join(p.stateDir, admission.RepositoryLedgerName+f)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			t.Fatal(err)
 		}
 	}
-	fresh, err := Open(t.Context(), p.Repo.Toplevel)
+	fresh, err := Open(t.Context(), p.Worktree(), Options{HostLedger: host})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,8 +167,7 @@ func TestLivenessReadsHostLedgerWithoutRepositoryLedger(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("not a database, but something\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(admission.HostLedgerEnv, bad)
-	again, err := Open(t.Context(), p.Repo.Toplevel)
+	again, err := Open(t.Context(), p.Worktree(), Options{HostLedger: bad})
 	if err != nil {
 		t.Fatal(err)
 	}

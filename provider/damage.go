@@ -158,7 +158,7 @@ type locator struct {
 func (p *Provider) newLocator() *locator {
 	l := &locator{p: p}
 	l.journal, l.journalErr = p.readJournal()
-	l.entries, l.entriesErr = gitops.AdminEntries(p.Reg.CommonDir)
+	l.entries, l.entriesErr = gitops.AdminEntries(p.reg.CommonDir)
 	return l
 }
 

@@ -274,7 +274,7 @@ func FuzzDamagedClaim(f *testing.F) {
 	if _, err := Init(f.Context(), repo.Dir, InitOptions{}); err != nil {
 		f.Fatal(err)
 	}
-	p, err := Open(f.Context(), repo.Dir)
+	p, err := Open(f.Context(), repo.Dir, Options{})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -72,7 +72,8 @@ type DoctorReport struct {
 
 // Doctor examines the repository containing dir, changing nothing. It
 // works when the registration itself is damaged, which it then reports.
-func Doctor(ctx context.Context, dir string) (*DoctorReport, error) {
+// opts are those of Open.
+func Doctor(ctx context.Context, dir string, opts Options) (*DoctorReport, error) {
 	repo, err := discover(ctx, "doctor", dir)
 	if err != nil {
 		return nil, err
@@ -89,7 +90,7 @@ func Doctor(ctx context.Context, dir string) (*DoctorReport, error) {
 				"majlis does not rewrite it, since the repository's id and workspace root are in it"})
 		return rep, nil
 	}
-	p, err := Open(ctx, dir)
+	p, err := Open(ctx, dir, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +100,7 @@ func Doctor(ctx context.Context, dir string) (*DoctorReport, error) {
 
 // Doctor examines the repository p is open on, changing nothing.
 func (p *Provider) Doctor(ctx context.Context) (*DoctorReport, error) {
-	rep := &DoctorReport{CommonDir: p.Reg.CommonDir, StateDir: p.StateDir, Checked: []string{"registration"}, Findings: []Finding{}}
+	rep := &DoctorReport{CommonDir: p.reg.CommonDir, StateDir: p.stateDir, Checked: []string{"registration"}, Findings: []Finding{}}
 	add := func(f Finding) { rep.Findings = append(rep.Findings, f) }
 
 	// The claims folder: every record decodes and validates.
@@ -161,7 +162,7 @@ func damageFinding(p *Provider, d *Damage) Finding {
 	}
 	return Finding{Code: FindingRecordDamaged, Severity: SeverityError, Binding: d.Binding, Path: d.File, Message: msg, Repair: true,
 		Fix: "majlis doctor --repair --preview: salvages the workspace's work to " + SalvagePrefix + d.Binding +
-			"/<n>, then moves the damaged records into " + filepath.Join(p.StateDir, "damaged") + "; or restore the file from a backup"}
+			"/<n>, then moves the damaged records into " + filepath.Join(p.stateDir, "damaged") + "; or restore the file from a backup"}
 }
 
 // checkRequests reads every request record.
@@ -222,7 +223,7 @@ func (p *Provider) checkJournal(inv *inventory, add func(Finding)) {
 
 // checkLedgers opens the admission ledgers read-only in effect.
 func (p *Provider) checkLedgers(ctx context.Context, add func(Finding)) {
-	paths := [][2]string{{filepath.Join(p.StateDir, admission.RepositoryLedgerName), "repository"}}
+	paths := [][2]string{{filepath.Join(p.stateDir, admission.RepositoryLedgerName), "repository"}}
 	if host, err := p.hostLedger(); err == nil {
 		paths = append(paths, [2]string{host, "host"})
 	}
@@ -237,9 +238,9 @@ func (p *Provider) checkLedgers(ctx context.Context, add func(Finding)) {
 
 // checkEntries compares git's admin entries with the live claims.
 func (p *Provider) checkEntries(inv *inventory, live []*claimRecord, add func(Finding)) error {
-	entries, err := gitops.AdminEntries(p.Reg.CommonDir)
+	entries, err := gitops.AdminEntries(p.reg.CommonDir)
 	if err != nil {
-		return &Error{Op: "doctor", Path: filepath.Join(p.Reg.CommonDir, "worktrees"), Err: err}
+		return &Error{Op: "doctor", Path: filepath.Join(p.reg.CommonDir, "worktrees"), Err: err}
 	}
 	damaged := map[string]bool{}
 	if inv != nil {

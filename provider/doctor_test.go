@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/majlis-dev/majlis/internal/envvar"
 	"github.com/majlis-dev/majlis/internal/failpoint"
 )
 
@@ -34,7 +35,7 @@ func TestDoctorAndRepair(t *testing.T) {
 	file := damageModes[0].damage(t, p)
 
 	before := peerObserve(t, p, repo, a.Path, b.Path)
-	rep, err := Doctor(t.Context(), repo.Dir)
+	rep, err := Doctor(t.Context(), repo.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,11 +114,11 @@ func TestDoctorJournalRebuild(t *testing.T) {
 
 func TestDoctorDamagedRegistration(t *testing.T) {
 	repo, p := newProvider(t)
-	rewrite(t, filepath.Join(p.StateDir, "repository.json"), func(b []byte) []byte { return b[:5] })
-	if _, err := Open(t.Context(), repo.Dir); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "repository.json") {
+	rewrite(t, filepath.Join(p.stateDir, "repository.json"), func(b []byte) []byte { return b[:5] })
+	if _, err := Open(t.Context(), repo.Dir, Options{}); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "repository.json") {
 		t.Errorf("open: %v", err)
 	}
-	rep, err := Doctor(t.Context(), repo.Dir)
+	rep, err := Doctor(t.Context(), repo.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func TestDoctorDamagedRegistration(t *testing.T) {
 func TestDoctorRetiresDeadReservation(t *testing.T) {
 	bin := crashBinary(t)
 	s := newCrashScene(t)
-	crash := crashExec(t, bin, s.repo.Dir, []string{ReservationTTLEnv + "=2s", failpoint.EnvVar + "=reclaim/before-move=crash"},
+	crash := crashExec(t, bin, s.repo.Dir, []string{envvar.ReservationTTL + "=2s", failpoint.EnvVar + "=reclaim/before-move=crash"},
 		"workspace", "reclaim", "T-1", "--yes", "--json")
 	if !crash.killed {
 		t.Fatalf("the reclaim was not killed\n%s", crash)
@@ -178,7 +179,7 @@ func TestDoctorRetiresDeadReservation(t *testing.T) {
 func TestDoctorUnexpectedEntry(t *testing.T) {
 	_, p := peerProvider(t)
 	mustAllocate(t, p, AllocateOptions{Binding: "A"})
-	f := filepath.Join(p.StateDir, "claims", ".DS_Store")
+	f := filepath.Join(p.stateDir, "claims", ".DS_Store")
 	if err := os.WriteFile(f, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +201,7 @@ func TestDoctorUnexpectedEntry(t *testing.T) {
 
 func TestDoctorDamagedLedger(t *testing.T) {
 	_, p := peerProvider(t)
-	f := filepath.Join(p.StateDir, "admission.db")
+	f := filepath.Join(p.stateDir, "admission.db")
 	if err := os.WriteFile(f, []byte("not a database\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +313,7 @@ func TestRepairStaleAfterChange(t *testing.T) {
 		t.Fatalf("confirm after the record changed: %v, want preview_stale", err)
 	}
 	peerUnchanged(t, before, peerObserve(t, p, repo, a.Path))
-	if _, err := os.Stat(filepath.Join(p.StateDir, "damaged")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(p.stateDir, "damaged")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("damaged/ made by a refused repair: %v", err)
 	}
 }

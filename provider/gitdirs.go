@@ -55,7 +55,7 @@ func locateMain(ctx context.Context, op string, repo gitops.Repo, reg *Registrat
 // mainUnknown is the refusal of an operation that needs every peer when
 // the main worktree cannot be located.
 func (p *Provider) mainUnknown(op, binding string) error {
-	return &Error{Op: op, Binding: binding, Path: p.Reg.CommonDir, Err: ErrIdentity,
+	return &Error{Op: op, Binding: binding, Path: p.reg.CommonDir, Err: ErrIdentity,
 		Reason: "the repository's git directory lives apart from its main worktree, which this registration (made by an older majlis) does not name",
 		Hint:   "run the command from inside the main worktree, where majlis can see it"}
 }
@@ -67,7 +67,7 @@ func (p *Provider) mainUnknown(op, binding string) error {
 // from. A worktree there would break the ref namespace or majlis's
 // records.
 func (p *Provider) checkOutsideGitDirs(binding, path, physical string) error {
-	dirs := []string{p.Reg.CommonDir, p.Repo.CommonDir, p.Repo.GitDir, p.StateDir}
+	dirs := []string{p.reg.CommonDir, p.repo.CommonDir, p.repo.GitDir, p.stateDir}
 	for _, d := range dirs {
 		if d == "" {
 			continue

@@ -25,7 +25,7 @@ func bareWithWorktree(t *testing.T) (bare string, wt string, p *Provider) {
 	if _, err := Init(t.Context(), wt, InitOptions{WorkspaceRoot: filepath.Join(dir, "ws")}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Open(t.Context(), wt)
+	p, err := Open(t.Context(), wt, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,17 +90,17 @@ func TestSeparateGitDirMainWorktreeIsAPeer(t *testing.T) {
 	if _, err := Init(t.Context(), main, InitOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Open(t.Context(), main)
+	p, err := Open(t.Context(), main, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if p.Reg.MainWorktree != main {
-		t.Fatalf("registered main worktree %q, want %q", p.Reg.MainWorktree, main)
+	if p.reg.MainWorktree != main {
+		t.Fatalf("registered main worktree %q, want %q", p.reg.MainWorktree, main)
 	}
 	ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 	// Opened from the linked worktree, where git cannot say where the main one is.
-	lp, err := Open(t.Context(), ws.Path)
+	lp, err := Open(t.Context(), ws.Path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestSeparateGitDirOldRegistration(t *testing.T) {
 	if err := createJournal(state); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Open(t.Context(), main)
+	p, err := Open(t.Context(), main, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestSeparateGitDirOldRegistration(t *testing.T) {
 	if _, err := p.Allocate(t.Context(), AllocateOptions{Binding: "T-2", Path: filepath.Join(main, "inner")}); !errors.Is(err, ErrNested) {
 		t.Fatalf("allocate inside the main worktree, from it: %v, want %v", err, ErrNested)
 	}
-	lp, err := Open(t.Context(), ws.Path)
+	lp, err := Open(t.Context(), ws.Path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestBareRepositoryAsRepoRefuses(t *testing.T) {
 	bare, _, _ := bareWithWorktree(t)
 	for _, f := range []func() error{
 		func() error { _, err := Init(t.Context(), bare, InitOptions{WorkspaceRoot: t.TempDir()}); return err },
-		func() error { _, err := Open(t.Context(), bare); return err },
+		func() error { _, err := Open(t.Context(), bare, Options{}); return err },
 	} {
 		err := f()
 		if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "worktree add") {

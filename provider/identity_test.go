@@ -182,7 +182,7 @@ func TestReclaimWorktreeConfigRechecked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lease.release()
+	defer lease.Release()
 	if err := p.recheck(t.Context(), rec, lease); err != nil {
 		t.Fatalf("recheck of an intact workspace: %v", err)
 	}
@@ -464,7 +464,7 @@ func TestReclaimBareAndSeparateGitDir(t *testing.T) {
 			if _, err := Init(t.Context(), dir, InitOptions{WorkspaceRoot: filepath.Join(fixtures.TempDir(t), "ws")}); err != nil {
 				t.Fatal(err)
 			}
-			p, err := Open(t.Context(), dir)
+			p, err := Open(t.Context(), dir, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -567,7 +567,7 @@ func TestReclaimRecheckSeesLockAndPin(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer lease.release()
+			defer lease.Release()
 			if err := p.recheck(t.Context(), rec, lease); err != nil {
 				t.Fatalf("recheck of an intact workspace: %v", err)
 			}

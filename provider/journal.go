@@ -131,7 +131,7 @@ func decodeJournalLine(line []byte) (journalEntry, error) {
 	return e, nil
 }
 
-func (p *Provider) journalPath() string { return filepath.Join(p.StateDir, journalName) }
+func (p *Provider) journalPath() string { return filepath.Join(p.stateDir, journalName) }
 
 // createJournal starts the journal of a freshly registered repository. It
 // refuses to start one beside existing claims, which it would not name.

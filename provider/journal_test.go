@@ -100,7 +100,7 @@ func TestJournalIncompleteFallsBack(t *testing.T) {
 		t.Run(damage, func(t *testing.T) {
 			_, p := newProvider(t)
 			target := mustAllocate(t, p, AllocateOptions{Binding: "outer"})
-			journal := filepath.Join(p.StateDir, journalName)
+			journal := filepath.Join(p.stateDir, journalName)
 			saved, err := os.ReadFile(journal)
 			if err != nil {
 				t.Fatal(err)

@@ -56,7 +56,7 @@ func (p *Provider) leaseLiveness(ctx context.Context, rec *claimRecord) error {
 }
 
 // admissionOptions are the options every admission service of the
-// provider is opened with: the host ledger, and a guard that refuses
+// provider is opened with: the host ledger and the provider's clock, and a guard that refuses
 // leases in a checkout that a reclaim has reserved.
 func (p *Provider) admissionOptions() (admission.Options, error) {
 	host, err := p.hostLedger()
@@ -64,7 +64,7 @@ func (p *Provider) admissionOptions() (admission.Options, error) {
 		return admission.Options{}, err
 	}
 	leases := p.leases
-	return admission.Options{HostLedger: host, Guard: func(ctx context.Context, checkout string) error {
+	return admission.Options{HostLedger: host, Now: p.now, Guard: func(ctx context.Context, checkout string) error {
 		return guardCheckout(leases, checkout)
 	}}, nil
 }
@@ -146,7 +146,7 @@ func (p *Provider) admission(ctx context.Context) (*admission.Service, error) {
 		if err != nil {
 			return nil, err
 		}
-		svc, err := admission.Open(ctx, p.StateDir, opts)
+		svc, err := admission.Open(ctx, p.stateDir, opts)
 		if err != nil {
 			return nil, err
 		}

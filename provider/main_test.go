@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,10 +13,12 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/majlis-dev/majlis/fixtures"
 	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/pathid"
+	"github.com/majlis-dev/majlis/reservation"
 )
 
 const childEnv = "MAJLIS_PROVIDER_TEST_CHILD"
@@ -51,7 +54,13 @@ func errCode(err error) string {
 // runChild: MAJLIS_REPO, MAJLIS_BINDING, MAJLIS_PATH.
 func runChild(mode string) int {
 	ctx := context.Background()
-	p, err := Open(ctx, os.Getenv("MAJLIS_REPO"))
+	if mode == "hold-reservation" {
+		// Take the resource MAJLIS_RESOURCE in the lease folder
+		// MAJLIS_LEASES, say so, and hold it until stdin closes; then
+		// release it.
+		return holdReservation(ctx, os.Getenv("MAJLIS_LEASES"), os.Getenv("MAJLIS_RESOURCE"))
+	}
+	p, err := Open(ctx, os.Getenv("MAJLIS_REPO"), Options{})
 	if err != nil {
 		fmt.Println(`{"err":` + fmt.Sprintf("%q", err.Error()) + `}`)
 		return 1
@@ -99,7 +108,7 @@ func runChild(mode string) int {
 		// Publish the claim as Allocate does, then die before git runs.
 		path, _ := pathid.Lexical(opts.Path)
 		c := Claim{Format: formatClaim, Binding: opts.Binding, RequestID: opts.RequestID, Path: path,
-			PhysicalPath: path, CommonDir: p.Reg.CommonDir, RepositoryID: p.Reg.ID, Base: os.Getenv("MAJLIS_BASE"),
+			PhysicalPath: path, CommonDir: p.reg.CommonDir, RepositoryID: p.reg.ID, Base: os.Getenv("MAJLIS_BASE"),
 			BaseRef: "HEAD", Branch: "majlis/" + opts.Binding, Intent: []string{}, CreatedAt: p.now().UTC()}
 		c.Allocator, _ = procid.Of(os.Getpid())
 		args := requestArgs{Op: "allocate", Binding: opts.Binding, Base: "HEAD", Branch: c.Branch, Path: path, Intent: []string{}}
@@ -120,7 +129,7 @@ func runChild(mode string) int {
 		path, _ := pathid.Lexical(opts.Path)
 		base := os.Getenv("MAJLIS_BASE")
 		c := Claim{Format: formatClaim, Binding: opts.Binding, RequestID: opts.RequestID, Path: path,
-			PhysicalPath: path, CommonDir: p.Reg.CommonDir, RepositoryID: p.Reg.ID, Base: base,
+			PhysicalPath: path, CommonDir: p.reg.CommonDir, RepositoryID: p.reg.ID, Base: base,
 			BaseRef: base, Detached: true, Restore: os.Getenv("MAJLIS_SALVAGE"), Intent: []string{}, CreatedAt: p.now().UTC()}
 		c.Allocator, _ = procid.Of(os.Getpid())
 		args := requestArgs{Op: "allocate", Binding: opts.Binding, Base: base, Path: path, Intent: []string{}}
@@ -160,4 +169,25 @@ func (c *child) result(t *testing.T) childResult {
 		t.Fatalf("child printed %q: %v", c.out.String(), err)
 	}
 	return r
+}
+
+func holdReservation(ctx context.Context, dir, resource string) int {
+	leases, err := reservation.Open(dir)
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	defer leases.Close()
+	l, err := leases.Acquire(ctx, reservation.Request{Resource: resource, Purpose: "reclaim", TTL: time.Hour})
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	fmt.Println("held")
+	io.Copy(io.Discard, os.Stdin)
+	if err := l.Release(); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	return 0
 }

@@ -56,8 +56,8 @@ func peerObserve(t *testing.T, p *Provider, repo *fixtures.Repo, dirs ...string)
 	}
 	w.Worktrees = repo.Git("worktree", "list", "--porcelain")
 	w.Refs = repo.Git("for-each-ref", "--format=%(refname) %(objectname)")
-	w.Claims = peerTree(t, filepath.Join(p.StateDir, "claims"))
-	leases, _ := filepath.Glob(filepath.Join(p.StateDir, "leases", "*.lease"))
+	w.Claims = peerTree(t, filepath.Join(p.stateDir, "claims"))
+	leases, _ := filepath.Glob(filepath.Join(p.stateDir, "leases", "*.lease"))
 	for _, l := range leases {
 		b, err := os.ReadFile(l)
 		w.Leases = append(w.Leases, fmt.Sprintf("%s %x %v", filepath.Base(l), sha256.Sum256(b), err))
@@ -116,7 +116,7 @@ func peerUnchanged(t *testing.T, before, after peerWorld) {
 // peerNoLease asserts that no reclaim reservation is left behind.
 func peerNoLease(t *testing.T, p *Provider) {
 	t.Helper()
-	left, _ := filepath.Glob(filepath.Join(p.StateDir, "leases", reclaimPrefix+"*.lease"))
+	left, _ := filepath.Glob(filepath.Join(p.stateDir, "leases", reclaimPrefix+"*.lease"))
 	if len(left) > 0 {
 		t.Errorf("reclaim reservation left behind: %v", left)
 	}
@@ -763,7 +763,7 @@ func TestReclaimAuthority(t *testing.T) {
 		repo, p := peerProvider(t)
 		target := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 		peerDirty(t, target.Path)
-		svc, err := admission.Open(t.Context(), p.StateDir, admission.Options{HostLedger: filepath.Join(t.TempDir(), "host.db")})
+		svc, err := admission.Open(t.Context(), p.stateDir, admission.Options{HostLedger: filepath.Join(t.TempDir(), "host.db")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -867,7 +867,7 @@ func TestReclaimMalformedInventory(t *testing.T) {
 		return filepath.Join(p.claimsDir(binding), claimName(1, "claim"))
 	}
 	garbageLease := func(t *testing.T, p *Provider, content string) string {
-		f := filepath.Join(p.StateDir, "leases", reclaimPrefix+"T-1.lease")
+		f := filepath.Join(p.stateDir, "leases", reclaimPrefix+"T-1.lease")
 		if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -896,7 +896,7 @@ func TestReclaimMalformedInventory(t *testing.T) {
 			return f
 		}},
 		{"garbage entry among the bindings", ErrMalformed, func(t *testing.T, p *Provider) string {
-			f := filepath.Join(p.StateDir, "claims", ".DS_Store")
+			f := filepath.Join(p.stateDir, "claims", ".DS_Store")
 			os.WriteFile(f, nil, 0o644)
 			return f
 		}},
@@ -1024,7 +1024,7 @@ func submoduleWorkspace(t *testing.T) (*fixtures.Repo, *Provider, *Workspace) {
 	if _, err := Init(t.Context(), repo.Dir, InitOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Open(t.Context(), repo.Dir)
+	p, err := Open(t.Context(), repo.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1266,12 +1266,12 @@ func BenchmarkPeerCheck(b *testing.B) {
 	})
 	b.Run(fmt.Sprintf("parts/worktrees/workspaces=%d", size), func(b *testing.B) {
 		for b.Loop() {
-			if _, err := gitops.WorktreePaths(ctx, p.Reg.CommonDir); err != nil {
+			if _, err := gitops.WorktreePaths(ctx, p.reg.CommonDir); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
-	paths, err := gitops.WorktreePaths(ctx, p.Reg.CommonDir)
+	paths, err := gitops.WorktreePaths(ctx, p.reg.CommonDir)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -1299,7 +1299,7 @@ func BenchmarkPeerCheck(b *testing.B) {
 // scans of every other claim and worktree, which would make the setup
 // quadratic: the benchmark measures the peer check, not allocation.
 func benchWorkspace(b *testing.B, p *Provider, binding string) {
-	path := filepath.Join(p.Reg.WorkspaceRoot, binding)
+	path := filepath.Join(p.reg.WorkspaceRoot, binding)
 	physical, err := pathid.Physical(path)
 	if err != nil {
 		b.Fatal(err)
@@ -1309,7 +1309,7 @@ func benchWorkspace(b *testing.B, p *Provider, binding string) {
 		b.Fatal(err)
 	}
 	claim := Claim{Format: formatClaim, Binding: binding, Seq: 1, RequestID: autoRequestPrefix + binding, Path: path,
-		PhysicalPath: physical, CommonDir: p.Reg.CommonDir, RepositoryID: p.Reg.ID, Base: benchHead(b, p),
+		PhysicalPath: physical, CommonDir: p.reg.CommonDir, RepositoryID: p.reg.ID, Base: benchHead(b, p),
 		BaseRef: "HEAD", Branch: "majlis/" + binding, Intent: []string{}, Allocator: self, CreatedAt: time.Now().UTC()}
 	data, digest, err := seal("claim", &claim)
 	if err != nil {

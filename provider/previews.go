@@ -90,23 +90,6 @@ func decodePreviewSummary(data []byte) (*previewSummary, error) {
 	return &s, nil
 }
 
-// CheckDigest reports whether d is a well-formed preview digest: "sha256:"
-// and 64 lowercase hexadecimal digits. The error wraps ErrInvalidArgument.
-func CheckDigest(d string) error {
-	hex, ok := strings.CutPrefix(d, "sha256:")
-	valid := ok && len(hex) == 64
-	for i := 0; valid && i < len(hex); i++ {
-		c := hex[i]
-		valid = c >= '0' && c <= '9' || c >= 'a' && c <= 'f'
-	}
-	if !valid {
-		return &Error{Op: "reclaim", Err: ErrInvalidArgument,
-			Reason: fmt.Sprintf("%q is not a preview digest (sha256: and 64 lowercase hexadecimal digits)", d),
-			Hint:   "copy the digest that the preview printed", Details: map[string]any{"argument": "digest"}}
-	}
-	return nil
-}
-
 func summarize(pv *Preview, at time.Time) *previewSummary {
 	s := &previewSummary{Format: formatPreview, Digest: pv.Digest, Binding: pv.Binding, At: at.UTC(),
 		ClaimDigest: pv.ClaimDigest, Branch: pv.Branch, Head: pv.Head, Released: pv.Released,
@@ -140,7 +123,7 @@ func entryState(e gitops.StatusEntry) string {
 }
 
 func (p *Provider) previewsDir(binding string) string {
-	return filepath.Join(p.StateDir, "previews", binding)
+	return filepath.Join(p.stateDir, "previews", binding)
 }
 
 // rememberPreview keeps pv's summary (temp file, fsync, rename) and prunes

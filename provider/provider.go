@@ -5,6 +5,7 @@ import (
 	crand "crypto/rand"
 	"encoding/hex"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -18,14 +19,22 @@ import (
 )
 
 // A Provider acts on one registered repository. Open it from any worktree
-// of the repository; it is cheap and holds no locks between calls.
+// of the repository; it is cheap, holds no locks between calls, and is
+// safe for concurrent use. What it was opened on does not change: read it
+// with Repository, StateDir and Worktree.
 type Provider struct {
-	Repo     gitops.Repo  // the worktree it was opened from, and the repository
-	Reg      Registration // the repository's registration
-	StateDir string       // <git-common-dir>/majlis
+	repo     gitops.Repo  // the worktree it was opened from, and the repository
+	reg      Registration // the repository's registration
+	stateDir string       // <git-common-dir>/majlis
 
 	leases *reservation.Dir
 	now    func() time.Time
+	ttl    time.Duration // of reclaim reservations
+	host   string        // the host ledger's path; "" for admission's default
+	log    *slog.Logger
+	// hook, set only by tests of this package, runs at every reclaim
+	// failpoint (inject).
+	hook func(ctx context.Context, point string)
 	// main is the main worktree ("" for a bare repository); mainErr
 	// is errMainUnknown when it cannot be located (gitdirs.go).
 	main    string
@@ -116,8 +125,16 @@ func Init(ctx context.Context, dir string, opts InitOptions) (*Repository, error
 	return &Repository{ID: reg.ID, CommonDir: reg.CommonDir, StateDir: state, WorkspaceRoot: reg.WorkspaceRoot}, nil
 }
 
-// Open opens the registered repository containing dir.
-func Open(ctx context.Context, dir string) (*Provider, error) {
+// Open opens the registered repository containing dir (any of its
+// worktrees, or a folder inside one; "" is the working directory). It
+// refuses a repository that 'majlis init' (Init) has not registered
+// (ErrNotInitialized) and options it does not accept
+// (ErrInvalidArgument). Close the provider when done.
+func Open(ctx context.Context, dir string, opts Options) (*Provider, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	repo, err := discover(ctx, "open", dir)
 	if err != nil {
 		return nil, err
@@ -140,7 +157,8 @@ func Open(ctx context.Context, dir string) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Provider{Repo: repo, Reg: *reg, StateDir: state, leases: leases, now: time.Now, main: main, mainErr: mainErr}, nil
+	return &Provider{repo: repo, reg: *reg, stateDir: state, leases: leases, main: main, mainErr: mainErr,
+		now: opts.Clock, ttl: opts.ReservationTTL, host: opts.HostLedger, log: opts.Logger}, nil
 }
 
 // Close releases the provider's handles.
@@ -159,8 +177,15 @@ func (p *Provider) Close() error {
 
 // Repository reports the registration.
 func (p *Provider) Repository() *Repository {
-	return &Repository{ID: p.Reg.ID, CommonDir: p.Reg.CommonDir, StateDir: p.StateDir, WorkspaceRoot: p.Reg.WorkspaceRoot}
+	return &Repository{ID: p.reg.ID, CommonDir: p.reg.CommonDir, StateDir: p.stateDir, WorkspaceRoot: p.reg.WorkspaceRoot}
 }
+
+// StateDir returns the repository's state folder, <git-common-dir>/majlis.
+func (p *Provider) StateDir() string { return p.stateDir }
+
+// Worktree returns the top level of the worktree the provider was opened
+// from.
+func (p *Provider) Worktree() string { return p.repo.Toplevel }
 
 func readRegistration(state string) (*Registration, error) {
 	path := filepath.Join(state, "repository.json")

@@ -2,21 +2,14 @@ package provider
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/majlis-dev/majlis/gitops"
-	"github.com/majlis-dev/majlis/internal/envvar"
 	"github.com/majlis-dev/majlis/internal/failpoint"
 	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/pathid"
@@ -30,109 +23,6 @@ var (
 	// retired. The steps between are in trash.go.
 	fpReclaimRemoved = failpoint.New("reclaim/removed")
 )
-
-// ReservationTTLEnv sets the expiry of reclaim reservations (a Go
-// duration). Reservations are renewed while held; tests set it to seconds
-// to exercise dead-owner recovery.
-const ReservationTTLEnv = "MAJLIS_RESERVATION_TTL"
-
-// The accepted reservation TTLs. A reservation is renewed every third of
-// its TTL, so the minimum keeps renewal well above the cost of a renewal;
-// the maximum bounds how long a crashed reclaim's reservation blocks its
-// binding before it can be recovered.
-const (
-	MinReservationTTL     = time.Second
-	MaxReservationTTL     = 24 * time.Hour
-	defaultReservationTTL = 2 * time.Minute
-)
-
-// ReservationTTL returns the expiry of reclaim reservations: the value of
-// MAJLIS_RESERVATION_TTL, or 2m when it is unset. A value that is not a Go
-// duration from MinReservationTTL to MaxReservationTTL is an
-// *envvar.Error, never replaced by the default.
-func ReservationTTL() (time.Duration, error) {
-	return envvar.Duration(ReservationTTLEnv, defaultReservationTTL, MinReservationTTL, MaxReservationTTL)
-}
-
-// A Step is one effect a reclaim will have (or had).
-type Step struct {
-	Name   string `json:"name"`   // salvage, move, resalvage, delete-trash (forget, record for a missing workspace)
-	Count  int    `json:"count"`  // files concerned
-	Detail string `json:"detail"` // in words
-}
-
-// A Preview says everything a reclaim of a workspace would do. Its digest
-// pins it: --confirm DIGEST proceeds only if the preview computed at that
-// moment has the same digest.
-type Preview struct {
-	Digest       string `json:"digest"`
-	Binding      string `json:"binding"`
-	Path         string `json:"path"`
-	PhysicalPath string `json:"physical_path"`
-	Branch       string `json:"branch"`
-	Head         string `json:"head"`
-	ClaimDigest  string `json:"claim_digest"`
-	Released     bool   `json:"released"`
-	Salvage      struct {
-		Clean           bool     `json:"clean"`
-		Files           int      `json:"files"`
-		Modified        int      `json:"modified"`
-		Added           int      `json:"added"`
-		Deleted         int      `json:"deleted"`
-		Renamed         int      `json:"renamed"`
-		Untracked       int      `json:"untracked"`
-		Conflicted      int      `json:"conflicted"`
-		DirtySubmodules []string `json:"dirty_submodules"`
-		// What the salvage keeps beyond the files: the index when a file
-		// is staged at a version the worktree no longer has, or has
-		// intent-to-add entries; commits only the workspace holds (Pins,
-		// each with where it was found); per-worktree refs; an interrupted
-		// operation's state; hidden (assume-unchanged, skip-worktree)
-		// edits.
-		PartiallyStaged int                 `json:"partially_staged"`
-		IntentToAdd     int                 `json:"intent_to_add"`
-		Pins            []gitops.Pin        `json:"pins"`
-		WorktreeRefs    []string            `json:"worktree_refs"`
-		Operation       string              `json:"operation"`
-		Hidden          []gitops.HiddenFile `json:"hidden"`
-	} `json:"salvage"`
-	IgnoredFiles int `json:"ignored_files"` // deleted with the directory, not salvaged
-	// IgnoredPaths names the first MaxIgnoredPaths of them.
-	IgnoredPaths []string `json:"ignored_paths"`
-	Steps        []Step   `json:"steps"`
-	PeersChecked int      `json:"peers_checked"`
-	Peers        []Peer   `json:"peers"`
-	// AdminEntry is git's administrative entry of the workspace
-	// (<common dir>/worktrees/<id>). Pinned says whether it carries
-	// majlis's pin; an entry of a workspace allocated before majlis pinned
-	// them is pinned by the reclaim, before its first step.
-	AdminEntry struct {
-		Path   string `json:"path"`
-		Pinned bool   `json:"pinned"`
-	} `json:"admin_entry"`
-
-	status *gitops.Status
-}
-
-// MaxIgnoredPaths bounds how many ignored files a preview names; it
-// counts them all.
-const MaxIgnoredPaths = 100
-
-// concurrently runs fns at once and returns the first error, after all
-// have returned.
-func concurrently(fns ...func() error) error {
-	errs := make([]error, len(fns))
-	var wg sync.WaitGroup
-	for i, fn := range fns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = fn()
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
 
 // ReclaimOptions describe a reclaim.
 type ReclaimOptions struct {
@@ -175,170 +65,6 @@ type ReclaimResult struct {
 	// PinnedOnFirstContact reports that the workspace, allocated before
 	// majlis pinned admin entries, was pinned by this reclaim.
 	PinnedOnFirstContact bool `json:"pinned_on_first_contact,omitempty"`
-}
-
-// PreviewReclaim computes what a reclaim of binding would do, changing
-// nothing. It refuses (as Reclaim would) when the target's authority
-// cannot be established or a retained peer overlaps it.
-func (p *Provider) PreviewReclaim(ctx context.Context, binding string) (*Preview, error) {
-	rec, err := p.current("reclaim", binding)
-	if err != nil {
-		return nil, err
-	}
-	if rec.has(EventMoved) {
-		if pv, ok := p.movedPreview(rec); ok {
-			return pv, nil
-		}
-	}
-	entry, err := p.authority(ctx, rec)
-	if err != nil {
-		if errors.Is(err, ErrMissing) {
-			pv, _, merr := p.missingPreview(ctx, rec, err)
-			if merr == nil {
-				p.rememberPreview(pv)
-			}
-			return pv, merr
-		}
-		return nil, err
-	}
-	pv, err := p.previewWith(ctx, rec, entry, false)
-	if err != nil {
-		return nil, err
-	}
-	if err := firstOverlap(rec.Claim.Binding, rec.Claim.Path, pv.Peers); err != nil {
-		return nil, err
-	}
-	if err := checkMovable(rec); err != nil {
-		return nil, err
-	}
-	p.rememberPreview(pv)
-	return pv, nil
-}
-
-// preview computes the preview. refresh, set only under the reservation of
-// a reclaim that is going ahead, lets git refresh the workspace index's
-// stat cache (gitops.StatusOptions.Refresh): the index's content stays
-// the same, and the snapshot in the trash then need not re-read every
-// file.
-func (p *Provider) preview(ctx context.Context, rec *claimRecord, refresh bool) (*Preview, error) {
-	dir, err := verifyRepository("reclaim", rec)
-	if err != nil {
-		return nil, err
-	}
-	entry, err := verifyAdminEntry("reclaim", rec, dir, false)
-	if err != nil {
-		return nil, err
-	}
-	return p.previewWith(ctx, rec, entry, refresh)
-}
-
-// previewWith is preview with the admin entry that authority verified.
-func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adminEntry, refresh bool) (*Preview, error) {
-	c := rec.Claim
-	var st *gitops.Status
-	var sv *gitops.Survey
-	err := concurrently(func() (err error) {
-		st, err = gitops.ReadStatus(ctx, c.Path, gitops.StatusOptions{Ignored: true, Refresh: refresh})
-		return err
-	}, func() (err error) {
-		sv, err = gitops.SurveyWorktree(ctx, c.Path)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	peers, err := p.retainedPeersFromClaims(ctx, rec)
-	if err != nil {
-		return nil, err
-	}
-	pv := &Preview{Binding: c.Binding, Path: c.Path, PhysicalPath: c.PhysicalPath, Branch: c.Branch, Head: st.Head,
-		ClaimDigest: rec.Digest, Released: rec.has(EventReleased), PeersChecked: len(peers), Peers: peers, status: st}
-	if pv.Peers == nil {
-		pv.Peers = []Peer{}
-	}
-	pv.AdminEntry.Path, pv.AdminEntry.Pinned = entry.dir, entry.pinned
-	n := st.Counts()
-	s := &pv.Salvage
-	s.Modified, s.Added, s.Deleted = n.Modified+n.TypeChanged, n.Added, n.Deleted
-	s.Renamed, s.Untracked, s.Conflicted = n.Renamed+n.Copied, n.Untracked, n.Conflicted
-	s.Files = n.Total()
-	s.DirtySubmodules = nonNil(st.DirtySubmodules())
-	s.Pins, s.Hidden, s.Operation, s.IntentToAdd = sv.Pins, sv.Hidden, sv.Operation, sv.IntentToAdd
-	if s.Pins == nil {
-		s.Pins = []gitops.Pin{}
-	}
-	if s.Hidden == nil {
-		s.Hidden = []gitops.HiddenFile{}
-	}
-	s.WorktreeRefs = []string{}
-	for r := range sv.Refs {
-		s.WorktreeRefs = append(s.WorktreeRefs, r)
-	}
-	sort.Strings(s.WorktreeRefs)
-	pv.IgnoredPaths = []string{}
-	for _, e := range st.Entries {
-		switch {
-		case e.Kind == gitops.Ignored && len(pv.IgnoredPaths) < MaxIgnoredPaths:
-			pv.IgnoredPaths = append(pv.IgnoredPaths, e.Path)
-		case (e.Kind == gitops.Ordinary || e.Kind == gitops.RenamedOrCopied) && e.X != '.' && e.Y != '.':
-			s.PartiallyStaged++
-		}
-	}
-	s.Clean = s.Files == 0 && sv.Empty()
-	pv.IgnoredFiles = n.Ignored
-	if !s.Clean {
-		var what []string
-		if s.Files > 0 {
-			what = append(what, fmt.Sprintf("%d changed files", s.Files))
-		}
-		if s.PartiallyStaged+s.IntentToAdd+s.Conflicted > 0 {
-			what = append(what, fmt.Sprintf("the index (%d partially staged, %d intent-to-add, %d conflicted)", s.PartiallyStaged, s.IntentToAdd, s.Conflicted))
-		}
-		if len(s.Hidden) > 0 {
-			what = append(what, fmt.Sprintf("%d hidden edits (assume-unchanged or skip-worktree)", len(s.Hidden)))
-		}
-		if len(s.Pins) > 0 {
-			what = append(what, fmt.Sprintf("%d commits no branch or tag reaches", len(s.Pins)))
-		}
-		if len(s.WorktreeRefs) > 0 {
-			what = append(what, fmt.Sprintf("%d per-worktree refs", len(s.WorktreeRefs)))
-		}
-		if s.Operation != "" {
-			what = append(what, "the state of an interrupted "+s.Operation)
-		}
-		if set := sv.Settings(); len(set) > 0 {
-			what = append(what, "the per-worktree settings ("+strings.Join(set, ", ")+")")
-		}
-		pv.Steps = append(pv.Steps, Step{"salvage", s.Files, "keep " + strings.Join(what, ", ") + " on " + SalvagePrefix + c.Binding + "/<n>"})
-	}
-	pv.Steps = append(pv.Steps,
-		Step{"move", 0, fmt.Sprintf("move the directory, with one rename, into a trash folder beside it (%s/%s%s.%d.<random>), still locked; nothing is deleted at %s", filepath.Dir(c.Path), trashPrefix, c.Binding, c.Seq, c.Path)},
-		Step{"resalvage", 0, "snapshot it again in the trash; anything written since the salvage goes to a second salvage ref"},
-		Step{"delete-trash", n.Ignored, fmt.Sprintf("delete the trash folder, with %d ignored files that are not salvaged (--keep-trash D keeps it for D); branch %s is kept", n.Ignored, c.Branch)})
-	pins := make([]string, 0, len(s.Pins)+len(sv.Refs))
-	for _, p := range s.Pins {
-		pins = append(pins, p.Commit+" "+p.Source)
-	}
-	for _, r := range s.WorktreeRefs {
-		pins = append(pins, r+" "+sv.Refs[r])
-	}
-
-	// The digest covers every fact above and the paths behind the counts.
-	h := sha256.New()
-	enc := json.NewEncoder(h)
-	enc.Encode(pv)
-	entries := make([]string, 0, len(st.Entries))
-	for _, e := range st.Entries {
-		entries = append(entries, fmt.Sprintf("%s %s %s", e.Kind, e.Path, e.OrigPath))
-	}
-	sort.Strings(entries)
-	enc.Encode(entries)
-	enc.Encode(pins)
-	if ev := rec.Events[EventCreated]; ev != nil {
-		enc.Encode([]uint64{ev.Dev, ev.Ino})
-	}
-	pv.Digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
-	return pv, nil
 }
 
 // authority establishes that the target may be reclaimed at all: no live
@@ -444,19 +170,8 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 		}
 	}
 	args := requestArgs{Op: "reclaim", Binding: o.Binding}
-	if o.RequestID != "" {
-		if r, err := p.readRequest(o.RequestID); err == nil {
-			if err := p.checkRequest(o.RequestID, args); err != nil {
-				return nil, err
-			}
-			var res ReclaimResult
-			if err := json.Unmarshal(r.Result, &res); err != nil {
-				return nil, &Error{Op: "reclaim", Binding: o.Binding, Err: ErrMalformed, Reason: "recorded result: " + err.Error()}
-			}
-			return &res, nil
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return nil, err
-		}
+	if res, done, err := replay[ReclaimResult](p, o.RequestID, args); done || err != nil {
+		return res, err
 	}
 	rec, err := p.current("reclaim", o.Binding)
 	if err != nil {
@@ -488,13 +203,38 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 	// retry need not wait for it to expire. (A crash leaves it held; a
 	// retry recovers it once it has expired and this process is proven
 	// dead.)
-	defer lease.release()
+	defer lease.Release()
+	// The work runs under the reservation's context: should the
+	// reservation be lost, what is under way stops, and recheck refuses
+	// every later step.
+	work, cancel := lease.Context(ctx)
+	defer cancel()
+	res, err := p.reclaimHeld(work, rec, entry, lease, o)
+	if err != nil {
+		return nil, p.lostOr(o.Binding, lease, err)
+	}
+	if o.RequestID != "" {
+		if err := p.recordRequest(o.RequestID, args, res); err != nil {
+			return nil, err
+		}
+	}
+	if err := lease.Release(); err != nil {
+		return nil, err
+	}
+	p.forgetPreviews(o.Binding)
+	p.log.Info("workspace reclaimed", "binding", o.Binding, "path", res.Path, "steps", res.StepsDone, "salvage_refs", res.SalvageRefs)
+	return res, nil
+}
+
+// reclaimHeld is the reclaim under its reservation, until the workspace
+// is gone and the claim retired.
+func (p *Provider) reclaimHeld(ctx context.Context, rec *claimRecord, entry *adminEntry, lease *reservation.Session, o ReclaimOptions) (*ReclaimResult, error) {
 	// The leases again, now that the reservation stands: an admission
 	// that did not see it had committed before this reads (liveness.go).
 	if err := p.leaseLiveness(ctx, rec); err != nil {
 		return nil, err
 	}
-	if err := fpReclaimReserved.Inject(); err != nil {
+	if err := p.inject(ctx, fpReclaimReserved); err != nil {
 		return nil, err
 	}
 	res, err := p.reclaimReserved(ctx, rec, entry, lease, o)
@@ -503,19 +243,10 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 	}
 	// Kept trash whose time is up goes with the next reclaim.
 	res.TrashPurged = p.purgeExpiredTrash(ctx, rec)
-	if o.RequestID != "" {
-		if err := p.recordRequest(o.RequestID, args, res); err != nil {
-			return nil, err
-		}
-	}
-	if err := lease.release(); err != nil {
-		return nil, err
-	}
-	p.forgetPreviews(o.Binding)
 	return res, nil
 }
 
-func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, entry *adminEntry, lease *heldReservation, o ReclaimOptions) (*ReclaimResult, error) {
+func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, entry *adminEntry, lease *reservation.Session, o ReclaimOptions) (*ReclaimResult, error) {
 	c := rec.Claim
 	pv, err := p.previewWith(ctx, rec, entry, true)
 	if err != nil {
@@ -574,7 +305,7 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, entry 
 			}
 		}
 	}
-	if err := fpReclaimSalvaged.Inject(); err != nil {
+	if err := p.inject(ctx, fpReclaimSalvaged); err != nil {
 		return nil, err
 	}
 
@@ -583,65 +314,13 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, entry 
 	return p.moveAside(ctx, rec, entry, lease, o, res)
 }
 
-// missingPreview is the preview of a workspace whose directory is gone:
-// deleted or moved by hand, or removed by a reclaim interrupted before it
-// could record so (failpoint reclaim/removed). listed says whether git
-// still has a worktree entry for the path. Any other state at the path
-// returns missing, the error that led here.
-func (p *Provider) missingPreview(ctx context.Context, rec *claimRecord, missing error) (*Preview, bool, error) {
-	c := rec.Claim
-	if _, err := os.Lstat(c.Path); !errors.Is(err, os.ErrNotExist) {
-		return nil, false, missing
-	}
-	paths, err := gitops.WorktreePaths(ctx, c.CommonDir)
-	if err != nil {
-		return nil, false, err
-	}
-	listed := false
-	for _, w := range paths {
-		listed = listed || w == c.Path || w == c.PhysicalPath
-	}
-	pv := &Preview{Binding: c.Binding, Path: c.Path, PhysicalPath: c.PhysicalPath, Branch: c.Branch,
-		ClaimDigest: rec.Digest, Released: rec.has(EventReleased), Peers: []Peer{}}
-	if listed {
-		// The entry git keeps for the path must be the workspace's own, and
-		// not locked by anyone else ("on removable media"): forgetting it
-		// would make the directory, when it comes back, no worktree at all.
-		entries, err := gitops.WorktreeEntries(c.CommonDir, c.Path, c.PhysicalPath)
-		if err != nil {
-			return nil, false, err
-		}
-		if len(entries) != 1 {
-			return nil, false, &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrIdentity,
-				Reason: fmt.Sprintf("git lists a worktree at the path, but %d entries of %s name it", len(entries), filepath.Join(c.CommonDir, "worktrees")),
-				Hint:   "inspect git's worktree entries ('git worktree list --porcelain')"}
-		}
-		entry, err := verifyAdminEntry("reclaim", rec, entries[0], true)
-		if err != nil {
-			return nil, false, err
-		}
-		pv.AdminEntry.Path, pv.AdminEntry.Pinned = entry.dir, entry.pinned
-	}
-	pv.Salvage.Clean, pv.Salvage.DirtySubmodules = true, []string{}
-	pv.Salvage.Pins, pv.Salvage.Hidden, pv.Salvage.WorktreeRefs, pv.IgnoredPaths = []gitops.Pin{}, []gitops.HiddenFile{}, []string{}, []string{}
-	if listed {
-		pv.Steps = []Step{{"forget", 0, "the directory is gone (deleted or moved by hand): unregister git's worktree entry and retire the claim; nothing on disk is deleted (if you moved it, run 'git worktree repair NEW_PATH' instead)"}}
-	} else {
-		pv.Steps = []Step{{"record", 0, "the worktree was already removed: retire the claim"}}
-	}
-	h := sha256.New()
-	json.NewEncoder(h).Encode(pv)
-	pv.Digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
-	return pv, listed, nil
-}
-
 // reclaimMissing retires the claim of a workspace whose directory is gone.
 // If git still lists a worktree entry for it, the entry is unregistered
 // (`git worktree remove` of a missing directory deletes only git's
 // administrative files). Under the reservation it re-checks that the
 // directory is still absent and the claim unchanged. It deletes nothing on
 // disk.
-func (p *Provider) reclaimMissing(ctx context.Context, rec *claimRecord, o ReclaimOptions, args requestArgs, missing error) (*ReclaimResult, error) {
+func (p *Provider) reclaimMissing(ctx context.Context, rec *claimRecord, o ReclaimOptions, args requestArgs, missing error) (_ *ReclaimResult, err error) {
 	c := rec.Claim
 	pv, listed, err := p.missingPreview(ctx, rec, missing)
 	if err != nil {
@@ -654,9 +333,12 @@ func (p *Provider) reclaimMissing(ctx context.Context, rec *claimRecord, o Recla
 	if err != nil {
 		return nil, err
 	}
-	defer lease.release()
+	defer lease.Release()
+	ctx, cancel := lease.Context(ctx)
+	defer cancel()
+	defer func() { err = p.lostOr(c.Binding, lease, err) }()
 	recheck := func() (bool, error) {
-		if err := lease.check(); err != nil {
+		if err := lease.Check(); err != nil {
 			return false, err
 		}
 		if now, err := p.current("reclaim", c.Binding); err != nil {
@@ -701,7 +383,7 @@ func (p *Provider) reclaimMissing(ctx context.Context, rec *claimRecord, o Recla
 			return nil, err
 		}
 	}
-	if err := lease.release(); err != nil {
+	if err := lease.Release(); err != nil {
 		return nil, err
 	}
 	p.forgetPreviews(o.Binding)
@@ -711,8 +393,8 @@ func (p *Provider) reclaimMissing(ctx context.Context, rec *claimRecord, o Recla
 // recheck runs immediately before every destructive effect: the
 // reservation is still ours, the claim is unchanged, the target is the
 // same directory of the same repository, and no retained peer overlaps.
-func (p *Provider) recheck(ctx context.Context, rec *claimRecord, lease *heldReservation) error {
-	if err := lease.check(); err != nil {
+func (p *Provider) recheck(ctx context.Context, rec *claimRecord, lease *reservation.Session) error {
+	if err := lease.Check(); err != nil {
 		return err
 	}
 	now, err := p.current("reclaim", rec.Claim.Binding)
@@ -740,236 +422,4 @@ func (p *Provider) recheck(ctx context.Context, rec *claimRecord, lease *heldRes
 		return err
 	}
 	return firstOverlap(rec.Claim.Binding, rec.Claim.Path, peers)
-}
-
-// keepSubmodules copies into the repository, under
-// refs/majlis/salvage/<binding>/modules/<k>/<path>/, the HEAD, branches,
-// tags, majlis refs, every stash entry (stash/<i> for stash@{i}) and the
-// commits only its reflogs or per-worktree refs hold (pins/<i>) of every
-// checked-out submodule of the workspace, after
-// salvaging (with salvageDirty) the uncommitted work of dirty ones into
-// their own refs/majlis/salvage/<binding>/<n>. It returns "path prefix"
-// lines for the result.
-func (p *Provider) keepSubmodules(ctx context.Context, rec *claimRecord, dirty []string, salvageDirty bool) ([]string, error) {
-	c := rec.Claim
-	owned, err := ownedSubmodules(ctx, c.Path)
-	if err != nil || len(owned) == 0 {
-		return nil, err
-	}
-	isDirty := map[string]bool{}
-	for _, d := range dirty {
-		isDirty[filepath.Join(c.Path, filepath.FromSlash(d))] = true
-	}
-	dirs := make([]string, 0, len(owned))
-	for d := range owned {
-		dirs = append(dirs, d)
-	}
-	sort.Strings(dirs)
-	reader, err := gitops.OpenReader(ctx, c.CommonDir)
-	if err != nil {
-		return nil, err
-	}
-	base := SalvagePrefix + c.Binding + "/modules/"
-	refs, err := reader.Refs(ctx, base)
-	if err != nil {
-		return nil, err
-	}
-	k := 0
-	for _, r := range refs {
-		n, _, _ := strings.Cut(strings.TrimPrefix(r.Name, base), "/")
-		if v, err := strconv.Atoi(n); err == nil && v > k {
-			k = v
-		}
-	}
-	k++
-	var kept []string
-	for _, dir := range dirs {
-		rel, _ := filepath.Rel(c.Path, dir)
-		if isDirty[dir] && salvageDirty {
-			snap, err := gitops.Snapshot(ctx, dir, "majlis reclaim of workspace "+c.Binding+", submodule "+filepath.ToSlash(rel))
-			if err != nil {
-				return nil, err
-			}
-			if !snap.Clean {
-				ref := SalvagePrefix + c.Binding + "/" + strconv.FormatInt(time.Now().UnixNano(), 10)
-				if err := gitops.UpdateRefCreate(ctx, dir, ref, snap.Commit); err != nil {
-					return nil, err
-				}
-			}
-		}
-		prefix := base + strconv.Itoa(k) + "/" + refSafe(filepath.ToSlash(rel))
-		// Every stash entry, not only stash@{0}: the older ones live in
-		// the stash's reflog, which no refspec names.
-		stashes, err := gitops.StashEntries(dir)
-		if err != nil {
-			return nil, err
-		}
-		specs := []string{"+HEAD:" + prefix + "/HEAD", "+refs/heads/*:" + prefix + "/heads/*",
-			"+refs/tags/*:" + prefix + "/tags/*", "+refs/majlis/*:" + prefix + "/majlis/*"}
-		for i, id := range stashes {
-			specs = append(specs, "+"+id+":"+prefix+"/stash/"+strconv.Itoa(i))
-		}
-		// Commits that only the submodule's reflogs, per-worktree refs or
-		// an interrupted operation hold, as salvage finds them for the
-		// workspace itself.
-		sv, err := gitops.SurveyWorktree(ctx, dir)
-		if err != nil {
-			return nil, err
-		}
-		for i, pin := range sv.Pins {
-			if pin.Source != "HEAD" { // HEAD is fetched above
-				specs = append(specs, "+"+pin.Commit+":"+prefix+"/pins/"+strconv.Itoa(i))
-			}
-		}
-		if err := gitops.FetchInto(ctx, c.CommonDir, dir, specs...); err != nil {
-			return nil, err
-		}
-		kept = append(kept, filepath.ToSlash(rel)+" "+prefix)
-	}
-	return kept, nil
-}
-
-// refSafe turns a path into ref name components: anything but letters,
-// digits, '-' and '_' (and '.' inside a component) becomes '_'.
-func refSafe(path string) string {
-	parts := strings.Split(path, "/")
-	for i, part := range parts {
-		b := []byte(part)
-		for j, ch := range b {
-			ok := ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '-' || ch == '_' || ch == '.' && j > 0
-			if !ok {
-				b[j] = '_'
-			}
-		}
-		s := strings.TrimSuffix(strings.ReplaceAll(string(b), "..", "__"), ".lock")
-		if s == "" || strings.HasSuffix(s, ".") {
-			s += "_"
-		}
-		parts[i] = s
-	}
-	return strings.Join(parts, "/")
-}
-
-// A heldReservation is a reclaim reservation kept alive by renewal.
-type heldReservation struct {
-	lease   *reservation.Lease
-	ttl     time.Duration
-	once    sync.Once
-	relOnce sync.Once
-	done    chan struct{}
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	err     error // a failed renewal: the reservation may be lost
-}
-
-// reserve registers the per-binding reclaim reservation under the brief
-// publication lease. A reservation whose owner is proven dead (and which
-// has expired) is recovered first.
-func (p *Provider) reserve(ctx context.Context, rec *claimRecord, requestID string) (*heldReservation, error) {
-	c := rec.Claim
-	ttl, err := ReservationTTL()
-	if err != nil {
-		return nil, err
-	}
-	pub, err := p.publicationLease(ctx, "reclaim "+c.Binding)
-	if err != nil {
-		return nil, err
-	}
-	defer pub.Release()
-	req := reservation.Request{Resource: reclaimPrefix + c.Binding, Purpose: "reclaim", TTL: ttl,
-		AuthorityDigest: rec.Digest,
-		Metadata:        map[string]string{"binding": c.Binding, "request_id": requestID, "path": c.Path, "physical_path": c.PhysicalPath}}
-	l, err := p.leases.Acquire(ctx, req)
-	if errors.Is(err, reservation.ErrHeld) {
-		if _, rerr := p.leases.Recover(ctx, req.Resource); rerr == nil {
-			l, err = p.leases.Acquire(ctx, req)
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	h := &heldReservation{lease: l, ttl: ttl, done: make(chan struct{})}
-	h.wg.Add(1)
-	go h.renew()
-	return h, nil
-}
-
-func (h *heldReservation) renew() {
-	defer h.wg.Done()
-	// Renew every third of the TTL: two renewals may fail before it
-	// expires. The floor keeps the interval positive whatever the TTL.
-	t := time.NewTicker(max(h.ttl/3, 10*time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-h.done:
-			return
-		case <-t.C:
-			if err := h.lease.Renew(h.ttl); err != nil {
-				h.mu.Lock()
-				h.err = err
-				h.mu.Unlock()
-				return
-			}
-		}
-	}
-}
-
-func (h *heldReservation) check() error {
-	h.mu.Lock()
-	err := h.err
-	h.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	return h.lease.Check()
-}
-
-func (h *heldReservation) stop() {
-	h.once.Do(func() { close(h.done) })
-	h.wg.Wait()
-}
-
-// release ends the reservation. Releasing twice is harmless: the second
-// call reports nothing.
-func (h *heldReservation) release() error {
-	h.stop()
-	var err error
-	h.relOnce.Do(func() { err = h.lease.Release() })
-	return err
-}
-
-// RecoverReservation retires the binding's reclaim reservation when it has
-// expired and its exact same-host owner is proven dead. It retires the
-// lease file only: never the claim, the worktree or a ref.
-// A retry with the same requestID returns the recorded result.
-func (p *Provider) RecoverReservation(ctx context.Context, binding, requestID string) (*reservation.Record, error) {
-	if err := ValidBinding(binding); err != nil {
-		return nil, err
-	}
-	args := requestArgs{Op: "recover", Binding: binding}
-	if requestID != "" {
-		if r, err := p.readRequest(requestID); err == nil {
-			if err := p.checkRequest(requestID, args); err != nil {
-				return nil, err
-			}
-			var rec reservation.Record
-			if err := json.Unmarshal(r.Result, &rec); err != nil {
-				return nil, &Error{Op: "recover", Binding: binding, Err: ErrMalformed, Reason: "recorded result: " + err.Error()}
-			}
-			return &rec, nil
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return nil, err
-		}
-	}
-	rec, err := p.leases.Recover(ctx, reclaimPrefix+binding)
-	if err != nil {
-		return nil, err
-	}
-	if requestID != "" {
-		if err := p.recordRequest(requestID, args, rec); err != nil {
-			return nil, err
-		}
-	}
-	return rec, nil
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/majlis-dev/majlis/fixtures"
+	"github.com/majlis-dev/majlis/internal/envvar"
 	"github.com/majlis-dev/majlis/internal/failpoint"
 	"github.com/majlis-dev/majlis/reservation"
 )
@@ -186,7 +187,7 @@ func newCrashScene(t *testing.T) *crashScene {
 	if _, err := Init(t.Context(), repo.Dir, InitOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Open(t.Context(), repo.Dir)
+	p, err := Open(t.Context(), repo.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +208,7 @@ func newCrashScene(t *testing.T) *crashScene {
 	if _, err := p.Release(t.Context(), "T-2", ""); err != nil {
 		t.Fatal(err)
 	}
-	plain := repo.AddWorktree(filepath.Join(p.Reg.WorkspaceRoot, "plain"), "plain")
+	plain := repo.AddWorktree(filepath.Join(p.reg.WorkspaceRoot, "plain"), "plain")
 	crashDirty(t, plain.Dir, "plain")
 	repo.WriteFile("main-notes.txt", "untracked in the main worktree\n")
 	s.peers = []string{peer.Path, plain.Dir, repo.Dir}
@@ -397,7 +398,7 @@ func (s *crashScene) checkFsck(t *testing.T, when string) {
 }
 
 func (s *crashScene) leasePath() string {
-	return filepath.Join(s.p.StateDir, "leases", reclaimPrefix+"T-1.lease")
+	return filepath.Join(s.p.stateDir, "leases", reclaimPrefix+"T-1.lease")
 }
 
 // listed returns T-1's entries in `majlis workspace list --all --json`.
@@ -428,13 +429,13 @@ func (s *crashScene) stateFingerprint(t *testing.T) string {
 	b.WriteString(s.repo.Git("for-each-ref", "--format=%(objectname) %(refname)"))
 	b.WriteString(s.repo.Git("worktree", "list", "--porcelain"))
 	for _, sub := range []string{"claims", "requests", "leases"} {
-		root := filepath.Join(s.p.StateDir, sub)
+		root := filepath.Join(s.p.stateDir, sub)
 		filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || strings.HasSuffix(path, crashLockSuffix) {
 				return nil
 			}
 			data, _ := os.ReadFile(path)
-			rel, _ := filepath.Rel(s.p.StateDir, path)
+			rel, _ := filepath.Rel(s.p.stateDir, path)
 			fmt.Fprintf(&b, "%s %x\n", rel, data)
 			return nil
 		})
@@ -505,7 +506,7 @@ func TestReclaimCrashMatrix(t *testing.T) {
 		t.Run(strings.TrimPrefix(point, "reclaim/"), func(t *testing.T) {
 			t.Parallel()
 			s := newCrashScene(t)
-			ttl := []string{ReservationTTLEnv + "=2s"}
+			ttl := []string{envvar.ReservationTTL + "=2s"}
 			args := []string{"workspace", "reclaim", "T-1", "--yes", "--request-id", "R", "--json"}
 			peers := s.capturePeers(t)
 			target := crashCaptureDir(t, s.target.Path)
@@ -570,7 +571,7 @@ func TestReclaimCrashMatrix(t *testing.T) {
 			if left, _ := filepath.Glob(filepath.Join(filepath.Dir(s.target.Path), trashPrefix+"*")); len(left) > 0 {
 				t.Errorf("trash left after the reclaim: %v", left)
 			}
-			if left, _ := filepath.Glob(filepath.Join(s.p.StateDir, "trash", "*")); len(left) > 0 {
+			if left, _ := filepath.Glob(filepath.Join(s.p.stateDir, "trash", "*")); len(left) > 0 {
 				t.Errorf("git's entry left aside after the reclaim: %v", left)
 			}
 			if wts := s.repo.Git("worktree", "list", "--porcelain"); strings.Contains(wts, "T-1") {
@@ -834,7 +835,7 @@ func gitWorktreeRace(r crashRun) bool {
 func TestRecoverCrashedReclaimCLI(t *testing.T) {
 	bin := crashBinary(t)
 	s := newCrashScene(t)
-	ttl := []string{ReservationTTLEnv + "=3s"}
+	ttl := []string{envvar.ReservationTTL + "=3s"}
 	crash := crashExec(t, bin, s.repo.Dir, append(ttl, failpoint.EnvVar+"=reclaim/before-move=crash"),
 		"workspace", "reclaim", "T-1", "--yes", "--request-id", "R", "--json")
 	if !crash.killed {
@@ -871,7 +872,7 @@ func TestRecoverCrashedReclaimCLI(t *testing.T) {
 	if _, err := os.Lstat(s.leasePath()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the lease is still in place after recovery: %v", err)
 	}
-	retired := filepath.Join(s.p.StateDir, "leases", "retired",
+	retired := filepath.Join(s.p.stateDir, "leases", "retired",
 		fmt.Sprintf("%sT-1.%d.%s.lease", reclaimPrefix, held.Generation, held.Token))
 	if b, err := os.ReadFile(retired); err != nil || !bytes.Equal(b, leaseBytes) {
 		t.Errorf("the retired copy %s does not hold the lease: %v", retired, err)
@@ -927,7 +928,7 @@ func TestRecoverCrashedReclaimCLI(t *testing.T) {
 func TestRetryBeforeExpiryIsRefused(t *testing.T) {
 	bin := crashBinary(t)
 	s := newCrashScene(t)
-	ttl := []string{ReservationTTLEnv + "=10m"}
+	ttl := []string{envvar.ReservationTTL + "=10m"}
 	args := []string{"workspace", "reclaim", "T-1", "--yes", "--request-id", "R", "--json"}
 	crash := crashExec(t, bin, s.repo.Dir, append(ttl, failpoint.EnvVar+"=reclaim/reserved=crash"), args...)
 	if !crash.killed {
@@ -991,7 +992,7 @@ func TestRetryBeforeExpiryIsRefused(t *testing.T) {
 // retired/ entries as retired/NAME.
 func crashLeaseNames(t *testing.T, s *crashScene) []string {
 	t.Helper()
-	root := filepath.Join(s.p.StateDir, "leases")
+	root := filepath.Join(s.p.stateDir, "leases")
 	var names []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

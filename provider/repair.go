@@ -92,20 +92,9 @@ func (p *Provider) Repair(ctx context.Context, o RepairOptions) (*RepairResult, 
 	if o.Yes {
 		args.Confirm = "yes"
 	}
-	if o.RequestID != "" && !o.Preview {
-		r, err := p.readRequest(o.RequestID)
-		switch {
-		case err == nil:
-			if err := p.checkRequest(o.RequestID, args); err != nil {
-				return nil, err
-			}
-			var res RepairResult
-			if err := json.Unmarshal(r.Result, &res); err != nil {
-				return nil, &Error{Op: "repair", Path: o.RequestID, Err: ErrMalformed, Reason: "recorded result: " + err.Error()}
-			}
-			return &res, nil
-		case !errors.Is(err, os.ErrNotExist):
-			return nil, err
+	if !o.Preview {
+		if res, done, err := replay[RepairResult](p, o.RequestID, args); done || err != nil {
+			return res, err
 		}
 	}
 	res, err := p.repair(ctx, o)
@@ -274,10 +263,10 @@ func (p *Provider) planQuarantine(d *Damage) (RepairAction, bool) {
 	}
 	a.Fingerprint = fp
 	a.Detail = fmt.Sprintf("salvage the uncommitted work of %s to %s%s/<n> (nothing in it changes), then move %d damaged record(s) into %s",
-		strings.Join(a.Salvage, ", "), SalvagePrefix, d.Binding, len(files), filepath.Join(p.StateDir, "damaged"))
+		strings.Join(a.Salvage, ", "), SalvagePrefix, d.Binding, len(files), filepath.Join(p.stateDir, "damaged"))
 	if len(a.Salvage) == 0 {
 		a.Detail = fmt.Sprintf("no directory exists where the workspace may be; move %d damaged record(s) into %s",
-			len(files), filepath.Join(p.StateDir, "damaged"))
+			len(files), filepath.Join(p.stateDir, "damaged"))
 	}
 	return a, true
 }
@@ -285,7 +274,7 @@ func (p *Provider) planQuarantine(d *Damage) (RepairAction, bool) {
 // standIn is a claim record for a damaged binding's workspace at path, for
 // verifyRepository and salvage (which read only these fields).
 func (p *Provider) standIn(binding, path string) *claimRecord {
-	return &claimRecord{Claim: Claim{Binding: binding, Path: path, PhysicalPath: path, CommonDir: p.Reg.CommonDir},
+	return &claimRecord{Claim: Claim{Binding: binding, Path: path, PhysicalPath: path, CommonDir: p.reg.CommonDir},
 		Digest: "damaged", Events: map[string]*Event{}}
 }
 
@@ -378,7 +367,7 @@ func (p *Provider) runRepair(ctx context.Context, a RepairAction) (*RepairDone, 
 		if err != nil {
 			return nil, err
 		}
-		if err := durable.Replace(p.StateDir, journalName, p.journalFromClaims(all)); err != nil {
+		if err := durable.Replace(p.stateDir, journalName, p.journalFromClaims(all)); err != nil {
 			return nil, err
 		}
 		if err := lease.Check(); err != nil {
@@ -409,7 +398,7 @@ func (p *Provider) runRepair(ctx context.Context, a RepairAction) (*RepairDone, 
 		if fp, err := filesFingerprint(a.Files, a.Salvage); err != nil || fp != a.Fingerprint {
 			return nil, stale("the damaged records changed")
 		}
-		aside := filepath.Join(p.StateDir, "damaged", a.Binding+"."+p.now().UTC().Format("20060102T150405.000000000Z"))
+		aside := filepath.Join(p.stateDir, "damaged", a.Binding+"."+p.now().UTC().Format("20060102T150405.000000000Z"))
 		if err := os.MkdirAll(filepath.Dir(aside), 0o755); err != nil {
 			return nil, err
 		}

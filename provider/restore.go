@@ -74,7 +74,7 @@ func (p *Provider) Restore(ctx context.Context, o RestoreOptions) (*RestoreResul
 			return nil, err
 		}
 	}
-	reader, err := gitops.OpenReader(ctx, p.Reg.CommonDir)
+	reader, err := gitops.OpenReader(ctx, p.reg.CommonDir)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func (p *Provider) Restore(ctx context.Context, o RestoreOptions) (*RestoreResul
 		return nil, fail(ErrNotFound, fmt.Sprintf("no salvage %s%d", prefix, n), "list them: git for-each-ref "+prefix)
 	}
 	ref := prefix + strconv.Itoa(n)
-	commit, layout, err := gitops.ReadSalvage(ctx, p.Reg.CommonDir, ref)
+	commit, layout, err := gitops.ReadSalvage(ctx, p.reg.CommonDir, ref)
 	if err != nil {
 		if errors.Is(err, gitops.ErrUnknownRevision) || errors.As(err, new(*gitops.Error)) {
 			return nil, err

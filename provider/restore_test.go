@@ -300,7 +300,7 @@ func submoduleWorkspaceNoAlloc(t *testing.T) (*fixtures.Repo, *Provider, struct{
 	if _, err := Init(t.Context(), repo.Dir, InitOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Open(t.Context(), repo.Dir)
+	p, err := Open(t.Context(), repo.Dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func (p *Provider) RestoreFromTrash(ctx context.Context, binding, requestID stri
 	if err != nil {
 		return nil, err
 	}
-	defer lease.release()
+	defer lease.Release()
 	if repointed, err := p.verifyMoved(prev, mv); err != nil || !repointed {
 		if err == nil {
 			err = errors.New("git's entry does not point at the trash folder")
@@ -99,6 +99,11 @@ func (p *Provider) RestoreFromTrash(ctx context.Context, binding, requestID stri
 			cause = errors.Join(cause, err)
 		}
 		return cause
+	}
+	// The reservation is still ours before the first effect (it keeps a
+	// purge away, and another restore).
+	if err := lease.Check(); err != nil {
+		return nil, undo(err)
 	}
 	// git's entry passes to the new claim: its pin and majlis's lock.
 	if err := durable.Replace(mv.AdminEntry, "majlis-claim", []byte(rec.Digest+"\n")); err != nil {
@@ -130,7 +135,7 @@ func (p *Provider) RestoreFromTrash(ctx context.Context, binding, requestID stri
 		Reason: fmt.Sprintf("restored to its path as claim #%d", rec.Claim.Seq)}); err != nil {
 		return nil, err
 	}
-	if err := lease.release(); err != nil {
+	if err := lease.Release(); err != nil {
 		return nil, err
 	}
 	return p.view(ctx, rec, false)

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -60,21 +59,8 @@ func (p *Provider) Salvage(ctx context.Context, binding, message, requestID stri
 		return nil, err
 	}
 	args := requestArgs{Op: "salvage", Binding: binding, Message: message}
-	if requestID != "" {
-		r, err := p.readRequest(requestID)
-		switch {
-		case err == nil:
-			if err := p.checkRequest(requestID, args); err != nil {
-				return nil, err
-			}
-			var res SalvageResult
-			if err := json.Unmarshal(r.Result, &res); err != nil {
-				return nil, &Error{Op: "salvage", Binding: binding, Err: ErrMalformed, Reason: "recorded result: " + err.Error()}
-			}
-			return &res, nil
-		case !errors.Is(err, os.ErrNotExist):
-			return nil, err
-		}
+	if res, done, err := replay[SalvageResult](p, requestID, args); done || err != nil {
+		return res, err
 	}
 	if err := p.verifyIdentity("salvage", rec); err != nil {
 		return nil, err
@@ -134,7 +120,7 @@ func (p *Provider) salvage(ctx context.Context, rec *claimRecord, message string
 // storeSalvage creates the next free refs/majlis/salvage/<binding>/<n>
 // (create-only: an existing salvage ref is never moved).
 func (p *Provider) storeSalvage(ctx context.Context, binding, commit string) (string, error) {
-	reader, err := gitops.OpenReader(ctx, p.Reg.CommonDir)
+	reader, err := gitops.OpenReader(ctx, p.reg.CommonDir)
 	if err != nil {
 		return "", err
 	}
@@ -152,7 +138,7 @@ func (p *Provider) storeSalvage(ctx context.Context, binding, commit string) (st
 	for range 10 {
 		n++
 		ref := prefix + strconv.Itoa(n)
-		err := gitops.UpdateRefCreate(ctx, p.Reg.CommonDir, ref, commit)
+		err := gitops.UpdateRefCreate(ctx, p.reg.CommonDir, ref, commit)
 		if errors.Is(err, gitops.ErrRefExists) {
 			continue // a concurrent salvage took that number
 		}

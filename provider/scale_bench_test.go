@@ -66,7 +66,7 @@ func buildScale(b *testing.B) (*scaleFixture, error) {
 	if _, err := Init(ctx, dir, InitOptions{}); err != nil {
 		return nil, err
 	}
-	p, err := Open(ctx, dir)
+	p, err := Open(ctx, dir, Options{})
 	if err != nil {
 		return nil, err
 	}

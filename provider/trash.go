@@ -18,9 +18,7 @@ package provider
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -31,6 +29,7 @@ import (
 	"github.com/majlis-dev/majlis/internal/durable"
 	"github.com/majlis-dev/majlis/internal/failpoint"
 	"github.com/majlis-dev/majlis/pathid"
+	"github.com/majlis-dev/majlis/reservation"
 )
 
 var (
@@ -62,7 +61,7 @@ func newTrashPath(c *Claim) (string, error) {
 // be deleted (see gitops.DropWorktreeEntry): in the state folder, on the
 // file system of the common dir.
 func (p *Provider) adminAside(c *Claim) string {
-	return filepath.Join(p.StateDir, "trash", fmt.Sprintf("%s.%06d.admin", c.Binding, c.Seq))
+	return filepath.Join(p.stateDir, "trash", fmt.Sprintf("%s.%06d.admin", c.Binding, c.Seq))
 }
 
 func createdIdentity(rec *claimRecord) gitops.DirIdentity {
@@ -72,7 +71,7 @@ func createdIdentity(rec *claimRecord) gitops.DirIdentity {
 
 // moveAside records the move, re-checks everything, renames the workspace
 // into its trash folder and finishes the reclaim from there.
-func (p *Provider) moveAside(ctx context.Context, rec *claimRecord, entry *adminEntry, lease *heldReservation, o ReclaimOptions, res *ReclaimResult) (*ReclaimResult, error) {
+func (p *Provider) moveAside(ctx context.Context, rec *claimRecord, entry *adminEntry, lease *reservation.Session, o ReclaimOptions, res *ReclaimResult) (*ReclaimResult, error) {
 	c := rec.Claim
 	trash, err := newTrashPath(&c)
 	if err != nil {
@@ -93,7 +92,7 @@ func (p *Provider) moveAside(ctx context.Context, rec *claimRecord, entry *admin
 			Reason: fmt.Sprintf("git's entry of the workspace is now %s; the reclaim recorded %s", entry.dir, ev.AdminEntry),
 			Hint:   "majlis will not act on it; inspect 'git worktree list --porcelain'"}
 	}
-	if err := fpReclaimBeforeMove.Inject(); err != nil {
+	if err := p.inject(ctx, fpReclaimBeforeMove); err != nil {
 		return nil, err
 	}
 	if err := gitops.MoveDir(c.Path, ev.TrashPath); err != nil {
@@ -106,10 +105,11 @@ func (p *Provider) moveAside(ctx context.Context, rec *claimRecord, entry *admin
 			Reason: "moving the workspace into its trash folder: " + err.Error(),
 			Hint:   "nothing was changed; inspect the path and its folder", Details: map[string]any{"trash_path": ev.TrashPath}}
 	}
-	if err := fpReclaimMoved.Inject(); err != nil {
+	if err := p.inject(ctx, fpReclaimMoved); err != nil {
 		return nil, err
 	}
 	res.StepsDone = append(res.StepsDone, "move")
+	p.log.Debug("workspace moved into its trash folder", "binding", c.Binding, "trash_path", ev.TrashPath)
 	return p.finishMoved(ctx, rec, ev, lease, o, res, true, true)
 }
 
@@ -140,7 +140,10 @@ func (p *Provider) reclaimMoved(ctx context.Context, rec *claimRecord, o Reclaim
 	if err != nil {
 		return nil, true, err
 	}
-	defer lease.release()
+	defer lease.Release()
+	ctx, cancel := lease.Context(ctx)
+	defer cancel()
+	defer func() { err = p.lostOr(c.Binding, lease, err) }()
 	res = &ReclaimResult{Binding: c.Binding, Path: c.Path, Branch: c.Branch, StepsDone: []string{}, SalvageRefs: []string{}}
 	if res, err = p.finishMoved(ctx, rec, ev, lease, o, res, inTrash, false); err != nil {
 		return nil, true, err
@@ -151,7 +154,7 @@ func (p *Provider) reclaimMoved(ctx context.Context, rec *claimRecord, o Reclaim
 			return nil, true, err
 		}
 	}
-	return res, true, lease.release()
+	return res, true, lease.Release()
 }
 
 // finishMoved takes a workspace from its trash folder to the end: it
@@ -160,29 +163,38 @@ func (p *Provider) reclaimMoved(ctx context.Context, rec *claimRecord, o Reclaim
 // reclaim. inTrash is false when the trash folder is already gone.
 // undoable says whether this run made the move, so that a mismatch can
 // move it back.
-func (p *Provider) finishMoved(ctx context.Context, rec *claimRecord, ev *Event, lease *heldReservation, o ReclaimOptions, res *ReclaimResult, inTrash, undoable bool) (*ReclaimResult, error) {
+func (p *Provider) finishMoved(ctx context.Context, rec *claimRecord, ev *Event, lease *reservation.Session, o ReclaimOptions, res *ReclaimResult, inTrash, undoable bool) (*ReclaimResult, error) {
 	c := rec.Claim
 	trash := ev.TrashPath
+	// A mismatch found in the trash puts the workspace back, unless the
+	// reservation is lost: then nothing more is done, not even that; it
+	// stays in its trash folder, recorded, and a retry resumes there.
+	undo := func(repointed bool, cause error) error {
+		if err := lease.Check(); err != nil {
+			return err
+		}
+		return p.undoMove(rec, ev, undoable, repointed, cause)
+	}
 	if inTrash && !rec.has(EventChecked) {
 		repointed, err := p.verifyMoved(rec, ev)
 		if err != nil {
-			return nil, p.undoMove(rec, ev, undoable, false, err)
+			return nil, undo(false, err)
 		}
 		if !repointed {
 			// git's entry names the worktree's .git file by path: written
 			// whole (temporary file, fsync, rename), as `git worktree
 			// repair` would, but without git looking for the worktree.
 			if err := durable.Replace(ev.AdminEntry, "gitdir", []byte(filepath.Join(trash, ".git")+"\n")); err != nil {
-				return nil, p.undoMove(rec, ev, undoable, true, err)
+				return nil, undo(true, err)
 			}
 		}
-		if err := fpReclaimRepaired.Inject(); err != nil {
+		if err := p.inject(ctx, fpReclaimRepaired); err != nil {
 			return nil, err
 		}
 		// git itself, run plainly in the trash folder, must now find the
 		// workspace and its entry there.
 		if err := gitops.CheckWorkTree(ctx, trash); err != nil {
-			return nil, p.undoMove(rec, ev, undoable, true, err)
+			return nil, undo(true, err)
 		}
 		// Checked-out submodules keep their git directories in the admin
 		// entry, which did not move; they are told where their files are.
@@ -193,7 +205,7 @@ func (p *Provider) finishMoved(ctx context.Context, rec *claimRecord, ev *Event,
 		if err != nil {
 			return nil, err
 		}
-		if err := fpReclaimResalvaged.Inject(); err != nil {
+		if err := p.inject(ctx, fpReclaimResalvaged); err != nil {
 			return nil, err
 		}
 		// Whether the trash is kept is decided here, once, and recorded:
@@ -223,7 +235,7 @@ func (p *Provider) finishMoved(ctx context.Context, rec *claimRecord, ev *Event,
 		res.TrashPath, res.TrashKeptUntil = trash, &until
 		res.StepsDone = append(res.StepsDone, "keep-trash")
 	} else {
-		if err := lease.check(); err != nil {
+		if err := lease.Check(); err != nil {
 			return nil, err
 		}
 		if now, err := p.current("reclaim", c.Binding); err != nil {
@@ -231,7 +243,7 @@ func (p *Provider) finishMoved(ctx context.Context, rec *claimRecord, ev *Event,
 		} else if now.Digest != rec.Digest {
 			return nil, &Error{Op: "reclaim", Binding: c.Binding, Err: ErrIdentity, Reason: "the binding's claim changed during the reclaim"}
 		}
-		if err := fpReclaimBeforeDelete.Inject(); err != nil {
+		if err := p.inject(ctx, fpReclaimBeforeDelete); err != nil {
 			return nil, err
 		}
 		if err := p.deleteTrash(rec, ev); err != nil {
@@ -239,7 +251,7 @@ func (p *Provider) finishMoved(ctx context.Context, rec *claimRecord, ev *Event,
 		}
 		res.StepsDone = append(res.StepsDone, "delete-trash")
 	}
-	if err := fpReclaimRemoved.Inject(); err != nil {
+	if err := p.inject(ctx, fpReclaimRemoved); err != nil {
 		return nil, err
 	}
 	res.Removed = true
@@ -477,7 +489,7 @@ func (p *Provider) purgeOne(ctx context.Context, r *claimRecord, mv *Event, held
 		if err != nil {
 			return err
 		}
-		defer lease.release()
+		defer lease.Release()
 	}
 	// Restored meanwhile (workspace restore --from-trash), under the same
 	// reservation: nothing to do.
@@ -515,9 +527,7 @@ func (p *Provider) movedPreview(rec *claimRecord) (pv *Preview, ok bool) {
 		pv.Steps = append(pv.Steps, Step{"resalvage", 0, "an interrupted reclaim moved the workspace into " + ev.TrashPath + ": check it there and snapshot it again; anything new goes to a salvage ref"})
 	}
 	pv.Steps = append(pv.Steps, Step{"delete-trash", 0, fmt.Sprintf("delete %s and git's entry of it (--keep-trash D keeps it); branch %s is kept", ev.TrashPath, c.Branch)})
-	h := sha256.New()
-	json.NewEncoder(h).Encode(pv)
-	pv.Digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	pv.Digest = previewDigest(pv)
 	return pv, true
 }
 

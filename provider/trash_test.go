@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/majlis-dev/majlis/fixtures"
+	"github.com/majlis-dev/majlis/internal/envvar"
 )
 
 // trashLeft lists trash folders and set-aside admin entries left behind.
@@ -30,7 +31,7 @@ func trashLeft(t *testing.T, p *Provider, dirs ...string) []string {
 		m, _ := filepath.Glob(filepath.Join(d, trashPrefix+"*"))
 		left = append(left, m...)
 	}
-	m, _ := filepath.Glob(filepath.Join(p.StateDir, "trash", "*"))
+	m, _ := filepath.Glob(filepath.Join(p.stateDir, "trash", "*"))
 	return append(left, m...)
 }
 
@@ -73,7 +74,7 @@ func TestReclaimConcurrentWriter(t *testing.T) {
 	for w := range workers {
 		// Reclaims of different bindings run at once, each from its own
 		// provider as separate processes would.
-		pw, err := Open(t.Context(), repo.Dir)
+		pw, err := Open(t.Context(), repo.Dir, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +95,7 @@ func TestReclaimConcurrentWriter(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("%d reclaims, %d files lost; %d needed a second salvage ref", rounds, lostTotal, second)
-	if left := trashLeft(t, p, p.Reg.WorkspaceRoot); len(left) > 0 {
+	if left := trashLeft(t, p, p.reg.WorkspaceRoot); len(left) > 0 {
 		t.Errorf("trash left: %v", left)
 	}
 	if out, err := repo.TryGit("fsck", "--no-progress", "--connectivity-only"); err != nil {
@@ -467,7 +468,7 @@ func TestReclaimPathReoccupied(t *testing.T) {
 func TestReclaimKeepTrashCrash(t *testing.T) {
 	bin := crashBinary(t)
 	s := newCrashScene(t)
-	ttl := []string{ReservationTTLEnv + "=2s"}
+	ttl := []string{envvar.ReservationTTL + "=2s"}
 	before := crashCaptureDir(t, s.target.Path)
 	crash := crashExec(t, bin, s.repo.Dir, append(ttl, "MAJLIS_FAILPOINTS=reclaim/removed=crash"),
 		"workspace", "reclaim", "T-1", "--yes", "--keep-trash", "1h", "--request-id", "K", "--json")
@@ -593,7 +594,7 @@ func TestReclaimStopsAtMountInside(t *testing.T) {
 func TestReclaimRetryFindsForeignTrash(t *testing.T) {
 	bin := crashBinary(t)
 	s := newCrashScene(t)
-	ttl := []string{ReservationTTLEnv + "=2s"}
+	ttl := []string{envvar.ReservationTTL + "=2s"}
 	args := []string{"workspace", "reclaim", "T-1", "--yes", "--request-id", "F", "--json"}
 	crash := crashExec(t, bin, s.repo.Dir, append(ttl, "MAJLIS_FAILPOINTS=reclaim/moved=crash"), args...)
 	if !crash.killed {

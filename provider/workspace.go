@@ -60,7 +60,7 @@ type Workspace struct {
 // view renders a claim as a Workspace; with status it also reads git
 // status of the worktree.
 func (p *Provider) view(ctx context.Context, rec *claimRecord, status bool) (*Workspace, error) {
-	reader, err := gitops.OpenReader(ctx, p.Reg.CommonDir)
+	reader, err := gitops.OpenReader(ctx, p.reg.CommonDir)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +154,7 @@ func (p *Provider) List(ctx context.Context, o ListOptions) ([]*Workspace, error
 		return nil, err
 	}
 	all := inv.good
-	reader, err := gitops.OpenReader(ctx, p.Reg.CommonDir)
+	reader, err := gitops.OpenReader(ctx, p.reg.CommonDir)
 	if err != nil {
 		return nil, err
 	}

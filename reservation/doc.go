@@ -34,6 +34,16 @@
 //   - The lease directory must be on a local filesystem: NFS, SMB, FUSE and
 //     similar are refused because their links and locks cannot be trusted.
 //
+// # Keeping a lease
+//
+// A Session keeps a lease alive while work goes on under it (as etcd's
+// concurrency.Session keeps an etcd lease): it renews the lease every
+// third of its TTL, and ends at the first renewal or Check that finds the
+// lease no longer its owner's. Done is then closed, Err says why, and the
+// context from Context is cancelled, so that the work stops instead of
+// going on without the lease. The holder still calls Check immediately
+// before every effect the lease protects.
+//
 // The on-disk format is specified in docs/leases.md so that other
 // implementations can interoperate.
 //

@@ -71,3 +71,43 @@ func ExampleDir_Recover() {
 	// Output:
 	// true
 }
+
+// A Session keeps a lease alive while the work it protects runs under the
+// session's context; losing the lease cancels that context.
+func ExampleSession() {
+	dir, _ := os.MkdirTemp("", "leases")
+	defer os.RemoveAll(dir)
+	leases, err := reservation.Open(dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer leases.Close()
+
+	l, err := leases.Acquire(context.Background(), reservation.Request{Resource: "reclaim.T-14", Purpose: "reclaim", TTL: time.Minute})
+	if err != nil {
+		log.Fatal(err)
+	}
+	s, err := reservation.NewSession(l, time.Minute) // renewed every 20s
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Release()
+	ctx, cancel := s.Context(context.Background())
+	defer cancel()
+
+	// The work: each effect the lease protects is preceded by Check.
+	if err := s.Check(); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("working:", ctx.Err() == nil)
+
+	// Someone removes the lease file: the next Check (or renewal) finds
+	// the lease lost, ends the session and cancels the work's context.
+	os.Remove(l.Path())
+	err = s.Check()
+	<-ctx.Done()
+	fmt.Println("lost:", errors.Is(err, reservation.ErrNotOwner), errors.Is(context.Cause(ctx), reservation.ErrNotOwner))
+	// Output:
+	// working: true
+	// lost: true true
+}

@@ -62,12 +62,13 @@ type Target struct {
 // Locate finds the repository containing dir (any worktree; "" is the
 // working directory).
 func Locate(ctx context.Context, dir string) (Target, error) {
-	p, err := provider.Open(ctx, dir)
+	// Finding the repository needs none of the provider's options.
+	p, err := provider.Open(ctx, dir, provider.Options{})
 	if err != nil {
 		return Target{}, err
 	}
 	defer p.Close()
-	return Target{StateDir: p.StateDir, Repository: p.Reg.ID}, nil
+	return Target{StateDir: p.StateDir(), Repository: p.Repository().ID}, nil
 }
 
 // ProbeOptions configure Probe.

@@ -21,6 +21,9 @@ import (
 type Options struct {
 	Dir     string // any worktree of the repository ("" is the working directory)
 	Version string // majlis version, reported by the liveness route
+	// Provider configures the repository's provider, which serves the
+	// API's requests (reservation TTL, host ledger, clock, logger).
+	Provider provider.Options
 
 	// MaxHandlers bounds the API handlers running at once; zero means
 	// DefaultMaxHandlers. Liveness, readiness and shutdown are not counted.
@@ -68,12 +71,12 @@ func Serve(ctx context.Context, o Options) error {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	p, err := provider.Open(ctx, o.Dir)
+	p, err := provider.Open(ctx, o.Dir, o.Provider)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
-	leases, err := openLeases(p.StateDir)
+	leases, err := openLeases(p.StateDir())
 	if err != nil {
 		return err
 	}
@@ -85,7 +88,7 @@ func Serve(ctx context.Context, o Options) error {
 	}
 	defer ln.Close()
 	addr := ln.Addr().String()
-	id := p.Reg.ID
+	id := p.Repository().ID
 	lease, err := leases.Acquire(ctx, reservation.Request{
 		Resource: Resource, Purpose: Purpose, TTL: o.LeaseTTL,
 		Metadata: map[string]string{metaRepository: id, metaAddress: addr, metaHolder: holderKey(id),

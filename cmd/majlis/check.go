@@ -35,7 +35,11 @@ gaps in details). 'majlis hook install' runs it before every commit.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.DefaultHolder = os.Getenv(holderEnv)
-			res, err := provider.CheckRepository(cmd.Context(), g.Repo, opts)
+			popts, err := providerOptions()
+			if err != nil {
+				return err
+			}
+			res, err := provider.CheckRepository(cmd.Context(), g.Repo, popts, opts)
 			if err != nil {
 				return err
 			}

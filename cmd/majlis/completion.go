@@ -75,7 +75,7 @@ func completionLeases(ctx context.Context, g *globalOptions, holder string) []ad
 		return nil
 	}
 	defer p.Close()
-	if _, err := os.Stat(filepath.Join(p.StateDir, admission.RepositoryLedgerName)); err != nil {
+	if _, err := os.Stat(filepath.Join(p.StateDir(), admission.RepositoryLedgerName)); err != nil {
 		return nil
 	}
 	svc, err := p.Admission(ctx)

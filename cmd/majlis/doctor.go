@@ -49,7 +49,11 @@ re-checked immediately before it runs. docs/doctor.md describes every code.`,
 				}
 			}
 			if !repair {
-				rep, err := provider.Doctor(cmd.Context(), g.Repo)
+				popts, err := providerOptions()
+				if err != nil {
+					return err
+				}
+				rep, err := provider.Doctor(cmd.Context(), g.Repo, popts)
 				if err != nil {
 					return err
 				}

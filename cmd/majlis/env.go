@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"time"
 
 	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/internal/envvar"
@@ -17,7 +18,7 @@ import (
 // a usage error naming it, before anything is touched. The packages that
 // read the variables decide what they accept.
 func checkEnvironment() error {
-	if _, err := provider.ReservationTTL(); err != nil {
+	if _, err := reservationTTL(); err != nil {
 		return err
 	}
 	if err := checkAdmissionEnvironment(); err != nil {
@@ -57,6 +58,25 @@ func checkAdmissionEnvironment() error {
 			Accepted: "the path of the host ledger's SQLite file (a relative path is taken from the working directory); unset or empty means $XDG_STATE_HOME/majlis/host.db, else ~/.local/state/majlis/host.db"}
 	}
 	return nil
+}
+
+// reservationTTL returns the expiry of reclaim reservations in
+// MAJLIS_RESERVATION_TTL, or provider.DefaultReservationTTL when it is
+// unset or empty; a value that is not a Go duration the provider accepts
+// is an *envvar.Error.
+func reservationTTL() (time.Duration, error) {
+	return envvar.Duration(envvar.ReservationTTL, provider.DefaultReservationTTL, provider.MinReservationTTL, provider.MaxReservationTTL)
+}
+
+// providerOptions are the options every provider the command opens gets:
+// what the environment sets (validated by checkEnvironment when the
+// command started).
+func providerOptions() (provider.Options, error) {
+	ttl, err := reservationTTL()
+	if err != nil {
+		return provider.Options{}, err
+	}
+	return provider.Options{ReservationTTL: ttl, HostLedger: os.Getenv(admission.HostLedgerEnv)}, nil
 }
 
 // panicError is a panic recovered in run: a bug, reported as `internal`.

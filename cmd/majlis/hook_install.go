@@ -40,7 +40,7 @@ pre-commit.majlis-backup, which the majlis hook then runs first.`,
 				return err
 			}
 			defer p.Close()
-			opts.Dir = p.Repo.Toplevel
+			opts.Dir = p.Worktree()
 			res, err := githook.Install(cmd.Context(), opts)
 			if err != nil {
 				return err

@@ -46,7 +46,11 @@ The server exits at once if its lease stops being its own. Most callers want
 				}
 				opts.MaxHandlers = n
 			}
-			opts.Dir, opts.Version = g.Repo, version
+			popts, err := providerOptions()
+			if err != nil {
+				return err
+			}
+			opts.Dir, opts.Version, opts.Provider = g.Repo, version, popts
 			opts.Logf = func(format string, args ...any) {
 				fmt.Fprintf(g.Stderr, "%s majlis serve: %s\n", time.Now().UTC().Format(time.RFC3339), fmt.Sprintf(format, args...))
 			}

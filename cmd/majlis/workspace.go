@@ -39,7 +39,11 @@ touching the workspace; release records that the holder is done.`,
 // openProvider opens the registered repository named by --repo (default:
 // the working directory's).
 func (g *globalOptions) openProvider(ctx context.Context) (*provider.Provider, error) {
-	return provider.Open(ctx, g.Repo)
+	opts, err := providerOptions()
+	if err != nil {
+		return nil, err
+	}
+	return provider.Open(ctx, g.Repo, opts)
 }
 
 func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }

@@ -1,0 +1,347 @@
+package provider
+
+// The preview of a reclaim and its digest. A preview says everything a
+// reclaim would do (what it salvages, the steps, the retained peers it
+// checked) and changes nothing; its digest pins it, so that --confirm
+// DIGEST proceeds only if the preview computed under the reservation,
+// immediately before the first step, is the same. What a stale digest
+// changed is worded from the summaries in previews.go.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/majlis-dev/majlis/gitops"
+)
+
+// A Step is one effect a reclaim will have (or had).
+type Step struct {
+	Name   string `json:"name"`   // salvage, move, resalvage, delete-trash (forget, record for a missing workspace)
+	Count  int    `json:"count"`  // files concerned
+	Detail string `json:"detail"` // in words
+}
+
+// A Preview says everything a reclaim of a workspace would do. Its digest
+// pins it: --confirm DIGEST proceeds only if the preview computed at that
+// moment has the same digest.
+type Preview struct {
+	Digest       string `json:"digest"`
+	Binding      string `json:"binding"`
+	Path         string `json:"path"`
+	PhysicalPath string `json:"physical_path"`
+	Branch       string `json:"branch"`
+	Head         string `json:"head"`
+	ClaimDigest  string `json:"claim_digest"`
+	Released     bool   `json:"released"`
+	Salvage      struct {
+		Clean           bool     `json:"clean"`
+		Files           int      `json:"files"`
+		Modified        int      `json:"modified"`
+		Added           int      `json:"added"`
+		Deleted         int      `json:"deleted"`
+		Renamed         int      `json:"renamed"`
+		Untracked       int      `json:"untracked"`
+		Conflicted      int      `json:"conflicted"`
+		DirtySubmodules []string `json:"dirty_submodules"`
+		// What the salvage keeps beyond the files: the index when a file
+		// is staged at a version the worktree no longer has, or has
+		// intent-to-add entries; commits only the workspace holds (Pins,
+		// each with where it was found); per-worktree refs; an interrupted
+		// operation's state; hidden (assume-unchanged, skip-worktree)
+		// edits.
+		PartiallyStaged int                 `json:"partially_staged"`
+		IntentToAdd     int                 `json:"intent_to_add"`
+		Pins            []gitops.Pin        `json:"pins"`
+		WorktreeRefs    []string            `json:"worktree_refs"`
+		Operation       string              `json:"operation"`
+		Hidden          []gitops.HiddenFile `json:"hidden"`
+	} `json:"salvage"`
+	IgnoredFiles int `json:"ignored_files"` // deleted with the directory, not salvaged
+	// IgnoredPaths names the first MaxIgnoredPaths of them.
+	IgnoredPaths []string `json:"ignored_paths"`
+	Steps        []Step   `json:"steps"`
+	PeersChecked int      `json:"peers_checked"`
+	Peers        []Peer   `json:"peers"`
+	// AdminEntry is git's administrative entry of the workspace
+	// (<common dir>/worktrees/<id>). Pinned says whether it carries
+	// majlis's pin; an entry of a workspace allocated before majlis pinned
+	// them is pinned by the reclaim, before its first step.
+	AdminEntry struct {
+		Path   string `json:"path"`
+		Pinned bool   `json:"pinned"`
+	} `json:"admin_entry"`
+
+	status *gitops.Status
+}
+
+// MaxIgnoredPaths bounds how many ignored files a preview names; it
+// counts them all.
+const MaxIgnoredPaths = 100
+
+// PreviewReclaim computes what a reclaim of binding would do, changing
+// nothing. It refuses (as Reclaim would) when the target's authority
+// cannot be established or a retained peer overlaps it.
+func (p *Provider) PreviewReclaim(ctx context.Context, binding string) (*Preview, error) {
+	rec, err := p.current("reclaim", binding)
+	if err != nil {
+		return nil, err
+	}
+	if rec.has(EventMoved) {
+		if pv, ok := p.movedPreview(rec); ok {
+			return pv, nil
+		}
+	}
+	entry, err := p.authority(ctx, rec)
+	if err != nil {
+		if errors.Is(err, ErrMissing) {
+			pv, _, merr := p.missingPreview(ctx, rec, err)
+			if merr == nil {
+				p.rememberPreview(pv)
+			}
+			return pv, merr
+		}
+		return nil, err
+	}
+	pv, err := p.previewWith(ctx, rec, entry, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := firstOverlap(rec.Claim.Binding, rec.Claim.Path, pv.Peers); err != nil {
+		return nil, err
+	}
+	if err := checkMovable(rec); err != nil {
+		return nil, err
+	}
+	p.rememberPreview(pv)
+	return pv, nil
+}
+
+// preview computes the preview. refresh, set only under the reservation of
+// a reclaim that is going ahead, lets git refresh the workspace index's
+// stat cache (gitops.StatusOptions.Refresh): the index's content stays
+// the same, and the snapshot in the trash then need not re-read every
+// file.
+func (p *Provider) preview(ctx context.Context, rec *claimRecord, refresh bool) (*Preview, error) {
+	dir, err := verifyRepository("reclaim", rec)
+	if err != nil {
+		return nil, err
+	}
+	entry, err := verifyAdminEntry("reclaim", rec, dir, false)
+	if err != nil {
+		return nil, err
+	}
+	return p.previewWith(ctx, rec, entry, refresh)
+}
+
+// previewWith is preview with the admin entry that authority verified.
+func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adminEntry, refresh bool) (*Preview, error) {
+	c := rec.Claim
+	var st *gitops.Status
+	var sv *gitops.Survey
+	err := concurrently(func() (err error) {
+		st, err = gitops.ReadStatus(ctx, c.Path, gitops.StatusOptions{Ignored: true, Refresh: refresh})
+		return err
+	}, func() (err error) {
+		sv, err = gitops.SurveyWorktree(ctx, c.Path)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	peers, err := p.retainedPeersFromClaims(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	pv := &Preview{Binding: c.Binding, Path: c.Path, PhysicalPath: c.PhysicalPath, Branch: c.Branch, Head: st.Head,
+		ClaimDigest: rec.Digest, Released: rec.has(EventReleased), PeersChecked: len(peers), Peers: peers, status: st}
+	if pv.Peers == nil {
+		pv.Peers = []Peer{}
+	}
+	pv.AdminEntry.Path, pv.AdminEntry.Pinned = entry.dir, entry.pinned
+	n := st.Counts()
+	s := &pv.Salvage
+	s.Modified, s.Added, s.Deleted = n.Modified+n.TypeChanged, n.Added, n.Deleted
+	s.Renamed, s.Untracked, s.Conflicted = n.Renamed+n.Copied, n.Untracked, n.Conflicted
+	s.Files = n.Total()
+	s.DirtySubmodules = nonNil(st.DirtySubmodules())
+	s.Pins, s.Hidden, s.Operation, s.IntentToAdd = sv.Pins, sv.Hidden, sv.Operation, sv.IntentToAdd
+	if s.Pins == nil {
+		s.Pins = []gitops.Pin{}
+	}
+	if s.Hidden == nil {
+		s.Hidden = []gitops.HiddenFile{}
+	}
+	s.WorktreeRefs = []string{}
+	for r := range sv.Refs {
+		s.WorktreeRefs = append(s.WorktreeRefs, r)
+	}
+	sort.Strings(s.WorktreeRefs)
+	pv.IgnoredPaths = []string{}
+	for _, e := range st.Entries {
+		switch {
+		case e.Kind == gitops.Ignored && len(pv.IgnoredPaths) < MaxIgnoredPaths:
+			pv.IgnoredPaths = append(pv.IgnoredPaths, e.Path)
+		case (e.Kind == gitops.Ordinary || e.Kind == gitops.RenamedOrCopied) && e.X != '.' && e.Y != '.':
+			s.PartiallyStaged++
+		}
+	}
+	s.Clean = s.Files == 0 && sv.Empty()
+	pv.IgnoredFiles = n.Ignored
+	if !s.Clean {
+		var what []string
+		if s.Files > 0 {
+			what = append(what, fmt.Sprintf("%d changed files", s.Files))
+		}
+		if s.PartiallyStaged+s.IntentToAdd+s.Conflicted > 0 {
+			what = append(what, fmt.Sprintf("the index (%d partially staged, %d intent-to-add, %d conflicted)", s.PartiallyStaged, s.IntentToAdd, s.Conflicted))
+		}
+		if len(s.Hidden) > 0 {
+			what = append(what, fmt.Sprintf("%d hidden edits (assume-unchanged or skip-worktree)", len(s.Hidden)))
+		}
+		if len(s.Pins) > 0 {
+			what = append(what, fmt.Sprintf("%d commits no branch or tag reaches", len(s.Pins)))
+		}
+		if len(s.WorktreeRefs) > 0 {
+			what = append(what, fmt.Sprintf("%d per-worktree refs", len(s.WorktreeRefs)))
+		}
+		if s.Operation != "" {
+			what = append(what, "the state of an interrupted "+s.Operation)
+		}
+		if set := sv.Settings(); len(set) > 0 {
+			what = append(what, "the per-worktree settings ("+strings.Join(set, ", ")+")")
+		}
+		pv.Steps = append(pv.Steps, Step{"salvage", s.Files, "keep " + strings.Join(what, ", ") + " on " + SalvagePrefix + c.Binding + "/<n>"})
+	}
+	pv.Steps = append(pv.Steps,
+		Step{"move", 0, fmt.Sprintf("move the directory, with one rename, into a trash folder beside it (%s/%s%s.%d.<random>), still locked; nothing is deleted at %s", filepath.Dir(c.Path), trashPrefix, c.Binding, c.Seq, c.Path)},
+		Step{"resalvage", 0, "snapshot it again in the trash; anything written since the salvage goes to a second salvage ref"},
+		Step{"delete-trash", n.Ignored, fmt.Sprintf("delete the trash folder, with %d ignored files that are not salvaged (--keep-trash D keeps it for D); branch %s is kept", n.Ignored, c.Branch)})
+	pins := make([]string, 0, len(s.Pins)+len(sv.Refs))
+	for _, p := range s.Pins {
+		pins = append(pins, p.Commit+" "+p.Source)
+	}
+	for _, r := range s.WorktreeRefs {
+		pins = append(pins, r+" "+sv.Refs[r])
+	}
+
+	// The digest covers every fact above and the paths behind the counts.
+	entries := make([]string, 0, len(st.Entries))
+	for _, e := range st.Entries {
+		entries = append(entries, fmt.Sprintf("%s %s %s", e.Kind, e.Path, e.OrigPath))
+	}
+	sort.Strings(entries)
+	facts := []any{entries, pins}
+	if ev := rec.Events[EventCreated]; ev != nil {
+		facts = append(facts, []uint64{ev.Dev, ev.Ino})
+	}
+	pv.Digest = previewDigest(pv, facts...)
+	return pv, nil
+}
+
+// previewDigest is the digest that pins a preview: SHA-256 over the JSON
+// of everything it shows (its Digest still empty) and then of each of
+// facts, the details behind its counts that it does not show. A
+// confirmation proceeds only when the preview computed at that moment has
+// the digest confirmed, so anything that would change what a reclaim does
+// must change the digest.
+func previewDigest(pv *Preview, facts ...any) string {
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	enc.Encode(pv)
+	for _, f := range facts {
+		enc.Encode(f)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// missingPreview is the preview of a workspace whose directory is gone:
+// deleted or moved by hand, or removed by a reclaim interrupted before it
+// could record so (failpoint reclaim/removed). listed says whether git
+// still has a worktree entry for the path. Any other state at the path
+// returns missing, the error that led here.
+func (p *Provider) missingPreview(ctx context.Context, rec *claimRecord, missing error) (*Preview, bool, error) {
+	c := rec.Claim
+	if _, err := os.Lstat(c.Path); !errors.Is(err, os.ErrNotExist) {
+		return nil, false, missing
+	}
+	paths, err := gitops.WorktreePaths(ctx, c.CommonDir)
+	if err != nil {
+		return nil, false, err
+	}
+	listed := false
+	for _, w := range paths {
+		listed = listed || w == c.Path || w == c.PhysicalPath
+	}
+	pv := &Preview{Binding: c.Binding, Path: c.Path, PhysicalPath: c.PhysicalPath, Branch: c.Branch,
+		ClaimDigest: rec.Digest, Released: rec.has(EventReleased), Peers: []Peer{}}
+	if listed {
+		// The entry git keeps for the path must be the workspace's own, and
+		// not locked by anyone else ("on removable media"): forgetting it
+		// would make the directory, when it comes back, no worktree at all.
+		entries, err := gitops.WorktreeEntries(c.CommonDir, c.Path, c.PhysicalPath)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(entries) != 1 {
+			return nil, false, &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrIdentity,
+				Reason: fmt.Sprintf("git lists a worktree at the path, but %d entries of %s name it", len(entries), filepath.Join(c.CommonDir, "worktrees")),
+				Hint:   "inspect git's worktree entries ('git worktree list --porcelain')"}
+		}
+		entry, err := verifyAdminEntry("reclaim", rec, entries[0], true)
+		if err != nil {
+			return nil, false, err
+		}
+		pv.AdminEntry.Path, pv.AdminEntry.Pinned = entry.dir, entry.pinned
+	}
+	pv.Salvage.Clean, pv.Salvage.DirtySubmodules = true, []string{}
+	pv.Salvage.Pins, pv.Salvage.Hidden, pv.Salvage.WorktreeRefs, pv.IgnoredPaths = []gitops.Pin{}, []gitops.HiddenFile{}, []string{}, []string{}
+	if listed {
+		pv.Steps = []Step{{"forget", 0, "the directory is gone (deleted or moved by hand): unregister git's worktree entry and retire the claim; nothing on disk is deleted (if you moved it, run 'git worktree repair NEW_PATH' instead)"}}
+	} else {
+		pv.Steps = []Step{{"record", 0, "the worktree was already removed: retire the claim"}}
+	}
+	pv.Digest = previewDigest(pv)
+	return pv, listed, nil
+}
+
+// concurrently runs fns at once and returns the first error, after all
+// have returned.
+func concurrently(fns ...func() error) error {
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// CheckDigest reports whether d is a well-formed preview digest: "sha256:"
+// and 64 lowercase hexadecimal digits. The error wraps ErrInvalidArgument.
+func CheckDigest(d string) error {
+	hex, ok := strings.CutPrefix(d, "sha256:")
+	valid := ok && len(hex) == 64
+	for i := 0; valid && i < len(hex); i++ {
+		c := hex[i]
+		valid = c >= '0' && c <= '9' || c >= 'a' && c <= 'f'
+	}
+	if !valid {
+		return &Error{Op: "reclaim", Err: ErrInvalidArgument,
+			Reason: fmt.Sprintf("%q is not a preview digest (sha256: and 64 lowercase hexadecimal digits)", d),
+			Hint:   "copy the digest that the preview printed", Details: map[string]any{"argument": "digest"}}
+	}
+	return nil
+}
