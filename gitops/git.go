@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -283,8 +284,15 @@ func partialWorktreeEntry(stderr string) bool {
 }
 
 func gitOnce(ctx context.Context, dir string, o cmdOpts, args ...string) (result, error) {
-	full := make([]string, 0, len(args)+2)
+	full := make([]string, 0, len(args)+4)
 	full = append(full, "-C", dir)
+	if o.workTree != "" && !o.plain && caseSensitive(o.workTree) {
+		// core.ignorecase=true on a case-sensitive file system (a
+		// repository copied from macOS or Windows) makes git take an
+		// untracked A.txt for the tracked a.txt and list neither: a
+		// salvage would miss it, and the removal delete it.
+		full = append(full, "-c", "core.ignorecase=false")
+	}
 	full = append(full, args...)
 	cmd := exec.CommandContext(ctx, gitBinary, full...)
 	cmd.Env = environ(o)
@@ -320,6 +328,23 @@ func gitOnce(ctx context.Context, dir string, o cmdOpts, args ...string) (result
 		e.Err = err
 	}
 	return result{}, e
+}
+
+// caseSensitive reports whether the directory holding the worktree's top
+// level tells names apart by case, without writing to it: every worktree
+// has a .git there, so .GIT is either the same file (case folded), another
+// file, or absent. Anything else (no .git, an error) is "not known", and
+// git's own setting stands.
+func caseSensitive(workTree string) bool {
+	lower, err := os.Lstat(filepath.Join(workTree, ".git"))
+	if err != nil {
+		return false
+	}
+	upper, err := os.Lstat(filepath.Join(workTree, ".GIT"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	return err == nil && !os.SameFile(lower, upper)
 }
 
 // classifyCommon recognises failures that any command can have.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -198,6 +199,10 @@ func RestoreInto(ctx context.Context, worktree, commit string, l SalvageLayout) 
 			rep.NotRestored = append(rep.NotRestored, n+": git made its own on the new worktree")
 			continue
 		}
+		if pseudoRefName(n) && !slices.Contains(keptFiles, n) && !pseudoRefContent(meta[n]) {
+			rep.NotRestored = append(rep.NotRestored, n+": not a ref")
+			continue
+		}
 		if err := writeFileAtomic(dst, meta[n]); err != nil {
 			return rep, err
 		}
@@ -246,7 +251,7 @@ func keptName(n string) bool {
 			return true
 		}
 	}
-	if strings.HasPrefix(n, "sharedindex.") && !strings.Contains(n, "/") {
+	if strings.HasPrefix(n, "sharedindex.") && !strings.Contains(n, "/") || pseudoRefName(n) {
 		return true
 	}
 	for _, d := range keptDirs {

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -263,6 +264,20 @@ func (s *Survey) collectFiles() error {
 			return err
 		}
 	}
+	// Pseudo-refs of the worktree's own (git update-ref KEEP_HEAD C run
+	// in it): git writes them into this directory, without a reflog, so a
+	// commit only one of them names goes with it.
+	entries, err := os.ReadDir(s.gitDir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if n := e.Name(); e.Type().IsRegular() && pseudoRefName(n) && !slices.Contains(keptFiles, n) {
+			if b, err := os.ReadFile(filepath.Join(s.gitDir, n)); err == nil && pseudoRefContent(b) {
+				s.files = append(s.files, n)
+			}
+		}
+	}
 	if m, _ := filepath.Glob(filepath.Join(s.gitDir, "sharedindex.*")); len(m) > 0 {
 		for _, f := range m {
 			s.files = append(s.files, filepath.Base(f))
@@ -398,6 +413,31 @@ func (s *Survey) findPins(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// pseudoRefName reports whether n has the syntax git gives a worktree's
+// own pseudo-refs (KEEP_HEAD: capital letters, '-' and '_'), ending in
+// _HEAD as every pseudo-ref git writes does.
+func pseudoRefName(n string) bool {
+	if len(n) <= len("_HEAD") || !strings.HasSuffix(n, "_HEAD") {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		if c := n[i]; !(c >= 'A' && c <= 'Z' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// pseudoRefContent reports whether b is what git writes for a ref: one
+// object id, or a symbolic ref, on one line.
+func pseudoRefContent(b []byte) bool {
+	line, ok := bytes.CutSuffix(b, []byte("\n"))
+	if !ok || bytes.IndexByte(line, '\n') >= 0 {
+		return false
+	}
+	return isObjectID(string(line)) || bytes.HasPrefix(line, []byte("ref: refs/"))
 }
 
 // objectIDs returns the full object ids (40 or 64 hex digits standing
