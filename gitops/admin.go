@@ -343,3 +343,43 @@ func WorktreeEntries(commonDir string, paths ...string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// A PinnedEntry is an administrative entry carrying a given pin, and the
+// work tree its back-pointer (gitdir) names now.
+type PinnedEntry struct {
+	Dir      string // <common dir>/worktrees/<id>
+	WorkTree string // the directory gitdir names, "" when it cannot be read
+}
+
+// PinnedEntries returns every administrative entry of commonDir pinned
+// with token, wherever its worktree is now: one that `git worktree move`
+// or `git worktree repair` pointed elsewhere is still the same entry. It
+// reads the entries in process.
+func PinnedEntries(commonDir, token string) ([]PinnedEntry, error) {
+	root := filepath.Join(commonDir, "worktrees")
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []PinnedEntry
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(root, e.Name())
+		if pin, err := WorktreePin(dir); err != nil || pin != token {
+			continue
+		}
+		pe := PinnedEntry{Dir: dir}
+		if b, err := readSmallFile(filepath.Join(dir, "gitdir")); err == nil {
+			if p := strings.TrimRight(string(b), "\n"); filepath.IsAbs(p) {
+				pe.WorkTree = filepath.Dir(filepath.Clean(p))
+			}
+		}
+		out = append(out, pe)
+	}
+	return out, nil
+}

@@ -281,6 +281,21 @@ func (p *Provider) missingPreview(ctx context.Context, rec *claimRecord, missing
 	for _, w := range paths {
 		listed = listed || w == c.Path || w == c.PhysicalPath
 	}
+	if !listed && !rec.has(EventMoved) {
+		// Not at its path and not listed there, but git's entry pinned
+		// with the claim may still exist: `git worktree move` (or a move
+		// and `git worktree repair`) took the workspace elsewhere, with its
+		// work and majlis's lock. It was moved, not removed.
+		moved, err := gitops.PinnedEntries(c.CommonDir, rec.Digest)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(moved) > 0 {
+			return nil, false, &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrIdentity,
+				Reason: fmt.Sprintf("the workspace was moved, not removed: git's entry of it (%s) now names %s", moved[0].Dir, moved[0].WorkTree),
+				Hint:   fmt.Sprintf("move it back ('git worktree move --force --force %s %s'), then reclaim", moved[0].WorkTree, c.Path)}
+		}
+	}
 	pv := &Preview{Binding: c.Binding, Path: c.Path, PhysicalPath: c.PhysicalPath, Branch: c.Branch,
 		ClaimDigest: rec.Digest, Released: rec.has(EventReleased), Peers: []Peer{}}
 	if listed {

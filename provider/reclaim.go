@@ -326,7 +326,7 @@ func (p *Provider) reclaimMissing(ctx context.Context, rec *claimRecord, o Recla
 	if err != nil {
 		return nil, err
 	}
-	if listed && !o.Yes && o.Confirm != pv.Digest {
+	if !o.Yes && o.Confirm != pv.Digest {
 		return nil, p.staleError(o.Confirm, pv)
 	}
 	lease, err := p.reserve(ctx, rec, o.RequestID)
