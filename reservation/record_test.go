@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/majlis-dev/majlis/internal/procid"
+	"golang.org/x/sys/unix"
 )
 
 func sampleRecord() *Record {
@@ -189,6 +190,70 @@ func TestMalformedLeaseRefusesEverything(t *testing.T) {
 		t.Errorf("refused acquire left a lease behind")
 	}
 	assertNoTemps(t, d)
+}
+
+// A lease name that is not a regular file (a FIFO, a symbolic link, even
+// to a valid record) is malformed: every operation refuses at once, names
+// the file and leaves it as it is. Opening a FIFO to read it would block
+// until someone writes to it: the operation would hang instead of refusing.
+func TestNonRegularLeaseRefusesEverything(t *testing.T) {
+	kinds := map[string]func(t *testing.T, d *Dir, lp string){
+		"fifo": func(t *testing.T, d *Dir, lp string) {
+			if err := unix.Mkfifo(lp, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"symlink to a fifo": func(t *testing.T, d *Dir, lp string) {
+			fifo := filepath.Join(t.TempDir(), "fifo")
+			if err := unix.Mkfifo(fifo, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(fifo, lp); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"symlink to a record": func(t *testing.T, d *Dir, lp string) {
+			r := sampleRecord()
+			r.Resource = "res"
+			target := filepath.Join(t.TempDir(), "res.lease")
+			if err := os.WriteFile(target, mustEncode(t, r), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, lp); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+	for name, mk := range kinds {
+		t.Run(name, func(t *testing.T) {
+			d := openTestDir(t)
+			lp := d.leasePath("res")
+			mk(t, d, lp)
+			before, err := os.Lstat(lp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ops := map[string]func() error{
+				"acquire": func() error {
+					_, err := d.Acquire(t.Context(), Request{Resource: "res", Purpose: "p", TTL: time.Minute})
+					return err
+				},
+				"inspect": func() error { _, err := d.Inspect("res"); return err },
+				"assess":  func() error { _, err := d.Assess("res"); return err },
+				"recover": func() error { _, err := d.Recover(t.Context(), "res"); return err },
+			}
+			for op, f := range ops {
+				err := f()
+				if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), lp) {
+					t.Errorf("%s: got %v, want ErrMalformed naming %s", op, err, lp)
+				}
+				after, err := os.Lstat(lp)
+				if err != nil || !os.SameFile(before, after) || after.Mode() != before.Mode() {
+					t.Errorf("%s changed the lease name: %v", op, err)
+				}
+			}
+		})
+	}
 }
 
 func FuzzDecodeRecord(f *testing.F) {
