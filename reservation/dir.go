@@ -141,15 +141,35 @@ func (d *Dir) trySideLock(res string) (*flock.Flock, error) {
 // readFile reads and validates a record file. It returns ErrNotFound (bare)
 // when the file does not exist, and a malformed *Error otherwise.
 func (d *Dir) readFile(op, res, path string) (*Record, os.FileInfo, error) {
-	f, err := os.Open(path)
+	f, err := openRecord(op, res, path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil, ErrNotFound
 		}
-		return nil, nil, &Error{Op: op, Resource: res, Path: path, Err: err}
+		return nil, nil, err
 	}
 	defer f.Close()
 	return d.readOpen(op, res, path, f)
+}
+
+// openRecord opens the record file path to read it, without following a
+// symbolic link and without waiting: a FIFO or a device at a lease name
+// would make a plain open block until someone writes to it. Neither is
+// something majlis writes, so both, and a symbolic link, are malformed
+// (readOpen refuses whatever is not a regular file). A missing file gives
+// an error satisfying errors.Is(err, os.ErrNotExist); others are *Error.
+func openRecord(op, res, path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	switch {
+	case err == nil:
+		return f, nil
+	case errors.Is(err, os.ErrNotExist):
+		return nil, err
+	case errors.Is(err, unix.ELOOP):
+		return nil, &Error{Op: op, Resource: res, Path: path, Reason: "a symbolic link, not a regular file", Err: ErrMalformed}
+	default:
+		return nil, &Error{Op: op, Resource: res, Path: path, Err: err}
+	}
 }
 
 func (d *Dir) readOpen(op, res, path string, f *os.File) (*Record, os.FileInfo, error) {
@@ -258,7 +278,7 @@ func (d *Dir) Sweep() (int, error) {
 }
 
 func (d *Dir) sweepOne(path string) bool {
-	f, err := os.Open(path)
+	f, err := openRecord("sweep", "", path)
 	if err != nil {
 		return false
 	}

@@ -32,12 +32,12 @@ func (d *Dir) Assess(res string) (*Assessment, error) {
 		return nil, &Error{Op: "assess", Resource: res, Err: err}
 	}
 	lp := d.leasePath(res)
-	f, err := os.Open(lp)
+	f, err := openRecord("assess", res, lp)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, &Error{Op: "assess", Resource: res, Path: lp, Err: ErrNotFound}
 		}
-		return nil, &Error{Op: "assess", Resource: res, Path: lp, Err: err}
+		return nil, err
 	}
 	defer f.Close()
 	rec, _, err := d.readOpen("assess", res, lp, f)
@@ -92,13 +92,13 @@ func (d *Dir) Recover(ctx context.Context, res string) (*Record, error) {
 	// Under the side lock, the lease must still be the very file judged
 	// above: a concurrent recoverer may have retired it, and a fresh owner
 	// may hold the name now.
-	f, err := os.Open(lp)
+	f, err := openRecord("recover", res, lp)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, &Error{Op: "recover", Resource: res, Path: lp, Holder: first, Err: ErrChanged,
 			Reason: "the lease was released or recovered meanwhile"}
 	}
 	if err != nil {
-		return nil, &Error{Op: "recover", Resource: res, Path: lp, Err: err}
+		return nil, err
 	}
 	defer f.Close()
 	rec, fi, err := d.readOpen("recover", res, lp, f)
