@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/majlis-dev/majlis/fixtures"
@@ -51,6 +52,18 @@ var damageModes = []struct {
 	}},
 	{"truncated created event", SourceClaim, func(t *testing.T, p *Provider) string {
 		return rewrite(t, filepath.Join(p.claimsDir("A"), claimName(1, EventCreated)), func(b []byte) []byte { return b[:10] })
+	}},
+	{"FIFO in place of the created event", SourceClaim, func(t *testing.T, p *Provider) string {
+		// Reading a FIFO waits for a writer: the record must be refused
+		// as not a regular file, not waited on.
+		f := filepath.Join(p.claimsDir("A"), claimName(1, EventCreated))
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mkfifo(f, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
 	}},
 	{"claim deleted, its events left", SourceJournal, func(t *testing.T, p *Provider) string {
 		f := filepath.Join(p.claimsDir("A"), claimName(1, "claim"))
