@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/majlis-dev/majlis/internal/durable"
 )
@@ -160,12 +161,24 @@ func createJournal(state string) error {
 // never interleave), and fsyncs it when sync is set. A repository without
 // a journal gets no line: appends never create it.
 func (p *Provider) appendJournal(e journalEntry, sync bool) error {
-	f, err := os.OpenFile(p.journalPath(), os.O_WRONLY|os.O_APPEND, 0)
+	// O_NONBLOCK: a FIFO in the journal's place must fail the open, not
+	// wait for a reader.
+	f, err := os.OpenFile(p.journalPath(), os.O_WRONLY|os.O_APPEND|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
+	if errors.Is(err, syscall.ENXIO) {
+		return &Error{Op: "journal", Path: p.journalPath(), Reason: errNotRegular.Error(), Err: ErrMalformed}
+	}
 	if err != nil {
 		return &Error{Op: "journal", Path: p.journalPath(), Err: err}
+	}
+	if fi, serr := f.Stat(); serr != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if serr != nil {
+			return &Error{Op: "journal", Path: p.journalPath(), Err: serr}
+		}
+		return &Error{Op: "journal", Path: p.journalPath(), Reason: errNotRegular.Error(), Err: ErrMalformed}
 	}
 	_, err = f.Write(e.encode())
 	if err == nil && sync {
@@ -191,7 +204,7 @@ type journalClaimState struct {
 // when it cannot stand in for the claim records: missing, torn, malformed,
 // or lacking a binding that has a folder under claims/.
 func (p *Provider) readJournal() ([]*journalClaimState, error) {
-	data, err := os.ReadFile(p.journalPath())
+	data, err := readRegularFile(p.journalPath())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errJournalUnusable, err)
 	}

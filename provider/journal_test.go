@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -151,5 +152,34 @@ func TestJournalIncompleteFallsBack(t *testing.T) {
 				t.Errorf("journal came back: %v", err)
 			}
 		})
+	}
+}
+
+// A FIFO in the journal's place (the journal is appended to before a claim
+// is published) must make the allocation refuse at once, naming the file,
+// not wait for a reader; the preview, which only reads the journal, falls
+// back to the claim records.
+func TestJournalFIFORefuses(t *testing.T) {
+	_, p := newProvider(t)
+	mustAllocate(t, p, AllocateOptions{Binding: "A"})
+	journal := filepath.Join(p.StateDir, journalName)
+	if err := os.Remove(journal); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(journal, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := p.Allocate(t.Context(), AllocateOptions{Binding: "B"})
+	if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), journal) {
+		t.Fatalf("allocate: %v, want malformed naming %s", err, journal)
+	}
+	if left, _ := filepath.Glob(filepath.Join(p.claimsDir("B"), "*")); len(left) > 0 {
+		t.Errorf("a refused allocation left records of B: %v", left)
+	}
+	if _, err := p.readJournal(); !errors.Is(err, errJournalUnusable) {
+		t.Errorf("readJournal: %v, want errJournalUnusable", err)
+	}
+	if _, err := p.PreviewReclaim(t.Context(), "A"); err != nil {
+		t.Errorf("preview: %v", err)
 	}
 }

@@ -92,6 +92,9 @@ func peerTree(t *testing.T, root string) []string {
 			line = fmt.Sprintf("%q symlink -> %s", rel, target)
 		case fi.IsDir():
 			line = fmt.Sprintf("%q dir %v", rel, fi.Mode().Perm())
+		case !fi.Mode().IsRegular():
+			// A FIFO or a device: reading it could block.
+			line = fmt.Sprintf("%q %v", rel, fi.Mode())
 		default:
 			b, err := os.ReadFile(path)
 			line = fmt.Sprintf("%q file %v %x %v", rel, fi.Mode().Perm(), sha256.Sum256(b), err)

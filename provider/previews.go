@@ -402,7 +402,7 @@ func (p *Provider) staleError(confirmed string, pv *Preview) error {
 		Err: &Error{Op: "reclaim", Binding: pv.Binding, Path: pv.Path, Err: ErrPreviewStale,
 			Hint: "preview again and confirm the new digest"}}
 	path := filepath.Join(p.previewsDir(pv.Binding), strings.TrimPrefix(confirmed, "sha256:")+".preview")
-	data, err := os.ReadFile(path)
+	data, err := readRegularFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		e.Err.Reason = fmt.Sprintf("the preview %s is unknown or expired (summaries are kept for %s, the last %d per workspace), so what changed cannot be said",
 			shortDigest(confirmed), envvar.Format(previewMaxAge), previewKeep)

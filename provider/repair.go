@@ -188,7 +188,7 @@ func (p *Provider) journalFingerprint() (string, bool) {
 		return "", false
 	}
 	want := p.journalFromClaims(all)
-	have, err := os.ReadFile(p.journalPath())
+	have, err := readRegularFile(p.journalPath())
 	h := sha256.Sum256(have)
 	fp := "sha256:" + hex.EncodeToString(h[:])
 	if errors.Is(err, os.ErrNotExist) {
@@ -325,7 +325,7 @@ func damagedFiles(dir string) []string {
 func filesFingerprint(files, dirs []string) (string, error) {
 	h := sha256.New()
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		b, err := readRegularFile(f)
 		if err != nil {
 			return "", err
 		}
