@@ -106,14 +106,20 @@ func RestoreInto(ctx context.Context, worktree, commit string, l SalvageLayout) 
 	// salvage tree with those marked, which checkout-index skips.
 	// Otherwise one `git read-tree --reset -u` writes them all (into the
 	// worktree's own index, which is replaced below).
-	var absent []string
+	var absent, sparseDirs []string
 	if haveIndex {
 		present := map[string]bool{}
 		for _, p := range strings.Split(string(meta["majlis/skip-worktree-present"]), "\x00") {
 			present[p] = true
 		}
 		if err := scanIndex(rawIndex, hashLen, func(e indexEntry) {
-			if e.Stage == 0 && e.SkipWorktree && !present[e.Path] && e.Mode != ModeTree {
+			switch {
+			case e.Stage != 0 || !e.SkipWorktree || present[e.Path]:
+			case e.Mode == ModeTree:
+				// A sparse index's folder outside the cone ("other/"):
+				// none of its files was on disk.
+				sparseDirs = append(sparseDirs, strings.TrimSuffix(e.Path, "/")+"/")
+			default:
 				absent = append(absent, e.Path)
 			}
 		}); err != nil {
@@ -121,6 +127,20 @@ func RestoreInto(ctx context.Context, worktree, commit string, l SalvageLayout) 
 			// here. That matters only with a sparse checkout.
 			if _, sparse := meta["info/sparse-checkout"]; sparse {
 				rep.NotRestored = append(rep.NotRestored, "sparse checkout: the index could not be read, so files outside the cone were written too")
+			}
+		}
+	}
+	if len(sparseDirs) > 0 {
+		res, err := git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling}, "ls-tree", "-r", "-z", "--name-only", "--full-tree", commit+"^{tree}")
+		if err != nil {
+			return rep, err
+		}
+		for _, p := range strings.Split(string(res.stdout), "\x00") {
+			for _, d := range sparseDirs {
+				if strings.HasPrefix(p, d) {
+					absent = append(absent, p)
+					break
+				}
 			}
 		}
 	}
