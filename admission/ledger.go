@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"modernc.org/sqlite"
@@ -164,7 +165,9 @@ var sqliteMagic = []byte("SQLite format 3\x00")
 // checkHeader refuses, before SQLite opens it, a non-empty file that is not
 // a SQLite database: opening it would otherwise run pragmas against it.
 func checkHeader(path string) error {
-	f, err := os.Open(path)
+	// O_NONBLOCK: a FIFO in the ledger's place must be refused, not
+	// waited on (a plain open blocks until someone writes to it).
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -172,6 +175,11 @@ func checkHeader(path string) error {
 		return err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return err
+	} else if !fi.Mode().IsRegular() {
+		return fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+	}
 	head := make([]byte, len(sqliteMagic))
 	n, err := io.ReadFull(f, head)
 	switch {
