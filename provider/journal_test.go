@@ -162,7 +162,7 @@ func TestJournalIncompleteFallsBack(t *testing.T) {
 func TestJournalFIFORefuses(t *testing.T) {
 	_, p := newProvider(t)
 	mustAllocate(t, p, AllocateOptions{Binding: "A"})
-	journal := filepath.Join(p.StateDir, journalName)
+	journal := filepath.Join(p.StateDir(), journalName)
 	if err := os.Remove(journal); err != nil {
 		t.Fatal(err)
 	}
