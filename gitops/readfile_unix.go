@@ -17,7 +17,7 @@ func readSmallFile(path string) ([]byte, error) {
 	var fd int
 	var err error
 	for {
-		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
 		if !errors.Is(err, syscall.EINTR) {
 			break
 		}
