@@ -300,9 +300,12 @@ func gitOnce(ctx context.Context, dir string, o cmdOpts, args ...string) (result
 		cmd.Stdin = bytes.NewReader(o.stdin)
 	}
 	// Interrupt rather than kill on cancellation: git removes its lock
-	// files (index.lock, ref locks) on SIGINT, but not on SIGKILL.
+	// files (index.lock, ref locks) on SIGINT, but not on SIGKILL. Then
+	// wait for it to exit, however long that takes: a WaitDelay would
+	// SIGKILL it once expired. (A person who cannot wait presses Ctrl-C
+	// again, which ends majlis and, on a terminal, git with it: by SIGINT.)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 10 * time.Second
+	cmd.WaitDelay = 0
 	var stdout bytes.Buffer
 	stderr := &cappedBuffer{max: maxStderr}
 	cmd.Stdout = &stdout

@@ -224,6 +224,7 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 	if err := fpAllocateClaimed.Inject(); err != nil {
 		return nil, p.undoAllocation(ctx, rec, err, made{})
 	}
+	p.progress(Progress{Op: "allocate", Binding: rec.Claim.Binding, Step: "checking out " + shortDigest(rec.Claim.Base) + " into " + rec.Claim.Path})
 	return p.createWorktree(ctx, rec, o.populate)
 }
 
@@ -347,8 +348,13 @@ func liveBindingError(binding string, recs []*claimRecord) error {
 	if !last.has(EventCreated) {
 		hint = "an allocation of it (request " + last.Claim.RequestID + ") has not finished; a retry with that request id resumes it"
 	}
+	reason := "its workspace is at " + last.Claim.Path
+	if last.has(EventReleased) {
+		reason = "its workspace at " + last.Claim.Path + " is released but not reclaimed"
+		hint = "reclaim it first, or use another binding"
+	}
 	e := &Error{Op: "allocate", Binding: binding, Path: last.Claim.Path, Err: ErrBindingLive,
-		Reason: "its workspace is at " + last.Claim.Path, Hint: hint}
+		Reason: reason, Hint: hint}
 	if !last.has(EventCreated) {
 		e.Details = map[string]any{"unfinished_request": last.Claim.RequestID}
 	}
@@ -573,6 +579,9 @@ type made struct{ worktree, branch bool }
 // claim failed, so the binding is free again. It never touches anything
 // the allocation did not make. It returns cause, wrapped.
 func (p *Provider) undoAllocation(ctx context.Context, rec *claimRecord, cause error, m made) error {
+	// An interrupted allocation (Ctrl-C cancels ctx) is undone all the
+	// same: the undo's git commands must run.
+	ctx = context.WithoutCancel(ctx)
 	c := rec.Claim
 	var notes []string
 	if !m.worktree {

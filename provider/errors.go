@@ -13,7 +13,7 @@ var (
 	ErrNotInitialized  = errors.New("provider: repository not initialized")
 	ErrNotRepository   = errors.New("provider: not a git repository")
 	ErrAlreadyInit     = errors.New("provider: repository already initialized differently")
-	ErrBindingLive     = errors.New("provider: binding already has a live workspace")
+	ErrBindingLive     = errors.New("provider: binding already has a workspace that is not reclaimed")
 	ErrNotFound        = errors.New("provider: no such workspace")
 	ErrUnknownBase     = errors.New("provider: unknown base revision")
 	ErrBranchExists    = errors.New("provider: branch already exists")
@@ -41,6 +41,9 @@ var (
 	ErrUnsafePath      = errors.New("provider: path lies inside a git directory")
 	ErrTrash           = errors.New("provider: the workspace could not be moved to or deleted from its trash folder")
 	ErrCrossDevice     = errors.New("provider: the workspace is on another file system than its folder")
+	// ErrRecorded: a refusal or failure of one workspace of a bulk
+	// reclaim, as its request record kept it (its own code is not kept).
+	ErrRecorded = errors.New("provider: refused or failed, as recorded")
 )
 
 // An Error reports a refused or failed workspace operation with its facts.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/admission"
+	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/pathid"
 	"github.com/majlis-dev/majlis/reservation"
 )
@@ -52,7 +53,23 @@ func (p *Provider) leaseLiveness(ctx context.Context, rec *claimRecord) error {
 	return &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrWorkspaceLive,
 		Reason:  "leases keep it in use: " + strings.Join(names, "; "),
 		Hint:    "let the holder release them with its lease token, or, for a quarantined one whose writer has stopped, resolve it",
-		Details: map[string]any{"holder": live[0].Holder, "lease": live[0].ID}}
+		Details: liveDetails(c, live)}
+}
+
+// liveDetails are the facts of a workspace_live refusal for scripts: the
+// leases that keep the workspace in use (holder, resource, expiry; the
+// first one's holder and id also as "holder" and "lease") and its
+// recorded owner with whether it is alive.
+func liveDetails(c Claim, live []admission.Lease) map[string]any {
+	d := map[string]any{"leases": leaseRefs(live)}
+	if len(live) > 0 {
+		d["holder"], d["lease"] = live[0].Holder, live[0].ID
+	}
+	if c.OwnerPID != 0 {
+		state, _ := ownerState(&c)
+		d["owner_pid"], d["owner_state"], d["owner_alive"] = c.OwnerPID, state, state == string(procid.Alive)
+	}
+	return d
 }
 
 // admissionOptions are the options every admission service of the
@@ -106,7 +123,7 @@ func guardCheckout(leases *reservation.Dir, checkout string) error {
 		if target == "" || ptarget == "" {
 			// A reservation whose target is unknown may cover any checkout.
 			return &admission.Error{Op: "acquire", Path: leases.Path(), Resource: res, Err: admission.ErrReclaiming,
-				Reason:  "reclaim reservation " + res + " names no target path, so it may cover " + checkout,
+				Reason:  "a reclaim reservation (of workspace " + rec.Metadata["binding"] + ") names no target path, so it may cover " + checkout,
 				Hint:    "retry once its reclaim is over (if it died, once its reservation is recovered)",
 				Details: map[string]any{"reclaim_binding": rec.Metadata["binding"]}}
 		}
@@ -122,8 +139,8 @@ func guardCheckout(leases *reservation.Dir, checkout string) error {
 		if covered {
 			binding := rec.Metadata["binding"]
 			return &admission.Error{Op: "acquire", Path: checkout, Resource: res, Err: admission.ErrReclaiming,
-				Reason: fmt.Sprintf("the checkout %s is being reclaimed: reclaim reservation %s (workspace %s, request %q) covers it",
-					checkout, res, binding, rec.Metadata["request_id"]),
+				Reason: fmt.Sprintf("the checkout %s is being reclaimed (the reclaim of workspace %s, request %q, covers it)",
+					checkout, binding, rec.Metadata["request_id"]),
 				Hint: "its files are about to be removed: take the lease in another checkout; if that reclaim died, " +
 					"its reservation can be recovered once it has expired",
 				Details: map[string]any{"reclaim_binding": binding}}
@@ -153,4 +170,17 @@ func (p *Provider) admission(ctx context.Context) (*admission.Service, error) {
 		p.adm = svc
 	}
 	return p.adm, nil
+}
+
+// ownerLiveError refuses a reclaim whose recorded owner runs, with the
+// leases the task holds too (best effort: they only inform).
+func (p *Provider) ownerLiveError(ctx context.Context, rec *claimRecord, reason string) error {
+	c := rec.Claim
+	var live []admission.Lease
+	if svc, err := p.admission(ctx); err == nil {
+		live, _ = svc.LiveLeases(ctx, c.Binding, c.PhysicalPath)
+	}
+	return &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrWorkspaceLive,
+		Reason: reason, Hint: "stop the owner process (or wait for it to exit), then reclaim",
+		Details: liveDetails(c, live)}
 }

@@ -42,7 +42,12 @@ type Preview struct {
 	Head         string `json:"head"`
 	ClaimDigest  string `json:"claim_digest"`
 	Released     bool   `json:"released"`
-	Salvage      struct {
+	// OwnerPID and OwnerState are the recorded owner process and what is
+	// known of it (exited, alive, unknown; absent when none is recorded).
+	// They inform; the digest does not cover them.
+	OwnerPID   int    `json:"owner_pid,omitempty"`
+	OwnerState string `json:"owner_state,omitempty"`
+	Salvage    struct {
 		Clean           bool     `json:"clean"`
 		Files           int      `json:"files"`
 		Modified        int      `json:"modified"`
@@ -65,7 +70,10 @@ type Preview struct {
 		Operation       string              `json:"operation"`
 		Hidden          []gitops.HiddenFile `json:"hidden"`
 	} `json:"salvage"`
-	IgnoredFiles int `json:"ignored_files"` // deleted with the directory, not salvaged
+	// Changes counts the workspace's changes by kind, the one counts
+	// object of show, list --status and salvage (every key always present).
+	Changes      gitops.Counts `json:"changes"`
+	IgnoredFiles int           `json:"ignored_files"` // deleted with the directory, not salvaged
 	// IgnoredPaths names the first MaxIgnoredPaths of them.
 	IgnoredPaths []string `json:"ignored_paths"`
 	Steps        []Step   `json:"steps"`
@@ -81,6 +89,7 @@ type Preview struct {
 	} `json:"admin_entry"`
 
 	status *gitops.Status
+	facts  []any // what the digest covers beyond the fields (digestWithout)
 }
 
 // MaxIgnoredPaths bounds how many ignored files a preview names; it
@@ -121,6 +130,8 @@ func (p *Provider) PreviewReclaim(ctx context.Context, binding string) (*Preview
 	if err := checkMovable(rec); err != nil {
 		return nil, err
 	}
+	pv.OwnerPID = rec.Claim.OwnerPID
+	pv.OwnerState, _ = ownerState(&rec.Claim)
 	p.rememberPreview(pv)
 	return pv, nil
 }
@@ -168,6 +179,7 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 	}
 	pv.AdminEntry.Path, pv.AdminEntry.Pinned = entry.dir, entry.pinned
 	n := st.Counts()
+	pv.Changes = n
 	s := &pv.Salvage
 	s.Modified, s.Added, s.Deleted = n.Modified+n.TypeChanged, n.Added, n.Deleted
 	s.Renamed, s.Untracked, s.Conflicted = n.Renamed+n.Copied, n.Untracked, n.Conflicted
@@ -243,8 +255,29 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 	if ev := rec.Events[EventCreated]; ev != nil {
 		facts = append(facts, []uint64{ev.Dev, ev.Ino})
 	}
+	pv.facts = facts
 	pv.Digest = previewDigest(pv, facts...)
 	return pv, nil
+}
+
+// digestWithout is the digest of pv as if the peers at the paths of
+// without were not there. A bulk reclaim compares each workspace's
+// preview this way, so that the other workspaces of its set, reclaimed
+// meanwhile, do not make it stale.
+func (pv *Preview) digestWithout(without map[string]bool) string {
+	if pv.status == nil {
+		return pv.Digest // a missing or moved workspace's preview lists no peers
+	}
+	c := *pv
+	c.Digest, c.OwnerPID, c.OwnerState = "", 0, ""
+	c.Peers = []Peer{}
+	for _, peer := range pv.Peers {
+		if !without[peer.Path] {
+			c.Peers = append(c.Peers, peer)
+		}
+	}
+	c.PeersChecked = len(c.Peers)
+	return previewDigest(&c, pv.facts...)
 }
 
 // previewDigest is the digest that pins a preview: SHA-256 over the JSON
@@ -320,7 +353,7 @@ func (p *Provider) missingPreview(ctx context.Context, rec *claimRecord, missing
 	pv.Salvage.Clean, pv.Salvage.DirtySubmodules = true, []string{}
 	pv.Salvage.Pins, pv.Salvage.Hidden, pv.Salvage.WorktreeRefs, pv.IgnoredPaths = []gitops.Pin{}, []gitops.HiddenFile{}, []string{}, []string{}
 	if listed {
-		pv.Steps = []Step{{"forget", 0, "the directory is gone (deleted or moved by hand): unregister git's worktree entry and retire the claim; nothing on disk is deleted (if you moved it, run 'git worktree repair NEW_PATH' instead)"}}
+		pv.Steps = []Step{{"forget", 0, "the directory is gone (deleted or moved by hand): unregister git's worktree entry and retire the claim; nothing on disk is deleted (if you moved it, do not reclaim: have git repair its record of the worktree at the new place instead)"}}
 	} else {
 		pv.Steps = []Step{{"record", 0, "the worktree was already removed: retire the claim"}}
 	}

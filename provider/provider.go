@@ -42,6 +42,8 @@ type Provider struct {
 
 	admMu sync.Mutex
 	adm   *admission.Service // opened on first use (liveness.go)
+
+	progressFn func(Progress) // progress.go
 }
 
 // Repository is what init reports.

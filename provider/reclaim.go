@@ -83,9 +83,7 @@ func (p *Provider) authority(ctx context.Context, rec *claimRecord) (*adminEntry
 		owner := self
 		owner.PID, owner.StartTime = c.OwnerPID, c.OwnerStart
 		if live, why := procid.Judge(owner); live != procid.Dead {
-			return nil, &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrWorkspaceLive,
-				Reason: fmt.Sprintf("its owner process %d is %s: %s", c.OwnerPID, live, why),
-				Hint:   "stop the owner process (or wait for it to exit), then reclaim"}
+			return nil, p.ownerLiveError(ctx, rec, fmt.Sprintf("its owner process %d is %s: %s", c.OwnerPID, live, why))
 		}
 	}
 	if err := p.leaseLiveness(ctx, rec); err != nil {
@@ -293,6 +291,7 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, entry 
 		// A retry after an interruption salvages again whatever is there
 		// now; the first salvage (recorded in the salvaged event) holds the
 		// state before any destructive step and stays the reclaim's ref.
+		p.progress(Progress{Op: "reclaim", Binding: c.Binding, Step: fmt.Sprintf("salvaging %s", nounCount(pv.Salvage.Files, "changed file", "changed files"))})
 		s, err := p.salvage(ctx, rec, "majlis reclaim of workspace "+c.Binding)
 		if err != nil {
 			return nil, err
@@ -311,6 +310,7 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, entry 
 
 	// From here on nothing runs on the workspace's path: it is moved
 	// aside, verified and salvaged again there, then deleted (trash.go).
+	p.progress(Progress{Op: "reclaim", Binding: c.Binding, Step: fmt.Sprintf("moving aside, then deleting (%s not salvaged)", nounCount(pv.IgnoredFiles, "ignored file", "ignored files"))})
 	return p.moveAside(ctx, rec, entry, lease, o, res)
 }
 

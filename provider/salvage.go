@@ -46,6 +46,10 @@ type SalvageResult struct {
 	// nothing for it to keep).
 	IndexCommit *string `json:"index_commit"`
 	MetaCommit  *string `json:"meta_commit"`
+	// Changes counts the workspace's changes as git status saw them just
+	// before the salvage: the one counts object of show, list --status and
+	// the reclaim preview (every key always present).
+	Changes gitops.Counts `json:"changes"`
 }
 
 // Salvage keeps everything a removal of the workspace would lose, except
@@ -65,10 +69,17 @@ func (p *Provider) Salvage(ctx context.Context, binding, message, requestID stri
 	if err := p.verifyIdentity("salvage", rec); err != nil {
 		return nil, err
 	}
+	p.progress(Progress{Op: "salvage", Binding: binding, Step: "reading the workspace's changes"})
+	st, err := gitops.ReadStatus(ctx, rec.Claim.Path, gitops.StatusOptions{Ignored: true})
+	if err != nil {
+		return nil, err
+	}
+	p.progress(Progress{Op: "salvage", Binding: binding, Step: fmt.Sprintf("salvaging %s", nounCount(st.Counts().Total(), "changed file", "changed files"))})
 	res, err := p.salvage(ctx, rec, message)
 	if err != nil {
 		return nil, err
 	}
+	res.Changes = st.Counts()
 	if requestID != "" {
 		if err := p.recordRequest(requestID, args, res); err != nil {
 			return nil, err

@@ -55,6 +55,18 @@ type Workspace struct {
 	// Damage, for state damaged only: which file, why, and where the
 	// workspace may be (damage.go).
 	Damage *Damage `json:"damage,omitempty"`
+	// Released says whether its task handed it back (majlis workspace
+	// release, majlis end): its owner process stops counting.
+	Released bool `json:"released"`
+	// The one look of list (list.go): the recorded owner's state (alive,
+	// exited, unknown; absent when none is recorded), the leases that keep
+	// it in use, and whether a reclaim would go ahead now, else what
+	// blocks it.
+	OwnerState  string        `json:"owner_state,omitempty"`
+	OwnerAlive  *bool         `json:"owner_alive,omitempty"`
+	Leases      *LeaseSummary `json:"leases,omitempty"`
+	Reclaimable *bool         `json:"reclaimable,omitempty"`
+	BlockedBy   []Blocker     `json:"blocked_by,omitempty"`
 }
 
 // view renders a claim as a Workspace; with status it also reads git
@@ -80,7 +92,7 @@ func (p *Provider) render(ctx context.Context, reader *gitops.Reader, reclaiming
 	}
 	if ev := rec.Events[EventReleased]; ev != nil {
 		t := ev.At
-		w.ReleasedAt, w.State = &t, StateReleased
+		w.ReleasedAt, w.State, w.Released = &t, StateReleased, true
 	}
 	if ev := rec.Events[EventReclaimed]; ev != nil {
 		t := ev.At
@@ -114,7 +126,7 @@ func (p *Provider) render(ctx context.Context, reader *gitops.Reader, reclaiming
 		}
 	}
 	if status && w.State != StateMissing && rec.has(EventCreated) {
-		st, err := gitops.ReadStatus(ctx, c.Path, gitops.StatusOptions{})
+		st, err := gitops.ReadStatus(ctx, c.Path, gitops.StatusOptions{Ignored: true})
 		if err != nil {
 			return nil, err
 		}
@@ -144,11 +156,25 @@ func (p *Provider) reclaimingBindings() (map[string]bool, error) {
 // ListOptions tune List.
 type ListOptions struct {
 	All bool // include reclaimed workspaces
+	// Look adds each workspace's owner state, leases, reclaimable and
+	// blocked_by (list.go): no git process, one read of the ledgers.
+	Look bool
+	// Status adds each workspace's change counts: one git status each.
+	Status bool
 }
 
 // List returns the workspaces of the repository, by binding. Failed
 // allocations are never listed; reclaimed ones only with All.
-func (p *Provider) List(ctx context.Context, o ListOptions) ([]*Workspace, error) {
+func (p *Provider) List(ctx context.Context, o ListOptions) (_ []*Workspace, err error) {
+	var leases <-chan leaseRead
+	if o.Look {
+		leases = p.readLeases(ctx)
+		defer func() {
+			if err != nil {
+				<-leases // the ledgers are not read after List returns
+			}
+		}()
+	}
 	inv, err := p.readInventory()
 	if err != nil {
 		return nil, err
@@ -171,8 +197,8 @@ func (p *Provider) List(ctx context.Context, o ListOptions) ([]*Workspace, error
 			shown = append(shown, r)
 		}
 	}
-	// Each workspace is a few small reads (its directory, its HEAD):
-	// spread over the processors.
+	// Each workspace is a few small reads (its directory, its HEAD), and
+	// with Status one git status: spread over the processors.
 	out := make([]*Workspace, len(shown))
 	errs := make([]error, len(shown))
 	workers := min(len(shown), runtime.GOMAXPROCS(0))
@@ -183,15 +209,17 @@ func (p *Provider) List(ctx context.Context, o ListOptions) ([]*Workspace, error
 		go func() {
 			defer wg.Done()
 			for i := int(next.Add(1)) - 1; i < len(shown); i = int(next.Add(1)) - 1 {
-				out[i], errs[i] = p.render(ctx, reader, reclaiming, shown[i], false)
+				out[i], errs[i] = p.render(ctx, reader, reclaiming, shown[i], o.Status)
 			}
 		}()
 	}
 	wg.Wait()
-	for _, err := range errs {
+	claims := map[*Workspace]*claimRecord{}
+	for i, err := range errs {
 		if err != nil {
 			return nil, err // the first, in binding order
 		}
+		claims[out[i]] = shown[i]
 	}
 	for _, d := range inv.damaged {
 		out = append(out, damagedView(d))
@@ -202,6 +230,9 @@ func (p *Provider) List(ctx context.Context, o ListOptions) ([]*Workspace, error
 		}
 		return out[i].CreatedAt.Before(out[j].CreatedAt)
 	})
+	if o.Look {
+		p.look(out, claims, leases)
+	}
 	return out, nil
 }
 

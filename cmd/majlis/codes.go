@@ -145,12 +145,17 @@ var codeTable = []code{
 		Meaning: "what the operation would do changed since the confirmed preview; nothing was changed",
 		Hints: []hint{
 			{When: "op=repair", Text: "run 'majlis doctor --repair --preview' again and confirm the new digest"},
+			{When: "op=gc", Text: "run 'majlis gc --preview' again and confirm the new digest (--confirm DIGEST)"},
+			{When: "select binding", Text: "run 'majlis workspace reclaim --{select} --preview' again, or 'majlis workspace reclaim {binding} --preview'"},
+			{When: "select", Text: "run 'majlis workspace reclaim --{select} --preview' again and confirm the new digest (--confirm DIGEST)"},
 			{Text: "run 'majlis workspace reclaim {binding} --preview' again and confirm the new digest (--confirm DIGEST)"},
 		}},
 	{Code: "unconfirmed", Exit: ExitRefused, From: []source{prov(provider.ErrUnconfirmed)},
 		Meaning: "a destructive operation without a confirmed preview; nothing was changed",
 		Hints: []hint{
 			{When: "op=repair", Text: "run 'majlis doctor --repair --preview', then --confirm DIGEST (or --yes)"},
+			{When: "op=gc", Text: "run 'majlis gc --preview', then --confirm DIGEST"},
+			{When: "op=end", Text: "look at it with 'majlis workspace reclaim {binding} --preview', then reclaim it with --confirm DIGEST"},
 			{Text: "run 'majlis workspace reclaim {binding} --preview', then --confirm DIGEST (or --yes to skip the comparison)"},
 		}},
 	{Code: "dirty_submodule", Exit: ExitRefused, From: []source{prov(provider.ErrDirtySubmodule)},
@@ -211,11 +216,15 @@ var codeTable = []code{
 	{Code: "identity_drift", Exit: ExitRefused, From: []source{prov(provider.ErrIdentity)},
 		Meaning: "the directory or git's entry is no longer the workspace majlis made"},
 	{Code: "interrupted", Exit: ExitRefused, From: []source{prov(provider.ErrInterrupted)},
-		Meaning: "an earlier operation on it was interrupted",
+		Meaning: "an earlier operation on it was interrupted (exit 3); this one, by Ctrl-C or SIGTERM, exits 130 or 143 with the same code (details.signal, and details.request_id to resume it)",
 		Hints: []hint{
 			{When: "op=restore", Text: "run 'majlis workspace restore {binding}' again with a new --request-id"},
 			{When: "resumable", Text: "retry with the same --request-id to see the result"},
 		}},
+
+	{Code: "recorded_failure", Exit: ExitRefused, From: []source{prov(provider.ErrRecorded)},
+		Meaning: "a line of a bulk reclaim replayed from its request record: that workspace was not reclaimed (the message says why)",
+		Hints:   []hint{{Text: "'majlis workspace reclaim {binding} --preview' says why"}}},
 
 	// Leases and admission.
 	{Code: "held", Exit: ExitHeld, From: []source{adm(admission.ErrHeld), resv(reservation.ErrHeld)},

@@ -28,6 +28,7 @@ func completions(g *globalOptions, root *cobra.Command) {
 		"majlis workspace reclaim": completeBindings(g, false),
 		"majlis workspace recover": completeBindings(g, false),
 		"majlis workspace restore": completeBindings(g, true),
+		"majlis end":               completeBindings(g, false),
 		"majlis lease acquire":     completeResources(g),
 		"majlis lease renew":       completeLeaseIDs(g),
 		"majlis lease release":     completeLeaseIDs(g),

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"strings"
 
@@ -67,4 +68,11 @@ func onceFlags(root *cobra.Command) {
 		}
 	}
 	walk(root)
+}
+
+// askYes asks question on stderr and reads the answer from stdin.
+func askYes(g *globalOptions, question string) bool {
+	fmt.Fprintf(g.Stderr, "\n%s [y/N] ", question)
+	answer, _ := bufio.NewReader(g.Stdin).ReadString('\n')
+	return confirmed(answer)
 }

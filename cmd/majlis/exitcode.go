@@ -49,6 +49,15 @@ type classification struct {
 // classify is the ONE place where errors become exit codes and stable
 // error codes. Library packages export sentinels; these tables map them.
 func classify(err error) classification {
+	// A run stopped by Ctrl-C or SIGTERM: whatever error that made.
+	var ie *interruptedError
+	if errors.As(err, &ie) {
+		d := map[string]any{"signal": ie.sig.String()}
+		if ie.requestID != "" {
+			d["request_id"] = ie.requestID
+		}
+		return classification{exit: ie.exit(), code: "interrupted", details: d}
+	}
 	c := classifySentinel(err)
 	// A begin whose intents were refused after its workspace was
 	// allocated: the refusal's code, and the workspace left in place.

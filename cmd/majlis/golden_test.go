@@ -141,6 +141,7 @@ var goldenPatterns = []struct {
 }{
 	{regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`), "TIME"},
 	{regexp.MustCompile(`sha256:[0-9a-f]{64}`), "sha256:DIGEST"},
+	{regexp.MustCompile(`^(refs/majlis/deleted/.+/)\d+$`), "${1}UNIXTIME"},
 	{regexp.MustCompile(`\b[0-9a-f]{40}\b`), "COMMIT"},
 	{regexp.MustCompile(`\bL-[0-9a-f]{16}\b`), "L-ID"},
 	{regexp.MustCompile(`\bmlt_[0-9a-f]+`), "mlt_TOKEN"},

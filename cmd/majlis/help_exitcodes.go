@@ -23,6 +23,9 @@ const exitCodesHelpTemplate = `Every majlis command exits with one of these code
   4  held by another live owner (a lease or reservation conflict, or an
      owner whose death cannot be proven); retry later or see the holder
   5  not found
+  130  interrupted by Ctrl-C (SIGINT), 143 by SIGTERM: what was under way
+     was undone (allocate) or can be resumed with the same --request-id
+     (reclaim: the message names it); the JSON error's code is interrupted
 
 With --json, a failure prints exactly one object on stdout:
 
@@ -38,7 +41,13 @@ quarantined: each with the other lease and the policy key that decided),
 Workspace refusals do too: "lock_reason" and "admin_entry" (locked: a
 worktree lock majlis did not set, which it never lifts), "setting",
 "value", "origin", "git_work_tree" and "git_dir" (worktree_config_mismatch:
-the workspace's own git config aims git at another directory, or none).
+the workspace's own git config aims git at another directory, or none),
+"leases" (each with id, resource, holder, state and expires_at),
+"owner_pid", "owner_state" and "owner_alive" (workspace_live).
+
+A bulk reclaim (--released, --dead) prints its result and exits with the
+status of the first workspace it did not reclaim, each line of the result
+carrying its own error object.
 
 malformed_record names the damaged file (details.path). Damage stays local:
 a workspace's damaged record refuses that workspace's operations, and others

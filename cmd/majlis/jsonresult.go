@@ -28,26 +28,40 @@ type initJSON struct {
 // --from-trash.
 type workspaceJSON struct {
 	Workspace *provider.Workspace `json:"workspace"`
+	// BindingFrom is "current_directory" when the binding was taken
+	// from the working directory (binding_cwd.go).
+	BindingFrom string `json:"binding_from,omitempty"`
 }
 
-// workspacesJSON is the result of workspace list.
+// workspacesJSON is the result of workspace list: the workspaces and
+// their totals (workspace_list.go).
 type workspacesJSON struct {
 	Workspaces []*provider.Workspace `json:"workspaces"`
+	Summary    map[string]int        `json:"summary"`
 }
 
 // salvageJSON is the result of workspace salvage.
 type salvageJSON struct {
 	Salvage *provider.SalvageResult `json:"salvage"`
+	// BindingFrom is "current_directory" when the binding was taken
+	// from the working directory (binding_cwd.go).
+	BindingFrom string `json:"binding_from,omitempty"`
 }
 
 // previewJSON is the result of workspace reclaim --preview.
 type previewJSON struct {
 	Preview *provider.Preview `json:"preview"`
+	// BindingFrom is "current_directory" when the binding was taken
+	// from the working directory (binding_cwd.go).
+	BindingFrom string `json:"binding_from,omitempty"`
 }
 
 // reclaimJSON is the result of workspace reclaim --confirm or --yes.
 type reclaimJSON struct {
 	Reclaim *provider.ReclaimResult `json:"reclaim"`
+	// BindingFrom is "current_directory" when the binding was taken
+	// from the working directory (binding_cwd.go).
+	BindingFrom string `json:"binding_from,omitempty"`
 }
 
 // restoreJSON is the result of workspace restore.

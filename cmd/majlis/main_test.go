@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -50,6 +51,10 @@ func (i isolated) Run() int {
 //	                                  REGEXP, failing after TIMEOUT
 //	grab VAR REGEXP                   set $VAR to the first group of
 //	                                  REGEXP in the last stdout (an id)
+//	spawn VAR                         start a process that waits until
+//	                                  the script ends; $VAR is its pid
+//	reap VAR                          kill the process $VAR and wait for
+//	                                  it: proven dead, no zombie left
 //
 // The host ledger of admission (machine-wide leases) is $WORK/host.db:
 // scripts never touch the real ~/.local/state, and the repositories of one
@@ -91,6 +96,8 @@ func TestScripts(t *testing.T) {
 			"freeports": cmdFreePorts,
 			"listen":    cmdListen,
 			"golden":    cmdGolden,
+			"spawn":     cmdSpawn,
+			"reap":      cmdReap,
 		},
 	})
 }
@@ -193,4 +200,57 @@ func cmdListen(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("listen: %v", err)
 	}
 	ts.Defer(func() { l.Close() })
+}
+
+// scriptProcs are the processes spawn started, by pid; scripts run in
+// parallel.
+var (
+	scriptProcsMu sync.Mutex
+	scriptProcs   = map[string]*exec.Cmd{}
+)
+
+func takeProc(pid string) *exec.Cmd {
+	scriptProcsMu.Lock()
+	defer scriptProcsMu.Unlock()
+	cmd := scriptProcs[pid]
+	delete(scriptProcs, pid)
+	return cmd
+}
+
+// cmdSpawn starts a process (an owner for --owner-pid) that lives until
+// the script ends or reap kills it.
+func cmdSpawn(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: spawn VAR")
+	}
+	cmd := exec.Command("sleep", "3600")
+	if err := cmd.Start(); err != nil {
+		ts.Fatalf("spawn: %v", err)
+	}
+	pid := strconv.Itoa(cmd.Process.Pid)
+	scriptProcsMu.Lock()
+	scriptProcs[pid] = cmd
+	scriptProcsMu.Unlock()
+	ts.Defer(func() {
+		if c := takeProc(pid); c != nil {
+			c.Process.Kill()
+			c.Wait()
+		}
+	})
+	ts.Setenv(args[0], pid)
+}
+
+// cmdReap kills a spawned process and waits for it, so that it is gone
+// from the process table when the next command looks.
+func cmdReap(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: reap VAR")
+	}
+	pid := ts.Getenv(args[0])
+	cmd := takeProc(pid)
+	if cmd == nil {
+		ts.Fatalf("reap: no spawned process %q", pid)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
 }

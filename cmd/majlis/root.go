@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,19 +17,34 @@ import (
 type globalOptions struct {
 	Repo string
 	JSON bool
+	// Progress shows the steps of long operations on stderr even with
+	// --json or where stderr is no terminal (progress.go).
+	Progress bool
 
 	Stdout io.Writer
 	Stderr io.Writer
 	Stdin  io.Reader
+
+	// interruption is the signal that stopped the run, if any.
+	interruption *interruption
+	// progressDone ends the progress display of the run, if any.
+	progressDone func()
 }
 
 // Main runs the majlis command line with os.Args and returns the exit code.
 func Main() ExitCode {
-	return run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	ctx, in, stop := signalContext(context.Background(), os.Stderr)
+	defer stop()
+	g := &globalOptions{Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin, interruption: in}
+	return runWith(ctx, g, os.Args[1:])
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (code ExitCode) {
-	g := &globalOptions{Stdout: stdout, Stderr: stderr, Stdin: stdin}
+	return runWith(ctx, &globalOptions{Stdout: stdout, Stderr: stderr, Stdin: stdin}, args)
+}
+
+func runWith(ctx context.Context, g *globalOptions, args []string) (code ExitCode) {
+	stdin, stdout, stderr := g.Stdin, g.Stdout, g.Stderr
 	// A panic is a bug, but scripts still get one JSON error and exit 1;
 	// deferred cleanups (a reservation's release) ran while it unwound.
 	// Panics of other goroutines cannot be caught: code run in goroutines
@@ -48,7 +64,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	if _, err := root.ExecuteContextC(ctx); err != nil {
+	_, err := root.ExecuteContextC(ctx)
+	if g.progressDone != nil {
+		g.progressDone()
+	}
+	if err != nil {
+		if g.interruption != nil {
+			err = interrupted(g.interruption, err)
+		}
+		var re *resultError
+		if errors.As(err, &re) {
+			return re.code // the result is printed; its lines say what failed
+		}
 		if !g.JSON {
 			// Cobra reports an unknown command before it parses flags, so
 			// --json may not have been seen yet.
@@ -98,12 +125,15 @@ object, success or error). Exit codes are stable: see 'majlis help exit-codes'.`
 	}
 	root.PersistentFlags().StringVar(&g.Repo, "repo", "", "repository to act on (any of its worktrees; default: the one containing the working directory)")
 	root.PersistentFlags().BoolVar(&g.JSON, "json", false, "print exactly one JSON object on stdout (result or error)")
+	root.PersistentFlags().BoolVar(&g.Progress, "progress", false, "show the steps of long operations on stderr even with --json or without a terminal")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 
 	root.AddCommand(
 		newInitCmd(g),
 		newWorkspaceCmd(g),
 		newBeginCmd(g),
+		newEndCmd(g),
+		newGCCmd(g),
 		newLeaseCmd(g),
 		newCheckCmd(g),
 		newPolicyCmd(g),
@@ -124,6 +154,9 @@ object, success or error). Exit codes are stable: see 'majlis help exit-codes'.`
 // emit prints a successful result: the JSON object on stdout with --json,
 // else the human rendering.
 func (g *globalOptions) emit(obj any, human func(w io.Writer)) error {
+	if g.progressDone != nil {
+		g.progressDone() // the result is not drawn over a progress line
+	}
 	if g.JSON {
 		enc := json.NewEncoder(g.Stdout)
 		enc.SetIndent("", "  ")
@@ -162,3 +195,14 @@ func (g *globalOptions) fail(err error) ExitCode {
 	}
 	return c.exit
 }
+
+// A resultError ends a command whose result, already printed, reports a
+// failure on some of its lines (a bulk reclaim): the exit code says so,
+// and nothing more is printed.
+type resultError struct {
+	code ExitCode
+	err  error
+}
+
+func (e *resultError) Error() string { return e.err.Error() }
+func (e *resultError) Unwrap() error { return e.err }

@@ -43,7 +43,12 @@ func (g *globalOptions) openProvider(ctx context.Context) (*provider.Provider, e
 	if err != nil {
 		return nil, err
 	}
-	return provider.Open(ctx, g.Repo, opts)
+	p, err := provider.Open(ctx, g.Repo, opts)
+	if err != nil {
+		return nil, err
+	}
+	g.progressDone = g.attachProgress(p)
+	return p, nil
 }
 
 func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }

@@ -3,23 +3,37 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/spf13/cobra"
 )
 
 func newWorkspaceListCmd(g *globalOptions) *cobra.Command {
-	var opts provider.ListOptions
+	opts := provider.ListOptions{Look: true}
 	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "List the repository's workspaces",
+		Short: "List the repository's workspaces, and which can be reclaimed",
 		Long: `List the workspaces majlis allocated in this repository, with their state:
 active, released, reclaiming, reclaimed (only with --all), missing (the
 directory is gone) or damaged (its records cannot all be read: "damage" names
 the file, the reason and where the workspace may be; 'majlis doctor' says
-what to do).`,
+what to do).
+
+For each workspace it also says whether its recorded owner process is alive
+(owner_state: alive, exited or unknown), whether it is released, its leases
+(count and the first few, with holder and expiry), and whether a reclaim
+would go ahead now (reclaimable), else what blocks it (blocked_by: the owner
+is alive, leases are held, another workspace lies inside it or it inside
+another, its record is damaged, git's lock on it is someone else's, a reclaim
+is under way). This look reads no file of the workspaces and runs no git
+there; a reclaim still judges everything again, and also what list cannot see
+(a repository nested inside the workspace). --status adds each workspace's
+change counts, one git status per workspace.`,
 		Example: `  majlis workspace list
-  majlis workspace list --all --json | jq -r '.workspaces[] | select(.state=="released") | .binding'`,
+  majlis workspace list --status
+  majlis workspace list --json | jq -r '.workspaces[] | select(.reclaimable) | .binding'`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := g.openProvider(cmd.Context())
@@ -31,30 +45,101 @@ what to do).`,
 			if err != nil {
 				return err
 			}
-			return g.emit(workspacesJSON{Workspaces: list}, func(w io.Writer) {
+			return g.emit(workspacesJSON{Workspaces: list, Summary: listSummary(list)}, func(w io.Writer) {
 				if len(list) == 0 {
 					fmt.Fprintln(w, "no workspaces (allocate one with: majlis workspace allocate BINDING)")
 					return
 				}
 				tw := table(w)
-				fmt.Fprintln(tw, "BINDING\tSTATE\tBRANCH\tHEAD\tPATH")
+				header := "BINDING\tSTATE\tOWNER\tLEASES\tRECLAIM\tPATH"
+				if opts.Status {
+					header = "BINDING\tSTATE\tOWNER\tLEASES\tRECLAIM\tCHANGES\tPATH"
+				}
+				fmt.Fprintln(tw, header)
 				for _, ws := range list {
-					head := short(ws.Head, 12)
-					if ws.State == provider.StateReclaimed {
-						head = "-"
-						if ws.SalvageRef != "" {
-							head = "salvaged to " + ws.SalvageRef
-						}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t", ws.Binding, ws.State, ownerCell(ws), leasesCell(ws), reclaimCell(ws))
+					if opts.Status {
+						fmt.Fprintf(tw, "%s\t", changesCell(ws))
 					}
-					if ws.Damage != nil {
-						head = "damaged record " + ws.Damage.File + " (majlis doctor)"
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ws.Binding, ws.State, ws.Branch, head, ws.Path)
+					fmt.Fprintf(tw, "%s\n", pathCell(ws))
 				}
 				tw.Flush()
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&opts.All, "all", false, "include reclaimed workspaces")
+	cmd.Flags().BoolVar(&opts.Status, "status", false, "add each workspace's change counts (runs git status in each)")
 	return cmd
+}
+
+// listSummary counts the totals of a list: by state, and how many can be
+// reclaimed now.
+func listSummary(list []*provider.Workspace) map[string]int {
+	c := map[string]int{"total": len(list), "reclaimable": 0, "blocked": 0}
+	for _, s := range []string{provider.StateActive, provider.StateReleased, provider.StateReclaiming, provider.StateReclaimed, provider.StateMissing, provider.StateDamaged} {
+		c[s] = 0
+	}
+	for _, w := range list {
+		c[w.State]++
+		if w.Reclaimable != nil {
+			if *w.Reclaimable {
+				c["reclaimable"]++
+			} else {
+				c["blocked"]++
+			}
+		}
+	}
+	return c
+}
+
+func ownerCell(ws *provider.Workspace) string {
+	if ws.OwnerPID == 0 {
+		return "-"
+	}
+	return strconv.Itoa(ws.OwnerPID) + " " + ws.OwnerState
+}
+
+func leasesCell(ws *provider.Workspace) string {
+	if ws.Leases == nil {
+		return "-"
+	}
+	return strconv.Itoa(ws.Leases.Count)
+}
+
+// reclaimCell says in a word or two whether a reclaim would go ahead, and
+// what blocks it.
+func reclaimCell(ws *provider.Workspace) string {
+	if ws.Reclaimable == nil {
+		return "-"
+	}
+	if *ws.Reclaimable {
+		return "yes"
+	}
+	var kinds []string
+	for _, b := range ws.BlockedBy {
+		kinds = append(kinds, strings.ReplaceAll(b.Kind, "_", " "))
+	}
+	return "no: " + strings.Join(kinds, ", ")
+}
+
+func changesCell(ws *provider.Workspace) string {
+	if ws.Changes == nil {
+		return "-"
+	}
+	if ws.Changes.Total() == 0 {
+		return "clean"
+	}
+	return strconv.Itoa(ws.Changes.Total()) + " files"
+}
+
+func pathCell(ws *provider.Workspace) string {
+	switch {
+	case ws.Damage != nil:
+		return "damaged record (majlis doctor)"
+	case ws.State == provider.StateReclaimed && ws.SalvageRef != "":
+		return "salvaged to " + ws.SalvageRef
+	case ws.State == provider.StateReclaimed:
+		return "-"
+	}
+	return humanPath(ws.Path)
 }

@@ -15,9 +15,9 @@ import (
 
 func newWorkspaceReclaimCmd(g *globalOptions) *cobra.Command {
 	var opts provider.ReclaimOptions
-	var preview bool
+	var preview, released, dead bool
 	cmd := &cobra.Command{
-		Use:   "reclaim BINDING",
+		Use:   "reclaim [BINDING | --released | --dead]",
 		Short: "Salvage a workspace, move it aside and delete it, safely",
 		Long: `Take BINDING's workspace back: salvage everything its removal would lose
 except ignored files (its files, the index whole, commits only it holds,
@@ -57,9 +57,8 @@ is free, and refuses with identity_drift). See docs/reclaim.md.`,
   majlis workspace reclaim T-14 --confirm sha256:4f1c...
   majlis workspace reclaim T-14 --yes --request-id cleanup-T-14 --json
   majlis workspace reclaim T-14 --yes --keep-trash 24h`,
-		Args: usageArgs(cobra.ExactArgs(1)),
+		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Binding = args[0]
 			if opts.KeepTrash < 0 {
 				return &usageError{fmt.Errorf("--keep-trash must not be negative")}
 			}
@@ -71,18 +70,44 @@ is free, and refuses with identity_drift). See docs/reclaim.md.`,
 					return &usageError{err}
 				}
 			}
+			sel := ""
+			switch {
+			case released && dead:
+				return &usageError{fmt.Errorf("--released and --dead cannot be combined: reclaim one set at a time")}
+			case released:
+				sel = provider.SelectReleased
+			case dead:
+				sel = provider.SelectDead
+			}
+			if sel != "" && len(args) > 0 {
+				return &usageError{fmt.Errorf("--%s selects the workspaces: name none", sel)}
+			}
+			if sel != "" && opts.Yes {
+				return &usageError{fmt.Errorf("--%s needs --preview, then --confirm DIGEST: a bulk reclaim is never unconfirmed", sel)}
+			}
+			if sel != "" && !preview && opts.Confirm == "" {
+				return &usageError{fmt.Errorf("--%s needs --preview or --confirm DIGEST", sel)}
+			}
 			p, err := g.openProvider(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer p.Close()
+			if sel != "" {
+				return runBulkReclaim(cmd, g, p, sel, preview, opts)
+			}
+			binding, fromCwd, err := g.bindingOf(p, args)
+			if err != nil {
+				return err
+			}
+			opts.Binding = binding
 			if preview || (!opts.Yes && opts.Confirm == "" && !g.JSON && isTerminal(g.Stdin)) {
 				pv, err := p.PreviewReclaim(cmd.Context(), opts.Binding)
 				if err != nil {
 					return err
 				}
 				if preview {
-					return g.emit(previewJSON{Preview: pv}, func(w io.Writer) { renderPreview(w, pv) })
+					return g.emit(previewJSON{Preview: pv, BindingFrom: bindingFrom(fromCwd)}, func(w io.Writer) { renderPreview(w, pv) })
 				}
 				renderPreview(g.Stderr, pv)
 				fmt.Fprintf(g.Stderr, "\nReclaim %s? [y/N] ", opts.Binding)
@@ -92,28 +117,22 @@ is free, and refuses with identity_drift). See docs/reclaim.md.`,
 				}
 				opts.Confirm = pv.Digest
 			}
+			// A reclaim interrupted (Ctrl-C) resumes with the same request
+			// id: one is made up when none was given, and told if needed.
+			generated := opts.RequestID == ""
+			if generated {
+				opts.RequestID = newRequestID("reclaim-" + opts.Binding)
+			}
 			res, err := p.Reclaim(cmd.Context(), opts)
 			if err != nil {
-				return err
+				return withRequestID(err, opts.RequestID, generated)
 			}
-			return g.emit(reclaimJSON{Reclaim: res}, func(w io.Writer) {
-				fmt.Fprintf(w, "reclaimed %s: %s (branch %s kept)\n", res.Binding, strings.Join(res.StepsDone, ", "), res.Branch)
-				if res.SalvageRef != nil {
-					fmt.Fprintf(w, "salvaged to %s (majlis workspace restore %s brings it back)\n", *res.SalvageRef, res.Binding)
-				}
-				if res.SecondSalvageRef != nil {
-					fmt.Fprintf(w, "work written during the reclaim is on %s\n", *res.SecondSalvageRef)
-				}
-				if res.TrashPath != "" {
-					fmt.Fprintf(w, "the directory is kept in %s until %s\n", res.TrashPath, res.TrashKeptUntil.Format(time.RFC3339))
-				}
-				if res.PathOccupied {
-					fmt.Fprintf(w, "something new is at %s: left alone\n", res.Path)
-				}
-			})
+			return g.emit(reclaimJSON{Reclaim: res, BindingFrom: bindingFrom(fromCwd)}, func(w io.Writer) { renderReclaim(w, res) })
 		},
 	}
 	f := cmd.Flags()
+	f.BoolVar(&released, "released", false, "reclaim every released workspace (with --preview, then --confirm DIGEST)")
+	f.BoolVar(&dead, "dead", false, "reclaim every workspace whose recorded owner is proven dead and that holds no lease (with --preview, then --confirm DIGEST)")
 	f.BoolVar(&preview, "preview", false, "show what reclaim would do; change nothing")
 	f.StringVar(&opts.Confirm, "confirm", "", "proceed only if the current preview has this digest")
 	f.BoolVar(&opts.Yes, "yes", false, "proceed without comparing with a preview (the safety checks still run)")
@@ -125,12 +144,22 @@ is free, and refuses with identity_drift). See docs/reclaim.md.`,
 
 func renderPreview(w io.Writer, pv *provider.Preview) {
 	tw := table(w)
-	fmt.Fprintf(tw, "workspace\t%s at %s\n", pv.Binding, pv.Path)
-	released := "no (no live owner recorded)"
+	fmt.Fprintf(tw, "workspace\t%s at %s\n", pv.Binding, humanPath(pv.Path))
+	released := "no"
 	if pv.Released {
 		released = "yes"
 	}
 	fmt.Fprintf(tw, "released\t%s\n", released)
+	switch {
+	case pv.OwnerPID == 0:
+		fmt.Fprintf(tw, "owner\tnone recorded\n")
+	case pv.OwnerState == "exited":
+		fmt.Fprintf(tw, "owner\tpid %d exited\n", pv.OwnerPID)
+	case pv.Released:
+		fmt.Fprintf(tw, "owner\tpid %d %s; released, so it does not count\n", pv.OwnerPID, pv.OwnerState)
+	default:
+		fmt.Fprintf(tw, "owner\tpid %d %s\n", pv.OwnerPID, pv.OwnerState)
+	}
 	s := pv.Salvage
 	if s.Clean {
 		fmt.Fprintf(tw, "salvage\tnothing: no uncommitted work, nothing only this workspace holds\n")
@@ -170,12 +199,30 @@ func renderPreview(w io.Writer, pv *provider.Preview) {
 	tw.Flush()
 }
 
-// isTerminal reports whether r is an interactive terminal.
-func isTerminal(r io.Reader) bool {
+// isTerminal reports whether r (a reader or writer) is an interactive
+// terminal.
+func isTerminal(r any) bool {
 	f, ok := r.(*os.File)
 	if !ok {
 		return false
 	}
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
+}
+
+// renderReclaim says what a reclaim did.
+func renderReclaim(w io.Writer, res *provider.ReclaimResult) {
+	fmt.Fprintf(w, "reclaimed %s: %s (branch %s kept)\n", res.Binding, strings.Join(res.StepsDone, ", "), res.Branch)
+	if res.SalvageRef != nil {
+		fmt.Fprintf(w, "salvaged to %s (majlis workspace restore %s brings it back)\n", *res.SalvageRef, res.Binding)
+	}
+	if res.SecondSalvageRef != nil {
+		fmt.Fprintf(w, "work written during the reclaim is on %s\n", *res.SecondSalvageRef)
+	}
+	if res.TrashPath != "" {
+		fmt.Fprintf(w, "the directory is kept in %s until %s\n", res.TrashPath, res.TrashKeptUntil.Format(time.RFC3339))
+	}
+	if res.PathOccupied {
+		fmt.Fprintf(w, "something new is at %s: left alone\n", res.Path)
+	}
 }

@@ -10,26 +10,30 @@ import (
 func newWorkspaceReleaseCmd(g *globalOptions) *cobra.Command {
 	var requestID string
 	cmd := &cobra.Command{
-		Use:   "release BINDING",
+		Use:   "release [BINDING]",
 		Short: "Record that the workspace's holder is done (files stay)",
 		Long: `Record that the holder of BINDING's workspace is done with it. Nothing is
 deleted: the files stay until the workspace is reclaimed. Releasing twice is
-harmless.`,
+harmless. Run inside a workspace without BINDING, it acts on that workspace and says so.`,
 		Example: `  majlis workspace release T-14
   majlis workspace release T-14 --json`,
-		Args: usageArgs(cobra.ExactArgs(1)),
+		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := g.openProvider(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer p.Close()
-			ws, err := p.Release(cmd.Context(), args[0], requestID)
+			binding, fromCwd, err := g.bindingOf(p, args)
 			if err != nil {
 				return err
 			}
-			return g.emit(workspaceJSON{Workspace: ws}, func(w io.Writer) {
-				fmt.Fprintf(w, "released %s; its files stay at %s until reclaimed\n", ws.Binding, ws.Path)
+			ws, err := p.Release(cmd.Context(), binding, requestID)
+			if err != nil {
+				return err
+			}
+			return g.emit(workspaceJSON{Workspace: ws, BindingFrom: bindingFrom(fromCwd)}, func(w io.Writer) {
+				fmt.Fprintf(w, "released %s; its files stay at %s until reclaimed\n", ws.Binding, humanPath(ws.Path))
 			})
 		},
 	}

@@ -11,7 +11,7 @@ import (
 func newWorkspaceSalvageCmd(g *globalOptions) *cobra.Command {
 	var message, requestID string
 	cmd := &cobra.Command{
-		Use:   "salvage BINDING",
+		Use:   "salvage [BINDING]",
 		Short: "Preserve uncommitted work on a salvage ref, touching nothing",
 		Long: `Keep everything a removal of the workspace would lose, except ignored files, as
 one salvage commit on refs/majlis/salvage/BINDING/<n>, without touching the
@@ -28,23 +28,30 @@ stash's untracked-files commit, the meta commit (the worktree's git
 directory files) and the pinned commits; its message's trailers list them.
 'majlis workspace restore' recreates a workspace from it. Submodules and
 nested repositories are recorded as pointers only: their own changes are not
-captured, and the result lists them.`,
+captured, and the result lists them. "changes" counts the workspace's changes
+by kind as git status saw them just before.
+
+Run inside a workspace without BINDING, it acts on that workspace and says so.`,
 		Example: `  majlis workspace salvage T-14
   majlis workspace salvage T-14 -m "before rebase" --json
   git log -1 refs/majlis/salvage/T-14/1      # the trailers name every parent
   git diff refs/majlis/salvage/T-14/1^1 refs/majlis/salvage/T-14/1`,
-		Args: usageArgs(cobra.ExactArgs(1)),
+		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := g.openProvider(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer p.Close()
-			res, err := p.Salvage(cmd.Context(), args[0], message, requestID)
+			binding, fromCwd, err := g.bindingOf(p, args)
 			if err != nil {
 				return err
 			}
-			return g.emit(salvageJSON{Salvage: res}, func(w io.Writer) {
+			res, err := p.Salvage(cmd.Context(), binding, message, requestID)
+			if err != nil {
+				return err
+			}
+			return g.emit(salvageJSON{Salvage: res, BindingFrom: bindingFrom(fromCwd)}, func(w io.Writer) {
 				if res.Clean {
 					fmt.Fprintf(w, "%s is clean: nothing to salvage\n", res.Binding)
 				} else {

@@ -10,27 +10,31 @@ import (
 
 func newWorkspaceShowCmd(g *globalOptions) *cobra.Command {
 	return &cobra.Command{
-		Use:   "show BINDING",
+		Use:   "show [BINDING]",
 		Short: "Show one workspace, with its uncommitted changes",
-		Long:  "Show the workspace of BINDING, with whether it is dirty and its changes counted by kind (from git status).",
+		Long:  "Show the workspace of BINDING, with whether it is dirty and its changes counted by kind (from git status: the one counts object, every key always present, ignored files counted).\n\nRun inside a workspace without BINDING, it acts on that workspace and says so.",
 		Example: `  majlis workspace show T-14
   majlis workspace show T-14 --json | jq .workspace.dirty`,
-		Args: usageArgs(cobra.ExactArgs(1)),
+		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := g.openProvider(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer p.Close()
-			ws, err := p.Show(cmd.Context(), args[0])
+			binding, fromCwd, err := g.bindingOf(p, args)
 			if err != nil {
 				return err
 			}
-			return g.emit(workspaceJSON{Workspace: ws}, func(w io.Writer) {
+			ws, err := p.Show(cmd.Context(), binding)
+			if err != nil {
+				return err
+			}
+			return g.emit(workspaceJSON{Workspace: ws, BindingFrom: bindingFrom(fromCwd)}, func(w io.Writer) {
 				tw := table(w)
 				fmt.Fprintf(tw, "binding\t%s\n", ws.Binding)
 				fmt.Fprintf(tw, "state\t%s\n", ws.State)
-				fmt.Fprintf(tw, "path\t%s\n", ws.Path)
+				fmt.Fprintf(tw, "path\t%s\n", humanPath(ws.Path))
 				if ws.PhysicalPath != ws.Path {
 					fmt.Fprintf(tw, "physical path\t%s\n", ws.PhysicalPath)
 				}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/majlis-dev/majlis/provider"
+	"github.com/spf13/cobra"
+)
+
+func newEndCmd(g *globalOptions) *cobra.Command {
+	var opts provider.EndOptions
+	var tok tokenFlag
+	cmd := &cobra.Command{
+		Use:   "end [TASK]",
+		Short: "Finish a task: release its leases and its workspace",
+		Long: `End TASK (the binding its workspace was allocated for, which is also the
+holder of its leases, as 'majlis begin' grants them): release every lease the
+task holds, then release its workspace. The files stay until the workspace is
+reclaimed.
+
+With --reclaim, end then previews the workspace and, when there is nothing to
+salvage in it, reclaims it (confirmed with that preview's digest, with all of
+reclaim's checks). A workspace with work in it, or one a reclaim refuses, is
+left where it is: the result says why under "not_reclaimed" (exit 0), and
+'majlis workspace reclaim TASK --preview' shows what a reclaim would keep.
+
+Run inside a workspace without TASK, end acts on that workspace's task and
+says so. A lease granted with a lease token is released only with it
+(--token-file F or $MAJLIS_LEASE_TOKEN), as 'majlis lease release' does.`,
+		Example: `  majlis end T-14
+  majlis end T-14 --reclaim --json
+  cd ../app.workspaces/T-14 && majlis end`,
+		Args: usageArgs(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if opts.Token, err = tok.token(); err != nil {
+				return err
+			}
+			p, err := g.openProvider(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			binding, fromCwd, err := g.bindingOf(p, args)
+			if err != nil {
+				return err
+			}
+			opts.Binding = binding
+			generated := opts.RequestID == "" && opts.Reclaim
+			if generated {
+				opts.RequestID = newRequestID("end-" + binding)
+			}
+			res, err := p.End(cmd.Context(), opts)
+			if err != nil {
+				return withRequestID(err, opts.RequestID, generated)
+			}
+			out := endBody{Binding: res.Binding, Leases: res.Leases, Workspace: res.Workspace, Reclaimed: res.Reclaimed,
+				Preview: res.Preview, BindingFrom: bindingFrom(fromCwd)}
+			if res.NotReclaimed != nil {
+				out.NotReclaimed = errorObject(res.NotReclaimed)
+			}
+			return g.emit(endJSON{End: out}, func(w io.Writer) {
+				fmt.Fprintf(w, "ended %s: released %s and its workspace\n", res.Binding, plural(len(res.Leases), "lease", "leases"))
+				switch {
+				case res.Reclaimed != nil:
+					renderReclaim(w, res.Reclaimed)
+				case res.NotReclaimed != nil:
+					fmt.Fprintf(w, "not reclaimed: %v\n", res.NotReclaimed)
+				default:
+					fmt.Fprintf(w, "its files stay at %s until reclaimed\n", humanPath(res.Workspace.Path))
+				}
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&opts.Reclaim, "reclaim", false, "then reclaim the workspace if it holds nothing to salvage")
+	f.BoolVar(&opts.Force, "force", false, "release leases without their lease token (recorded)")
+	f.StringVar(&opts.RequestID, "request-id", "", "idempotency key: a retry returns the recorded results or resumes")
+	tok.register(f)
+	return cmd
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/majlis-dev/majlis/provider"
+	"github.com/spf13/cobra"
+)
+
+func newGCCmd(g *globalOptions) *cobra.Command {
+	var opts provider.GCOptions
+	var preview bool
+	cmd := &cobra.Command{
+		Use:   "gc [--preview | --confirm DIGEST]",
+		Short: "Delete what majlis left behind and no longer needs, after a preview",
+		Long: `Delete what majlis left behind and no longer needs. --preview lists all of it
+with a digest and changes nothing; --confirm DIGEST deletes exactly that, each
+ref only at the value the preview showed (what changed since is left and
+reported under "skipped").
+
+  branches      branches majlis created (never one it checked out as it was,
+                allocate --checkout), whose workspaces are all reclaimed, that
+                no worktree has checked out, and that are merged into the base
+                they were allocated from: merged, fast-forwarded or
+                squash-merged (a commit of the base has the branch's tree, or
+                its whole change as one patch). A doubt keeps the branch. Each
+                tip is kept under refs/majlis/deleted/BRANCH/<time> for
+                --deleted-age first (deleting a branch deletes its reflog).
+  salvage refs  a salvage identical (tree and parents) to another of the same
+                workspace that no record names (a salvage followed by a
+                reclaim leaves two); salvages older than --salvage-age of
+                workspaces that are gone, but the newest of each.
+  deleted tips  refs/majlis/deleted/... kept longer than --deleted-age.
+  trash         trash folders a reclaim kept (--keep-trash) past their time.
+
+Without --preview or --confirm, on a terminal gc shows the preview and asks
+(y or yes proceeds); without a terminal it refuses (exit 3, unconfirmed).`,
+		Example: `  majlis gc --preview
+  majlis gc --confirm sha256:4f1c...
+  majlis gc --preview --json | jq '.gc_preview.branches[].branch'`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if opts.SalvageAge < 0 || opts.DeletedAge < 0 {
+				return &usageError{fmt.Errorf("--salvage-age and --deleted-age must not be negative")}
+			}
+			if preview && opts.Confirm != "" {
+				return &usageError{fmt.Errorf("--preview cannot be combined with --confirm")}
+			}
+			if cmd.Flags().Changed("confirm") {
+				if err := provider.CheckDigest(opts.Confirm); err != nil {
+					return &usageError{err}
+				}
+			}
+			p, err := g.openProvider(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			if preview || opts.Confirm == "" {
+				plan, err := p.PreviewGC(cmd.Context(), opts)
+				if err != nil {
+					return err
+				}
+				if preview {
+					return g.emit(gcPreviewJSON{GCPreview: plan}, func(w io.Writer) { renderGCPlan(w, plan) })
+				}
+				if g.JSON || !isTerminal(g.Stdin) {
+					return &provider.Error{Op: "gc", Err: provider.ErrUnconfirmed,
+						Hint: "run with --preview, then --confirm DIGEST"}
+				}
+				renderGCPlan(g.Stderr, plan)
+				if !askYes(g, "Delete all of it?") {
+					return &provider.Error{Op: "gc", Err: provider.ErrUnconfirmed, Reason: "not confirmed"}
+				}
+				opts.Confirm = plan.Digest
+			}
+			res, err := p.GC(cmd.Context(), opts)
+			if err != nil {
+				return err
+			}
+			return g.emit(gcJSON{GC: res}, func(w io.Writer) {
+				for _, b := range res.Branches {
+					fmt.Fprintf(w, "deleted branch %s (merged into %s; its tip is kept as %s)\n", b.Branch, b.Into, b.KeptAs)
+				}
+				for _, r := range res.SalvageRefs {
+					fmt.Fprintf(w, "deleted %s: %s\n", r.Ref, r.Reason)
+				}
+				for _, r := range res.DeletedTips {
+					fmt.Fprintf(w, "deleted %s: %s\n", r.Ref, r.Reason)
+				}
+				for _, t := range res.Trash {
+					fmt.Fprintf(w, "deleted the trash folder %s of %s\n", humanPath(t.Path), t.Binding)
+				}
+				for _, s := range res.Skipped {
+					fmt.Fprintf(w, "left %s: %s\n", s.Branch, s.Reason)
+				}
+				n := len(res.Branches) + len(res.SalvageRefs) + len(res.DeletedTips) + len(res.Trash)
+				if n == 0 && len(res.Skipped) == 0 {
+					fmt.Fprintln(w, "nothing to delete")
+				}
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&preview, "preview", false, "list what gc would delete, with a digest; change nothing")
+	f.StringVar(&opts.Confirm, "confirm", "", "delete exactly what the preview with this digest listed")
+	f.DurationVar(&opts.SalvageAge, "salvage-age", provider.DefaultSalvageAge, "prune salvages of gone workspaces older than this (the newest of each is kept)")
+	f.DurationVar(&opts.DeletedAge, "deleted-age", provider.DefaultDeletedAge, "keep the tips of deleted branches this long")
+	return cmd
+}
+
+func renderGCPlan(w io.Writer, plan *provider.GCPlan) {
+	tw := table(w)
+	for _, b := range plan.Branches {
+		fmt.Fprintf(tw, "delete branch\t%s (of %s): merged into %s (%s); tip %s kept under %s\n", b.Branch, b.Binding, b.Into, mergedWords(b.How), short(b.Tip, 12), b.KeptAs)
+	}
+	for _, k := range plan.BranchesKept {
+		fmt.Fprintf(tw, "keep branch\t%s: %s\n", k.Branch, k.Reason)
+	}
+	for _, r := range plan.SalvageRefs {
+		fmt.Fprintf(tw, "delete salvage\t%s: %s\n", r.Ref, r.Reason)
+	}
+	for _, r := range plan.DeletedTips {
+		fmt.Fprintf(tw, "delete kept tip\t%s: %s\n", r.Ref, r.Reason)
+	}
+	for _, t := range plan.Trash {
+		fmt.Fprintf(tw, "delete trash\t%s (of %s, kept until %s)\n", humanPath(t.Path), t.Binding, t.KeptUntil.Format("2006-01-02 15:04"))
+	}
+	if len(plan.Branches)+len(plan.SalvageRefs)+len(plan.DeletedTips)+len(plan.Trash) == 0 {
+		fmt.Fprintf(tw, "nothing to delete\t\n")
+	}
+	fmt.Fprintf(tw, "digest\t%s\n", plan.Digest)
+	tw.Flush()
+}
+
+func mergedWords(how string) string {
+	switch how {
+	case "ancestor":
+		return "its tip is in it"
+	case "tree":
+		return "squash-merged: a commit there has its tree"
+	case "patch-id":
+		return "squash-merged: a commit there has its whole change"
+	}
+	return how
+}
