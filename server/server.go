@@ -42,6 +42,17 @@ type Options struct {
 	// route that holds a handler until the request ends: tests and
 	// benchmarks fill the pool with it.
 	DebugRoutes bool
+
+	// Classify maps the library's errors to the refusals the API and the
+	// MCP tools return: the command line's table of codes. Nil gives every
+	// failure the code "internal" (exit class 1).
+	Classify Classifier
+	// HeartbeatGrace is how long after the last heartbeat a holder's
+	// leases are still renewed; zero means DefaultHeartbeatGrace.
+	HeartbeatGrace time.Duration
+	// HeartbeatTick is how often renewals are due-checked; zero means
+	// DefaultHeartbeatTick.
+	HeartbeatTick time.Duration
 }
 
 // Defaults of Options.
@@ -70,6 +81,12 @@ func Serve(ctx context.Context, o Options) error {
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
+	}
+	if o.HeartbeatGrace <= 0 {
+		o.HeartbeatGrace = DefaultHeartbeatGrace
+	}
+	if o.HeartbeatTick <= 0 {
+		o.HeartbeatTick = DefaultHeartbeatTick
 	}
 	p, err := provider.Open(ctx, o.Dir, o.Provider)
 	if err != nil {
@@ -119,6 +136,10 @@ func Serve(ctx context.Context, o Options) error {
 		return err
 	}
 	defer s.adm.Close()
+	s.beats = newBeats(o.HeartbeatGrace, time.Now, s.adm, o.Logf)
+	bctx, bcancel := context.WithCancel(ctx)
+	defer bcancel()
+	go s.beats.run(bctx, o.HeartbeatTick)
 	s.ready.Store(true)
 	if o.Ready != nil {
 		o.Ready(addr)
@@ -160,7 +181,8 @@ func Serve(ctx context.Context, o Options) error {
 type srv struct {
 	o     Options
 	p     *provider.Provider
-	adm   *admission.Service
+	adm   *admission.Service // set before ready
+	beats *beats             // set before ready
 	lease *reservation.Lease
 	addr  string
 	token string
@@ -227,6 +249,8 @@ func (s *srv) routes() http.Handler {
 	mux.HandleFunc("GET /api/v1/ready", s.handleReady)
 	mux.Handle("POST /api/v1/shutdown", s.guard(http.HandlerFunc(s.handleShutdown)))
 	mux.Handle("GET /api/v1/{$}", s.guard(s.pooled(s.handleIndex)))
+	s.apiRoutes(mux)
+	mux.Handle("/mcp", s.guard(s.pooled(s.mcpHandler().ServeHTTP)))
 	if s.o.DebugRoutes {
 		mux.Handle("GET /api/v1/debug/block", s.guard(s.pooled(func(w http.ResponseWriter, r *http.Request) {
 			select {
@@ -331,6 +355,11 @@ func (s *srv) pooled(h http.HandlerFunc) http.Handler {
 			return
 		case <-s.stop:
 			writeJSON(w, http.StatusServiceUnavailable, errorBody("stopping", "the server is stopping"))
+			return
+		}
+		if !s.ready.Load() {
+			<-s.sem
+			writeJSON(w, http.StatusServiceUnavailable, errorBody("starting", "the server is not ready yet; retry once GET /api/v1/ready answers 200"))
 			return
 		}
 		s.busy.Add(1)

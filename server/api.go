@@ -1,0 +1,232 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"time"
+)
+
+// A Refusal is a failed API call as a script sees it: the CLI's error
+// object ({"code", "message", "details"}) and the exit status the CLI
+// would have given (docs/cli.md: 1 failure, 2 usage, 3 refused for safety,
+// 4 held, 5 not found).
+type Refusal struct {
+	Code     string         `json:"code"`
+	Message  string         `json:"message"`
+	Details  map[string]any `json:"details"`
+	ExitCode int            `json:"exit_code"`
+}
+
+// Hint is what the refusal says to do next, when it says.
+func (r *Refusal) Hint() string {
+	h, _ := r.Details["hint"].(string)
+	return h
+}
+
+// A Classifier maps an error of the library to its Refusal: the one
+// table of codes that the command line uses too.
+type Classifier func(error) Refusal
+
+// ErrUsage marks a request the API cannot parse: an unknown field, a bad
+// duration, a relative path without cwd. Its exit status is 2.
+var ErrUsage = errors.New("server: bad request")
+
+// usage is a request error of the API itself.
+func usage(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, args...))
+}
+
+// refusal classifies err. The classifier runs first: the API's own
+// usage errors reach it as they are, and it may know them.
+func (s *srv) refusal(err error) Refusal {
+	var r Refusal
+	if s.o.Classify != nil {
+		r = s.o.Classify(err)
+	}
+	if r.Code == "" || r.Code == "internal" && errors.Is(err, ErrUsage) {
+		r = Refusal{Code: "internal", Message: err.Error(), ExitCode: 1}
+		if errors.Is(err, ErrUsage) {
+			r.Code, r.ExitCode = "usage", 2
+		}
+	}
+	if r.Message == "" {
+		r.Message = err.Error()
+	}
+	if r.Details == nil {
+		r.Details = map[string]any{}
+	}
+	return r
+}
+
+// httpStatus is the HTTP status of a refusal's exit class.
+func httpStatus(exit int) int {
+	switch exit {
+	case 2:
+		return http.StatusBadRequest
+	case 3:
+		return http.StatusConflict
+	case 4:
+		return http.StatusLocked
+	case 5:
+		return http.StatusNotFound
+	}
+	return http.StatusInternalServerError
+}
+
+// maxBody bounds a request body.
+const maxBody = 1 << 20
+
+// handle serves one API operation: decode the JSON body (or, for GET, the
+// query) into a new Req, let fill copy the route's path values into it,
+// run op, and write its result or its refusal.
+func handle[Req, Res any](s *srv, fill func(r *http.Request, req *Req) error, op func(context.Context, *Req) (Res, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		req := new(Req)
+		err := decode(r, req)
+		if err == nil && fill != nil {
+			err = fill(r, req)
+		}
+		var res Res
+		if err == nil {
+			res, err = op(r.Context(), req)
+		}
+		if err != nil {
+			rf := s.refusal(err)
+			writeJSON(w, httpStatus(rf.ExitCode), map[string]any{"error": rf})
+			return
+		}
+		writeJSON(w, http.StatusOK, res)
+	}
+}
+
+// decode reads a JSON object; unknown fields refuse (a misspelled flag
+// must not be ignored). An empty body is an empty object.
+func decode(r *http.Request, v any) error {
+	if r.Method == http.MethodGet {
+		return decodeQuery(r, v)
+	}
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		return usage("reading the body: %v", err)
+	}
+	if len(data) > maxBody {
+		return usage("the body is larger than %d bytes", maxBody)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return usage("the body is not the route's JSON object: %v", err)
+	}
+	if dec.More() {
+		return usage("the body holds more than one JSON value")
+	}
+	return nil
+}
+
+// decodeQuery turns ?key=value pairs into the request object: booleans
+// "true"/"1"/"false"/"0", strings as they are.
+func decodeQuery(r *http.Request, v any) error {
+	q := r.URL.Query()
+	if len(q) == 0 {
+		return nil
+	}
+	m := map[string]any{}
+	for k, vs := range q {
+		if len(vs) != 1 {
+			return usage("query parameter %s given %d times", k, len(vs))
+		}
+		switch vs[0] {
+		case "true", "1":
+			m[k] = true
+		case "false", "0":
+			m[k] = false
+		default:
+			m[k] = vs[0]
+		}
+	}
+	data, _ := json.Marshal(m)
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return usage("the query does not fit the route: %v", err)
+	}
+	return nil
+}
+
+// pathValue copies the route's path value name into *field; a body that
+// names another value refuses.
+func pathValue(r *http.Request, name string, field *string) error {
+	v := r.PathValue(name)
+	if *field != "" && *field != v {
+		return usage("the body names %s %q, the route %q", name, *field, v)
+	}
+	*field = v
+	return nil
+}
+
+// duration parses a Go duration string; "" is zero.
+func duration(name, v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, usage("%s %q is not a non-negative Go duration (such as 90s or 10m)", name, v)
+	}
+	return d, nil
+}
+
+// absPath resolves a path given in a request: absolute as it is, relative
+// from cwd, which must then be absolute.
+func absPath(name, p, cwd string) (string, error) {
+	if p == "" || filepath.IsAbs(p) {
+		return p, nil
+	}
+	if !filepath.IsAbs(cwd) {
+		return "", usage("%s %q is relative and no absolute cwd was given to take it from", name, p)
+	}
+	return filepath.Join(cwd, p), nil
+}
+
+// apiRoutes adds the API's routes to mux, each behind the guard and
+// the handler pool.
+func (s *srv) apiRoutes(mux *http.ServeMux) {
+	route := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.guard(s.pooled(h))) }
+	a := &api{s: s}
+	binding := func(r *http.Request, b *string) error { return pathValue(r, "binding", b) }
+
+	route("POST /api/v1/workspaces", handle(s, nil, a.allocate))
+	route("GET /api/v1/workspaces", handle(s, nil, a.list))
+	route("GET /api/v1/workspaces/{binding}", handle(s, func(r *http.Request, q *BindingRequest) error { return binding(r, &q.Binding) }, a.show))
+	route("POST /api/v1/workspaces/{binding}/salvage", handle(s, func(r *http.Request, q *SalvageRequest) error { return binding(r, &q.Binding) }, a.salvage))
+	route("POST /api/v1/workspaces/{binding}/release", handle(s, func(r *http.Request, q *ReleaseRequest) error { return binding(r, &q.Binding) }, a.release))
+	route("POST /api/v1/workspaces/{binding}/reclaim/preview", handle(s, func(r *http.Request, q *BindingRequest) error { return binding(r, &q.Binding) }, a.preview))
+	route("POST /api/v1/workspaces/{binding}/reclaim", handle(s, func(r *http.Request, q *ReclaimRequest) error { return binding(r, &q.Binding) }, a.reclaim))
+	route("POST /api/v1/workspaces/{binding}/restore", handle(s, func(r *http.Request, q *RestoreRequest) error { return binding(r, &q.Binding) }, a.restore))
+	route("POST /api/v1/workspaces/{binding}/recover", handle(s, func(r *http.Request, q *ReleaseRequest) error { return binding(r, &q.Binding) }, a.recoverReservation))
+
+	route("POST /api/v1/leases/acquire", handle(s, nil, a.acquire))
+	route("POST /api/v1/leases/renew", handle(s, nil, a.renew))
+	route("POST /api/v1/leases/release", handle(s, nil, a.releaseLeases))
+	route("GET /api/v1/leases", handle(s, nil, a.leases))
+	route("POST /api/v1/leases/{id}/resolve", handle(s, func(r *http.Request, q *ResolveRequest) error { return pathValue(r, "id", &q.ID) }, a.resolve))
+
+	route("POST /api/v1/begin", handle(s, nil, a.begin))
+	route("POST /api/v1/end", handle(s, nil, a.end))
+	route("POST /api/v1/check", handle(s, nil, a.check))
+	route("POST /api/v1/heartbeat", handle(s, nil, a.heartbeat))
+}
+
+// api holds the operations behind the routes and the MCP tools: each
+// calls the library function the CLI command calls, on the server's open
+// provider and admission service.
+type api struct{ s *srv }

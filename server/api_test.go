@@ -1,0 +1,434 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/majlis-dev/majlis/admission"
+	"github.com/majlis-dev/majlis/fixtures"
+	"github.com/majlis-dev/majlis/provider"
+	"github.com/majlis-dev/majlis/reservation"
+)
+
+// An apiEnv is a server's routes served in process by httptest, on an
+// open provider and admission service of a fresh repository, with a
+// clock for the heartbeats that the test moves.
+type apiEnv struct {
+	t     *testing.T
+	repo  *fixtures.Repo
+	s     *srv
+	hs    *httptest.Server
+	token string
+
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newAPIEnv(t *testing.T) *apiEnv {
+	t.Helper()
+	r := fixtures.NewRepo(t)
+	for i := range 10 {
+		r.WriteFile(filepath.Join("src", "f"+string(rune('0'+i))+".go"), "package src\n")
+	}
+	r.Commit("ten files")
+	ctx := context.Background()
+	if _, err := provider.Init(ctx, r.Dir, provider.InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := provider.Open(ctx, r.Dir, provider.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	adm, err := p.Admission(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { adm.Close() })
+	e := &apiEnv{t: t, repo: r, token: newNonce(), now: time.Now()}
+	e.s = &srv{o: Options{Version: "test", Classify: testClassify, Logf: t.Logf}, p: p, adm: adm, token: e.token,
+		sem: make(chan struct{}, DefaultMaxHandlers), stop: make(chan struct{})}
+	e.s.beats = newBeats(DefaultHeartbeatGrace, e.clock, adm, t.Logf)
+	e.s.holder.Store(true)
+	e.s.ready.Store(true)
+	e.hs = httptest.NewUnstartedServer(nil)
+	e.s.addr = e.hs.Listener.Addr().String()
+	e.hs.Config.Handler = e.s.routes()
+	e.hs.Start()
+	t.Cleanup(e.hs.Close)
+	return e
+}
+
+func (e *apiEnv) clock() time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.now
+}
+
+func (e *apiEnv) advance(d time.Duration) {
+	e.mu.Lock()
+	e.now = e.now.Add(d)
+	e.mu.Unlock()
+}
+
+// testClassify stands for the command line's table (package main, which
+// tests here cannot import) for the errors these tests provoke; the
+// binary's tests check the real table through the server.
+func testClassify(err error) Refusal {
+	for _, m := range []struct {
+		err  error
+		code string
+		exit int
+	}{
+		{provider.ErrBindingLive, "binding_live", 4},
+		{provider.ErrNotFound, "not_found", 5},
+		{provider.ErrPreviewStale, "preview_stale", 3},
+		{provider.ErrUnconfirmed, "unconfirmed", 3},
+		{provider.ErrRepository, "repository_mismatch", 3},
+		{provider.ErrInvalidBinding, "invalid_binding", 2},
+		{admission.ErrHeld, "held", 4},
+		{admission.ErrTokenRequired, "token_required", 3},
+		{admission.ErrNotFound, "not_found", 5},
+		{admission.ErrInvalid, "invalid_argument", 2},
+		{admission.ErrNotQuarantined, "not_quarantined", 3},
+		{reservation.ErrNotFound, "not_found", 5},
+	} {
+		if errors.Is(err, m.err) {
+			d := map[string]any{}
+			var pe *provider.Error
+			var ae *admission.Error
+			if errors.As(err, &pe) && pe.Hint != "" {
+				d["hint"] = pe.Hint
+			} else if errors.As(err, &ae) && ae.Hint != "" {
+				d["hint"] = ae.Hint
+			}
+			return Refusal{Code: m.code, ExitCode: m.exit, Message: err.Error(), Details: d}
+		}
+	}
+	return Refusal{Code: "internal", ExitCode: 1}
+}
+
+// call sends a request with the token and the server's own Host; it
+// returns the status and the decoded body.
+func (e *apiEnv) call(method, path string, body any) (int, map[string]any) {
+	e.t.Helper()
+	return e.callAs(method, path, body, e.token, "")
+}
+
+func (e *apiEnv) callAs(method, path string, body any, token, host string) (int, map[string]any) {
+	e.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, e.hs.URL+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		e.t.Fatalf("%s %s: %d, body not JSON: %v", method, path, resp.StatusCode, err)
+	}
+	return resp.StatusCode, m
+}
+
+// ok calls and fails the test unless the answer is 200.
+func (e *apiEnv) ok(method, path string, body any) map[string]any {
+	e.t.Helper()
+	st, m := e.call(method, path, body)
+	if st != http.StatusOK {
+		e.t.Fatalf("%s %s: %d %v", method, path, st, m)
+	}
+	return m
+}
+
+// refused calls and checks the refusal's status, code and exit class.
+func (e *apiEnv) refused(method, path string, body any, status int, code string, exit int) map[string]any {
+	e.t.Helper()
+	st, m := e.call(method, path, body)
+	er, _ := m["error"].(map[string]any)
+	if st != status || er == nil || er["code"] != code || er["exit_code"] != float64(exit) {
+		e.t.Fatalf("%s %s: got %d %v; want %d, code %s, exit %d", method, path, st, m, status, code, exit)
+	}
+	return er
+}
+
+func obj(m map[string]any, keys ...string) map[string]any {
+	for _, k := range keys {
+		m, _ = m[k].(map[string]any)
+	}
+	return m
+}
+
+func TestAPIWorkspaceRoutes(t *testing.T) {
+	e := newAPIEnv(t)
+	ws := obj(e.ok("POST", "/api/v1/workspaces", AllocateRequest{Binding: "T-1", Intent: []string{"src/**"}}), "workspace")
+	if ws["binding"] != "T-1" || ws["state"] != "active" || ws["branch"] != "majlis/T-1" {
+		t.Fatalf("allocate: %v", ws)
+	}
+	path := ws["path"].(string)
+	e.refused("POST", "/api/v1/workspaces", AllocateRequest{Binding: "T-1"}, http.StatusLocked, "binding_live", 4)
+	e.refused("POST", "/api/v1/workspaces", AllocateRequest{Binding: "T-9", Path: "rel/dir"}, http.StatusBadRequest, "usage", 2)
+
+	list := e.ok("GET", "/api/v1/workspaces", nil)["workspaces"].([]any)
+	if len(list) != 1 || obj(list[0].(map[string]any))["binding"] != "T-1" {
+		t.Fatalf("list: %v", list)
+	}
+	e.ok("GET", "/api/v1/workspaces?all=true", nil)
+	e.refused("GET", "/api/v1/workspaces?bogus=1", nil, http.StatusBadRequest, "usage", 2)
+
+	fixtures.Git(t, path, "status") // the worktree is real
+	writeFile(t, filepath.Join(path, "src", "new.go"), "package src // new\n")
+	show := obj(e.ok("GET", "/api/v1/workspaces/T-1", nil), "workspace")
+	if show["dirty"] != true {
+		t.Fatalf("show: %v", show)
+	}
+	e.refused("GET", "/api/v1/workspaces/T-404", nil, http.StatusNotFound, "not_found", 5)
+
+	sv := obj(e.ok("POST", "/api/v1/workspaces/T-1/salvage", SalvageRequest{Message: "keep"}), "salvage")
+	if sv["clean"] != false || sv["ref"] != "refs/majlis/salvage/T-1/1" {
+		t.Fatalf("salvage: %v", sv)
+	}
+	e.refused("POST", "/api/v1/workspaces/T-1/salvage", map[string]any{"binding": "T-2"}, http.StatusBadRequest, "usage", 2)
+	e.refused("POST", "/api/v1/workspaces/T-1/salvage", map[string]any{"mesage": "typo"}, http.StatusBadRequest, "usage", 2)
+
+	rel := obj(e.ok("POST", "/api/v1/workspaces/T-1/release", nil), "workspace")
+	if rel["state"] != "released" {
+		t.Fatalf("release: %v", rel)
+	}
+
+	pv := obj(e.ok("POST", "/api/v1/workspaces/T-1/reclaim/preview", nil), "preview")
+	digest, _ := pv["digest"].(string)
+	if len(digest) != len("sha256:")+64 {
+		t.Fatalf("preview: %v", pv)
+	}
+	e.refused("POST", "/api/v1/workspaces/T-1/reclaim", nil, http.StatusConflict, "unconfirmed", 3)
+	e.refused("POST", "/api/v1/workspaces/T-1/reclaim", ReclaimRequest{Confirm: "sha256:nothex"}, http.StatusBadRequest, "usage", 2)
+	// Work written after the preview makes its digest stale.
+	writeFile(t, filepath.Join(path, "later.txt"), "written after the preview\n")
+	e.refused("POST", "/api/v1/workspaces/T-1/reclaim", ReclaimRequest{Confirm: digest}, http.StatusConflict, "preview_stale", 3)
+	pv = obj(e.ok("POST", "/api/v1/workspaces/T-1/reclaim/preview", nil), "preview")
+	rc := obj(e.ok("POST", "/api/v1/workspaces/T-1/reclaim", ReclaimRequest{Confirm: pv["digest"].(string)}), "reclaim")
+	if rc["removed"] != true || rc["salvage_ref"] == nil {
+		t.Fatalf("reclaim: %v", rc)
+	}
+	if fileExists(path) {
+		t.Fatalf("%s still exists after the reclaim", path)
+	}
+
+	rs := obj(e.ok("POST", "/api/v1/workspaces/T-1/restore", nil), "restore")
+	if obj(rs, "workspace")["binding"] != "T-1" {
+		t.Fatalf("restore: %v", rs)
+	}
+	if got := readFile(t, filepath.Join(path, "later.txt")); got != "written after the preview\n" {
+		t.Fatalf("restored later.txt: %q", got)
+	}
+	e.refused("POST", "/api/v1/workspaces/T-1/recover", nil, http.StatusNotFound, "not_found", 5)
+}
+
+func TestAPILeaseRoutes(t *testing.T) {
+	e := newAPIEnv(t)
+	acq := e.ok("POST", "/api/v1/leases/acquire", AcquireRequest{Holder: "a1", Resources: []string{"file:src/f1.go", "intent:docs/**"}, TTL: "1m"})
+	token, _ := acq["token"].(string)
+	leases := acq["leases"].([]any)
+	if token == "" || len(leases) != 2 {
+		t.Fatalf("acquire: %v", acq)
+	}
+	id := leases[0].(map[string]any)["id"].(string)
+	held := e.refused("POST", "/api/v1/leases/acquire", AcquireRequest{Holder: "a2", Resources: []string{"file:src/f1.go"}}, http.StatusLocked, "held", 4)
+	_ = held
+	e.refused("POST", "/api/v1/leases/acquire", AcquireRequest{Holder: "a2", Resources: []string{"file:x"}, TTL: "soon"}, http.StatusBadRequest, "usage", 2)
+
+	e.refused("POST", "/api/v1/leases/renew", RenewRequest{Holder: "a1"}, http.StatusConflict, "token_required", 3)
+	ren := e.ok("POST", "/api/v1/leases/renew", RenewRequest{Holder: "a1", Token: token, IDs: []string{id}, TTL: "5m"})
+	if len(ren["leases"].([]any)) != 1 {
+		t.Fatalf("renew: %v", ren)
+	}
+	ls := e.ok("GET", "/api/v1/leases?holder=a1", nil)["leases"].([]any)
+	if len(ls) != 2 {
+		t.Fatalf("list: %v", ls)
+	}
+	e.refused("POST", "/api/v1/leases/"+id+"/resolve", ResolveRequest{WriterStopped: true}, http.StatusConflict, "not_quarantined", 3)
+	rel := e.ok("POST", "/api/v1/leases/release", LeaseReleaseRequest{Holder: "a1", Token: token})
+	if len(rel["leases"].([]any)) != 2 {
+		t.Fatalf("release: %v", rel)
+	}
+	if ls := e.ok("GET", "/api/v1/leases", nil)["leases"].([]any); len(ls) != 0 {
+		t.Fatalf("after release: %v", ls)
+	}
+}
+
+func TestAPIBeginCheckEnd(t *testing.T) {
+	e := newAPIEnv(t)
+	b := e.ok("POST", "/api/v1/begin", BeginRequest{Task: "T-7", Paths: []string{"src/**"}})
+	token, _ := b["token"].(string)
+	ws := obj(b, "workspace")
+	if token == "" || ws["binding"] != "T-7" || len(b["leases"].([]any)) != 1 {
+		t.Fatalf("begin: %v", b)
+	}
+	path := ws["path"].(string)
+	writeFile(t, filepath.Join(path, "src", "f2.go"), "package src // edited\n")
+	writeFile(t, filepath.Join(path, "README.md"), "edited outside the intent\n")
+	ck := e.ok("POST", "/api/v1/check", CheckRequest{Checkout: path})
+	if ck["holder"] != "T-7" || len(ck["gaps"].([]any)) != 1 || ck["gaps"].([]any)[0] != "README.md" {
+		t.Fatalf("check: %v", ck)
+	}
+	e.refused("POST", "/api/v1/check", CheckRequest{}, http.StatusBadRequest, "usage", 2)
+	other := fixtures.NewRepo(t)
+	if _, err := provider.Init(context.Background(), other.Dir, provider.InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.refused("POST", "/api/v1/check", CheckRequest{Checkout: other.Dir, Holder: "x"}, http.StatusConflict, "repository_mismatch", 3)
+
+	e.refused("POST", "/api/v1/end", EndRequest{Task: "T-7"}, http.StatusConflict, "token_required", 3)
+	end := obj(e.ok("POST", "/api/v1/end", EndRequest{Task: "T-7", Token: token}), "end")
+	if len(end["leases"].([]any)) != 1 || obj(end, "workspace")["state"] != "released" {
+		t.Fatalf("end: %v", end)
+	}
+	if !fileExists(path) {
+		t.Fatal("end removed the workspace's files")
+	}
+}
+
+func TestAPIHeartbeat(t *testing.T) {
+	e := newAPIEnv(t)
+	acq := e.ok("POST", "/api/v1/leases/acquire", AcquireRequest{Holder: "hb", Resources: []string{"host:port:auto"}, TTL: "30s"})
+	token := acq["token"].(string)
+	first := expiry(t, acq["leases"].([]any)[0])
+
+	e.refused("POST", "/api/v1/heartbeat", HeartbeatRequest{Holder: "hb", Token: "mlt_wrong_token_0123456789"}, http.StatusConflict, "token_required", 3)
+	e.refused("POST", "/api/v1/heartbeat", HeartbeatRequest{Holder: "nobody", Token: token}, http.StatusNotFound, "not_found", 5)
+	hb := obj(e.ok("POST", "/api/v1/heartbeat", HeartbeatRequest{Holder: "hb", Token: token, TTL: "30s"}), "heartbeat")
+	if hb["grace"] != DefaultHeartbeatGrace.String() || len(hb["leases"].([]any)) != 1 {
+		t.Fatalf("heartbeat: %v", hb)
+	}
+	renewed := expiry(t, hb["leases"].([]any)[0])
+	if renewed.Before(first) {
+		t.Fatalf("heartbeat moved the expiry back: %v < %v", renewed, first)
+	}
+
+	// Within the grace period, a sweep a third of the TTL later renews.
+	e.advance(11 * time.Second)
+	e.s.beats.sweep(context.Background())
+	if hs := e.s.beats.holders(); len(hs) != 1 || hs[0] != "hb" {
+		t.Fatalf("holders kept renewed: %v", hs)
+	}
+	// Past the grace period without a heartbeat, the holder is forgotten
+	// and its lease no longer renewed.
+	e.advance(DefaultHeartbeatGrace)
+	before := leaseExpiry(t, e, "hb")
+	e.s.beats.sweep(context.Background())
+	if hs := e.s.beats.holders(); len(hs) != 0 {
+		t.Fatalf("still renewing after the heartbeats stopped: %v", hs)
+	}
+	e.advance(time.Hour)
+	e.s.beats.sweep(context.Background())
+	if after := leaseExpiry(t, e, "hb"); !after.Equal(before) {
+		t.Fatalf("the lease was renewed after the heartbeats stopped: %v -> %v", before, after)
+	}
+	// A heartbeat starts renewal again; a release stops it.
+	e.ok("POST", "/api/v1/heartbeat", HeartbeatRequest{Holder: "hb", Token: token})
+	e.ok("POST", "/api/v1/leases/release", LeaseReleaseRequest{Holder: "hb", Token: token})
+	if hs := e.s.beats.holders(); len(hs) != 0 {
+		t.Fatalf("still renewing after release: %v", hs)
+	}
+}
+
+func expiry(t *testing.T, l any) time.Time {
+	t.Helper()
+	ts, err := time.Parse(time.RFC3339Nano, l.(map[string]any)["expires_at"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts
+}
+
+func leaseExpiry(t *testing.T, e *apiEnv, holder string) time.Time {
+	t.Helper()
+	ls := e.ok("GET", "/api/v1/leases?holder="+holder, nil)["leases"].([]any)
+	if len(ls) != 1 {
+		t.Fatalf("leases of %s: %v", holder, ls)
+	}
+	return expiry(t, ls[0])
+}
+
+func TestAPIGuard(t *testing.T) {
+	e := newAPIEnv(t)
+	_, port, _ := net.SplitHostPort(e.s.addr)
+	for _, c := range []struct {
+		name, token, host string
+		status            int
+		code              string
+	}{
+		{"no token", "", "", http.StatusUnauthorized, "unauthorized"},
+		{"wrong token", newNonce(), "", http.StatusUnauthorized, "unauthorized"},
+		{"foreign host", e.token, "evil.example:" + port, http.StatusForbidden, "bad_host"},
+		{"rebound name", e.token, "attacker.localhost:" + port, http.StatusForbidden, "bad_host"},
+		{"other port", e.token, "127.0.0.1:1", http.StatusForbidden, "bad_host"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, r := range []struct{ method, path string }{
+				{"POST", "/api/v1/workspaces"}, {"GET", "/api/v1/workspaces"}, {"POST", "/api/v1/leases/acquire"},
+				{"POST", "/api/v1/heartbeat"}, {"POST", "/mcp"},
+			} {
+				st, m := e.callAs(r.method, r.path, map[string]any{}, c.token, c.host)
+				if st != c.status || obj(m, "error")["code"] != c.code {
+					t.Errorf("%s %s: %d %v, want %d %s", r.method, r.path, st, m, c.status, c.code)
+				}
+			}
+		})
+	}
+	if st, _ := e.callAs("GET", "/api/v1/workspaces", nil, e.token, "localhost:"+port); st != http.StatusOK {
+		t.Fatalf("localhost:%s refused: %d", port, st)
+	}
+}
+
+func writeFile(t *testing.T, name, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func fileExists(name string) bool {
+	_, err := os.Lstat(name)
+	return err == nil
+}

@@ -1,0 +1,210 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/majlis-dev/majlis/admission"
+	"github.com/majlis-dev/majlis/provider"
+)
+
+func (a *api) allocate(ctx context.Context, q *AllocateRequest) (*provider.AllocateResult, error) {
+	path, err := absPath("path", q.Path, q.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	if q.Ports < 0 {
+		return nil, usage("ports %d is negative", q.Ports)
+	}
+	o := provider.AllocateOptions{Binding: q.Binding, Base: q.Base, Branch: q.Branch, CheckoutBranch: q.Checkout,
+		Path: path, Intent: q.Intent, OwnerPID: q.OwnerPID, AllowNested: q.AllowNested, RequestID: q.RequestID}
+	return a.s.p.AllocateWithPorts(ctx, o, q.Ports, q.Token)
+}
+
+func (a *api) list(ctx context.Context, q *ListRequest) (*WorkspacesResult, error) {
+	ws, err := a.s.p.List(ctx, provider.ListOptions{All: q.All})
+	if err != nil {
+		return nil, err
+	}
+	if ws == nil {
+		ws = []*provider.Workspace{}
+	}
+	return &WorkspacesResult{Workspaces: ws}, nil
+}
+
+func (a *api) show(ctx context.Context, q *BindingRequest) (*WorkspaceResult, error) {
+	ws, err := a.s.p.Show(ctx, q.Binding)
+	if err != nil {
+		return nil, err
+	}
+	return &WorkspaceResult{Workspace: ws}, nil
+}
+
+func (a *api) salvage(ctx context.Context, q *SalvageRequest) (*SalvageResult, error) {
+	res, err := a.s.p.Salvage(ctx, q.Binding, q.Message, q.RequestID)
+	if err != nil {
+		return nil, err
+	}
+	return &SalvageResult{Salvage: res}, nil
+}
+
+func (a *api) release(ctx context.Context, q *ReleaseRequest) (*WorkspaceResult, error) {
+	ws, err := a.s.p.Release(ctx, q.Binding, q.RequestID)
+	if err != nil {
+		return nil, err
+	}
+	return &WorkspaceResult{Workspace: ws}, nil
+}
+
+func (a *api) preview(ctx context.Context, q *BindingRequest) (*PreviewResult, error) {
+	pv, err := a.s.p.PreviewReclaim(ctx, q.Binding)
+	if err != nil {
+		return nil, err
+	}
+	return &PreviewResult{Preview: pv}, nil
+}
+
+// reclaim carries out a reclaim confirmed by a preview's digest, or by
+// yes. Without either it refuses as the CLI does without a terminal.
+func (a *api) reclaim(ctx context.Context, q *ReclaimRequest) (*ReclaimResult, error) {
+	keep, err := duration("keep_trash", q.KeepTrash)
+	if err != nil {
+		return nil, err
+	}
+	if q.Confirm != "" {
+		if err := provider.CheckDigest(q.Confirm); err != nil {
+			return nil, usage("confirm: %v", err)
+		}
+	}
+	if q.Confirm == "" && !q.Yes {
+		return nil, &provider.Error{Op: "reclaim", Binding: q.Binding, Err: provider.ErrUnconfirmed,
+			Reason: "neither the preview's digest (confirm) nor yes was given",
+			Hint:   "ask for the preview (workspace_reclaim_preview, or POST .../reclaim/preview), check it, and send its digest as confirm"}
+	}
+	res, err := a.s.p.Reclaim(ctx, provider.ReclaimOptions{Binding: q.Binding, Confirm: q.Confirm, Yes: q.Yes,
+		SalvageSubmodules: q.SalvageSubmodules, KeepTrash: keep, RequestID: q.RequestID})
+	if err != nil {
+		return nil, err
+	}
+	return &ReclaimResult{Reclaim: res}, nil
+}
+
+func (a *api) restore(ctx context.Context, q *RestoreRequest) (*RestoreResult, error) {
+	if q.FromTrash {
+		if q.Salvage != 0 || q.Path != "" || q.Branch != "" {
+			return nil, usage("from_trash takes none of salvage, path and branch")
+		}
+		ws, err := a.s.p.RestoreFromTrash(ctx, q.Binding, q.RequestID)
+		if err != nil {
+			return nil, err
+		}
+		return &RestoreResult{Workspace: ws}, nil
+	}
+	path, err := absPath("path", q.Path, q.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	res, err := a.s.p.Restore(ctx, provider.RestoreOptions{Binding: q.Binding, Salvage: q.Salvage, Path: path,
+		Branch: q.Branch, RequestID: q.RequestID})
+	if err != nil {
+		return nil, err
+	}
+	return &RestoreResult{Restore: res}, nil
+}
+
+func (a *api) recoverReservation(ctx context.Context, q *ReleaseRequest) (*RecoveredResult, error) {
+	rec, err := a.s.p.RecoverReservation(ctx, q.Binding, q.RequestID)
+	if err != nil {
+		return nil, err
+	}
+	return &RecoveredResult{Recovered: rec}, nil
+}
+
+func (a *api) begin(ctx context.Context, q *BeginRequest) (*provider.BeginResult, error) {
+	ttl, err := duration("ttl", q.TTL)
+	if err != nil {
+		return nil, err
+	}
+	if q.Checkout != "" && !q.Shared {
+		return nil, usage("checkout is for a shared begin only")
+	}
+	p := a.s.p
+	if q.Shared && q.Checkout != "" {
+		if p, err = a.s.openAt(ctx, "checkout", q.Checkout); err != nil {
+			return nil, err
+		}
+		defer p.Close()
+	}
+	return p.Begin(ctx, provider.BeginOptions{Task: q.Task, Paths: q.Paths, Base: q.Base, Shared: q.Shared, TTL: ttl,
+		RequestID: q.RequestID, OwnerPID: q.OwnerPID, Token: q.Token, Ports: q.Ports})
+}
+
+// end releases the task's leases (all of them, with its token), then its
+// workspace when it has one. The leases go first: a workspace released
+// while its task still held leases would look reclaimable to nobody.
+func (a *api) end(ctx context.Context, q *EndRequest) (*EndResult, error) {
+	if q.Task == "" {
+		return nil, usage("task is required")
+	}
+	rid := func(suffix string) string {
+		if q.RequestID == "" {
+			return ""
+		}
+		return q.RequestID + "/" + suffix
+	}
+	rel, err := a.s.adm.Release(ctx, admission.ReleaseRequest{Holder: q.Task, Token: q.Token, Force: q.Force, RequestID: rid("leases")})
+	if err != nil {
+		return nil, err
+	}
+	e := &Ended{Task: q.Task, Leases: rel.Leases}
+	if e.Leases == nil {
+		e.Leases = []admission.Lease{}
+	}
+	ws, err := a.s.p.Release(ctx, q.Task, rid("workspace"))
+	switch {
+	case errors.Is(err, provider.ErrNotFound):
+		// A shared task has no workspace.
+	case err != nil:
+		return nil, err
+	default:
+		e.Workspace = ws
+	}
+	a.s.beats.forget(q.Task)
+	return &EndResult{End: e}, nil
+}
+
+// check compares the changed files of the checkout named by the request
+// with its holder's leases (provider.CheckRepository, as 'majlis check').
+func (a *api) check(ctx context.Context, q *CheckRequest) (*provider.CheckResult, error) {
+	if q.Checkout == "" {
+		return nil, usage("checkout is required: the absolute directory of the checkout to check")
+	}
+	p, err := a.s.openAt(ctx, "checkout", q.Checkout)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	return p.Check(ctx, provider.CheckOptions{Holder: q.Holder, IfHolder: q.IfHolder})
+}
+
+// openAt opens the provider of the checkout containing dir, which must be
+// a worktree of the server's repository: the server never acts on
+// another repository.
+func (s *srv) openAt(ctx context.Context, name, dir string) (*provider.Provider, error) {
+	abs, err := absPath(name, dir, "")
+	if err != nil {
+		return nil, err
+	}
+	p, err := provider.Open(ctx, abs, s.o.Provider)
+	if err != nil {
+		return nil, err
+	}
+	if p.Repository().ID != s.p.Repository().ID {
+		p.Close()
+		return nil, &provider.Error{Op: "open", Path: abs, Err: provider.ErrRepository,
+			Reason: fmt.Sprintf("%s belongs to repository %s, this server serves %s", abs, p.Repository().ID, s.p.Repository().ID),
+			Hint:   "ask that repository's server"}
+	}
+	return p, nil
+}

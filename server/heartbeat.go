@@ -1,0 +1,170 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/majlis-dev/majlis/admission"
+)
+
+// Heartbeats. A client that sends POST /api/v1/heartbeat {holder, token}
+// (or calls the heartbeat tool) asks the server to keep that holder's
+// active leases renewed for as long as heartbeats keep coming. Each
+// heartbeat renews them at once, with the token (so a heartbeat without
+// the right token refuses, as a renew would); between heartbeats the
+// server renews them every third of their TTL. Once no heartbeat has come
+// for longer than the grace period, the server stops renewing and forgets
+// the holder: the leases then expire as usual (and are quarantined, since
+// expiry does not prove the writer stopped). Nothing here depends on an
+// MCP session, and nothing survives the server: after a restart the
+// client's next heartbeat starts renewing again.
+
+// Defaults of the heartbeat options.
+const (
+	DefaultHeartbeatGrace = time.Minute
+	DefaultHeartbeatTick  = 5 * time.Second
+)
+
+// Heartbeat is what a heartbeat did.
+type Heartbeat struct {
+	Holder   string              `json:"holder"`
+	Leases   []admission.Lease   `json:"leases"` // renewed now
+	Warnings []admission.Warning `json:"warnings"`
+	TTL      string              `json:"ttl"`   // each renewal's lifetime
+	Grace    string              `json:"grace"` // renewal stops this long after the last heartbeat
+	// RenewUntil is when renewal stops unless another heartbeat comes.
+	RenewUntil time.Time `json:"renew_until"`
+}
+
+// beats tracks the holders whose leases the server keeps renewed.
+type beats struct {
+	grace time.Duration
+	now   func() time.Time
+	renew func(ctx context.Context, req admission.RenewRequest) (*admission.RenewResult, error)
+	logf  func(format string, args ...any)
+
+	mu sync.Mutex
+	m  map[string]*beat // by holder
+}
+
+type beat struct {
+	token   string
+	ttl     time.Duration
+	last    time.Time // the last heartbeat
+	renewed time.Time // the last renewal
+}
+
+func newBeats(grace time.Duration, now func() time.Time, adm *admission.Service, logf func(string, ...any)) *beats {
+	return &beats{grace: grace, now: now, renew: adm.Renew, logf: logf, m: map[string]*beat{}}
+}
+
+func (a *api) heartbeat(ctx context.Context, q *HeartbeatRequest) (*HeartbeatResult, error) {
+	ttl, err := duration("ttl", q.TTL)
+	if err != nil {
+		return nil, err
+	}
+	if ttl == 0 {
+		ttl = admission.DefaultTTL
+	}
+	hb, err := a.s.beats.beat(ctx, q.Holder, q.Token, ttl)
+	if err != nil {
+		return nil, err
+	}
+	return &HeartbeatResult{Heartbeat: hb}, nil
+}
+
+// beat renews the holder's leases now and keeps renewing them until
+// grace passes without another beat.
+func (b *beats) beat(ctx context.Context, holder, token string, ttl time.Duration) (*Heartbeat, error) {
+	res, err := b.renew(ctx, admission.RenewRequest{Holder: holder, Token: token, TTL: ttl})
+	if err != nil {
+		b.forget(holder)
+		return nil, err
+	}
+	now := b.now()
+	b.mu.Lock()
+	b.m[holder] = &beat{token: token, ttl: ttl, last: now, renewed: now}
+	b.mu.Unlock()
+	hb := &Heartbeat{Holder: holder, Leases: res.Leases, Warnings: res.Warnings, TTL: ttl.String(), Grace: b.grace.String(),
+		RenewUntil: now.Add(b.grace).UTC()}
+	if hb.Leases == nil {
+		hb.Leases = []admission.Lease{}
+	}
+	if hb.Warnings == nil {
+		hb.Warnings = []admission.Warning{}
+	}
+	return hb, nil
+}
+
+// forget stops renewing holder's leases (they were released).
+func (b *beats) forget(holder string) {
+	b.mu.Lock()
+	delete(b.m, holder)
+	b.mu.Unlock()
+}
+
+// holders lists the holders being kept renewed.
+func (b *beats) holders() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	hs := make([]string, 0, len(b.m))
+	for h := range b.m {
+		hs = append(hs, h)
+	}
+	return hs
+}
+
+// sweep forgets the holders whose heartbeats stopped and renews the
+// leases of the others that are due (a third of their TTL after the last
+// renewal). A renewal that fails (the leases were released, quarantined,
+// or the token no longer fits) forgets the holder.
+func (b *beats) sweep(ctx context.Context) {
+	now := b.now()
+	type due struct {
+		holder string
+		bt     beat
+	}
+	var todo []due
+	b.mu.Lock()
+	for h, bt := range b.m {
+		switch {
+		case now.Sub(bt.last) > b.grace:
+			delete(b.m, h)
+			b.logf("no heartbeat from %s for %s: its leases are no longer renewed", h, now.Sub(bt.last).Round(time.Second))
+		case now.Sub(bt.renewed) >= bt.ttl/3:
+			todo = append(todo, due{h, *bt})
+		}
+	}
+	b.mu.Unlock()
+	for _, d := range todo {
+		_, err := b.renew(ctx, admission.RenewRequest{Holder: d.holder, Token: d.bt.token, TTL: d.bt.ttl})
+		b.mu.Lock()
+		cur := b.m[d.holder]
+		switch {
+		case cur == nil || cur.last != d.bt.last:
+			// A heartbeat (which renewed) or a release came meanwhile.
+		case err != nil && !errors.Is(err, context.Canceled):
+			delete(b.m, d.holder)
+			b.logf("renewing the leases of %s failed, no longer renewing them: %v", d.holder, err)
+		case err == nil:
+			cur.renewed = now
+		}
+		b.mu.Unlock()
+	}
+}
+
+// run sweeps every tick until ctx ends.
+func (b *beats) run(ctx context.Context, tick time.Duration) {
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			b.sweep(ctx)
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The MCP tools. Each one calls the same operation as its HTTP route
+// (package server's api), so a tool and a route cannot disagree. A
+// refusal is a tool error (isError) whose text says what was refused, why
+// and what to do next, and whose structured content is the CLI's error
+// object with its exit class: {"error": {"code", "message", "details",
+// "exit_code"}}.
+
+// ReclaimToolInput is workspace_reclaim's input: unlike the route, the
+// tool takes no "yes": an agent reclaims only what it previewed.
+type ReclaimToolInput struct {
+	Binding           string `json:"binding" jsonschema:"the workspace's binding (task id)"`
+	Confirm           string `json:"confirm" jsonschema:"the digest returned by workspace_reclaim_preview (sha256:...)"`
+	SalvageSubmodules bool   `json:"salvage_submodules,omitempty" jsonschema:"salvage dirty submodules too, instead of refusing"`
+	KeepTrash         string `json:"keep_trash,omitempty" jsonschema:"keep the moved workspace in its trash folder this long (a Go duration), so that workspace_restore with from_trash can undo the reclaim"`
+	RequestID         string `json:"request_id,omitempty" jsonschema:"idempotency key"`
+}
+
+// ToolNames lists the MCP tools, in the order they are added.
+var ToolNames = []string{
+	"begin_task", "end_task", "workspace_allocate", "workspace_list", "workspace_show", "workspace_salvage",
+	"workspace_reclaim_preview", "workspace_reclaim", "workspace_restore", "lease_acquire", "lease_renew",
+	"lease_release", "lease_list", "check_edits", "heartbeat",
+}
+
+const refusalNote = ` A refusal is a tool error: its structured content is {"error": {"code", "message", "details", "exit_code"}}, exit_code 3 meaning refused for safety, 4 held by someone else, 5 not found, 2 a bad argument; details.hint, when present, says what to do next.`
+
+// newMCPServer builds the MCP server whose tools act through a.
+func newMCPServer(a *api, version string) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "majlis", Version: version}, &mcp.ServerOptions{
+		Instructions: "majlis gives each task its own git worktree (a workspace), grants leases on files, " +
+			"repository paths and host names such as ports, and takes workspaces back without losing work. " +
+			"Start a task with begin_task, work only inside the workspace path it returns, keep your leases " +
+			"alive with heartbeat, and finish with end_task. Never delete a workspace by hand: " +
+			"workspace_reclaim_preview then workspace_reclaim salvages every uncommitted change first.",
+	})
+	srv.AddReceivingMiddleware(structuredRefusals)
+
+	tool(srv, a, "begin_task", `Start a task: allocate its own workspace (a git worktree on branch majlis/TASK) and declare the repository paths it will touch (intent leases held by TASK). Call this first, before editing anything; then work only inside result.workspace.path. Keep result.token: renewing and releasing the leases needs it (pass it to heartbeat and end_task). With shared, no workspace is allocated and the intents are declared in the checkout named by checkout. Retrying with the same request_id returns the recorded result or resumes. Refused with held (exit 4) when another task's intents conflict and the policy blocks, binding_live when TASK already has a workspace (use workspace_show to find it).`,
+		a.begin)
+	tool(srv, a, "end_task", `Finish a task: release all its leases (with the token begin_task returned) and release its workspace. The files stay until reclaimed: commit or salvage what you want kept, then reclaim with workspace_reclaim_preview and workspace_reclaim. Stops the server renewing the task's leases on heartbeats. Refused with token_required (exit 3) when the token is missing or wrong.`,
+		a.end)
+	tool(srv, a, "workspace_allocate", `Create a workspace (linked git worktree) for a binding on a new branch (default majlis/BINDING) at a base revision (default HEAD of the main worktree). Use begin_task instead to also declare intents. Refuses (exit 4, binding_live) a binding that already has a live workspace, (exit 3) a path that exists or lies inside another worktree, (exit 5) an unknown base. A refusal leaves nothing behind.`,
+		a.allocate)
+	tool(srv, a, "workspace_list", `List the repository's workspaces with their state (active, released, reclaiming, missing; with all also reclaimed). Read-only: call it to find a task's workspace or what can be reclaimed.`,
+		a.list)
+	tool(srv, a, "workspace_show", `Show one workspace with whether it has uncommitted changes (dirty) and how many of each kind. Read-only. Not found (exit 5) when the binding has no workspace.`,
+		a.show)
+	tool(srv, a, "workspace_salvage", `Preserve the workspace's uncommitted work (files, index, commits only it holds) on a salvage ref refs/majlis/salvage/BINDING/N without touching the workspace. Call it before risky operations; a clean workspace gives clean: true and no ref. workspace_restore brings a salvage back.`,
+		a.salvage)
+	tool(srv, a, "workspace_reclaim_preview", `Preview a reclaim: what would be salvaged (with why), moved and deleted, which peers were checked, and a digest of it all. Changes nothing. Show it to whoever decides, then pass its digest as confirm to workspace_reclaim. Refused with workspace_live (exit 4) while the task's process runs or it holds leases (end_task first), peer_overlap (exit 3) when another workspace overlaps it.`,
+		a.preview)
+	mcp.AddTool(srv, &mcp.Tool{Name: "workspace_reclaim", Description: `Reclaim a workspace after previewing it: salvage everything its removal would lose, move it aside and delete it; the branch is kept. confirm must be the digest workspace_reclaim_preview returned: if anything changed since, it refuses with preview_stale (exit 3, details say what changed) and nothing happens; preview again and decide again. The result names the salvage ref; workspace_restore brings the work back.` + refusalNote},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in ReclaimToolInput) (*mcp.CallToolResult, *ReclaimResult, error) {
+			if in.Confirm == "" {
+				return nil, nil, a.s.toolError(usage("confirm is required: the digest of workspace_reclaim_preview"))
+			}
+			res, err := a.reclaim(ctx, &ReclaimRequest{Binding: in.Binding, Confirm: in.Confirm, SalvageSubmodules: in.SalvageSubmodules,
+				KeepTrash: in.KeepTrash, RequestID: in.RequestID})
+			if err != nil {
+				return nil, nil, a.s.toolError(err)
+			}
+			return nil, res, nil
+		})
+	tool(srv, a, "workspace_restore", `Recreate a reclaimed workspace from its latest salvage (or salvage N) as a new workspace, with its files, index, HEAD and interrupted operation; with from_trash, move back the directory a reclaim with keep_trash kept. Refused (exit 4) while the binding has a live workspace, (exit 3, branch_exists) when its branch has moved.`,
+		a.restore)
+	tool(srv, a, "lease_acquire", `Acquire leases, all or none: file:PATH (an exact file in a checkout), intent:PATH or intent:DIR/** (paths you will touch, seen by every worktree), host:NAME (a machine-wide singleton such as host:port:3000; host:port:auto picks a free port). Call it before writing a shared file or binding a port. Pass checkout (or cwd) as your working directory. Keep result.token for renew and release. Refused with held (exit 4, details.conflicts names the holders) when someone else holds a conflicting lease: wait, or pick another resource; quarantined (exit 3) when an expired lease still blocks it.`,
+		a.acquire)
+	tool(srv, a, "lease_renew", `Extend the holder's active leases (all, or ids) to now + ttl. Needs the lease token. Prefer heartbeat, which keeps them renewed for you. Refused with quarantined (exit 3) when a lease already expired: release it and acquire again.`,
+		a.renew)
+	tool(srv, a, "lease_release", `Release the holder's leases (all, or ids); this also lifts their quarantine. Needs the lease token. Releasing twice is harmless.`,
+		a.releaseLeases)
+	tool(srv, a, "lease_list", `List the repository's leases and the machine's host leases with their holder, state (active, quarantined, pending) and expiry. Read-only: call it to see who holds what before acquiring.`,
+		a.leases)
+	tool(srv, a, "check_edits", `Compare the changed files of a checkout (git status) with its holder's leases: every changed path outside them is an enforcement gap. Call it before committing. With the policy enforcement_gap=block it refuses (exit 3, policy_blocked, details.gaps lists the paths): acquire leases for them or undo the edits.`,
+		a.check)
+	tool(srv, a, "heartbeat", `Keep the holder's leases renewed: each heartbeat renews them now, and the server keeps renewing them until no heartbeat has come for the grace period (result.grace, result.renew_until); then they expire as usual. Send one well before renew_until, for as long as you work. Needs the lease token. Refused with not_found (exit 5) when the holder has no active lease.`,
+		a.heartbeat)
+	return srv
+}
+
+// tool adds a tool whose input is In and whose result is f's.
+func tool[In, Out any](srv *mcp.Server, a *api, name, desc string, f func(context.Context, *In) (Out, error)) {
+	mcp.AddTool(srv, &mcp.Tool{Name: name, Description: desc + refusalNote},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+			out, err := f(ctx, &in)
+			if err != nil {
+				var zero Out
+				return nil, zero, a.s.toolError(err)
+			}
+			return nil, out, nil
+		})
+}
+
+// A toolError is a refusal returned by a tool.
+type toolError struct{ r Refusal }
+
+func (e *toolError) Error() string {
+	msg := fmt.Sprintf("refused (%s, exit %d): %s", e.r.Code, e.r.ExitCode, e.r.Message)
+	if h := e.r.Hint(); h != "" && !strings.Contains(msg, h) {
+		msg += "\nNext: " + h
+	}
+	return msg
+}
+
+func (s *srv) toolError(err error) error { return &toolError{s.refusal(err)} }
+
+// structuredRefusals gives a tool error its structured content: the
+// refusal object, as the HTTP API returns it.
+func structuredRefusals(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if tr, ok := res.(*mcp.CallToolResult); ok && err == nil && tr.IsError {
+			// Tool handlers return only toolErrors; any other error is
+			// the SDK's refusal of the arguments (the input schema).
+			var te *toolError
+			r := Refusal{Code: "usage", ExitCode: 2, Details: map[string]any{}}
+			if errors.As(tr.GetError(), &te) {
+				r = te.r
+			} else if err := tr.GetError(); err != nil {
+				r.Message = err.Error()
+			}
+			if b, merr := json.Marshal(map[string]any{"error": r}); merr == nil {
+				tr.StructuredContent = json.RawMessage(b)
+			}
+		}
+		return res, err
+	}
+}
+
+// mcpHandler serves the MCP tools over streamable HTTP, sessionless:
+// every request stands alone, and nothing (heartbeats included) depends
+// on a session.
+func (s *srv) mcpHandler() http.Handler {
+	srv := newMCPServer(&api{s: s}, s.o.Version)
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, MaxRequestBodyBytes: maxBody})
+}
