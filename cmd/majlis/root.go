@@ -141,6 +141,7 @@ object, success or error). Exit codes are stable: see 'majlis help exit-codes'.`
 		newDoctorCmd(g),
 		newServeCmd(g),
 		newServerCmd(g),
+		newMCPCmd(g),
 		newVersionCmd(g),
 		newExitCodesTopic(),
 		newDebugCmd(g),

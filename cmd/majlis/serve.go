@@ -51,6 +51,7 @@ The server exits at once if its lease stops being its own. Most callers want
 				return err
 			}
 			opts.Dir, opts.Version, opts.Provider = g.Repo, version, popts
+			opts.Classify = refusal
 			opts.Logf = func(format string, args ...any) {
 				fmt.Fprintf(g.Stderr, "%s majlis serve: %s\n", time.Now().UTC().Format(time.RFC3339), fmt.Sprintf(format, args...))
 			}
@@ -76,4 +77,11 @@ The server exits at once if its lease stops being its own. Most callers want
 	_ = f.MarkHidden("ready-fd")
 	_ = f.MarkHidden("debug-routes")
 	return cmd
+}
+
+// refusal is the server's view of classify: the API and the MCP tools
+// refuse with the same codes and exit classes as the command line.
+func refusal(err error) server.Refusal {
+	c := classify(err)
+	return server.Refusal{Code: c.code, Message: err.Error(), Details: c.details, ExitCode: int(c.exit)}
 }

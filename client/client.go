@@ -1,0 +1,337 @@
+// Package client is the typed Go client of a majlis server's HTTP API
+// (docs/MCP.md): what the CLI does, without a process per call.
+//
+// New finds the repository's server through its probe (the server lease
+// and the liveness route), starting one when Options.Start asks, as
+// 'majlis server start' does; otherwise it refuses with an error that
+// says what to do. The bearer token is read from the server lease, which
+// only its user can read, and is sent only on connections whose peer has
+// just proven it holds it.
+//
+// A refusal is an *Error carrying the CLI's error code, its details and
+// the exit status the CLI would have given; results are the CLI's JSON
+// objects, decoded into the library's types.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/majlis-dev/majlis/admission"
+	"github.com/majlis-dev/majlis/provider"
+	"github.com/majlis-dev/majlis/server"
+)
+
+// Options configure New.
+type Options struct {
+	// Dir is any worktree of the repository; "" is the working directory.
+	Dir string
+	// Start starts the repository's server when none runs.
+	Start bool
+	// Command is the argv that runs 'majlis serve' for the repository,
+	// used by Start. Nil: the majlis found in $PATH, "serve --repo DIR".
+	Command []string
+	// Version, when set, is the majlis version the server must run.
+	Version string
+	// StartTimeout bounds a start; zero means 15s.
+	StartTimeout time.Duration
+}
+
+// A Client calls one repository's server. It is safe for concurrent use.
+type Client struct {
+	conn *server.Conn
+	hc   *http.Client
+	base string
+	// Server is what the probe found; Started says New started it.
+	Server  *server.Status
+	Started bool
+}
+
+// ErrNoServer is wrapped by New's error when no server runs and Start
+// was not asked.
+var ErrNoServer = errors.New("client: no majlis server runs for this repository")
+
+// New connects to the server of the repository containing o.Dir.
+func New(ctx context.Context, o Options) (*Client, error) {
+	t, err := server.Locate(ctx, o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	po := server.ProbeOptions{Version: o.Version}
+	conn, err := server.Connect(ctx, t, po)
+	started := false
+	if err != nil && o.Start && (errors.Is(err, server.ErrNotRunning) || errors.Is(err, server.ErrStaleLease) || errors.Is(err, server.ErrStarting)) {
+		argv, aerr := o.serveCommand()
+		if aerr != nil {
+			return nil, aerr
+		}
+		res, serr := server.Start(ctx, t, server.StartOptions{Command: argv, Timeout: o.StartTimeout, Probe: po})
+		if serr != nil {
+			return nil, serr
+		}
+		started = res.Started
+		conn, err = server.Connect(ctx, t, po)
+	}
+	if err != nil {
+		if errors.Is(err, server.ErrNotRunning) || errors.Is(err, server.ErrStaleLease) {
+			dir := o.Dir
+			if dir == "" {
+				dir = "."
+			}
+			return nil, fmt.Errorf("%w: start one with 'majlis server start --repo %s', or pass client.Options{Start: true}: %w", ErrNoServer, dir, err)
+		}
+		return nil, err
+	}
+	return &Client{conn: conn, hc: conn.HTTPClient(), base: conn.BaseURL() + "/api/v1", Server: conn.Status, Started: started}, nil
+}
+
+func (o Options) serveCommand() ([]string, error) {
+	dir := o.Dir
+	if dir == "" {
+		dir = "."
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(o.Command) > 0 {
+		return o.Command, nil
+	}
+	exe, err := exec.LookPath("majlis")
+	if err != nil {
+		return nil, fmt.Errorf("client: cannot start a server: no majlis in $PATH (%v); install it, or set Options.Command", err)
+	}
+	return []string{exe, "serve", "--repo", dir}, nil
+}
+
+// Close releases the client's idle connections.
+func (c *Client) Close() error {
+	c.hc.CloseIdleConnections()
+	return nil
+}
+
+// HTTPClient is the client's authenticated HTTP client (for /mcp).
+func (c *Client) HTTPClient() *http.Client { return c.hc }
+
+// MCPEndpoint is the URL of the server's MCP endpoint.
+func (c *Client) MCPEndpoint() string { return c.conn.BaseURL() + "/mcp" }
+
+// An Error is a refusal of the server: the CLI's error object and exit
+// status, and the HTTP status it came with.
+type Error struct {
+	HTTPStatus int
+	server.Refusal
+}
+
+func (e *Error) Error() string {
+	if h := e.Hint(); h != "" {
+		return fmt.Sprintf("%s (%s)", e.Message, e.Code)
+	}
+	return fmt.Sprintf("%s (%s)", e.Message, e.Code)
+}
+
+// do sends one request and decodes the result into out.
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		var eb struct {
+			Error *server.Refusal `json:"error"`
+		}
+		if json.Unmarshal(data, &eb) != nil || eb.Error == nil {
+			return fmt.Errorf("client: %s %s: %s: %.200s", method, path, resp.Status, data)
+		}
+		return &Error{HTTPStatus: resp.StatusCode, Refusal: *eb.Error}
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("client: %s %s: decoding the result: %w", method, path, err)
+	}
+	return nil
+}
+
+func call[T any](c *Client, ctx context.Context, method, path string, in any) (*T, error) {
+	out := new(T)
+	if err := c.do(ctx, method, path, in, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func esc(s string) string { return url.PathEscape(s) }
+
+// Allocate is 'majlis workspace allocate'.
+func (c *Client) Allocate(ctx context.Context, r server.AllocateRequest) (*provider.AllocateResult, error) {
+	return call[provider.AllocateResult](c, ctx, "POST", "/workspaces", r)
+}
+
+// List is 'majlis workspace list'.
+func (c *Client) List(ctx context.Context, all bool) ([]*provider.Workspace, error) {
+	q := ""
+	if all {
+		q = "?all=true"
+	}
+	res, err := call[server.WorkspacesResult](c, ctx, "GET", "/workspaces"+q, nil)
+	if err != nil {
+		return nil, err
+	}
+	return res.Workspaces, nil
+}
+
+// Show is 'majlis workspace show'.
+func (c *Client) Show(ctx context.Context, binding string) (*provider.Workspace, error) {
+	res, err := call[server.WorkspaceResult](c, ctx, "GET", "/workspaces/"+esc(binding), nil)
+	if err != nil {
+		return nil, err
+	}
+	return res.Workspace, nil
+}
+
+// Salvage is 'majlis workspace salvage'.
+func (c *Client) Salvage(ctx context.Context, r server.SalvageRequest) (*provider.SalvageResult, error) {
+	res, err := call[server.SalvageResult](c, ctx, "POST", "/workspaces/"+esc(r.Binding)+"/salvage", r)
+	if err != nil {
+		return nil, err
+	}
+	return res.Salvage, nil
+}
+
+// Release is 'majlis workspace release'.
+func (c *Client) Release(ctx context.Context, r server.ReleaseRequest) (*provider.Workspace, error) {
+	res, err := call[server.WorkspaceResult](c, ctx, "POST", "/workspaces/"+esc(r.Binding)+"/release", r)
+	if err != nil {
+		return nil, err
+	}
+	return res.Workspace, nil
+}
+
+// PreviewReclaim is 'majlis workspace reclaim --preview'.
+func (c *Client) PreviewReclaim(ctx context.Context, binding string) (*provider.Preview, error) {
+	res, err := call[server.PreviewResult](c, ctx, "POST", "/workspaces/"+esc(binding)+"/reclaim/preview", server.BindingRequest{Binding: binding})
+	if err != nil {
+		return nil, err
+	}
+	return res.Preview, nil
+}
+
+// Reclaim is 'majlis workspace reclaim --confirm DIGEST' (or --yes).
+func (c *Client) Reclaim(ctx context.Context, r server.ReclaimRequest) (*provider.ReclaimResult, error) {
+	res, err := call[server.ReclaimResult](c, ctx, "POST", "/workspaces/"+esc(r.Binding)+"/reclaim", r)
+	if err != nil {
+		return nil, err
+	}
+	return res.Reclaim, nil
+}
+
+// Restore is 'majlis workspace restore'.
+func (c *Client) Restore(ctx context.Context, r server.RestoreRequest) (*server.RestoreResult, error) {
+	return call[server.RestoreResult](c, ctx, "POST", "/workspaces/"+esc(r.Binding)+"/restore", r)
+}
+
+// Recover is 'majlis workspace recover'.
+func (c *Client) Recover(ctx context.Context, r server.ReleaseRequest) (*server.RecoveredResult, error) {
+	return call[server.RecoveredResult](c, ctx, "POST", "/workspaces/"+esc(r.Binding)+"/recover", r)
+}
+
+// Acquire is 'majlis lease acquire'.
+func (c *Client) Acquire(ctx context.Context, r server.AcquireRequest) (*admission.AcquireResult, error) {
+	return call[admission.AcquireResult](c, ctx, "POST", "/leases/acquire", r)
+}
+
+// Renew is 'majlis lease renew'.
+func (c *Client) Renew(ctx context.Context, r server.RenewRequest) (*admission.RenewResult, error) {
+	return call[admission.RenewResult](c, ctx, "POST", "/leases/renew", r)
+}
+
+// ReleaseLeases is 'majlis lease release'.
+func (c *Client) ReleaseLeases(ctx context.Context, r server.LeaseReleaseRequest) (*admission.ReleaseResult, error) {
+	return call[admission.ReleaseResult](c, ctx, "POST", "/leases/release", r)
+}
+
+// Leases is 'majlis lease list'.
+func (c *Client) Leases(ctx context.Context, r server.LeaseListRequest) ([]admission.Lease, error) {
+	q := url.Values{}
+	if r.Holder != "" {
+		q.Set("holder", r.Holder)
+	}
+	if r.All {
+		q.Set("all", "true")
+	}
+	path := "/leases"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	res, err := call[server.LeasesResult](c, ctx, "GET", path, nil)
+	if err != nil {
+		return nil, err
+	}
+	return res.Leases, nil
+}
+
+// Resolve is 'majlis lease resolve'.
+func (c *Client) Resolve(ctx context.Context, r server.ResolveRequest) (*admission.Lease, error) {
+	res, err := call[server.LeaseResult](c, ctx, "POST", "/leases/"+esc(r.ID)+"/resolve", r)
+	if err != nil {
+		return nil, err
+	}
+	return res.Lease, nil
+}
+
+// Begin is 'majlis begin'.
+func (c *Client) Begin(ctx context.Context, r server.BeginRequest) (*provider.BeginResult, error) {
+	return call[provider.BeginResult](c, ctx, "POST", "/begin", r)
+}
+
+// End releases a task's leases, then its workspace.
+func (c *Client) End(ctx context.Context, r server.EndRequest) (*server.Ended, error) {
+	res, err := call[server.EndResult](c, ctx, "POST", "/end", r)
+	if err != nil {
+		return nil, err
+	}
+	return res.End, nil
+}
+
+// Check is 'majlis check' in the checkout r.Checkout.
+func (c *Client) Check(ctx context.Context, r server.CheckRequest) (*provider.CheckResult, error) {
+	return call[provider.CheckResult](c, ctx, "POST", "/check", r)
+}
+
+// Heartbeat asks the server to keep the holder's leases renewed while
+// heartbeats keep coming (see server.Heartbeat).
+func (c *Client) Heartbeat(ctx context.Context, r server.HeartbeatRequest) (*server.Heartbeat, error) {
+	res, err := call[server.HeartbeatResult](c, ctx, "POST", "/heartbeat", r)
+	if err != nil {
+		return nil, err
+	}
+	return res.Heartbeat, nil
+}
