@@ -1,0 +1,65 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/majlis-dev/majlis/fixtures"
+	"github.com/majlis-dev/majlis/server"
+)
+
+// bin is the majlis binary these tests run, built once into the isolated
+// HOME and put first in $PATH: the client starts servers with it, as it
+// would with an installed majlis.
+var bin string
+
+func TestMain(m *testing.M) {
+	callerHome := os.Getenv("HOME") // where the go command's caches are
+	home, err := fixtures.Isolate()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fixtures:", err)
+		os.Exit(1)
+	}
+	dir := filepath.Join(home, "bin")
+	bin = filepath.Join(dir, "majlis")
+	build := exec.Command("go", "build", "-o", bin, "github.com/majlis-dev/majlis/cmd/majlis")
+	build.Env = append(os.Environ(), "HOME="+callerHome)
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build ./cmd/majlis: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	os.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	code := m.Run()
+	os.RemoveAll(home)
+	os.Exit(code)
+}
+
+// newRepo is a registered repository of ten files whose server is
+// stopped when the test ends.
+func newRepo(t testing.TB) string {
+	t.Helper()
+	r := fixtures.NewRepo(t)
+	for i := range 10 {
+		r.WriteFile(fmt.Sprintf("src/f%d.go", i), "package src\n")
+	}
+	r.Commit("ten files")
+	if out, err := exec.Command(bin, "init", "--repo", r.Dir).CombinedOutput(); err != nil {
+		t.Fatalf("majlis init: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { stopServer(r.Dir) })
+	return r.Dir
+}
+
+// stopServer stops the repository's server, if one runs.
+func stopServer(dir string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if t, err := server.Locate(ctx, dir); err == nil {
+		_, _ = server.Stop(ctx, t, server.StopOptions{Force: true, Grace: time.Second})
+	}
+}
