@@ -24,7 +24,7 @@ done
 
 # Benchmarks that time majlis and plain git alternately report both and
 # their ratio themselves (majlis-ns/op, git-ns/op, x-git).
-awk '/x-git/ {
+awk '/ x-git/ {
   name=$1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
   for (i=2;i<NF;i++) { if ($(i+1)=="majlis-ns/op") m=$i; if ($(i+1)=="git-ns/op") g=$i; if ($(i+1)=="x-git") r=$i }
   printf "%-40s %14.0f %14.0f %7.2fx  (ns/op, against plain git)\n", name, m, g, r
@@ -65,4 +65,19 @@ awk '/p99-ns/ {
   for (i=2;i<NF;i++) { if ($(i+1)=="p50-ns") p50=$i; if ($(i+1)=="p99-ns") p99=$i }
   goal = (name == "LiveBusy") ? "; goal p99 < 2000000" : "; the floor: a bare server, same process"
   printf "%-40s %14.0f %14.0f %8s  (p50 and p99 ns%s)\n", name, p50, p99, "-", goal
+}' "$file"
+
+# The server's API: a lease acquire through the running server against the
+# CLI (server-ns/op, cli-ns/op, x-cli), and an allocation split into HTTP
+# and library time beside git (api-ns/op, lib-ns/op, http-ns/op, git-ns/op).
+awk '/x-cli/ {
+  name=$1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
+  for (i=2;i<NF;i++) { if ($(i+1)=="server-ns/op") m=$i; if ($(i+1)=="cli-ns/op") g=$i; if ($(i+1)=="x-cli") r=$i }
+  printf "%-40s %14.0f %14.0f %7.2fx  (ns/op, against the CLI)\n", name, m, g, r
+}' "$file"
+awk '/lib-per-git/ {
+  name=$1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
+  for (i=2;i<NF;i++) { if ($(i+1)=="api-ns/op") a=$i; if ($(i+1)=="lib-ns/op") l=$i; if ($(i+1)=="http-ns/op") h=$i; if ($(i+1)=="git-ns/op") g=$i }
+  printf "%-40s %14.0f %14.0f %7.2fx  (ns/op through the route, against plain git)\n", name, a, g, a/g
+  printf "%-40s %14.0f %14.0f %7.2fx  (ns/op of the library call alone; HTTP and JSON: %.0f ns/op)\n", name " (library)", l, g, l/g, h
 }' "$file"

@@ -25,7 +25,7 @@ import (
 // open provider and admission service of a fresh repository, with a
 // clock for the heartbeats that the test moves.
 type apiEnv struct {
-	t     *testing.T
+	t     testing.TB
 	repo  *fixtures.Repo
 	s     *srv
 	hs    *httptest.Server
@@ -35,7 +35,7 @@ type apiEnv struct {
 	now time.Time
 }
 
-func newAPIEnv(t *testing.T) *apiEnv {
+func newAPIEnv(t testing.TB) *apiEnv {
 	t.Helper()
 	r := fixtures.NewRepo(t)
 	for i := range 10 {

@@ -1,0 +1,85 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/majlis-dev/majlis/client"
+	"github.com/majlis-dev/majlis/server"
+)
+
+// benchClient is a client of a started server for a fresh 10-file
+// repository.
+func benchClient(b *testing.B) (*client.Client, string) {
+	b.Helper()
+	dir := newRepo(b)
+	c, err := client.New(context.Background(), client.Options{Dir: dir, Start: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	return c, dir
+}
+
+func runGit(b *testing.B, dir string, args ...string) time.Duration {
+	b.Helper()
+	t0 := time.Now()
+	if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+		b.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return time.Since(t0)
+}
+
+// BenchmarkServerAllocate: allocating a workspace through the running
+// server (client.Allocate: HTTP, claim, worktree, records) against `git
+// worktree add -b` of the same commit, alternately, in a 10-file
+// repository. Goal: at most 1.1x.
+func BenchmarkServerAllocate(b *testing.B) {
+	c, dir := benchClient(b)
+	ctx := context.Background()
+	root := filepath.Join(filepath.Dir(dir), "plain")
+	var ours, floor time.Duration
+	n := 0
+	for b.Loop() {
+		n++
+		t0 := time.Now()
+		if _, err := c.Allocate(ctx, server.AllocateRequest{Binding: fmt.Sprintf("S-%d", n)}); err != nil {
+			b.Fatal(err)
+		}
+		ours += time.Since(t0)
+		floor += runGit(b, dir, "worktree", "add", "-q", "-b", fmt.Sprintf("g-%d", n), filepath.Join(root, fmt.Sprintf("G-%d", n)), "HEAD")
+	}
+	b.ReportMetric(float64(ours.Nanoseconds())/float64(n), "majlis-ns/op")
+	b.ReportMetric(float64(floor.Nanoseconds())/float64(n), "git-ns/op")
+	b.ReportMetric(float64(ours)/float64(floor), "x-git")
+}
+
+// BenchmarkServerAcquire: a lease acquire through the running server
+// against the same acquire by the CLI (`majlis lease acquire`, a process
+// per call), alternately.
+func BenchmarkServerAcquire(b *testing.B) {
+	c, dir := benchClient(b)
+	ctx := context.Background()
+	var ours, cli time.Duration
+	n := 0
+	for b.Loop() {
+		n++
+		t0 := time.Now()
+		if _, err := c.Acquire(ctx, server.AcquireRequest{Holder: fmt.Sprintf("s-%d", n), Resources: []string{fmt.Sprintf("intent:s/%d/**", n)}}); err != nil {
+			b.Fatal(err)
+		}
+		ours += time.Since(t0)
+		t1 := time.Now()
+		if out, err := exec.Command(bin, "lease", "acquire", "--repo", dir, "--holder", fmt.Sprintf("c-%d", n), fmt.Sprintf("intent:c/%d/**", n)).CombinedOutput(); err != nil {
+			b.Fatalf("majlis lease acquire: %v\n%s", err, out)
+		}
+		cli += time.Since(t1)
+	}
+	b.ReportMetric(float64(ours.Nanoseconds())/float64(n), "server-ns/op")
+	b.ReportMetric(float64(cli.Nanoseconds())/float64(n), "cli-ns/op")
+	b.ReportMetric(float64(ours)/float64(cli), "x-cli")
+}
