@@ -224,6 +224,13 @@ func (s *srv) apiRoutes(mux *http.ServeMux) {
 	route("POST /api/v1/end", handle(s, nil, a.end))
 	route("POST /api/v1/check", handle(s, nil, a.check))
 	route("POST /api/v1/heartbeat", handle(s, nil, a.heartbeat))
+
+	// Anything else under /api/v1/ (an unknown route, or a known one with
+	// another method) gets a JSON refusal, after the guard.
+	mux.Handle("/api/v1/", s.guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": Refusal{Code: "no_route", ExitCode: 2, Details: map[string]any{},
+			Message: "no route " + r.Method + " " + r.URL.Path + " (docs/MCP.md lists the routes)"}})
+	})))
 }
 
 // api holds the operations behind the routes and the MCP tools: each

@@ -404,6 +404,11 @@ func TestAPIGuard(t *testing.T) {
 			}
 		})
 	}
+	e.refused("GET", "/api/v1/nothing", nil, http.StatusNotFound, "no_route", 2)
+	e.refused("DELETE", "/api/v1/workspaces/T-1", nil, http.StatusNotFound, "no_route", 2)
+	if st, _ := e.callAs("GET", "/api/v1/nothing", nil, "", ""); st != http.StatusUnauthorized {
+		t.Fatalf("an unknown route without the token: %d", st)
+	}
 	if st, _ := e.callAs("GET", "/api/v1/workspaces", nil, e.token, "localhost:"+port); st != http.StatusOK {
 		t.Fatalf("localhost:%s refused: %d", port, st)
 	}
