@@ -350,3 +350,80 @@ func TestPortRace(t *testing.T) {
 		t.Fatalf("wins %d, held %d, other %v", wins, held, other)
 	}
 }
+
+// TestBindingRace: 8 agents allocate the same binding at once, 4 through
+// the server and 4 as CLI processes: exactly one workspace, every other
+// agent refused with binding_live (exit 4) and nothing left behind.
+func TestBindingRace(t *testing.T) {
+	ctx := context.Background()
+	dir := newRepo(t)
+	c, err := client.New(ctx, client.Options{Dir: dir, Start: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wins, live := 0, 0
+	var other []string
+	start := make(chan struct{})
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			var won bool
+			var code string
+			if i%2 == 0 {
+				_, err := c.Allocate(ctx, server.AllocateRequest{Binding: "SAME"})
+				var ce *client.Error
+				switch {
+				case err == nil:
+					won = true
+				case errors.As(err, &ce):
+					code = ce.Code
+				default:
+					code = err.Error()
+				}
+			} else {
+				out, err := exec.Command(bin, "workspace", "allocate", "--repo", dir, "--json", "SAME").Output()
+				var ee *exec.ExitError
+				switch {
+				case err == nil:
+					won = true
+				case errors.As(err, &ee) && ee.ExitCode() == 4:
+					var body struct {
+						Error struct{ Code string } `json:"error"`
+					}
+					_ = json.Unmarshal(out, &body)
+					code = body.Error.Code
+				default:
+					code = fmt.Sprintf("%v: %s", err, out)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case won:
+				wins++
+			case code == "binding_live":
+				live++
+			default:
+				other = append(other, code)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if wins != 1 || live != 7 || len(other) != 0 {
+		t.Fatalf("wins %d, binding_live %d, other %v", wins, live, other)
+	}
+	list, err := c.List(ctx, false)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("list: %v %d", err, len(list))
+	}
+	out, err := exec.Command("git", "-C", dir, "worktree", "list", "--porcelain").Output()
+	if err != nil || strings.Count(string(out), "worktree ") != 2 {
+		t.Fatalf("git worktree list: %v\n%s", err, out)
+	}
+}
