@@ -24,6 +24,7 @@ import (
 	"net/url"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/majlis-dev/majlis/admission"
@@ -133,10 +134,11 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	if h := e.Hint(); h != "" {
-		return fmt.Sprintf("%s (%s)", e.Message, e.Code)
+	s := fmt.Sprintf("%s (%s, exit %d)", e.Message, e.Code, e.ExitCode)
+	if h := e.Hint(); h != "" && !strings.Contains(e.Message, h) {
+		s += "; " + h
 	}
-	return fmt.Sprintf("%s (%s)", e.Message, e.Code)
+	return s
 }
 
 // do sends one request and decodes the result into out.
