@@ -427,3 +427,65 @@ func TestBindingRace(t *testing.T) {
 		t.Fatalf("git worktree list: %v\n%s", err, out)
 	}
 }
+
+// TestSameJSONAsCLI: a route answers with the very object the CLI prints
+// with --json for the same command.
+func TestSameJSONAsCLI(t *testing.T) {
+	ctx := context.Background()
+	dir := newRepo(t)
+	c, err := client.New(ctx, client.Options{Dir: dir, Start: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Allocate(ctx, server.AllocateRequest{Binding: "J-1", Intent: []string{"src/**"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Acquire(ctx, server.AcquireRequest{Holder: "J-1", Resources: []string{"file:README.md"}, Token: "mlt_0123456789abcdef0123"}); err != nil {
+		t.Fatal(err)
+	}
+	api := func(method, path string) any {
+		req, _ := http.NewRequest(method, "http://"+c.Server.Address+path, nil)
+		resp, err := c.HTTPClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var v any
+		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	cli := func(args ...string) any {
+		out, err := exec.Command(bin, append(args, "--repo", dir, "--json")...).Output()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatalf("majlis %v: %v", args, err)
+		}
+		var v any
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, cs := range []struct {
+		method, path string
+		args         []string
+	}{
+		{"GET", "/api/v1/workspaces", []string{"workspace", "list"}},
+		{"GET", "/api/v1/workspaces/J-1", []string{"workspace", "show", "J-1"}},
+		{"GET", "/api/v1/leases", []string{"lease", "list"}},
+		{"POST", "/api/v1/workspaces/J-404/salvage", []string{"workspace", "salvage", "J-404"}},
+	} {
+		a, b := api(cs.method, cs.path), cli(cs.args...)
+		if cs.method == "POST" { // a refusal: the same object, plus exit_code
+			delete(a.(map[string]any)["error"].(map[string]any), "exit_code")
+		}
+		ja, _ := json.Marshal(a)
+		jb, _ := json.Marshal(b)
+		if string(ja) != string(jb) {
+			t.Errorf("%s %s:\n api %s\n cli %s", cs.method, cs.path, ja, jb)
+		}
+	}
+}
