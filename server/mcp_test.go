@@ -3,12 +3,15 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -192,4 +195,48 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return b.next.RoundTrip(r)
+}
+
+var update = flag.Bool("update", false, "rewrite testdata/mcp_tools.json")
+
+// TestMCPToolsGolden pins every tool's name, description and input
+// schema: agents depend on them, so a change must be deliberate (go test
+// -run TestMCPToolsGolden -update rewrites the file).
+func TestMCPToolsGolden(t *testing.T) {
+	e := newAPIEnv(t)
+	cs := e.mcpSession()
+	type pinned struct {
+		Name        string `json:"name"`
+		Description string `json:"description"`
+		Input       any    `json:"input_schema"`
+	}
+	var tools []pinned
+	for tl, err := range cs.Tools(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		tools = append(tools, pinned{tl.Name, tl.Description, tl.InputSchema})
+	}
+	slices.SortFunc(tools, func(a, b pinned) int { return strings.Compare(a.Name, b.Name) })
+	got, err := json.MarshalIndent(tools, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	name := filepath.Join("testdata", "mcp_tools.json")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(name, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Fatalf("the MCP tools changed (-want +got); rerun with -update if that is deliberate:\n%s", diff)
+	}
 }
