@@ -89,8 +89,8 @@ func errType[T error](pkg int, name string, details func(error) map[string]any) 
 // this order: keep the more specific code first.
 var codeTable = []code{
 	// Usage (2).
-	{Code: "usage", Exit: ExitUsage, From: []source{errType[*envvar.Error](pkgFirst, "environment variable", envDetails), errType[*usageError](pkgFirst, "usage error", nil), {pkg: pkgFirst, name: "cobra usage error", is: isCobraUsage}},
-		Meaning: "the command line or an environment variable is not one majlis accepts; nothing was changed"},
+	{Code: "usage", Exit: ExitUsage, From: []source{errType[*envvar.Error](pkgFirst, "environment variable", envDetails), errType[*usageError](pkgFirst, "usage error", nil), {pkg: pkgFirst, name: "cobra usage error", is: isCobraUsage}, srv(server.ErrUsage)},
+		Meaning: "the command line, an environment variable or an API request is not one majlis accepts; nothing was changed"},
 	{Code: "invalid_binding", Exit: ExitUsage, From: []source{prov(provider.ErrInvalidBinding)},
 		Meaning: "a binding that is not a valid name (letters, digits, '.', '_', '-')"},
 	{Code: "invalid_argument", Exit: ExitUsage, From: []source{prov(provider.ErrInvalidArgument), adm(admission.ErrInvalid), srv(server.ErrInvalid)},

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"strings"
-
 	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/provider"
 )
@@ -81,14 +79,6 @@ type gcJSON struct {
 // errorObject is err as the JSON error object of a failure renders it
 // (fail): code, message with the command line's hint, details.
 func errorObject(err error) *errorBody {
-	c := classify(err)
-	msg := err.Error()
-	if c.hint != "" {
-		msg = strings.TrimSuffix(msg, "; "+c.libHint) + "; " + c.hint
-	}
-	b := &errorBody{Code: c.code, Message: msg, Details: c.details}
-	if b.Details == nil {
-		b.Details = map[string]any{}
-	}
-	return b
+	b, _ := failure(err)
+	return &b
 }

@@ -173,6 +173,23 @@ func (g *globalOptions) emit(obj any, human func(w io.Writer)) error {
 
 // fail renders err as docs/cli.md requires and returns its exit code.
 func (g *globalOptions) fail(err error) ExitCode {
+	body, exit := failure(err)
+	if g.JSON {
+		enc := json.NewEncoder(g.Stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(errorJSON{Error: body})
+		return exit
+	}
+	fmt.Fprintf(g.Stderr, "majlis: %s\n", body.Message)
+	if exit == ExitUsage {
+		fmt.Fprintln(g.Stderr, "Run 'majlis --help' for usage.")
+	}
+	return exit
+}
+
+// failure is err as a script sees it: the error object of --json and the
+// exit status. The server's API and MCP tools refuse with it too.
+func failure(err error) (errorBody, ExitCode) {
 	c := classify(err)
 	msg := err.Error()
 	if c.hint != "" {
@@ -180,21 +197,11 @@ func (g *globalOptions) fail(err error) ExitCode {
 		// line's names the commands and flags instead.
 		msg = strings.TrimSuffix(msg, "; "+c.libHint) + "; " + c.hint
 	}
-	if g.JSON {
-		body := errorBody{Code: c.code, Message: msg, Details: c.details}
-		if body.Details == nil {
-			body.Details = map[string]any{}
-		}
-		enc := json.NewEncoder(g.Stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(errorJSON{Error: body})
-		return c.exit
+	body := errorBody{Code: c.code, Message: msg, Details: c.details}
+	if body.Details == nil {
+		body.Details = map[string]any{}
 	}
-	fmt.Fprintf(g.Stderr, "majlis: %s\n", msg)
-	if c.exit == ExitUsage {
-		fmt.Fprintln(g.Stderr, "Run 'majlis --help' for usage.")
-	}
-	return c.exit
+	return body, c.exit
 }
 
 // A resultError ends a command whose result, already printed, reports a

@@ -82,6 +82,6 @@ The server exits at once if its lease stops being its own. Most callers want
 // refusal is the server's view of classify: the API and the MCP tools
 // refuse with the same codes and exit classes as the command line.
 func refusal(err error) server.Refusal {
-	c := classify(err)
-	return server.Refusal{Code: c.code, Message: err.Error(), Details: c.details, ExitCode: int(c.exit)}
+	b, exit := failure(err)
+	return server.Refusal{Code: b.Code, Message: b.Message, Details: b.Details, ExitCode: int(exit)}
 }
