@@ -49,6 +49,7 @@ type Options struct {
 
 // A Client calls one repository's server. It is safe for concurrent use.
 type Client struct {
+	opts Options
 	conn *server.Conn
 	hc   *http.Client
 	base string
@@ -92,7 +93,7 @@ func New(ctx context.Context, o Options) (*Client, error) {
 		}
 		return nil, err
 	}
-	return &Client{conn: conn, hc: conn.HTTPClient(), base: conn.BaseURL() + "/api/v1", Server: conn.Status, Started: started}, nil
+	return &Client{opts: o, conn: conn, hc: conn.HTTPClient(), base: conn.BaseURL() + "/api/v1", Server: conn.Status, Started: started}, nil
 }
 
 func (o Options) serveCommand() ([]string, error) {

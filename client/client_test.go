@@ -489,3 +489,45 @@ func TestSameJSONAsCLI(t *testing.T) {
 		}
 	}
 }
+
+// TestStdioSurvivesRestart: 'majlis mcp' finds the repository's server
+// again (starting it) when the one it used was stopped.
+func TestStdioSurvivesRestart(t *testing.T) {
+	ctx := context.Background()
+	dir := newRepo(t)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "test"}, nil).Connect(ctx,
+		&mcp.CommandTransport{Command: exec.Command(bin, "mcp", "--repo", dir)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	list := func() {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "workspace_list", Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			t.Fatalf("workspace_list: %v %+v", err, res)
+		}
+	}
+	list()
+	before := probePID(t, dir)
+	if out, err := exec.Command(bin, "server", "stop", "--repo", dir).CombinedOutput(); err != nil {
+		t.Fatalf("server stop: %v\n%s", err, out)
+	}
+	list()
+	if after := probePID(t, dir); after == before || after == 0 {
+		t.Fatalf("server pid %d before the stop, %d after", before, after)
+	}
+}
+
+func probePID(t *testing.T, dir string) int {
+	t.Helper()
+	tg, err := server.Locate(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := server.Probe(context.Background(), tg, server.ProbeOptions{})
+	if err != nil || st.State != server.Running {
+		t.Fatalf("probe: %v %+v", err, st)
+	}
+	return st.PID
+}
