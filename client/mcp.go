@@ -27,7 +27,8 @@ func (c *Client) BridgeMCP(ctx context.Context, local mcp.Transport) error {
 		return err
 	}
 	defer lc.Close()
-	b := &bridge{ctx: ctx, lc: lc, done: make(chan error, 1)}
+	b := &bridge{ctx: ctx, lc: lc, done: make(chan error, 1), pending: map[jsonrpc.ID]bool{}}
+	b.settled = sync.NewCond(&b.pmu)
 	if err := b.attach(c); err != nil {
 		return err
 	}
@@ -38,8 +39,16 @@ func (c *Client) BridgeMCP(ctx context.Context, local mcp.Transport) error {
 		for {
 			m, err := lc.Read(ctx)
 			if err != nil {
+				// The client said all it had to say: answer the calls
+				// under way first (echo REQUESTS | majlis mcp).
+				if errors.Is(err, io.EOF) {
+					b.drain()
+				}
 				b.finish(err)
 				return
+			}
+			if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
+				b.pend(req.ID, true)
 			}
 			wg.Add(1)
 			go func() {
@@ -66,6 +75,10 @@ type bridge struct {
 	wmu sync.Mutex // one writer at a time on the local side
 	rmu sync.Mutex // one reconnection at a time
 
+	pmu     sync.Mutex
+	pending map[jsonrpc.ID]bool // calls not answered yet
+	settled *sync.Cond          // broadcast when pending shrinks
+
 	mu     sync.Mutex
 	c      *Client
 	rc     mcp.Connection
@@ -81,8 +94,40 @@ func (b *bridge) finish(err error) {
 
 func (b *bridge) writeLocal(m jsonrpc.Message) error {
 	b.wmu.Lock()
-	defer b.wmu.Unlock()
-	return b.lc.Write(b.ctx, m)
+	err := b.lc.Write(b.ctx, m)
+	b.wmu.Unlock()
+	if r, ok := m.(*jsonrpc.Response); ok {
+		b.pend(r.ID, false)
+	}
+	return err
+}
+
+// pend records a call sent (on) or answered (off).
+func (b *bridge) pend(id jsonrpc.ID, on bool) {
+	b.pmu.Lock()
+	defer b.pmu.Unlock()
+	if on {
+		b.pending[id] = true
+		return
+	}
+	delete(b.pending, id)
+	b.settled.Broadcast()
+}
+
+// drain waits until every call sent has been answered (an answer that
+// cannot come is answered with an error by forward), or ctx ends.
+func (b *bridge) drain() {
+	stop := context.AfterFunc(b.ctx, func() {
+		b.pmu.Lock()
+		b.settled.Broadcast()
+		b.pmu.Unlock()
+	})
+	defer stop()
+	b.pmu.Lock()
+	defer b.pmu.Unlock()
+	for len(b.pending) > 0 && b.ctx.Err() == nil {
+		b.settled.Wait()
+	}
 }
 
 // attach connects to c's MCP endpoint and relays what it answers.
