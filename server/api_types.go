@@ -31,7 +31,8 @@ type AllocateRequest struct {
 
 // ListRequest is 'majlis workspace list'.
 type ListRequest struct {
-	All bool `json:"all,omitempty" jsonschema:"include reclaimed workspaces"`
+	All    bool `json:"all,omitempty" jsonschema:"include reclaimed workspaces"`
+	Status bool `json:"status,omitempty" jsonschema:"add each workspace's change counts (one git status each)"`
 }
 
 // BindingRequest names one workspace: 'majlis workspace show' and
@@ -133,11 +134,12 @@ type BeginRequest struct {
 }
 
 // EndRequest is 'majlis end': release the task's leases, then its
-// workspace (its files stay until reclaimed).
+// workspace (its files stay until reclaimed, unless reclaim and clean).
 type EndRequest struct {
 	Task      string `json:"task" jsonschema:"the task id given to begin"`
 	Token     string `json:"token,omitempty" jsonschema:"the lease token of the task's leases"`
 	Force     bool   `json:"force,omitempty" jsonschema:"release the leases without the token (recorded)"`
+	Reclaim   bool   `json:"reclaim,omitempty" jsonschema:"then reclaim the workspace if it is clean (nothing to salvage); otherwise not_reclaimed says why"`
 	RequestID string `json:"request_id,omitempty" jsonschema:"idempotency key"`
 }
 
@@ -165,6 +167,7 @@ type WorkspaceResult struct {
 // WorkspacesResult is {"workspaces": [WORKSPACE...]}.
 type WorkspacesResult struct {
 	Workspaces []*provider.Workspace `json:"workspaces"`
+	Summary    map[string]int        `json:"summary"`
 }
 
 // SalvageResult is {"salvage": {...}}.
@@ -209,11 +212,14 @@ type EndResult struct {
 	End *Ended `json:"end"`
 }
 
-// Ended says what end released.
+// Ended says what end did: the object 'majlis end --json' prints.
 type Ended struct {
-	Task      string              `json:"task"`
-	Leases    []admission.Lease   `json:"leases"`    // released now
-	Workspace *provider.Workspace `json:"workspace"` // released; null without one (a shared task)
+	Binding      string                  `json:"binding"`
+	Leases       []admission.Lease       `json:"leases"` // released now
+	Workspace    *provider.Workspace     `json:"workspace"`
+	Reclaimed    *provider.ReclaimResult `json:"reclaimed,omitempty"`
+	Preview      *provider.Preview       `json:"preview,omitempty"`
+	NotReclaimed *Refusal                `json:"not_reclaimed,omitempty"`
 }
 
 // HeartbeatResult is {"heartbeat": {...}}.

@@ -2,10 +2,8 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/provider"
 )
 
@@ -23,14 +21,34 @@ func (a *api) allocate(ctx context.Context, q *AllocateRequest) (*provider.Alloc
 }
 
 func (a *api) list(ctx context.Context, q *ListRequest) (*WorkspacesResult, error) {
-	ws, err := a.s.p.List(ctx, provider.ListOptions{All: q.All})
+	ws, err := a.s.p.List(ctx, provider.ListOptions{All: q.All, Look: true, Status: q.Status})
 	if err != nil {
 		return nil, err
 	}
 	if ws == nil {
 		ws = []*provider.Workspace{}
 	}
-	return &WorkspacesResult{Workspaces: ws}, nil
+	return &WorkspacesResult{Workspaces: ws, Summary: listSummary(ws)}, nil
+}
+
+// listSummary counts the workspaces by state, and those a reclaim would
+// take now or finds blocked, as 'majlis workspace list' does.
+func listSummary(list []*provider.Workspace) map[string]int {
+	c := map[string]int{"total": len(list), "reclaimable": 0, "blocked": 0}
+	for _, s := range []string{provider.StateActive, provider.StateReleased, provider.StateReclaiming, provider.StateReclaimed, provider.StateMissing, provider.StateDamaged} {
+		c[s] = 0
+	}
+	for _, w := range list {
+		c[w.State]++
+		if w.Reclaimable != nil {
+			if *w.Reclaimable {
+				c["reclaimable"]++
+			} else {
+				c["blocked"]++
+			}
+		}
+	}
+	return c
 }
 
 func (a *api) show(ctx context.Context, q *BindingRequest) (*WorkspaceResult, error) {
@@ -140,37 +158,22 @@ func (a *api) begin(ctx context.Context, q *BeginRequest) (*provider.BeginResult
 		RequestID: q.RequestID, OwnerPID: q.OwnerPID, Token: q.Token, Ports: q.Ports})
 }
 
-// end releases the task's leases (all of them, with its token), then its
-// workspace when it has one. The leases go first: a workspace released
-// while its task still held leases would look reclaimable to nobody.
+// end finishes a task as 'majlis end' does (provider.End): its leases
+// released, then its workspace; with reclaim, a clean workspace reclaimed.
 func (a *api) end(ctx context.Context, q *EndRequest) (*EndResult, error) {
 	if q.Task == "" {
 		return nil, usage("task is required")
 	}
-	rid := func(suffix string) string {
-		if q.RequestID == "" {
-			return ""
-		}
-		return q.RequestID + "/" + suffix
-	}
-	rel, err := a.s.adm.Release(ctx, admission.ReleaseRequest{Holder: q.Task, Token: q.Token, Force: q.Force, RequestID: rid("leases")})
+	res, err := a.s.p.End(ctx, provider.EndOptions{Binding: q.Task, Token: q.Token, Force: q.Force, Reclaim: q.Reclaim, RequestID: q.RequestID})
 	if err != nil {
 		return nil, err
 	}
-	e := &Ended{Task: q.Task, Leases: rel.Leases}
-	if e.Leases == nil {
-		e.Leases = []admission.Lease{}
-	}
-	ws, err := a.s.p.Release(ctx, q.Task, rid("workspace"))
-	switch {
-	case errors.Is(err, provider.ErrNotFound):
-		// A shared task has no workspace.
-	case err != nil:
-		return nil, err
-	default:
-		e.Workspace = ws
-	}
 	a.s.beats.forget(q.Task)
+	e := &Ended{Binding: res.Binding, Leases: res.Leases, Workspace: res.Workspace, Reclaimed: res.Reclaimed, Preview: res.Preview}
+	if res.NotReclaimed != nil {
+		r := a.s.refusal(res.NotReclaimed)
+		e.NotReclaimed = &r
+	}
 	return &EndResult{End: e}, nil
 }
 
