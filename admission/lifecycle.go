@@ -115,7 +115,7 @@ func (s *Service) Renew(ctx context.Context, req RenewRequest) (*RenewResult, er
 	if err != nil {
 		return nil, err
 	}
-	auth := authority{token: req.Token, force: req.Force}
+	auth := authority{token: req.Token, force: req.Force, servesOthers: s.servesOthers}
 	if req.Token != "" {
 		if err := checkToken(op, req.Token); err != nil {
 			return nil, err
@@ -286,7 +286,7 @@ func (s *Service) Release(ctx context.Context, req ReleaseRequest) (*ReleaseResu
 			return nil, releasable(op, r, req.Holder)
 		}
 	}
-	auth := authority{token: req.Token, force: req.Force}
+	auth := authority{token: req.Token, force: req.Force, servesOthers: s.servesOthers}
 	if req.Token != "" {
 		if err := checkToken(op, req.Token); err != nil {
 			return nil, err

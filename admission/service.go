@@ -39,6 +39,13 @@ type Options struct {
 	// through (see docs/reclaim.md, "the order between admission and
 	// reclaim").
 	Guard CheckoutGuard
+	// ServesOthers marks a service that acts on other processes' requests
+	// (the majlis server). A lease's owner process, or a descendant of it,
+	// may otherwise renew or release the lease without its token; a
+	// server is often the child of the process that owns the leases, so
+	// with ServesOthers the caller's process tree grants nothing and
+	// every request needs the lease's token (or force).
+	ServesOthers bool
 }
 
 // A CheckoutGuard judges a checkout (its physical top level) in which
@@ -58,6 +65,9 @@ type Service struct {
 	busy     time.Duration
 	now      func() time.Time
 	guard    CheckoutGuard
+	// servesOthers: the caller's process tree is no authority over a
+	// lease (Options.ServesOthers).
+	servesOthers bool
 
 	mu        sync.Mutex
 	host      *ledger
@@ -109,7 +119,7 @@ func Open(ctx context.Context, stateDir string, opts Options) (*Service, error) 
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{stateDir: phys, repoID: filepath.Dir(phys), repo: repo, hostPath: hostPath, busy: opts.BusyTimeout, now: now, guard: opts.Guard}, nil
+	return &Service{stateDir: phys, repoID: filepath.Dir(phys), repo: repo, hostPath: hostPath, busy: opts.BusyTimeout, now: now, guard: opts.Guard, servesOthers: opts.ServesOthers}, nil
 }
 
 // Close closes the ledgers.

@@ -238,3 +238,30 @@ func TestLeaseOwnerDescendantReleases(t *testing.T) {
 		}
 	}
 }
+
+// TestServesOthersNeedsTheToken: a service that acts for other processes
+// (the majlis server, often the child of the process that owns the
+// leases) grants nothing to its own process tree: a lease owned by this
+// very process still needs its token to be renewed or released there.
+func TestServesOthersNeedsTheToken(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	srv, err := Open(ctx, e.state, Options{HostLedger: e.host, Now: e.clock.Now, ServesOthers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	if _, err := srv.Acquire(ctx, AcquireRequest{Token: testToken, Holder: "self", Checkout: e.main.Dir, Resources: []string{"file:s"}, OwnerPID: os.Getpid()}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = srv.Renew(ctx, RenewRequest{Holder: "self"})
+	wantErr(t, err, ErrTokenRequired)
+	_, err = srv.Release(ctx, ReleaseRequest{Holder: "self"})
+	wantErr(t, err, ErrTokenRequired)
+	if got := e.list(false); len(got) != 1 || got[0].State != StateActive {
+		t.Fatalf("a refused release changed the lease: %+v", got)
+	}
+	if _, err := srv.Release(ctx, ReleaseRequest{Holder: "self", Token: testToken}); err != nil {
+		t.Fatalf("release with the token: %v", err)
+	}
+}

@@ -81,7 +81,7 @@ func (p *Provider) admissionOptions() (admission.Options, error) {
 		return admission.Options{}, err
 	}
 	leases := p.leases
-	return admission.Options{HostLedger: host, Now: p.now, Guard: func(ctx context.Context, checkout string) error {
+	return admission.Options{HostLedger: host, Now: p.now, ServesOthers: p.servesOthers, Guard: func(ctx context.Context, checkout string) error {
 		return guardCheckout(leases, checkout)
 	}}, nil
 }

@@ -41,6 +41,13 @@ type Options struct {
 	// owner; a workspace moved into its trash; a reclaim finished. nil:
 	// nothing is logged.
 	Logger *slog.Logger
+
+	// ServesOthers marks a provider that acts on other processes'
+	// requests (the majlis server): its admission service grants no
+	// authority over a lease to the process tree it runs in
+	// (admission.Options.ServesOthers), so every renew or release needs
+	// the lease's token.
+	ServesOthers bool
 }
 
 // The accepted reservation TTLs. A reservation is renewed every third of

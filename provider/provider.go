@@ -32,6 +32,8 @@ type Provider struct {
 	ttl    time.Duration // of reclaim reservations
 	host   string        // the host ledger's path; "" for admission's default
 	log    *slog.Logger
+	// servesOthers: Options.ServesOthers, passed to admission.
+	servesOthers bool
 	// hook, set only by tests of this package, runs at every reclaim
 	// failpoint (inject).
 	hook func(ctx context.Context, point string)
@@ -160,7 +162,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Provider, error) {
 		return nil, err
 	}
 	return &Provider{repo: repo, reg: *reg, stateDir: state, leases: leases, main: main, mainErr: mainErr,
-		now: opts.Clock, ttl: opts.ReservationTTL, host: opts.HostLedger, log: opts.Logger}, nil
+		now: opts.Clock, ttl: opts.ReservationTTL, host: opts.HostLedger, log: opts.Logger, servesOthers: opts.ServesOthers}, nil
 }
 
 // Close releases the provider's handles.

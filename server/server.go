@@ -88,6 +88,9 @@ func Serve(ctx context.Context, o Options) error {
 	if o.HeartbeatTick <= 0 {
 		o.HeartbeatTick = DefaultHeartbeatTick
 	}
+	// The server acts for other processes: being its parent (or the
+	// server itself) must not stand in for a lease's token.
+	o.Provider.ServesOthers = true
 	p, err := provider.Open(ctx, o.Dir, o.Provider)
 	if err != nil {
 		return err
