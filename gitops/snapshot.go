@@ -134,14 +134,8 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 		if err := sv.hashFlagged(ctx, dir, ceiling); err != nil {
 			return err
 		}
-		for _, flag := range []string{"--no-assume-unchanged", "--no-skip-worktree"} {
-			if paths := sv.unhide[flag]; len(paths) > 0 {
-				in := strings.Join(paths, "\x00") + "\x00"
-				if _, err := git(ctx, dir, cmdOpts{indexFile: tmpIndex, ceiling: ceiling, stdin: []byte(in)},
-					"update-index", flag, "-z", "--stdin"); err != nil {
-					return err
-				}
-			}
+		if err := sv.revealHidden(ctx, dir, ceiling, tmpIndex); err != nil {
+			return err
 		}
 		// advice.addEmbeddedRepo: an untracked nested repository is
 		// reported in the result instead of in a hint on stderr.

@@ -602,3 +602,50 @@ func TestSnapshotWithoutIdentity(t *testing.T) {
 		t.Errorf("salvage commit signed %q", who)
 	}
 }
+
+// TestSnapshotHiddenEditStatClean checks a hidden edit is salvaged when
+// the edited file's stat data still matches its index entry: same size,
+// same mtime, same inode, and the index written later, so git has no
+// racy-git reason to re-read it. git never refreshes a flagged entry, so
+// its stat data is whatever it was when the flag was set; an edit in the
+// same second as that (the round trip's "detach and commit" then
+// "assume-unchanged edit") keeps it matching. Clearing the flag in the
+// private index is then not enough: git add -A trusts the stat data and
+// keeps the old blob, and reclaim would delete the edit.
+func TestSnapshotHiddenEditStatClean(t *testing.T) {
+	t.Parallel()
+	for _, flag := range []string{"--assume-unchanged", "--skip-worktree"} {
+		t.Run(flag, func(t *testing.T) {
+			t.Parallel()
+			r := fixtures.NewRepo(t)
+			r.Config("core.trustctime", "false") // the rewrite below changes ctime
+			stamp := time.Now().Add(-time.Hour).Truncate(time.Second)
+			r.WriteFile("hidden.txt", "before\n")
+			if err := os.Chtimes(r.Path("hidden.txt"), stamp, stamp); err != nil {
+				t.Fatal(err)
+			}
+			r.Commit("hidden")
+			r.Git("update-index", flag, "--", "hidden.txt")
+			// Same size, same mtime, same inode: only the content differs.
+			if err := os.WriteFile(r.Path("hidden.txt"), []byte("after!\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(r.Path("hidden.txt"), stamp, stamp); err != nil {
+				t.Fatal(err)
+			}
+			res, err := Snapshot(ctx, r.Dir, "hidden")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := []HiddenFile{{Path: "hidden.txt", Flag: strings.TrimPrefix(flag, "--"), Change: "modified"}}; !cmp.Equal(want, res.Survey.Hidden) {
+				t.Errorf("Hidden: %s", cmp.Diff(want, res.Survey.Hidden))
+			}
+			if res.Clean {
+				t.Fatalf("Snapshot missed a hidden edit whose stat data matches its index entry")
+			}
+			if got := blob(r, res.Commit, "hidden.txt"); got != "after!\n" {
+				t.Errorf("hidden.txt in snapshot = %q, want %q", got, "after!\n")
+			}
+		})
+	}
+}

@@ -68,6 +68,9 @@ type Survey struct {
 	// unhide are hidden paths whose flag a salvage clears in its private
 	// index so that git add records their worktree state, by flag.
 	unhide map[string][]string
+	// hidden are the index entries of Hidden, which a salvage re-enters
+	// in its private index without their stat data (see revealHidden).
+	hidden []indexEntry
 	// stages are the conflicted index entries, kept as blobs; resolveUndo
 	// the stages of conflicts resolved since (the index's resolve-undo
 	// extension), kept as blobs too: often only the index holds them.
@@ -587,12 +590,44 @@ func (s *Survey) loadFlagged(ctx context.Context, dir, ceiling string) error {
 
 func (s *Survey) addHidden(e indexEntry, flag, change string) {
 	s.Hidden = append(s.Hidden, HiddenFile{Path: e.Path, Flag: flag, Change: change})
+	s.hidden = append(s.hidden, e)
 	if e.AssumeUnchanged {
 		s.unhide["--no-assume-unchanged"] = append(s.unhide["--no-assume-unchanged"], e.Path)
 	}
 	if e.SkipWorktree {
 		s.unhide["--no-skip-worktree"] = append(s.unhide["--no-skip-worktree"], e.Path)
 	}
+}
+
+// revealHidden makes the hidden files that differ from their entries
+// visible to `git add` in the private index file index: it clears their
+// flags, then re-enters each entry with the same mode and blob but no stat
+// data. Clearing the flags is not enough: git never refreshes a flagged
+// entry, so its stat data is still what it was when the flag was set, and
+// an edit that kept the size, in the same second (or with core.trustctime
+// off and the mtime put back), matches it; git add trusts matching stat
+// data and would keep the old blob, so a reclaim would delete the edit. An
+// entry without stat data never matches, and git add hashes the file.
+func (s *Survey) revealHidden(ctx context.Context, dir, ceiling, index string) error {
+	for _, flag := range []string{"--no-assume-unchanged", "--no-skip-worktree"} {
+		if paths := s.unhide[flag]; len(paths) > 0 {
+			in := strings.Join(paths, "\x00") + "\x00"
+			if _, err := git(ctx, dir, cmdOpts{indexFile: index, ceiling: ceiling, stdin: []byte(in)},
+				"update-index", flag, "-z", "--stdin"); err != nil {
+				return err
+			}
+		}
+	}
+	if len(s.hidden) == 0 {
+		return nil
+	}
+	var in strings.Builder
+	for _, e := range s.hidden {
+		fmt.Fprintf(&in, "%s %s\t%s\x00", e.Mode, e.ID, e.Path)
+	}
+	_, err := git(ctx, dir, cmdOpts{indexFile: index, ceiling: ceiling, stdin: []byte(in.String())},
+		"update-index", "-z", "--index-info")
+	return err
 }
 
 // flaggedByGit lists the assume-unchanged and skip-worktree entries with

@@ -345,14 +345,8 @@ func WorktreeTree(ctx context.Context, worktree string) (TreeState, error) {
 	if err := sv.hashFlagged(ctx, dir, ceiling); err != nil {
 		return TreeState{}, err
 	}
-	for _, flag := range []string{"--no-assume-unchanged", "--no-skip-worktree"} {
-		if paths := sv.unhide[flag]; len(paths) > 0 {
-			in := strings.Join(paths, "\x00") + "\x00"
-			if _, err := git(ctx, dir, cmdOpts{indexFile: tmpIndex, ceiling: ceiling, stdin: []byte(in)},
-				"update-index", flag, "-z", "--stdin"); err != nil {
-				return TreeState{}, err
-			}
-		}
+	if err := sv.revealHidden(ctx, dir, ceiling, tmpIndex); err != nil {
+		return TreeState{}, err
 	}
 	if _, err := git(ctx, dir, onTmp, "-c", "advice.addEmbeddedRepo=false", "-c", "advice.updateSparsePath=false",
 		"add", "-A", "--sparse"); err != nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/majlis-dev/majlis/fixtures"
 )
@@ -108,6 +109,54 @@ func TestReclaimKeepsHiddenEdits(t *testing.T) {
 			mustReach(t, repo, "the hidden edit", blob)
 			if got := repo.Git("show", *res.SalvageRef+":README.md"); got != "hidden edit\n" {
 				t.Errorf("the salvage tree holds %q", got)
+			}
+		})
+	}
+}
+
+// TestRestoreKeepsStatCleanHiddenEdit is the round trip's seed
+// 1796072314843435718 made deterministic: a file committed, then flagged
+// and edited keeping its size, mtime and inode (the round trip did it
+// within one second; core.trustctime=false stands in for the ctime that
+// a second's tick would change). Its stat data still matches the index
+// entry, which git never refreshes while the flag is set; reclaim must
+// still salvage the edit and restore must put it back, flag and all.
+func TestRestoreKeepsStatCleanHiddenEdit(t *testing.T) {
+	for _, flag := range []string{"--assume-unchanged", "--skip-worktree"} {
+		t.Run(flag, func(t *testing.T) {
+			repo, p := newProvider(t)
+			w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+			ws := &fixtures.Repo{T: t, Dir: w.Path}
+			ws.Config("core.trustctime", "false")
+			stamp := time.Now().Add(-time.Hour).Truncate(time.Second)
+			ws.WriteFile("src/d.txt", "detached\n")
+			if err := os.Chtimes(ws.Path("src/d.txt"), stamp, stamp); err != nil {
+				t.Fatal(err)
+			}
+			ws.Commit("d")
+			blob := ws.HideEdit("src/d.txt", flag, "hidden 5\n")
+			if err := os.Chtimes(ws.Path("src/d.txt"), stamp, stamp); err != nil {
+				t.Fatal(err)
+			}
+			index := ws.Git("ls-files", "-s", "-v", "--", "src/d.txt")
+			_, rec := reclaimAll(t, p, "T-1", w.Path)
+			if rec.SalvageRef == nil {
+				t.Fatalf("no salvage ref")
+			}
+			mustReach(t, repo, "the hidden edit", blob)
+			if got := repo.Git("show", *rec.SalvageRef+":src/d.txt"); got != "hidden 5\n" {
+				t.Errorf("the salvage tree holds %q", got)
+			}
+			res, err := p.Restore(t.Context(), RestoreOptions{Binding: "T-1"})
+			if err != nil {
+				t.Fatalf("restore: %v", err)
+			}
+			back := &fixtures.Repo{T: t, Dir: res.Workspace.Path}
+			if b, err := os.ReadFile(back.Path("src/d.txt")); err != nil || string(b) != "hidden 5\n" {
+				t.Errorf("restored src/d.txt = %q, %v; want %q", b, err, "hidden 5\n")
+			}
+			if got := back.Git("ls-files", "-s", "-v", "--", "src/d.txt"); got != index {
+				t.Errorf("restored index entry %q, want %q", got, index)
 			}
 		})
 	}
