@@ -633,9 +633,20 @@ func TestSnapshotHiddenEditStatClean(t *testing.T) {
 			if err := os.Chtimes(r.Path("hidden.txt"), stamp, stamp); err != nil {
 				t.Fatal(err)
 			}
+			// WorktreeTree computes the same tree without a commit.
+			st, err := WorktreeTree(ctx, r.Dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Tree == st.HeadTree {
+				t.Errorf("WorktreeTree gives HEAD's tree: it missed the hidden edit")
+			}
 			res, err := Snapshot(ctx, r.Dir, "hidden")
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tree := r.RevParse(res.Commit + "^{tree}"); tree != st.Tree {
+				t.Errorf("WorktreeTree %s, Snapshot's tree %s", st.Tree, tree)
 			}
 			if want := []HiddenFile{{Path: "hidden.txt", Flag: strings.TrimPrefix(flag, "--"), Change: "modified"}}; !cmp.Equal(want, res.Survey.Hidden) {
 				t.Errorf("Hidden: %s", cmp.Diff(want, res.Survey.Hidden))
