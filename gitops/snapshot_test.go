@@ -660,3 +660,27 @@ func TestSnapshotHiddenEditStatClean(t *testing.T) {
 		})
 	}
 }
+
+// TestSurveyPinsCommitOnlyAStashReaches: a commit made on a detached HEAD,
+// with a stash made on top of it, is reached by refs/stash alone. The
+// stash is shared by every worktree and an entry goes when anyone drops
+// it, so the commit is still pinned (salvaged), not taken as kept.
+func TestSurveyPinsCommitOnlyAStashReaches(t *testing.T) {
+	repo := fixtures.NewRepo(t)
+	wt := repo.NewWorktree("wt")
+	wt.Git("checkout", "--detach")
+	wt.WriteFile("d.txt", "detached\n")
+	detached := wt.Commit("detached")
+	wt.WriteFile("d.txt", "stashed\n")
+	wt.Git("stash")
+	if got := wt.RevParse("refs/stash^1"); got != detached {
+		t.Fatalf("the stash's parent is %s, want the detached commit %s", got, detached)
+	}
+	sv, err := SurveyWorktree(t.Context(), wt.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(sv.Pins, func(p Pin) bool { return p.Commit == detached }) {
+		t.Fatalf("the detached commit %s only the stash reaches is not pinned: %+v", detached, sv.Pins)
+	}
+}

@@ -333,7 +333,10 @@ func (s *Survey) collectFiles() error {
 // operation state), keeps the commits, and asks git which of them no
 // shared ref reaches: `git rev-list --not --single-worktree --all`, run in
 // the common directory so that this worktree's HEAD and private refs do
-// not count. Of those, only the tips are pins: a commit that is the
+// not count. The stash does not count either: it is shared by every
+// worktree, and an entry is gone once anyone drops it or it expires, so a
+// commit only a stash entry reaches (a stash made on a detached HEAD) is
+// pinned. Of those, only the tips are pins: a commit that is the
 // parent of another unreachable one is kept through it.
 func (s *Survey) findPins(ctx context.Context) error {
 	type cand struct{ id, source string }
@@ -390,7 +393,7 @@ func (s *Survey) findPins(ctx context.Context) error {
 		return nil
 	}
 	res, err = git(ctx, s.commonDir, cmdOpts{readOnly: true, stdin: in.Bytes()},
-		"rev-list", "--parents", "--stdin", "--not", "--single-worktree", "--all")
+		"rev-list", "--parents", "--stdin", "--not", "--single-worktree", "--exclude=refs/stash", "--all")
 	if err != nil {
 		return err
 	}
