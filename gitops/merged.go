@@ -202,3 +202,22 @@ func (r *Reader) CommitShapes(ctx context.Context, ids []string) (map[string]Com
 	}
 	return out, nil
 }
+
+// Upstream returns the full name of the ref that branch (a name under
+// refs/heads/, without the prefix) tracks, as git's configuration says
+// (branch.<name>.remote and .merge), or "" when it tracks none. The ref
+// may not exist: callers resolve it and treat a failure as a doubt.
+func (r *Reader) Upstream(ctx context.Context, branch string) (string, error) {
+	if branch == "" || strings.ContainsAny(branch, "\x00\n*?[\\ ") {
+		return "", fmt.Errorf("gitops: bad branch name %q", branch)
+	}
+	res, err := git(ctx, r.dir, r.opts(cmdOpts{readOnly: true}), "for-each-ref", "--format=%(upstream)", "--", "refs/heads/"+branch)
+	if err != nil {
+		return "", err
+	}
+	up := strings.TrimSpace(string(res.stdout))
+	if strings.ContainsAny(up, "\n") {
+		return "", unexpected("git for-each-ref", "%q names more than one upstream", up)
+	}
+	return up, nil
+}

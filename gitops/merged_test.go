@@ -74,3 +74,24 @@ func TestMergedInto(t *testing.T) {
 		}
 	}
 }
+
+func TestUpstream(t *testing.T) {
+	t.Parallel()
+	r := fixtures.NewRepo(t)
+	r.Git("branch", "topic")
+	r.Git("branch", "tracking")
+	r.Git("branch", "--set-upstream-to=topic", "tracking")
+	reader, err := OpenReader(t.Context(), r.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for branch, want := range map[string]string{"topic": "", "tracking": "refs/heads/topic"} {
+		got, err := reader.Upstream(t.Context(), branch)
+		if err != nil || got != want {
+			t.Errorf("Upstream(%q) = %q, %v; want %q", branch, got, err, want)
+		}
+	}
+	if _, err := reader.Upstream(t.Context(), "a b"); err == nil {
+		t.Errorf("Upstream of a bad name did not refuse")
+	}
+}

@@ -23,8 +23,9 @@ import (
 //
 //   - branches majlis created, whose workspaces are all reclaimed, that no
 //     worktree has checked out, and that are merged into the base they
-//     were allocated from (gitops.MergedInto: merged, fast-forwarded, or
-//     squash-merged by tree or patch-id; a doubt keeps the branch). Each
+//     were allocated from or into the upstream they track
+//     (gitops.MergedInto: merged, fast-forwarded, or squash-merged by tree
+//     or patch-id; a doubt keeps the branch). Each
 //     tip is kept under refs/majlis/deleted/<branch>/<unix time> first:
 //     deleting a branch deletes its reflog too;
 //   - salvage refs identical (tree and parents) to another salvage of the
@@ -67,7 +68,7 @@ type GCBranch struct {
 	Branch  string `json:"branch"`
 	Tip     string `json:"tip"`
 	Binding string `json:"binding"`
-	Into    string `json:"into"` // the base it is merged into, as allocate named it
+	Into    string `json:"into"` // the base it is merged into, as allocate named it, or its upstream
 	How     string `json:"how"`  // ancestor, tree or patch-id (gitops.Merged*)
 	// KeptAs is where the tip is kept: DeletedPrefix<branch>/<unix time>
 	// (in a preview, without the time).
@@ -233,23 +234,50 @@ func (p *Provider) gcBranches(ctx context.Context, reader *gitops.Reader, all []
 		if into == "" {
 			into = r.Claim.Base
 		}
-		target, err := reader.ResolveCommit(ctx, into)
-		if err != nil {
-			keep(fmt.Sprintf("its base %q cannot be resolved now", into))
-			continue
-		}
-		how, err := reader.MergedInto(ctx, tip, target)
+		how, merged, why, err := p.gcMerged(ctx, reader, b, tip, into)
 		if err != nil {
 			return err
 		}
 		if how == "" {
-			keep("not merged into " + into)
+			keep(why)
 			continue
 		}
+		into = merged
 		plan.Branches = append(plan.Branches, GCBranch{Branch: b, Tip: tip, Binding: r.Claim.Binding, Into: into, How: how,
 			KeptAs: DeletedPrefix + b + "/"})
 	}
 	return nil
+}
+
+// gcMerged tells whether branch b (at tip) is merged into base, the base
+// it was allocated from, or else into the upstream it tracks: how (a
+// gitops.Merged* word) and into which, or "" and why it is kept. Each is
+// judged by gitops.MergedInto; one that cannot be resolved now is no
+// evidence (a doubt keeps the branch).
+func (p *Provider) gcMerged(ctx context.Context, reader *gitops.Reader, b, tip, base string) (how, into, why string, err error) {
+	var doubts []string
+	if target, rerr := reader.ResolveCommit(ctx, base); rerr != nil {
+		doubts = append(doubts, fmt.Sprintf("its base %q cannot be resolved now", base))
+	} else if how, err = reader.MergedInto(ctx, tip, target); err != nil || how != "" {
+		return how, base, "", err
+	} else {
+		doubts = append(doubts, "not merged into "+base)
+	}
+	up, err := reader.Upstream(ctx, b)
+	if err != nil {
+		return "", "", "", err
+	}
+	if up != "" {
+		name := strings.TrimPrefix(strings.TrimPrefix(up, "refs/remotes/"), "refs/heads/")
+		if target, rerr := reader.ResolveCommit(ctx, up); rerr != nil {
+			doubts = append(doubts, fmt.Sprintf("its upstream %q cannot be resolved now", name))
+		} else if how, err = reader.MergedInto(ctx, tip, target); err != nil || how != "" {
+			return how, name, "", err
+		} else {
+			doubts = append(doubts, "nor into its upstream "+name)
+		}
+	}
+	return "", "", strings.Join(doubts, "; "), nil
 }
 
 // salvageNumber returns n of refs/majlis/salvage/<binding>/<n>, or false

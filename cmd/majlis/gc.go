@@ -22,9 +22,10 @@ reported under "skipped").
   branches      branches majlis created (never one it checked out as it was,
                 allocate --checkout), whose workspaces are all reclaimed, that
                 no worktree has checked out, and that are merged into the base
-                they were allocated from: merged, fast-forwarded or
-                squash-merged (a commit of the base has the branch's tree, or
-                its whole change as one patch). A doubt keeps the branch. Each
+                they were allocated from or the upstream they track: merged,
+                fast-forwarded or squash-merged (a commit there has the
+                branch's tree, or its whole change as one patch). A doubt
+                keeps the branch. Each
                 tip is kept under refs/majlis/deleted/BRANCH/<time> for
                 --deleted-age first (deleting a branch deletes its reflog).
   salvage refs  a salvage identical (tree and parents) to another of the same
