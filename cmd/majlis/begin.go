@@ -72,7 +72,7 @@ MAJLIS_LEASE_TOKEN when one was generated), for eval or an env file.`,
 			}
 			return g.emit(res, func(w io.Writer) {
 				if res.Workspace != nil {
-					fmt.Fprintf(w, "began %s in its workspace %s (branch %s)\n", res.Task, res.Workspace.Path, res.Workspace.Branch)
+					fmt.Fprintf(w, "began %s in its workspace %s (branch %s)\n", res.Task, humanPath(res.Workspace.Path), res.Workspace.Branch)
 				} else {
 					fmt.Fprintf(w, "began %s in the shared checkout %s\n", res.Task, res.Checkout)
 				}

@@ -103,7 +103,7 @@ func renderRepair(w io.Writer, res *provider.RepairResult) {
 		return
 	}
 	for _, d := range res.Done {
-		fmt.Fprintf(w, "done %s %s", d.Kind, d.Path)
+		fmt.Fprintf(w, "done %s %s", d.Kind, humanPath(d.Path))
 		for _, r := range d.SalvageRefs {
 			fmt.Fprintf(w, " (salvaged to %s)", r)
 		}

@@ -70,7 +70,7 @@ Without --preview or --confirm, on a terminal gc shows the preview and asks
 					return &provider.Error{Op: "gc", Err: provider.ErrUnconfirmed,
 						Hint: "run with --preview, then --confirm DIGEST"}
 				}
-				renderGCPlan(g.Stderr, plan)
+				writeFitted(g.Stderr, func(w io.Writer) { renderGCPlan(w, plan) })
 				if !askYes(g, "Delete all of it?") {
 					return &provider.Error{Op: "gc", Err: provider.ErrUnconfirmed, Reason: "not confirmed"}
 				}

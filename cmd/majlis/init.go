@@ -37,9 +37,9 @@ registered from its main worktree, which init records.`,
 			return g.emit(initJSON{Repository: repo}, func(w io.Writer) {
 				tw := table(w)
 				fmt.Fprintf(tw, "repository\t%s\n", repo.ID)
-				fmt.Fprintf(tw, "git common dir\t%s\n", repo.CommonDir)
-				fmt.Fprintf(tw, "state\t%s\n", repo.StateDir)
-				fmt.Fprintf(tw, "workspaces\t%s\n", repo.WorkspaceRoot)
+				fmt.Fprintf(tw, "git common dir\t%s\n", humanPath(repo.CommonDir))
+				fmt.Fprintf(tw, "state\t%s\n", humanPath(repo.StateDir))
+				fmt.Fprintf(tw, "workspaces\t%s\n", humanPath(repo.WorkspaceRoot))
 				tw.Flush()
 			})
 		},

@@ -75,7 +75,7 @@ func renderLeases(w io.Writer, leases []admission.Lease, checkout bool, notes ma
 	for _, l := range leases {
 		line := fmt.Sprintf("%s\t%s\t%s\t%d\t%s\t%s", l.ID, l.Resource, l.Holder, l.Generation, l.State, l.ExpiresAt.Format(time.RFC3339))
 		if checkout {
-			co := l.Checkout
+			co := humanPath(l.Checkout)
 			if co == "" {
 				co = "(host)"
 			}

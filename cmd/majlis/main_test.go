@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 	"sync"
 	"testing"
 	"time"
@@ -98,6 +99,7 @@ func TestScripts(t *testing.T) {
 			"golden":    cmdGolden,
 			"spawn":     cmdSpawn,
 			"reap":      cmdReap,
+			"fits":      cmdFits,
 		},
 	})
 }
@@ -121,6 +123,25 @@ func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if got != want {
 		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
+	}
+}
+
+// cmdFits fails when a line of the last command's stdout or stderr is
+// wider than N columns.
+func cmdFits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: fits N")
+	}
+	n, err := strconv.Atoi(args[0])
+	if err != nil || n < 1 {
+		ts.Fatalf("fits: bad width %q", args[0])
+	}
+	for _, name := range []string{"stdout", "stderr"} {
+		for _, line := range strings.Split(ts.ReadFile(name), "\n") {
+			if w := utf8.RuneCountInString(line); w > n {
+				ts.Fatalf("%s has a line of %d columns (more than %d): %q", name, w, n, line)
+			}
+		}
 	}
 }
 

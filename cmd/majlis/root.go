@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -163,11 +162,9 @@ func (g *globalOptions) emit(obj any, human func(w io.Writer)) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(obj)
 	}
-	// One write for the whole text: a listing of a thousand workspaces
-	// would otherwise cost ten thousand.
-	w := bufio.NewWriter(g.Stdout)
-	human(w)
-	_ = w.Flush() // as unbuffered, a failed write of people-text is not an error
+	// One write for the whole text (a listing of a thousand workspaces
+	// would otherwise cost ten thousand), wrapped to fit humanWidth.
+	writeFitted(g.Stdout, human)
 	return nil
 }
 

@@ -72,7 +72,7 @@ no_free_port, the error names it).`,
 			}
 			ws := res.Workspace
 			return g.emit(res, func(w io.Writer) {
-				fmt.Fprintf(w, "allocated %s at %s (branch %s, base %s)\n", ws.Binding, ws.Path, ws.Branch, short(ws.Base, 12))
+				fmt.Fprintf(w, "allocated %s at %s (branch %s, base %s)\n", ws.Binding, humanPath(ws.Path), ws.Branch, short(ws.Base, 12))
 				for _, l := range portEnv(res.Ports) {
 					fmt.Fprintln(w, l)
 				}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -109,7 +110,7 @@ is free, and refuses with identity_drift). See docs/reclaim.md.`,
 				if preview {
 					return g.emit(previewJSON{Preview: pv, BindingFrom: bindingFrom(fromCwd)}, func(w io.Writer) { renderPreview(w, pv) })
 				}
-				renderPreview(g.Stderr, pv)
+				writeFitted(g.Stderr, func(w io.Writer) { renderPreview(w, pv) })
 				fmt.Fprintf(g.Stderr, "\nReclaim %s? [y/N] ", opts.Binding)
 				answer, _ := bufio.NewReader(g.Stdin).ReadString('\n')
 				if !confirmed(answer) {
@@ -191,8 +192,12 @@ func renderPreview(w io.Writer, pv *provider.Preview) {
 		}
 		fmt.Fprintf(tw, "not salvaged\t%d ignored files, deleted: %s%s\n", pv.IgnoredFiles, strings.Join(pv.IgnoredPaths, ", "), more)
 	}
+	// The steps name the workspace and the folder beside it (its trash)
+	// by absolute path; people read them as humanPath gives them.
+	dir := filepath.Dir(pv.Path)
+	paths := strings.NewReplacer(pv.Path, humanPath(pv.Path), dir+"/", strings.TrimSuffix(humanPath(dir), "/")+"/")
 	for _, st := range pv.Steps {
-		fmt.Fprintf(tw, "  %s\t%s\n", st.Name, st.Detail)
+		fmt.Fprintf(tw, "  %s\t%s\n", st.Name, paths.Replace(st.Detail))
 	}
 	fmt.Fprintf(tw, "peers checked\t%d, none overlapping\n", pv.PeersChecked)
 	fmt.Fprintf(tw, "digest\t%s\n", pv.Digest)
@@ -220,9 +225,9 @@ func renderReclaim(w io.Writer, res *provider.ReclaimResult) {
 		fmt.Fprintf(w, "work written during the reclaim is on %s\n", *res.SecondSalvageRef)
 	}
 	if res.TrashPath != "" {
-		fmt.Fprintf(w, "the directory is kept in %s until %s\n", res.TrashPath, res.TrashKeptUntil.Format(time.RFC3339))
+		fmt.Fprintf(w, "the directory is kept in %s until %s\n", humanPath(res.TrashPath), res.TrashKeptUntil.Format(time.RFC3339))
 	}
 	if res.PathOccupied {
-		fmt.Fprintf(w, "something new is at %s: left alone\n", res.Path)
+		fmt.Fprintf(w, "something new is at %s: left alone\n", humanPath(res.Path))
 	}
 }

@@ -37,8 +37,10 @@ func runBulkReclaim(cmd *cobra.Command, g *globalOptions, p *provider.Provider, 
 				fmt.Fprintf(w, "== %s\n", it.Binding)
 				renderPreview(w, it.Preview)
 			}
-			fmt.Fprintf(w, "\n%d %s workspaces; digest of the whole set: %s\n", len(bp.Workspaces), sel, bp.Digest)
-			fmt.Fprintf(w, "confirm with: majlis workspace reclaim --%s --confirm %s\n", sel, bp.Digest)
+			// The digest alone on its line: a command line with it would
+			// not fit 100 columns, and a wrapped one cannot be copied.
+			fmt.Fprintf(w, "\n%d %s workspaces; digest of the whole set:\n  %s\n", len(bp.Workspaces), sel, bp.Digest)
+			fmt.Fprintf(w, "confirm with: majlis workspace reclaim --%s --confirm DIGEST\n", sel)
 		})
 	}
 	generated := opts.RequestID == ""

@@ -60,7 +60,7 @@ there again, and a new claim of BINDING takes it over; the result is then
 					return err
 				}
 				return g.emit(workspaceJSON{Workspace: ws}, func(w io.Writer) {
-					fmt.Fprintf(w, "restored %s at %s from its trash folder (branch %s)\n", ws.Binding, ws.Path, ws.Branch)
+					fmt.Fprintf(w, "restored %s at %s from its trash folder (branch %s)\n", ws.Binding, humanPath(ws.Path), ws.Branch)
 				})
 			}
 			res, err := p.Restore(cmd.Context(), opts)
@@ -72,7 +72,7 @@ there again, and a new claim of BINDING takes it over; the result is then
 				if res.Branch != nil {
 					head = "branch " + *res.Branch + " at " + short(res.Head, 12)
 				}
-				fmt.Fprintf(w, "restored %s at %s from %s (%s)\n", res.Workspace.Binding, res.Workspace.Path, res.SalvageRef, head)
+				fmt.Fprintf(w, "restored %s at %s from %s (%s)\n", res.Workspace.Binding, humanPath(res.Workspace.Path), res.SalvageRef, head)
 				for _, r := range res.Restored {
 					fmt.Fprintf(w, "  restored: %s\n", r)
 				}
