@@ -10,10 +10,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/majlis-dev/majlis/fixtures"
 	"github.com/rogpeppe/go-internal/testscript"
