@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -155,6 +156,9 @@ type cmdOpts struct {
 	ceiling string
 	// literalPathspecs makes every pathspec a literal path.
 	literalPathspecs bool
+	// progress, when set, receives git's progress meter lines from its
+	// stderr (see WithProgress); the command must not be run --quiet.
+	progress io.Writer
 	// okCodes are non-zero exit statuses that are answers, not failures
 	// (git check-ignore exits 1 for "not ignored").
 	okCodes []int
@@ -310,7 +314,15 @@ func gitOnce(ctx context.Context, dir string, o cmdOpts, args ...string) (result
 	stderr := &cappedBuffer{max: maxStderr}
 	cmd.Stdout = &stdout
 	cmd.Stderr = stderr
+	var split *progressSplit
+	if o.progress != nil {
+		split = &progressSplit{progress: o.progress, rest: stderr}
+		cmd.Stderr = split
+	}
 	err := cmd.Run()
+	if split != nil {
+		split.flush()
+	}
 	if err == nil {
 		return result{stdout: stdout.Bytes()}, nil
 	}

@@ -353,14 +353,15 @@ func AddWorktreeBranch(ctx context.Context, dir, path, branch, lockReason string
 	if _, err := git(ctx, dir, cmdOpts{}, "rev-parse", "--verify", "--quiet", ref); err != nil {
 		return fmt.Errorf("%w: no branch %s", ErrUnknownRevision, branch)
 	}
-	args := []string{"worktree", "add", "--quiet", "--lock"}
+	o, args := checkoutOpts(ctx)
+	args = append(args, "--lock")
 	if lockReason != "" {
 		args = append(args, "--reason", lockReason)
 	}
 	// The short name of a branch that exists: git checks that branch out
 	// (a full ref name would detach); never guess a remote one to create.
 	args = append(args, "--no-guess-remote", "--", path, branch)
-	_, err := git(ctx, dir, cmdOpts{}, args...)
+	_, err := git(ctx, dir, o, args...)
 	err = classify(err, ErrBranchExists, "is already checked out at", "is already used by worktree at")
 	err = classify(err, ErrPathExists, "' already exists", "is a missing but already registered worktree", "is a missing but locked worktree")
 	return classify(err, ErrUnknownRevision, "fatal: invalid reference: ")

@@ -48,14 +48,15 @@ func AddWorktree(ctx context.Context, dir, path, branch, commit, lockReason stri
 	if branch == "" || commit == "" || path == "" {
 		return errors.New("gitops: AddWorktree needs a path, a branch and a commit")
 	}
-	args := []string{"worktree", "add", "--quiet", "--lock"}
+	o, args := checkoutOpts(ctx)
+	args = append(args, "--lock")
 	if lockReason != "" {
 		args = append(args, "--reason", lockReason)
 	}
 	args = append(args, "-b", branch, "--", path, commit)
 	var err error
 	for attempt := 0; ; attempt++ {
-		_, err = git(ctx, dir, cmdOpts{}, args...)
+		_, err = git(ctx, dir, o, args...)
 		if err == nil {
 			return nil
 		}
@@ -93,6 +94,16 @@ func AddWorktree(ctx context.Context, dir, path, branch, commit, lockReason stri
 		return errors.Join(err, fmt.Errorf("gitops: removing branch %s left by the failed worktree add: %w", branch, cerr))
 	}
 	return err
+}
+
+// checkoutOpts are the options and first arguments of a `git worktree
+// add` that checks files out: quiet, unless ctx asks for git's progress
+// (WithProgress).
+func checkoutOpts(ctx context.Context) (cmdOpts, []string) {
+	if w := progressTo(ctx); w != nil {
+		return cmdOpts{progress: w}, []string{"worktree", "add"}
+	}
+	return cmdOpts{}, []string{"worktree", "add", "--quiet"}
 }
 
 // removeBranchAt makes sure ref does not exist, deleting it only if it

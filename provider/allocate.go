@@ -516,7 +516,7 @@ func (p *Provider) createWorktree(ctx context.Context, rec *claimRecord, populat
 	var err error
 	switch {
 	case populate == nil && c.Checkout && c.Restore == "":
-		err = gitops.AddWorktreeBranch(ctx, c.CommonDir, c.Path, c.Branch, reason)
+		err = gitops.AddWorktreeBranch(p.withGitProgress(ctx), c.CommonDir, c.Path, c.Branch, reason)
 	case populate != nil || !newBranch:
 		mode := gitops.NewBranch
 		if c.Checkout {
@@ -531,7 +531,7 @@ func (p *Provider) createWorktree(ctx context.Context, rec *claimRecord, populat
 			}
 		}
 	default:
-		err = gitops.AddWorktree(ctx, c.CommonDir, c.Path, c.Branch, c.Base, reason)
+		err = gitops.AddWorktree(p.withGitProgress(ctx), c.CommonDir, c.Path, c.Branch, c.Base, reason)
 	}
 	if err != nil {
 		// A branch or path git reports as existing is someone else's and

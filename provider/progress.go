@@ -1,5 +1,12 @@
 package provider
 
+import (
+	"context"
+	"io"
+
+	"github.com/majlis-dev/majlis/gitops"
+)
+
 // Progress: a long operation says which step it is at, for a person
 // watching (the CLI shows it on a terminal's stderr once an operation has
 // taken more than about a second). It is information only: a Provider
@@ -23,4 +30,18 @@ func (p *Provider) progress(pr Progress) {
 	if p.progressFn != nil {
 		p.progressFn(pr)
 	}
+}
+
+// SetGitProgress sets where git's own progress meter goes while allocate
+// checks a workspace's files out (nil: nowhere, git runs quietly). Only
+// the meter's lines are written there; it is for a person at a terminal.
+func (p *Provider) SetGitProgress(w io.Writer) { p.gitProgress = w }
+
+// withGitProgress is ctx asking gitops for git's progress meter, when one
+// was set.
+func (p *Provider) withGitProgress(ctx context.Context) context.Context {
+	if p.gitProgress == nil {
+		return ctx
+	}
+	return gitops.WithProgress(ctx, p.gitProgress)
 }

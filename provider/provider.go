@@ -5,6 +5,7 @@ import (
 	crand "crypto/rand"
 	"encoding/hex"
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -46,6 +47,9 @@ type Provider struct {
 	adm   *admission.Service // opened on first use (liveness.go)
 
 	progressFn func(Progress) // progress.go
+	// gitProgress receives git's progress meter during checkouts
+	// (progress.go).
+	gitProgress io.Writer
 }
 
 // Repository is what init reports.

@@ -73,6 +73,22 @@ func (pl *progressLine) done() {
 	pl.shown = false
 }
 
+// A gitMeter writes git's progress meter in place of the progress line:
+// each state of the meter replaces the line, and done clears what is left.
+type gitMeter struct{ pl *progressLine }
+
+func (m gitMeter) Write(p []byte) (int, error) {
+	m.pl.mu.Lock()
+	defer m.pl.mu.Unlock()
+	if m.pl.stopped {
+		return len(p), nil
+	}
+	fmt.Fprintf(m.pl.w, "\r\033[K%s", p)
+	// A meter line ending in \r stays to be cleared; "done.\n" ends it.
+	m.pl.shown = len(p) > 0 && p[len(p)-1] == '\r'
+	return len(p), nil
+}
+
 // A progressLog writes each step as a line (--progress on a stream that
 // is no terminal, or with --json): for scripts that want to show them.
 type progressLog struct {
@@ -104,6 +120,9 @@ func (g *globalOptions) attachProgress(p *provider.Provider) func() {
 	case tty && (!g.JSON || g.Progress):
 		pl := newProgressLine(g.Stderr, progressDelay)
 		p.SetProgress(pl.update)
+		// git's own meter while a workspace is checked out, on the same
+		// line (git shows it from two seconds on).
+		p.SetGitProgress(gitMeter{pl})
 		return pl.done
 	}
 	return func() {}
