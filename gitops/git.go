@@ -73,10 +73,11 @@ type Error struct {
 	Err      error    // the classification, if any; see Unwrap
 }
 
+// Error says what git said and where, in words: the command line itself
+// (Command) is for logs and the JSON error's details, never for a person.
 func (e *Error) Error() string {
 	var b strings.Builder
-	b.WriteString("gitops: ")
-	b.WriteString(shellQuote(append([]string{"git"}, e.Args...)))
+	b.WriteString("git")
 	if e.Dir != "" {
 		fmt.Fprintf(&b, " in %s", e.Dir)
 	}
@@ -94,6 +95,9 @@ func (e *Error) Error() string {
 	}
 	return b.String()
 }
+
+// Command is the git command line that failed, quoted for a log.
+func (e *Error) Command() string { return shellQuote(append([]string{"git"}, e.Args...)) }
 
 // Unwrap returns the sentinel that classifies the failure, or the
 // underlying error when git could not be run or was stopped.

@@ -62,15 +62,18 @@ func TestEnvironmentIsolation(t *testing.T) {
 
 func TestErrorMessage(t *testing.T) {
 	e := &Error{Dir: "/r", Args: []string{"update-ref", "refs/x", "a b", ""}, ExitCode: 128, Stderr: "fatal: nope", Err: ErrRefExists}
-	want := `gitops: git update-ref refs/x "a b" "" in /r failed with exit status 128: fatal: nope`
+	want := `git in /r failed with exit status 128: fatal: nope`
 	if e.Error() != want {
 		t.Errorf("Error() = %q\nwant      %q", e.Error(), want)
+	}
+	if got, want := e.Command(), `git update-ref refs/x "a b" ""`; got != want {
+		t.Errorf("Command() = %q, want %q", got, want)
 	}
 	if !errors.Is(e, ErrRefExists) {
 		t.Errorf("errors.Is(e, ErrRefExists) = false")
 	}
 	killed := &Error{Dir: "/r", Args: []string{"status"}, ExitCode: -1, Err: context.Canceled}
-	if got := killed.Error(); got != "gitops: git status in /r did not complete: context canceled" {
+	if got := killed.Error(); got != "git in /r did not complete: context canceled" {
 		t.Errorf("Error() = %q", got)
 	}
 }

@@ -77,7 +77,7 @@ func TestWorktreeLifecycle(t *testing.T) {
 
 	// Removal: refused while locked, refused while dirty, then done.
 	e := gitError(t, RemoveWorktree(ctx, repo.Dir, spaced, true), ErrWorktreeLocked)
-	if !strings.Contains(e.Error(), "worktree remove --force -- ") || !strings.Contains(e.Error(), "locked") {
+	if !strings.Contains(e.Command(), "worktree remove --force -- ") || !strings.Contains(e.Error(), "locked") {
 		t.Errorf("message %q should name the command and the reason", e.Error())
 	}
 	if err := UnlockWorktree(ctx, repo.Dir, spaced); err != nil {
