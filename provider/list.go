@@ -282,3 +282,24 @@ func nestedPairs(ws []*Workspace) map[*Workspace][]*Workspace {
 	}
 	return out
 }
+
+// Summarize counts the totals of a list, as `majlis workspace list` and
+// the server report them: by state (every state a key, zero included),
+// and how many a reclaim would take now (reclaimable) or finds blocked.
+func Summarize(list []*Workspace) map[string]int {
+	c := map[string]int{"total": len(list), "reclaimable": 0, "blocked": 0}
+	for _, s := range []string{StateActive, StateReleased, StateReclaiming, StateReclaimed, StateMissing, StateDamaged} {
+		c[s] = 0
+	}
+	for _, w := range list {
+		c[w.State]++
+		if w.Reclaimable != nil {
+			if *w.Reclaimable {
+				c["reclaimable"]++
+			} else {
+				c["blocked"]++
+			}
+		}
+	}
+	return c
+}

@@ -28,27 +28,7 @@ func (a *api) list(ctx context.Context, q *ListRequest) (*WorkspacesResult, erro
 	if ws == nil {
 		ws = []*provider.Workspace{}
 	}
-	return &WorkspacesResult{Workspaces: ws, Summary: listSummary(ws)}, nil
-}
-
-// listSummary counts the workspaces by state, and those a reclaim would
-// take now or finds blocked, as 'majlis workspace list' does.
-func listSummary(list []*provider.Workspace) map[string]int {
-	c := map[string]int{"total": len(list), "reclaimable": 0, "blocked": 0}
-	for _, s := range []string{provider.StateActive, provider.StateReleased, provider.StateReclaiming, provider.StateReclaimed, provider.StateMissing, provider.StateDamaged} {
-		c[s] = 0
-	}
-	for _, w := range list {
-		c[w.State]++
-		if w.Reclaimable != nil {
-			if *w.Reclaimable {
-				c["reclaimable"]++
-			} else {
-				c["blocked"]++
-			}
-		}
-	}
-	return c
+	return &WorkspacesResult{Workspaces: ws, Summary: provider.Summarize(ws)}, nil
 }
 
 func (a *api) show(ctx context.Context, q *BindingRequest) (*WorkspaceResult, error) {

@@ -45,7 +45,7 @@ change counts, one git status per workspace.`,
 			if err != nil {
 				return err
 			}
-			return g.emit(workspacesJSON{Workspaces: list, Summary: listSummary(list)}, func(w io.Writer) {
+			return g.emit(workspacesJSON{Workspaces: list, Summary: provider.Summarize(list)}, func(w io.Writer) {
 				if len(list) == 0 {
 					fmt.Fprintln(w, "no workspaces (allocate one with: majlis workspace allocate BINDING)")
 					return
@@ -70,26 +70,6 @@ change counts, one git status per workspace.`,
 	cmd.Flags().BoolVar(&opts.All, "all", false, "include reclaimed workspaces")
 	cmd.Flags().BoolVar(&opts.Status, "status", false, "add each workspace's change counts (runs git status in each)")
 	return cmd
-}
-
-// listSummary counts the totals of a list: by state, and how many can be
-// reclaimed now.
-func listSummary(list []*provider.Workspace) map[string]int {
-	c := map[string]int{"total": len(list), "reclaimable": 0, "blocked": 0}
-	for _, s := range []string{provider.StateActive, provider.StateReleased, provider.StateReclaiming, provider.StateReclaimed, provider.StateMissing, provider.StateDamaged} {
-		c[s] = 0
-	}
-	for _, w := range list {
-		c[w.State]++
-		if w.Reclaimable != nil {
-			if *w.Reclaimable {
-				c["reclaimable"]++
-			} else {
-				c["blocked"]++
-			}
-		}
-	}
-	return c
 }
 
 func ownerCell(ws *provider.Workspace) string {
