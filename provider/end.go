@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/majlis-dev/majlis/admission"
@@ -25,8 +26,8 @@ type EndOptions struct {
 // An EndResult reports the end of a task.
 type EndResult struct {
 	Binding   string            `json:"binding"`
-	Leases    []admission.Lease `json:"leases"` // released now
-	Workspace *Workspace        `json:"workspace"`
+	Leases    []admission.Lease `json:"leases"`    // released now
+	Workspace *Workspace        `json:"workspace"` // nil: the task has no workspace
 	// Reclaimed is set by --reclaim when the workspace was reclaimed;
 	// otherwise NotReclaimed says why it was left (with the preview, when
 	// one could be made).
@@ -41,15 +42,35 @@ type EndResult struct {
 // workspace and reclaims it, confirmed with that preview's digest, when
 // the preview finds nothing to salvage; a workspace with work in it, or
 // one a reclaim refuses, is left and the result says why. Ending a task
-// whose workspace is released already is harmless; once reclaimed, it has
-// no workspace (ErrNotFound).
+// whose workspace is released already is harmless.
+//
+// A task without a workspace (begun Shared, or whose workspace was
+// reclaimed) ends too: its leases are released and the result's
+// Workspace is nil; o.Reclaim has nothing to do. Only a task that has
+// neither a workspace nor any lease, active or past, is not found
+// (ErrNotFound), and then nothing changes.
 func (p *Provider) End(ctx context.Context, o EndOptions) (*EndResult, error) {
-	if _, err := p.current("end", o.Binding); err != nil {
+	_, err := p.current("end", o.Binding)
+	noWorkspace := errors.Is(err, ErrNotFound)
+	if err != nil && !noWorkspace {
 		return nil, err
 	}
-	svc, err := p.admission(ctx)
-	if err != nil {
-		return nil, err
+	svc, aerr := p.admission(ctx)
+	if aerr != nil {
+		return nil, aerr
+	}
+	if noWorkspace {
+		held, lerr := svc.List(ctx, admission.ListRequest{Holder: o.Binding, All: true})
+		if lerr != nil {
+			return nil, lerr
+		}
+		if len(held) == 0 {
+			var pe *Error
+			if errors.As(err, &pe) && pe.Reason == "" {
+				pe.Reason = "the task has no workspace and has held no lease"
+			}
+			return nil, err
+		}
 	}
 	sub := func(part string) string {
 		if o.RequestID == "" {
@@ -61,13 +82,15 @@ func (p *Provider) End(ctx context.Context, o EndOptions) (*EndResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	ws, err := p.Release(ctx, o.Binding, sub("release"))
-	if err != nil {
-		return nil, err
-	}
-	res := &EndResult{Binding: o.Binding, Leases: rel.Leases, Workspace: ws}
+	res := &EndResult{Binding: o.Binding, Leases: rel.Leases}
 	if res.Leases == nil {
 		res.Leases = []admission.Lease{}
+	}
+	if noWorkspace {
+		return res, nil
+	}
+	if res.Workspace, err = p.Release(ctx, o.Binding, sub("release")); err != nil {
+		return nil, err
 	}
 	if !o.Reclaim {
 		return res, nil

@@ -24,13 +24,17 @@ type Refusal struct {
 }
 
 // Hint is what the refusal says to do next, when it says.
-func (r *Refusal) Hint() string {
+func (r Refusal) Hint() string {
 	h, _ := r.Details["hint"].(string)
 	return h
 }
 
 // A Classifier maps an error of the library to its Refusal: the one
-// table of codes that the command line uses too.
+// table of codes that the command line uses too. Its hint (details.hint,
+// and the end of the message) is for the server's callers: it names
+// request fields in snake_case, never a flag, and each operation as
+// {tool:NAME} (an MCP tool's name, such as {tool:lease_list}), which the
+// server writes as that tool's name over MCP and as its route over HTTP.
 type Classifier func(error) Refusal
 
 // ErrUsage marks a request the API cannot parse: an unknown field, a bad
@@ -85,7 +89,7 @@ const maxBody = 1 << 20
 // handle serves one API operation: decode the JSON body (or, for GET, the
 // query) into a new Req, let fill copy the route's path values into it,
 // run op, and write its result or its refusal.
-func handle[Req, Res any](s *srv, fill func(r *http.Request, req *Req) error, op func(context.Context, *Req) (Res, error)) http.HandlerFunc {
+func handle[Req, Res any](a *api, fill func(r *http.Request, req *Req) error, op func(context.Context, *Req) (Res, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		req := new(Req)
 		err := decode(r, req)
@@ -97,7 +101,7 @@ func handle[Req, Res any](s *srv, fill func(r *http.Request, req *Req) error, op
 			res, err = op(r.Context(), req)
 		}
 		if err != nil {
-			rf := s.refusal(err)
+			rf := a.refusal(err)
 			writeJSON(w, httpStatus(rf.ExitCode), map[string]any{"error": rf})
 			return
 		}
@@ -201,29 +205,29 @@ func absPath(name, p, cwd string) (string, error) {
 // the handler pool.
 func (s *srv) apiRoutes(mux *http.ServeMux) {
 	route := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.guard(s.pooled(h))) }
-	a := &api{s: s}
+	a := &api{s: s, surface: SurfaceHTTP}
 	binding := func(r *http.Request, b *string) error { return pathValue(r, "binding", b) }
 
-	route("POST /api/v1/workspaces", handle(s, nil, a.allocate))
-	route("GET /api/v1/workspaces", handle(s, nil, a.list))
-	route("GET /api/v1/workspaces/{binding}", handle(s, func(r *http.Request, q *BindingRequest) error { return binding(r, &q.Binding) }, a.show))
-	route("POST /api/v1/workspaces/{binding}/salvage", handle(s, func(r *http.Request, q *SalvageRequest) error { return binding(r, &q.Binding) }, a.salvage))
-	route("POST /api/v1/workspaces/{binding}/release", handle(s, func(r *http.Request, q *ReleaseRequest) error { return binding(r, &q.Binding) }, a.release))
-	route("POST /api/v1/workspaces/{binding}/reclaim/preview", handle(s, func(r *http.Request, q *BindingRequest) error { return binding(r, &q.Binding) }, a.preview))
-	route("POST /api/v1/workspaces/{binding}/reclaim", handle(s, func(r *http.Request, q *ReclaimRequest) error { return binding(r, &q.Binding) }, a.reclaim))
-	route("POST /api/v1/workspaces/{binding}/restore", handle(s, func(r *http.Request, q *RestoreRequest) error { return binding(r, &q.Binding) }, a.restore))
-	route("POST /api/v1/workspaces/{binding}/recover", handle(s, func(r *http.Request, q *ReleaseRequest) error { return binding(r, &q.Binding) }, a.recoverReservation))
+	route("POST /api/v1/workspaces", handle(a, nil, a.allocate))
+	route("GET /api/v1/workspaces", handle(a, nil, a.list))
+	route("GET /api/v1/workspaces/{binding}", handle(a, func(r *http.Request, q *BindingRequest) error { return binding(r, &q.Binding) }, a.show))
+	route("POST /api/v1/workspaces/{binding}/salvage", handle(a, func(r *http.Request, q *SalvageRequest) error { return binding(r, &q.Binding) }, a.salvage))
+	route("POST /api/v1/workspaces/{binding}/release", handle(a, func(r *http.Request, q *ReleaseRequest) error { return binding(r, &q.Binding) }, a.release))
+	route("POST /api/v1/workspaces/{binding}/reclaim/preview", handle(a, func(r *http.Request, q *BindingRequest) error { return binding(r, &q.Binding) }, a.preview))
+	route("POST /api/v1/workspaces/{binding}/reclaim", handle(a, func(r *http.Request, q *ReclaimRequest) error { return binding(r, &q.Binding) }, a.reclaim))
+	route("POST /api/v1/workspaces/{binding}/restore", handle(a, func(r *http.Request, q *RestoreRequest) error { return binding(r, &q.Binding) }, a.restore))
+	route("POST /api/v1/workspaces/{binding}/recover", handle(a, func(r *http.Request, q *ReleaseRequest) error { return binding(r, &q.Binding) }, a.recoverReservation))
 
-	route("POST /api/v1/leases/acquire", handle(s, nil, a.acquire))
-	route("POST /api/v1/leases/renew", handle(s, nil, a.renew))
-	route("POST /api/v1/leases/release", handle(s, nil, a.releaseLeases))
-	route("GET /api/v1/leases", handle(s, nil, a.leases))
-	route("POST /api/v1/leases/{id}/resolve", handle(s, func(r *http.Request, q *ResolveRequest) error { return pathValue(r, "id", &q.ID) }, a.resolve))
+	route("POST /api/v1/leases/acquire", handle(a, nil, a.acquire))
+	route("POST /api/v1/leases/renew", handle(a, nil, a.renew))
+	route("POST /api/v1/leases/release", handle(a, nil, a.releaseLeases))
+	route("GET /api/v1/leases", handle(a, nil, a.leases))
+	route("POST /api/v1/leases/{id}/resolve", handle(a, func(r *http.Request, q *ResolveRequest) error { return pathValue(r, "id", &q.ID) }, a.resolve))
 
-	route("POST /api/v1/begin", handle(s, nil, a.begin))
-	route("POST /api/v1/end", handle(s, nil, a.end))
-	route("POST /api/v1/check", handle(s, nil, a.check))
-	route("POST /api/v1/heartbeat", handle(s, nil, a.heartbeat))
+	route("POST /api/v1/begin", handle(a, nil, a.begin))
+	route("POST /api/v1/end", handle(a, nil, a.end))
+	route("POST /api/v1/check", handle(a, nil, a.check))
+	route("POST /api/v1/heartbeat", handle(a, nil, a.heartbeat))
 
 	// Anything else under /api/v1/ (an unknown route, or a known one with
 	// another method) gets a JSON refusal, after the guard.
@@ -235,5 +239,12 @@ func (s *srv) apiRoutes(mux *http.ServeMux) {
 
 // api holds the operations behind the routes and the MCP tools: each
 // calls the library function the CLI command calls, on the server's open
-// provider and admission service.
-type api struct{ s *srv }
+// provider and admission service. There is one for the routes and one
+// for the tools: surface decides the words of their refusals' hints.
+type api struct {
+	s       *srv
+	surface Surface
+}
+
+// refusal is err's Refusal as a's callers see it.
+func (a *api) refusal(err error) Refusal { return a.s.refusal(err).In(a.surface) }

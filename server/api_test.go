@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/majlis-dev/majlis/fixtures"
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/majlis-dev/majlis/reservation"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // An apiEnv is a server's routes served in process by httptest, on an
@@ -436,4 +438,77 @@ func readFile(t *testing.T, name string) string {
 func fileExists(name string) bool {
 	_, err := os.Lstat(name)
 	return err == nil
+}
+
+// A task begun shared has no workspace: ending it releases its leases and
+// answers a null workspace, over HTTP and as the end_task tool alike.
+func TestAPIEndShared(t *testing.T) {
+	e := newAPIEnv(t)
+	b := e.ok("POST", "/api/v1/begin", BeginRequest{Task: "S-1", Paths: []string{"docs/**"}, Shared: true})
+	if b["workspace"] != nil || len(b["leases"].([]any)) != 1 {
+		t.Fatalf("begin shared: %v", b)
+	}
+	e.refused("POST", "/api/v1/end", EndRequest{Task: "S-1"}, http.StatusConflict, "token_required", 3)
+	end := obj(e.ok("POST", "/api/v1/end", EndRequest{Task: "S-1", Token: b["token"].(string), Reclaim: true}), "end")
+	if ws, ok := end["workspace"]; !ok || ws != nil || len(end["leases"].([]any)) != 1 || end["not_reclaimed"] != nil || end["reclaimed"] != nil {
+		t.Fatalf("end shared: %v", end)
+	}
+	e.refused("POST", "/api/v1/end", EndRequest{Task: "S-404"}, http.StatusNotFound, "not_found", 5)
+
+	cs := e.mcpSession()
+	b = toolOK(t, cs, "begin_task", map[string]any{"task": "S-2", "paths": []string{"lib/**"}, "shared": true})
+	end = obj(toolOK(t, cs, "end_task", map[string]any{"task": "S-2", "token": b["token"]}), "end")
+	if ws, ok := end["workspace"]; !ok || ws != nil || len(end["leases"].([]any)) != 1 {
+		t.Fatalf("end_task shared: %v", end)
+	}
+	if ls := e.ok("GET", "/api/v1/leases", nil)["leases"].([]any); len(ls) != 0 {
+		t.Fatalf("leases left after ending the shared tasks: %v", ls)
+	}
+}
+
+// A hint names operations as {tool:NAME}: an HTTP client reads the route
+// (with the binding filled in), an agent the tool's name, in the hint and
+// at the end of the message alike.
+func TestRefusalHintWords(t *testing.T) {
+	e := newAPIEnv(t)
+	e.s.o.Classify = func(err error) Refusal {
+		r := testClassify(err)
+		if r.Code == "token_required" {
+			r.Details["hint"] = "send the token, or preview T-1 ({tool:workspace_reclaim_preview}) and list ({tool:lease_list})"
+			r.Message += "; " + r.Details["hint"].(string)
+		}
+		return r
+	}
+	acq := e.ok("POST", "/api/v1/leases/acquire", AcquireRequest{Holder: "h", Resources: []string{"host:port:auto"}})
+	_ = acq
+	er := e.refused("POST", "/api/v1/leases/renew", RenewRequest{Holder: "h"}, http.StatusConflict, "token_required", 3)
+	wantHTTP := "send the token, or preview T-1 (POST /api/v1/workspaces/{binding}/reclaim/preview) and list (GET /api/v1/leases)"
+	if h := obj(er, "details")["hint"]; h != wantHTTP || !strings.HasSuffix(er["message"].(string), wantHTTP) {
+		t.Errorf("over HTTP: hint %q, message %q; want %q", h, er["message"], wantHTTP)
+	}
+	cs := e.mcpSession()
+	er = toolRefused(t, cs, "lease_renew", map[string]any{"holder": "h"}, "token_required", 3)
+	wantMCP := "send the token, or preview T-1 (workspace_reclaim_preview) and list (lease_list)"
+	if h := obj(er, "details")["hint"]; h != wantMCP || !strings.HasSuffix(er["message"].(string), wantMCP) {
+		t.Errorf("over MCP: hint %q, message %q; want %q", h, er["message"], wantMCP)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "lease_renew", Arguments: map[string]any{"holder": "h"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := res.Content[0].(*mcp.TextContent).Text; strings.Contains(text, "{tool:") || !strings.Contains(text, "(lease_list)") {
+		t.Errorf("the tool error's text: %q", text)
+	}
+}
+
+// Every tool has a route, and the hints' {tool:NAME} can name each.
+func TestToolsHaveRoutes(t *testing.T) {
+	if len(toolRoutes) != len(ToolNames) {
+		t.Errorf("%d routes for %d tools", len(toolRoutes), len(ToolNames))
+	}
+	for _, name := range ToolNames {
+		if ToolRoute(name) == "" {
+			t.Errorf("tool %s has no route", name)
+		}
+	}
 }

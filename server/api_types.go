@@ -134,7 +134,8 @@ type BeginRequest struct {
 }
 
 // EndRequest is 'majlis end': release the task's leases, then its
-// workspace (its files stay until reclaimed, unless reclaim and clean).
+// workspace (its files stay until reclaimed, unless reclaim and clean);
+// a task without a workspace (begun shared) has its leases released.
 type EndRequest struct {
 	Task      string `json:"task" jsonschema:"the task id given to begin"`
 	Token     string `json:"token,omitempty" jsonschema:"the lease token of the task's leases"`
@@ -216,7 +217,7 @@ type EndResult struct {
 type Ended struct {
 	Binding      string                  `json:"binding"`
 	Leases       []admission.Lease       `json:"leases"` // released now
-	Workspace    *provider.Workspace     `json:"workspace"`
+	Workspace    *provider.Workspace     `json:"workspace"` // null: the task has no workspace (begun shared, or reclaimed)
 	Reclaimed    *provider.ReclaimResult `json:"reclaimed,omitempty"`
 	Preview      *provider.Preview       `json:"preview,omitempty"`
 	NotReclaimed *Refusal                `json:"not_reclaimed,omitempty"`

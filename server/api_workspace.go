@@ -78,7 +78,7 @@ func (a *api) reclaim(ctx context.Context, q *ReclaimRequest) (*ReclaimResult, e
 	if q.Confirm == "" && !q.Yes {
 		return nil, &provider.Error{Op: "reclaim", Binding: q.Binding, Err: provider.ErrUnconfirmed,
 			Reason: "neither the preview's digest (confirm) nor yes was given",
-			Hint:   "ask for the preview (workspace_reclaim_preview, or POST .../reclaim/preview), check it, and send its digest as confirm"}
+			Hint:   "ask for the preview ({tool:workspace_reclaim_preview}), check it, and send its digest as confirm"}
 	}
 	res, err := a.s.p.Reclaim(ctx, provider.ReclaimOptions{Binding: q.Binding, Confirm: q.Confirm, Yes: q.Yes,
 		SalvageSubmodules: q.SalvageSubmodules, KeepTrash: keep, RequestID: q.RequestID})
@@ -151,7 +151,7 @@ func (a *api) end(ctx context.Context, q *EndRequest) (*EndResult, error) {
 	a.s.beats.forget(q.Task)
 	e := &Ended{Binding: res.Binding, Leases: res.Leases, Workspace: res.Workspace, Reclaimed: res.Reclaimed, Preview: res.Preview}
 	if res.NotReclaimed != nil {
-		r := a.s.refusal(res.NotReclaimed)
+		r := a.refusal(res.NotReclaimed)
 		e.NotReclaimed = &r
 	}
 	return &EndResult{End: e}, nil

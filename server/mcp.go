@@ -31,8 +31,8 @@ type ReclaimToolInput struct {
 // ToolNames lists the MCP tools, in the order they are added.
 var ToolNames = []string{
 	"begin_task", "end_task", "workspace_allocate", "workspace_list", "workspace_show", "workspace_salvage",
-	"workspace_reclaim_preview", "workspace_reclaim", "workspace_restore", "lease_acquire", "lease_renew",
-	"lease_release", "lease_list", "check_edits", "heartbeat",
+	"workspace_reclaim_preview", "workspace_reclaim", "workspace_restore", "workspace_recover", "lease_acquire", "lease_renew",
+	"lease_release", "lease_list", "lease_resolve", "check_edits", "heartbeat",
 }
 
 const refusalNote = ` A refusal is a tool error: its structured content is {"error": {"code", "message", "details", "exit_code"}}, exit_code 3 meaning refused for safety, 4 held by someone else, 5 not found, 2 a bad argument; details.hint, when present, says what to do next.`
@@ -50,7 +50,7 @@ func newMCPServer(a *api, version string) *mcp.Server {
 
 	tool(srv, a, "begin_task", `Start a task: allocate its own workspace (a git worktree on branch majlis/TASK) and declare the repository paths it will touch (intent leases held by TASK). Call this first, before editing anything; then work only inside result.workspace.path. Keep result.token: renewing and releasing the leases needs it (pass it to heartbeat and end_task). With shared, no workspace is allocated and the intents are declared in the checkout named by checkout. Retrying with the same request_id returns the recorded result or resumes. Refused with held (exit 4) when another task's intents conflict and the policy blocks, binding_live when TASK already has a workspace (use workspace_show to find it).`,
 		a.begin)
-	tool(srv, a, "end_task", `Finish a task: release all its leases (with the token begin_task returned) and release its workspace. The files stay until reclaimed: commit or salvage what you want kept, then reclaim with workspace_reclaim_preview and workspace_reclaim. Stops the server renewing the task's leases on heartbeats. Refused with token_required (exit 3) when the token is missing or wrong.`,
+	tool(srv, a, "end_task", `Finish a task: release all its leases (with the token begin_task returned) and release its workspace. The files stay until reclaimed: commit or salvage what you want kept, then reclaim with workspace_reclaim_preview and workspace_reclaim (or pass reclaim: true to have a clean workspace reclaimed now; a workspace with work in it is left, and result.end.not_reclaimed says why). A task begun with shared (or whose workspace was reclaimed) has no workspace: its leases are released and result.end.workspace is null. Ending a task twice is harmless. Stops the server renewing the task's leases on heartbeats. Refused with token_required (exit 3) when the token is missing or wrong, not_found (exit 5) when the task has neither a workspace nor any lease.`,
 		a.end)
 	tool(srv, a, "workspace_allocate", `Create a workspace (linked git worktree) for a binding on a new branch (default majlis/BINDING) at a base revision (default HEAD of the main worktree). Use begin_task instead to also declare intents. Refuses (exit 4, binding_live) a binding that already has a live workspace, (exit 3) a path that exists or lies inside another worktree, (exit 5) an unknown base. A refusal leaves nothing behind.`,
 		a.allocate)
@@ -65,17 +65,19 @@ func newMCPServer(a *api, version string) *mcp.Server {
 	mcp.AddTool(srv, &mcp.Tool{Name: "workspace_reclaim", Description: `Reclaim a workspace after previewing it: salvage everything its removal would lose, move it aside and delete it; the branch is kept. confirm must be the digest workspace_reclaim_preview returned: if anything changed since, it refuses with preview_stale (exit 3, details say what changed) and nothing happens; preview again and decide again. The result names the salvage ref; workspace_restore brings the work back.` + refusalNote},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ReclaimToolInput) (*mcp.CallToolResult, *ReclaimResult, error) {
 			if in.Confirm == "" {
-				return nil, nil, a.s.toolError(usage("confirm is required: the digest of workspace_reclaim_preview"))
+				return nil, nil, a.toolError(usage("confirm is required: the digest of workspace_reclaim_preview"))
 			}
 			res, err := a.reclaim(ctx, &ReclaimRequest{Binding: in.Binding, Confirm: in.Confirm, SalvageSubmodules: in.SalvageSubmodules,
 				KeepTrash: in.KeepTrash, RequestID: in.RequestID})
 			if err != nil {
-				return nil, nil, a.s.toolError(err)
+				return nil, nil, a.toolError(err)
 			}
 			return nil, res, nil
 		})
 	tool(srv, a, "workspace_restore", `Recreate a reclaimed workspace from its latest salvage (or salvage N) as a new workspace, with its files, index, HEAD and interrupted operation; with from_trash, move back the directory a reclaim with keep_trash kept. Refused (exit 4) while the binding has a live workspace, (exit 3, branch_exists) when its branch has moved.`,
 		a.restore)
+	tool(srv, a, "workspace_recover", `Retire the reclaim reservation that a reclaim which died left on a binding, once it has expired and its owner process is proven dead (same machine and boot, no process with its pid and start time). It retires the reservation only, never a workspace, its files, its claim or a ref; then workspace_reclaim_preview and workspace_reclaim can run again. Call it when a refusal names a reclaim of that binding that is no longer running (reclaiming, exit 4). Refused with owner_alive (exit 4) while the owner runs (that reclaim is still working: wait), owner_unknown (exit 4) when its death cannot be proven from here, not_expired (exit 4) before it expires (retry later), not_found (exit 5) when the binding has no reservation.`,
+		a.recoverReservation)
 	tool(srv, a, "lease_acquire", `Acquire leases, all or none: file:PATH (an exact file in a checkout), intent:PATH or intent:DIR/** (paths you will touch, seen by every worktree), host:NAME (a machine-wide singleton such as host:port:3000; host:port:auto picks a free port). Call it before writing a shared file or binding a port. Pass checkout (or cwd) as your working directory. Keep result.token for renew and release. Refused with held (exit 4, details.conflicts names the holders) when someone else holds a conflicting lease: wait, or pick another resource; quarantined (exit 3) when an expired lease still blocks it.`,
 		a.acquire)
 	tool(srv, a, "lease_renew", `Extend the holder's active leases (all, or ids) to now + ttl. Needs the lease token. Prefer heartbeat, which keeps them renewed for you. Refused with quarantined (exit 3) when a lease already expired: release it and acquire again.`,
@@ -84,6 +86,8 @@ func newMCPServer(a *api, version string) *mcp.Server {
 		a.releaseLeases)
 	tool(srv, a, "lease_list", `List the repository's leases and the machine's host leases with their holder, state (active, quarantined, pending) and expiry. Read-only: call it to see who holds what before acquiring.`,
 		a.leases)
+	tool(srv, a, "lease_resolve", `Lift the quarantine of an expired lease (state quarantined) on your attestation that its writer has stopped: writer_stopped must be true. Expiry alone never proves that a writer stopped, so a quarantined lease blocks others until it is released (lease_release, by its holder) or resolved here. Only attest what you know: the process that wrote under the lease has exited. Refused with not_quarantined (exit 3) for an active, released or pending lease, invalid_argument (exit 2) without writer_stopped, not_found (exit 5) for an unknown id (lease_list with all: true shows them).`,
+		a.resolve)
 	tool(srv, a, "check_edits", `Compare the changed files of a checkout (git status) with its holder's leases: every changed path outside them is an enforcement gap. Call it before committing. With the policy enforcement_gap=block it refuses (exit 3, policy_blocked, details.gaps lists the paths): acquire leases for them or undo the edits.`,
 		a.check)
 	tool(srv, a, "heartbeat", `Keep the holder's leases renewed: each heartbeat renews them now, and the server keeps renewing them until no heartbeat has come for the grace period (result.grace, result.renew_until); then they expire as usual. Send one well before renew_until, for as long as you work. Needs the lease token. Refused with not_found (exit 5) when the holder has no active lease.`,
@@ -98,7 +102,7 @@ func tool[In, Out any](srv *mcp.Server, a *api, name, desc string, f func(contex
 			out, err := f(ctx, &in)
 			if err != nil {
 				var zero Out
-				return nil, zero, a.s.toolError(err)
+				return nil, zero, a.toolError(err)
 			}
 			return nil, out, nil
 		})
@@ -115,7 +119,7 @@ func (e *toolError) Error() string {
 	return msg
 }
 
-func (s *srv) toolError(err error) error { return &toolError{s.refusal(err)} }
+func (a *api) toolError(err error) error { return &toolError{a.refusal(err)} }
 
 // structuredRefusals gives a tool error its structured content: the
 // refusal object, as the HTTP API returns it.
@@ -144,7 +148,7 @@ func structuredRefusals(next mcp.MethodHandler) mcp.MethodHandler {
 // every request stands alone, and nothing (heartbeats included) depends
 // on a session.
 func (s *srv) mcpHandler() http.Handler {
-	srv := newMCPServer(&api{s: s}, s.o.Version)
+	srv := newMCPServer(&api{s: s, surface: SurfaceMCP}, s.o.Version)
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, MaxRequestBodyBytes: maxBody})
 }

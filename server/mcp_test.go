@@ -18,7 +18,7 @@ import (
 // mcpSession connects an MCP client to the env's tools in memory.
 func (e *apiEnv) mcpSession() *mcp.ClientSession {
 	e.t.Helper()
-	srv := newMCPServer(&api{s: e.s}, "test")
+	srv := newMCPServer(&api{s: e.s, surface: SurfaceMCP}, "test")
 	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
 	ss, err := srv.Connect(ctx, st, nil)

@@ -36,14 +36,29 @@ type code struct {
 	Within []error
 }
 
-// A hint is a command-line hint for a code, when the error's facts match.
+// A hint is what to do about a code when the error's facts match, in the
+// words of each surface: Text on the command line, API over the server's
+// HTTP API and MCP tools. One row serves both, so that the two cannot
+// select different advice.
 type hint struct {
 	When string // "" always; else conditions "KEY" (the facts hold KEY) or "KEY=VALUE", all of which must hold
-	Text string
+	Text string // names the command line's commands and flags
+	// API names the request fields (snake_case, as the routes and tools
+	// take them) and the server's operations as {tool:NAME}, which the
+	// server writes as the MCP tool's name or as its HTTP route; never a
+	// flag, an environment variable or a command line of majlis. noAPI
+	// marks a row whose advice only the command line can follow (init,
+	// doctor, gc, a bulk reclaim, the hook): when it matches, the server
+	// shows the library's own hint, in words. codes_test.go requires one
+	// or the other.
+	API string
 	// Adds: the hint adds to the library's hint instead of replacing it
 	// (which then says something the command line does not).
 	Adds bool
 }
+
+// noAPI is the API text of a hint that only the command line can meet.
+const noAPI = "-"
 
 // A source is one way an error classifies: a sentinel (errors.Is) or an
 // error type (errors.As), with the function that lists its facts.
@@ -96,18 +111,18 @@ var codeTable = []code{
 	{Code: "invalid_argument", Exit: ExitUsage, From: []source{prov(provider.ErrInvalidArgument), adm(admission.ErrInvalid), srv(server.ErrInvalid)},
 		Meaning: "an argument the operation cannot take; nothing was changed",
 		Hints: []hint{
-			{When: "op=check argument=holder", Text: "pass --holder NAME, or set MAJLIS_HOLDER"},
-			{When: "argument=holder", Text: "pass --holder NAME"},
-			{When: "argument=bare_repository", Text: "add a worktree to it ('git -C {path} worktree add PATH') and run majlis there (--repo PATH); 'majlis init' then needs --workspace-root DIR, since a bare repository has no main worktree"},
-			{When: "argument=main_worktree", Text: "run 'majlis init' inside the main worktree"},
-			{When: "argument=workspace_root", Text: "pass --workspace-root DIR"},
-			{When: "argument=digest", Text: "copy the digest that --preview printed into --confirm"},
-			{When: "argument=token", Text: "omit --token-file and " + admission.TokenEnv + " to have a token generated, or supply a longer random one"},
-			{When: "argument=owner_pid", Text: "name a running process with --owner-pid"},
-			{When: "argument=repository", Text: "run it inside a worktree of the repository, or pass --repo DIR"},
-			{When: "argument=lease_id", Text: "lease ids look like L-0123456789abcdef; 'majlis lease list' shows them"},
-			{When: "argument=writer_stopped", Text: "check that the lease's writer is gone, then pass --writer-stopped"},
-			{When: "argument=paths", Text: "name what the task will touch with --paths GLOB (a path, or DIR/**)"},
+			{When: "op=check argument=holder", Text: "pass --holder NAME, or set MAJLIS_HOLDER", API: "send holder: whose leases to compare the changes with"},
+			{When: "argument=holder", Text: "pass --holder NAME", API: "send holder: who holds the leases"},
+			{When: "argument=bare_repository", Text: "add a worktree to it ('git -C {path} worktree add PATH') and run majlis there (--repo PATH); 'majlis init' then needs --workspace-root DIR, since a bare repository has no main worktree", API: "name a directory inside a worktree of the server's repository, not the repository's git directory"},
+			{When: "argument=main_worktree", Text: "run 'majlis init' inside the main worktree", API: noAPI},
+			{When: "argument=workspace_root", Text: "pass --workspace-root DIR", API: noAPI},
+			{When: "argument=digest", Text: "copy the digest that --preview printed into --confirm", API: "send the digest that {tool:workspace_reclaim_preview} returned as confirm"},
+			{When: "argument=token", Text: "omit --token-file and " + admission.TokenEnv + " to have a token generated, or supply a longer random one", API: "omit token to have one generated (it is returned once), or send a longer random one"},
+			{When: "argument=owner_pid", Text: "name a running process with --owner-pid", API: "send the owner_pid of a running process, or omit it"},
+			{When: "argument=repository", Text: "run it inside a worktree of the repository, or pass --repo DIR", API: "name a directory inside a worktree of the server's repository (checkout, or cwd)"},
+			{When: "argument=lease_id", Text: "lease ids look like L-0123456789abcdef; 'majlis lease list' shows them", API: "lease ids look like L-0123456789abcdef; {tool:lease_list} shows them"},
+			{When: "argument=writer_stopped", Text: "check that the lease's writer is gone, then pass --writer-stopped", API: "check that the lease's writer is gone, then send writer_stopped: true"},
+			{When: "argument=paths", Text: "name what the task will touch with --paths GLOB (a path, or DIR/**)", API: "name what the task will touch in paths (a path, or DIR/**)"},
 		}},
 	{Code: "invalid_request", Exit: ExitUsage, From: []source{resv(reservation.ErrInvalid), dur(durable.ErrInvalid)},
 		Meaning: "a reservation request that is not well formed"},
@@ -115,52 +130,52 @@ var codeTable = []code{
 	// Not found (5).
 	{Code: "not_a_repository", Exit: ExitNotFound, From: []source{prov(provider.ErrNotRepository)},
 		Meaning: "the directory is not inside a git repository",
-		Hints:   []hint{{Text: "run majlis inside a git repository, or pass --repo DIR"}}},
+		Hints:   []hint{{Text: "run majlis inside a git repository, or pass --repo DIR", API: "name a directory inside a worktree of the server's repository (checkout, or cwd): the server acts on its own repository only"}}},
 	{Code: "not_initialized", Exit: ExitNotFound, From: []source{prov(provider.ErrNotInitialized), adm(admission.ErrNotInitialized)},
 		Meaning: "the repository has not been registered with majlis",
-		Hints:   []hint{{Text: "run 'majlis init' in the repository first"}}},
+		Hints:   []hint{{Text: "run 'majlis init' in the repository first", API: "name a directory inside a worktree of the server's repository (checkout, or cwd): the server acts on its own repository only"}}},
 	{Code: "not_found", Exit: ExitNotFound, From: []source{prov(provider.ErrNotFound), adm(admission.ErrNotFound), resv(reservation.ErrNotFound)},
 		Meaning: "no such workspace, lease or reservation",
 		Hints: []hint{
-			{When: "not_found=lease", Text: "'majlis lease list --all' shows the leases"},
-			{When: "not_found=workspace", Text: "'majlis workspace list' shows the workspaces there are"},
-			{When: "holder", Text: "acquire leases first ('majlis lease acquire --holder {holder} RESOURCE...')"},
+			{When: "not_found=lease", Text: "'majlis lease list --all' shows the leases", API: "{tool:lease_list} with all: true shows the leases"},
+			{When: "not_found=workspace", Text: "'majlis workspace list' shows the workspaces there are", API: "{tool:workspace_list} shows the workspaces there are"},
+			{When: "holder", Text: "acquire leases first ('majlis lease acquire --holder {holder} RESOURCE...')", API: "acquire leases first ({tool:lease_acquire} with holder {holder})"},
 		}},
 	{Code: "unknown_base", Exit: ExitNotFound, From: []source{prov(provider.ErrUnknownBase)},
 		Meaning: "the base revision names no commit"},
 	{Code: "binding_live", Exit: ExitHeld, From: []source{prov(provider.ErrBindingLive)},
 		Meaning: "the binding already has a workspace that is not reclaimed",
 		Hints: []hint{
-			{When: "unfinished_request", Text: "an allocation of it has not finished: retry it with --request-id {unfinished_request}"},
+			{When: "unfinished_request", Text: "an allocation of it has not finished: retry it with --request-id {unfinished_request}", API: "an allocation of it has not finished: retry it with request_id {unfinished_request}"},
 		}},
 	{Code: "workspace_live", Exit: ExitHeld, From: []source{prov(provider.ErrWorkspaceLive)},
 		Meaning: "the workspace is in use: a live owner process or leases in it",
 		Hints: []hint{
-			{When: "holder", Text: "its holder releases them with 'majlis lease release --holder {holder}' and the lease token printed when they were granted (--token-file F or " + admission.TokenEnv + "), or with --force; a quarantined one whose writer has stopped: 'majlis lease resolve {lease} --writer-stopped'"},
-			{Text: "stop the owner process (or wait for it to exit), then reclaim"},
+			{When: "holder", Text: "its holder releases them with 'majlis lease release --holder {holder}' and the lease token printed when they were granted (--token-file F or " + admission.TokenEnv + "), or with --force; a quarantined one whose writer has stopped: 'majlis lease resolve {lease} --writer-stopped'", API: "its holder releases them ({tool:lease_release} with holder {holder}) with the token returned when they were granted, or with force: true; a quarantined one whose writer has stopped: {tool:lease_resolve} with id {lease} and writer_stopped: true"},
+			{Text: "stop the owner process (or wait for it to exit), then reclaim", API: "stop the owner process (or wait for it to exit), then reclaim"},
 		}},
 	{Code: "peer_overlap", Exit: ExitRefused, From: []source{prov(provider.ErrPeerOverlap)},
 		Meaning: "a retained peer (workspace, worktree or reservation) overlaps the target"},
 	{Code: "preview_stale", Exit: ExitRefused, From: []source{prov(provider.ErrPreviewStale)},
 		Meaning: "what the operation would do changed since the confirmed preview; nothing was changed",
 		Hints: []hint{
-			{When: "op=repair", Text: "run 'majlis doctor --repair --preview' again and confirm the new digest"},
-			{When: "op=gc", Text: "run 'majlis gc --preview' again and confirm the new digest (--confirm DIGEST)"},
-			{When: "select binding", Text: "run 'majlis workspace reclaim --{select} --preview' again, or 'majlis workspace reclaim {binding} --preview'"},
-			{When: "select", Text: "run 'majlis workspace reclaim --{select} --preview' again and confirm the new digest (--confirm DIGEST)"},
-			{Text: "run 'majlis workspace reclaim {binding} --preview' again and confirm the new digest (--confirm DIGEST)"},
+			{When: "op=repair", Text: "run 'majlis doctor --repair --preview' again and confirm the new digest", API: noAPI},
+			{When: "op=gc", Text: "run 'majlis gc --preview' again and confirm the new digest (--confirm DIGEST)", API: noAPI},
+			{When: "select binding", Text: "run 'majlis workspace reclaim --{select} --preview' again, or 'majlis workspace reclaim {binding} --preview'", API: noAPI},
+			{When: "select", Text: "run 'majlis workspace reclaim --{select} --preview' again and confirm the new digest (--confirm DIGEST)", API: noAPI},
+			{Text: "run 'majlis workspace reclaim {binding} --preview' again and confirm the new digest (--confirm DIGEST)", API: "preview it again ({tool:workspace_reclaim_preview}) and send the new digest as confirm ({tool:workspace_reclaim})"},
 		}},
 	{Code: "unconfirmed", Exit: ExitRefused, From: []source{prov(provider.ErrUnconfirmed)},
 		Meaning: "a destructive operation without a confirmed preview; nothing was changed",
 		Hints: []hint{
-			{When: "op=repair", Text: "run 'majlis doctor --repair --preview', then --confirm DIGEST (or --yes)"},
-			{When: "op=gc", Text: "run 'majlis gc --preview', then --confirm DIGEST"},
-			{When: "op=end", Text: "look at it with 'majlis workspace reclaim {binding} --preview', then reclaim it with --confirm DIGEST"},
-			{Text: "run 'majlis workspace reclaim {binding} --preview', then --confirm DIGEST (or --yes to skip the comparison)"},
+			{When: "op=repair", Text: "run 'majlis doctor --repair --preview', then --confirm DIGEST (or --yes)", API: noAPI},
+			{When: "op=gc", Text: "run 'majlis gc --preview', then --confirm DIGEST", API: noAPI},
+			{When: "op=end", Text: "look at it with 'majlis workspace reclaim {binding} --preview', then reclaim it with --confirm DIGEST", API: "look at it ({tool:workspace_reclaim_preview}), then reclaim it with that digest as confirm ({tool:workspace_reclaim})"},
+			{Text: "run 'majlis workspace reclaim {binding} --preview', then --confirm DIGEST (or --yes to skip the comparison)", API: "preview it ({tool:workspace_reclaim_preview}), check what it would do, and send its digest as confirm ({tool:workspace_reclaim})"},
 		}},
 	{Code: "dirty_submodule", Exit: ExitRefused, From: []source{prov(provider.ErrDirtySubmodule)},
 		Meaning: "a submodule has changes that salvage cannot capture",
-		Hints:   []hint{{Text: "commit their changes, or pass --salvage-submodules to salvage them too"}}},
+		Hints:   []hint{{Text: "commit their changes, or pass --salvage-submodules to salvage them too", API: "commit their changes, or send salvage_submodules: true to salvage them too"}}},
 	{Code: "repository_mismatch", Exit: ExitRefused, From: []source{prov(provider.ErrRepository)},
 		Meaning: "the workspace does not belong to the repository its claim names"},
 	{Code: "worktree_config_mismatch", Exit: ExitRefused, From: []source{prov(provider.ErrWorktreeConfig)},
@@ -169,47 +184,47 @@ var codeTable = []code{
 		Meaning: "a worktree lock majlis did not set; majlis never lifts it"},
 	{Code: "cross_device", Exit: ExitRefused, From: []source{prov(provider.ErrCrossDevice)},
 		Meaning: "a file system is mounted inside the workspace or its trash folder; what is mounted is untouched",
-		Hints:   []hint{{When: "resumable", Text: "unmount it (what is mounted there was not touched), then retry 'majlis workspace reclaim {binding}' with the same --request-id"}}},
+		Hints:   []hint{{When: "resumable", Text: "unmount it (what is mounted there was not touched), then retry 'majlis workspace reclaim {binding}' with the same --request-id", API: "unmount it (what is mounted there was not touched), then retry the reclaim ({tool:workspace_reclaim}) with the same request_id"}}},
 	{Code: "trash_failed", Exit: ExitError, From: []source{prov(provider.ErrTrash)},
 		Meaning: "the workspace could not be moved to or deleted from its trash folder",
-		Hints:   []hint{{When: "resumable", Text: "retry 'majlis workspace reclaim {binding}' with the same --request-id; it finishes the deletion"}}},
+		Hints:   []hint{{When: "resumable", Text: "retry 'majlis workspace reclaim {binding}' with the same --request-id; it finishes the deletion", API: "retry the reclaim ({tool:workspace_reclaim}) with the same request_id; it finishes the deletion"}}},
 	{Code: "already_initialized", Exit: ExitRefused, From: []source{prov(provider.ErrAlreadyInit)},
 		Meaning: "the repository is registered with another workspace root",
-		Hints:   []hint{{Text: "omit --workspace-root, or pass --path to each allocate"}}},
+		Hints:   []hint{{Text: "omit --workspace-root, or pass --path to each allocate", API: noAPI}}},
 	{Code: "branch_exists", Exit: ExitRefused, From: []source{prov(provider.ErrBranchExists)},
 		Meaning: "the new workspace's branch already exists; majlis never moves a branch",
 		Hints: []hint{
-			{When: "op=restore", Text: "pass --branch NAME to restore onto a new branch"},
-			{When: "branch", Text: "pass --branch NAME for a new branch, or --checkout {branch} to work on it as it is", Adds: true},
-			{Text: "pass --branch NAME for a new branch", Adds: true},
+			{When: "op=restore", Text: "pass --branch NAME to restore onto a new branch", API: "send branch: a new branch to restore onto"},
+			{When: "branch", Text: "pass --branch NAME for a new branch, or --checkout {branch} to work on it as it is", API: "send branch: a new branch's name, or checkout: {branch} to work on it as it is", Adds: true},
+			{Text: "pass --branch NAME for a new branch", API: "send branch: a new branch's name", Adds: true},
 		}},
 	{Code: "branch_checked_out", Exit: ExitRefused, From: []source{prov(provider.ErrBranchCheckedOut)},
 		Meaning: "the branch named by --checkout is checked out in another worktree"},
 	{Code: "unknown_branch", Exit: ExitNotFound, From: []source{prov(provider.ErrUnknownBranch)},
 		Meaning: "no local branch of that name",
-		Hints:   []hint{{Text: "name an existing local branch (git branch --list), or drop --checkout to create a new one"}}},
+		Hints:   []hint{{Text: "name an existing local branch (git branch --list), or drop --checkout to create a new one", API: "name an existing local branch (git branch lists them), or omit checkout to create a new one"}}},
 	{Code: "path_exists", Exit: ExitRefused, From: []source{prov(provider.ErrPathExists)},
 		Meaning: "something already exists at the workspace's path",
-		Hints:   []hint{{When: "op=allocate", Text: "--path DIR chooses another place", Adds: true}}},
+		Hints:   []hint{{When: "op=allocate", Text: "--path DIR chooses another place", API: "path chooses another place", Adds: true}}},
 	{Code: "nested_workspace", Exit: ExitRefused, From: []source{prov(provider.ErrNested)},
 		Meaning: "the path lies inside another workspace or worktree, or holds one",
-		Hints:   []hint{{Text: "--path DIR chooses another place; --allow-nested places it inside", Adds: true}}},
+		Hints:   []hint{{Text: "--path DIR chooses another place; --allow-nested places it inside", API: "path chooses another place; allow_nested: true places it inside", Adds: true}}},
 	{Code: "unsafe_path", Exit: ExitRefused, From: []source{prov(provider.ErrUnsafePath), adm(admission.ErrUnsafePath)},
 		Meaning: "a path majlis will not act on (traversal, a symlink out, a git directory, a hard link)",
 		Within:  []error{pathid.ErrInvalidPath, pathid.ErrTraversal, pathid.ErrNotConfined, pathid.ErrDanglingSymlink, pathid.ErrSymlinkLoop, pathid.ErrUnresolvable, pathid.ErrNotRegular, pathid.ErrNoIdentity}},
 	{Code: "reserved_target", Exit: ExitRefused, From: []source{prov(provider.ErrReserved)},
 		Meaning: "the path overlaps the target of a reclaim in progress",
-		Hints:   []hint{{Text: "wait for the reclaim to finish, or choose another --path"}}},
+		Hints:   []hint{{Text: "wait for the reclaim to finish, or choose another --path", API: "wait for the reclaim to finish, or choose another path"}}},
 	{Code: "request_conflict", Exit: ExitRefused, From: []source{prov(provider.ErrRequestConflict), adm(admission.ErrRequestConflict)},
 		Meaning: "the request id was used before with other arguments",
-		Hints:   []hint{{Text: "use a new --request-id for a new request"}}},
+		Hints:   []hint{{Text: "use a new --request-id for a new request", API: "use a new request_id for a new request"}}},
 	{Code: "malformed_record", Exit: ExitRefused, From: []source{prov(provider.ErrMalformed), adm(admission.ErrMalformed), resv(reservation.ErrMalformed)},
 		Meaning: "a record or ledger majlis cannot read (details.path names it)",
 		Hints: []hint{
-			{When: "policy_key", Text: "set it again with 'majlis policy set {policy_key} VALUE'"},
-			{When: "damaged_binding", Text: "'majlis doctor' explains what to do", Adds: true},
-			{When: "damaged=registration", Text: "'majlis doctor' explains", Adds: true},
-			{When: "binding", Text: "'majlis doctor' says what is wrong and what to run", Adds: true},
+			{When: "policy_key", Text: "set it again with 'majlis policy set {policy_key} VALUE'", API: "a person sets it again (majlis policy set {policy_key} VALUE)"},
+			{When: "damaged_binding", Text: "'majlis doctor' explains what to do", API: "the repository's owner can run majlis doctor, which explains what to do", Adds: true},
+			{When: "damaged=registration", Text: "'majlis doctor' explains", API: "the repository's owner can run majlis doctor, which explains", Adds: true},
+			{When: "binding", Text: "'majlis doctor' says what is wrong and what to run", API: "the repository's owner can run majlis doctor, which says what is wrong and what to run", Adds: true},
 		}},
 	{Code: "workspace_missing", Exit: ExitRefused, From: []source{prov(provider.ErrMissing)},
 		Meaning: "the workspace's directory is gone"},
@@ -218,43 +233,43 @@ var codeTable = []code{
 	{Code: "interrupted", Exit: ExitRefused, From: []source{prov(provider.ErrInterrupted)},
 		Meaning: "an earlier operation on it was interrupted (exit 3); this one, by Ctrl-C or SIGTERM, exits 130 or 143 with the same code (details.signal, and details.request_id to resume it)",
 		Hints: []hint{
-			{When: "op=restore", Text: "run 'majlis workspace restore {binding}' again with a new --request-id"},
-			{When: "resumable", Text: "retry with the same --request-id to see the result"},
+			{When: "op=restore", Text: "run 'majlis workspace restore {binding}' again with a new --request-id", API: "restore it again ({tool:workspace_restore}) with a new request_id"},
+			{When: "resumable", Text: "retry with the same --request-id to see the result", API: "retry with the same request_id to see the result"},
 		}},
 
 	{Code: "recorded_failure", Exit: ExitRefused, From: []source{prov(provider.ErrRecorded)},
 		Meaning: "a line of a bulk reclaim replayed from its request record: that workspace was not reclaimed (the message says why)",
-		Hints:   []hint{{Text: "'majlis workspace reclaim {binding} --preview' says why"}}},
+		Hints:   []hint{{Text: "'majlis workspace reclaim {binding} --preview' says why", API: noAPI}}},
 
 	// Leases and admission.
 	{Code: "held", Exit: ExitHeld, From: []source{adm(admission.ErrHeld), resv(reservation.ErrHeld)},
 		Meaning: "held by another live owner (a lease or reservation conflict); details.conflicts names it",
 		Hints: []hint{
-			{When: "pending", Text: "retry in a moment"},
-			{When: "policy", Text: "wait for {holder} to release it and retry, or let the policy warn instead ('majlis policy set {policy} warn')"},
-			{When: "holder", Text: "wait for {holder} to release it and retry"},
+			{When: "pending", Text: "retry in a moment", API: "retry in a moment"},
+			{When: "policy", Text: "wait for {holder} to release it and retry, or let the policy warn instead ('majlis policy set {policy} warn')", API: "wait for {holder} to release it and retry, or ask the repository's owner to let the policy {policy} warn instead"},
+			{When: "holder", Text: "wait for {holder} to release it and retry", API: "wait for {holder} to release it and retry"},
 		}},
 	{Code: "reclaiming", Exit: ExitHeld, From: []source{adm(admission.ErrReclaiming)},
 		Meaning: "the checkout is being reclaimed: its files are about to be removed",
-		Hints:   []hint{{Text: "take the lease in another checkout; if that reclaim died, 'majlis workspace recover {reclaim_binding}' retires its reservation once it has expired"}}},
+		Hints:   []hint{{Text: "take the lease in another checkout; if that reclaim died, 'majlis workspace recover {reclaim_binding}' retires its reservation once it has expired", API: "take the lease in another checkout; if that reclaim died, {tool:workspace_recover} with binding {reclaim_binding} retires its reservation once it has expired"}}},
 	{Code: "recoverable", Exit: ExitHeld, From: []source{adm(admission.ErrRecoverable)},
 		Meaning: "held by a lease whose owner process is proven dead: it can be released",
-		Hints:   []hint{{Text: "release it ('majlis lease release --holder {holder} {lease}': no token is needed once its owner is dead), then retry"}}},
+		Hints:   []hint{{Text: "release it ('majlis lease release --holder {holder} {lease}': no token is needed once its owner is dead), then retry", API: "release it ({tool:lease_release} with holder {holder} and ids [{lease}]: no token is needed once its owner is dead), then retry"}}},
 	{Code: "no_free_port", Exit: ExitHeld, From: []source{adm(admission.ErrNoFreePort)},
 		Meaning: "host:port:auto found no free port in the policy's port_range",
-		Hints:   []hint{{Text: "release ports no longer needed ('majlis lease list' shows them), or widen the range ('majlis policy set port_range LO-HI')"}}},
+		Hints:   []hint{{Text: "release ports no longer needed ('majlis lease list' shows them), or widen the range ('majlis policy set port_range LO-HI')", API: "release ports no longer needed ({tool:lease_list} shows them), or ask the repository's owner to widen the policy's port_range"}}},
 	{Code: "token_required", Exit: ExitRefused, From: []source{adm(admission.ErrTokenRequired)},
 		Meaning: "renewing or releasing another process's lease needs its lease token",
 		Hints: []hint{
-			{When: "owner_pid", Text: "supply the token printed when it was granted (--token-file F or " + admission.TokenEnv + "), run it from the lease's owner process (pid {owner_pid}), or pass --force (recorded in the event log and shown by 'majlis lease list')"},
-			{Text: "supply the token printed when it was granted (--token-file F or " + admission.TokenEnv + "), run it from the lease's owner process, or pass --force (recorded in the event log and shown by 'majlis lease list')"},
+			{When: "owner_pid", Text: "supply the token printed when it was granted (--token-file F or " + admission.TokenEnv + "), run it from the lease's owner process (pid {owner_pid}), or pass --force (recorded in the event log and shown by 'majlis lease list')", API: "send the token returned when the leases were granted, or force: true (recorded in the event log and shown by {tool:lease_list}); over the server, being the owner process (pid {owner_pid}) does not stand in for the token"},
+			{Text: "supply the token printed when it was granted (--token-file F or " + admission.TokenEnv + "), run it from the lease's owner process, or pass --force (recorded in the event log and shown by 'majlis lease list')", API: "send the token returned when the leases were granted, or force: true (recorded in the event log and shown by {tool:lease_list})"},
 		}},
 	{Code: "quarantined", Exit: ExitRefused, From: []source{adm(admission.ErrQuarantined)},
 		Meaning: "a lease expired without release and still blocks until released or resolved",
 		Hints: []hint{
-			{When: "op=acquire", Text: "its holder can release it ('majlis lease release --holder {holder} {lease}'); once its writer has stopped, 'majlis lease resolve {lease} --writer-stopped' lifts the quarantine"},
-			{When: "lease", Text: "release it ('majlis lease release --holder {holder} {lease}') and acquire again"},
-			{Text: "release them ('majlis lease release --holder {holder}') and acquire again"},
+			{When: "op=acquire", Text: "its holder can release it ('majlis lease release --holder {holder} {lease}'); once its writer has stopped, 'majlis lease resolve {lease} --writer-stopped' lifts the quarantine", API: "its holder can release it ({tool:lease_release} with holder {holder} and ids [{lease}]); once its writer has stopped, {tool:lease_resolve} with id {lease} and writer_stopped: true lifts the quarantine"},
+			{When: "lease", Text: "release it ('majlis lease release --holder {holder} {lease}') and acquire again", API: "release it ({tool:lease_release} with holder {holder} and ids [{lease}]) and acquire again"},
+			{Text: "release them ('majlis lease release --holder {holder}') and acquire again", API: "release them ({tool:lease_release} with holder {holder}) and acquire again"},
 		}},
 	{Code: "policy_blocked", Exit: ExitRefused, From: []source{adm(admission.ErrPolicyBlocked)},
 		Meaning: "changed paths lie outside the holder's leases and the policy blocks them (details.gaps)"},
@@ -265,8 +280,8 @@ var codeTable = []code{
 	{Code: "hook_exists", Exit: ExitRefused, From: []source{adm(admission.ErrHookExists)},
 		Meaning: "a pre-commit hook majlis did not write is installed; it is left untouched",
 		Hints: []hint{
-			{When: "backup", Text: "move {backup} aside (or merge the two hooks), then run 'majlis hook install' again"},
-			{Text: "pass --force to move it to " + githook.HookBackupName + " (the majlis hook runs it first), or call 'majlis check --if-holder' from it yourself"},
+			{When: "backup", Text: "move {backup} aside (or merge the two hooks), then run 'majlis hook install' again", API: noAPI},
+			{Text: "pass --force to move it to " + githook.HookBackupName + " (the majlis hook runs it first), or call 'majlis check --if-holder' from it yourself", API: noAPI},
 		}},
 
 	// The server.

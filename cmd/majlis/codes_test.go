@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"flag"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -13,11 +15,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/majlis-dev/majlis/provider"
+	"github.com/majlis-dev/majlis/server"
 )
 
 // -update rewrites what the tests generate: the golden JSON envelopes and
-// the error-code section of docs/cli.md.
-var update = flag.Bool("update", false, "rewrite testdata/golden and the generated section of docs/cli.md")
+// the error-code sections of docs/cli.md and docs/MCP.md.
+var update = flag.Bool("update", false, "rewrite testdata/golden and the generated sections of docs/cli.md and docs/MCP.md")
 
 // The packages whose sentinels reach the command line, and so must each be
 // in the code table (directly, or as Within of the code they reach it as).
@@ -184,32 +188,36 @@ func TestExitCodesHelpListsEveryCode(t *testing.T) {
 	}
 }
 
-// The error-code section of docs/cli.md is generated from the table; run
-// `go test ./cmd/majlis -run TestDocsListEveryCode -update` after changing it.
+// The error-code sections of docs/cli.md (the command line's hints) and
+// docs/MCP.md (the server's) are generated from the table; run `go test
+// ./cmd/majlis -run TestDocsListEveryCode -update` after changing it.
 func TestDocsListEveryCode(t *testing.T) {
-	path := filepath.Join("..", "..", "docs", "cli.md")
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(raw)
-	begin, end := strings.Index(doc, docsCodesBegin), strings.Index(doc, docsCodesEnd)
-	if begin < 0 || end < begin {
-		t.Fatalf("%s has no generated error-code section (%s ... %s)", path, docsCodesBegin, docsCodesEnd)
-	}
-	got := doc[begin : end+len(docsCodesEnd)]
-	want := docsCodesSection()
-	if got == want {
-		return
-	}
-	if *update {
-		if err := os.WriteFile(path, []byte(doc[:begin]+want+doc[end+len(docsCodesEnd):]), 0o644); err != nil {
+	for doc, s := range map[string]surface{"cli.md": surfaceCLI, "MCP.md": surfaceAPI} {
+		path := filepath.Join("..", "..", "docs", doc)
+		raw, err := os.ReadFile(path)
+		if err != nil {
 			t.Fatal(err)
 		}
-		return
+		doc := string(raw)
+		begin, end := strings.Index(doc, docsCodesBegin), strings.Index(doc, docsCodesEnd)
+		if begin < 0 || end < begin {
+			t.Errorf("%s has no generated error-code section (%s ... %s)", path, docsCodesBegin, docsCodesEnd)
+			continue
+		}
+		got := doc[begin : end+len(docsCodesEnd)]
+		want := docsCodesSection(s)
+		if got == want {
+			continue
+		}
+		if *update {
+			if err := os.WriteFile(path, []byte(doc[:begin]+want+doc[end+len(docsCodesEnd):]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		t.Errorf("%s's error codes differ from the code table; run 'go test ./cmd/majlis -run TestDocsListEveryCode -update' (-docs +table):\n%s",
+			path, cmp.Diff(got, want))
 	}
-	t.Errorf("docs/cli.md's error codes differ from the code table; run 'go test ./cmd/majlis -run TestDocsListEveryCode -update' (-docs +table):\n%s",
-		cmp.Diff(got, want))
 }
 
 // A hint names what the user can do; the table fills in its facts.
@@ -260,6 +268,107 @@ func TestLibraryHintsNameNoFlags(t *testing.T) {
 					t.Errorf("%s:%d: a library hint names a command or flag: %s", f, i+1, strings.TrimSpace(line))
 				}
 			}
+		}
+	}
+}
+
+// Every hint speaks its surface's words: the command line's names its
+// commands and flags, the server's (HTTP API and MCP tools) its request
+// fields and operations, never a flag, an environment variable or a
+// majlis command line. Each row is walked with facts that select it.
+func TestHintsSpeakEachSurface(t *testing.T) {
+	cliOnly := regexp.MustCompile(`--[a-z]|'majlis |MAJLIS_|\$MAJLIS`)
+	for _, c := range codeTable {
+		for i, h := range c.Hints {
+			name := fmt.Sprintf("%s hint %d (%s)", c.Code, i, h.When)
+			if h.API == "" {
+				t.Errorf("%s has no API text: write the server's words, or noAPI when only the command line meets it", name)
+				continue
+			}
+			if strings.Contains(h.Text, "{tool:") {
+				t.Errorf("%s: the command line's text names a tool: %q", name, h.Text)
+			}
+			if h.API == noAPI {
+				continue
+			}
+			facts := map[string]any{}
+			for _, cond := range strings.Fields(h.When) {
+				k, v, eq := strings.Cut(cond, "=")
+				if !eq {
+					v = "x"
+				}
+				facts[k] = v
+			}
+			got, _ := hintOn(surfaceAPI, c.Code, facts)
+			if got != fillHint(h.API, hintFacts(facts)) {
+				t.Errorf("%s: the facts %v select %q, not this row", name, facts, got)
+			}
+			for _, s := range []server.Surface{server.SurfaceHTTP, server.SurfaceMCP} {
+				r := server.Refusal{Details: map[string]any{"hint": got, "binding": "T-1", "lease": "L-0123456789abcdef"}}.In(s)
+				text := r.Hint()
+				if m := cliOnly.FindString(text); m != "" {
+					t.Errorf("%s on surface %d names %q of the command line: %q", name, s, m, text)
+				}
+				if strings.Contains(text, "{tool:") {
+					t.Errorf("%s on surface %d leaves an operation unwritten: %q", name, s, text)
+				}
+			}
+			for _, m := range regexp.MustCompile(`\{tool:([a-z_]+)\}`).FindAllStringSubmatch(h.API, -1) {
+				if server.ToolRoute(m[1]) == "" {
+					t.Errorf("%s names {tool:%s}, which the server does not have", name, m[1])
+				}
+			}
+		}
+	}
+	// The hints made outside the table.
+	be := &provider.BeginError{Task: "T-1", RequestID: "begin-1", Err: errors.New("held")}
+	for _, ports := range []bool{false, true} {
+		be.Ports = ports
+		for _, s := range []server.Surface{server.SurfaceHTTP, server.SurfaceMCP} {
+			text := server.Refusal{Details: map[string]any{"hint": beginHint(surfaceAPI, be)}}.In(s).Hint()
+			if m := cliOnly.FindString(text); m != "" || strings.Contains(text, "{tool:") {
+				t.Errorf("begin hint (ports %v) on surface %d: %q", ports, s, text)
+			}
+		}
+	}
+	if got, _ := hintOn(surfaceAPI, "admission_failed", map[string]any{"resumable": true}); got != "retry with the same request_id: it resumes" {
+		t.Errorf("resumable on the API: %q", got)
+	}
+}
+
+// The server's hints name operations as each surface does: the tool over
+// MCP, the route with the binding over HTTP.
+func TestAPIHints(t *testing.T) {
+	for _, tc := range []struct {
+		code      string
+		details   map[string]any
+		mcp, http string
+	}{
+		{"unconfirmed", map[string]any{"op": "reclaim", "binding": "T-1"},
+			"preview it (workspace_reclaim_preview), check what it would do, and send its digest as confirm (workspace_reclaim)",
+			"preview it (POST /api/v1/workspaces/T-1/reclaim/preview), check what it would do, and send its digest as confirm (POST /api/v1/workspaces/T-1/reclaim)"},
+		{"token_required", map[string]any{"op": "renew"},
+			"send the token returned when the leases were granted, or force: true (recorded in the event log and shown by lease_list)",
+			"send the token returned when the leases were granted, or force: true (recorded in the event log and shown by GET /api/v1/leases)"},
+		{"invalid_argument", map[string]any{"op": "acquire", "argument": "holder"}, "send holder: who holds the leases", "send holder: who holds the leases"},
+		{"preview_stale", map[string]any{"op": "gc"}, "", ""}, // only the command line collects garbage
+		{"quarantined", map[string]any{"op": "acquire", "holder": "agent", "lease": "L-1"},
+			"its holder can release it (lease_release with holder agent and ids [L-1]); once its writer has stopped, lease_resolve with id L-1 and writer_stopped: true lifts the quarantine",
+			"its holder can release it (POST /api/v1/leases/release with holder agent and ids [L-1]); once its writer has stopped, POST /api/v1/leases/L-1/resolve with id L-1 and writer_stopped: true lifts the quarantine"},
+	} {
+		h, _ := hintOn(surfaceAPI, tc.code, tc.details)
+		r := server.Refusal{Details: map[string]any{"hint": h}}
+		for k, v := range tc.details {
+			r.Details[k] = v
+		}
+		if h == "" {
+			delete(r.Details, "hint")
+		}
+		if got := r.In(server.SurfaceMCP).Hint(); got != tc.mcp {
+			t.Errorf("%s over MCP:\n got %q\nwant %q", tc.code, got, tc.mcp)
+		}
+		if got := r.In(server.SurfaceHTTP).Hint(); got != tc.http {
+			t.Errorf("%s over HTTP:\n got %q\nwant %q", tc.code, got, tc.http)
 		}
 	}
 }

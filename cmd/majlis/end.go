@@ -25,6 +25,11 @@ reclaim's checks). A workspace with work in it, or one a reclaim refuses, is
 left where it is: the result says why under "not_reclaimed" (exit 0), and
 'majlis workspace reclaim TASK --preview' shows what a reclaim would keep.
 
+A task without a workspace (begun with --shared, or whose workspace was
+reclaimed) ends too: its leases are released, "workspace" is null, and
+--reclaim has nothing to do. A task with neither a workspace nor any lease,
+held now or before, is not found (exit 5).
+
 Run inside a workspace without TASK, end acts on that workspace's task and
 says so. A lease granted with a lease token is released only with it
 (--token-file F or $MAJLIS_LEASE_TOKEN), as 'majlis lease release' does.`,
@@ -61,6 +66,10 @@ says so. A lease granted with a lease token is released only with it
 				out.NotReclaimed = errorObject(res.NotReclaimed)
 			}
 			return g.emit(endJSON{End: out}, func(w io.Writer) {
+				if res.Workspace == nil {
+					fmt.Fprintf(w, "ended %s: released %s; it has no workspace (begun with --shared, or reclaimed)\n", res.Binding, plural(len(res.Leases), "lease", "leases"))
+					return
+				}
 				fmt.Fprintf(w, "ended %s: released %s and its workspace\n", res.Binding, plural(len(res.Leases), "lease", "leases"))
 				switch {
 				case res.Reclaimed != nil:

@@ -48,7 +48,10 @@ type classification struct {
 
 // classify is the ONE place where errors become exit codes and stable
 // error codes. Library packages export sentinels; these tables map them.
-func classify(err error) classification {
+func classify(err error) classification { return classifyOn(surfaceCLI, err) }
+
+// classifyOn is classify with the hint in the words of surface s.
+func classifyOn(s surface, err error) classification {
 	// A run stopped by Ctrl-C or SIGTERM: whatever error that made.
 	var ie *interruptedError
 	if errors.As(err, &ie) {
@@ -68,10 +71,10 @@ func classify(err error) classification {
 		}
 		c.details["workspace"] = be.Workspace
 		c.details["request_id"] = be.RequestID
-		c.hint = beginHint(be)
+		c.hint = beginHint(s, be)
 	} else {
 		var adds bool
-		c.hint, adds = cliHint(c.code, c.details)
+		c.hint, adds = hintOn(s, c.code, c.details)
 		if lib, _ := c.details["hint"].(string); lib != "" && c.hint != "" {
 			if adds {
 				c.hint = lib + "; " + c.hint

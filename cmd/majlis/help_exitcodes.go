@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/majlis-dev/majlis/server"
+
 	"github.com/spf13/cobra"
 )
 
@@ -101,16 +103,19 @@ func codesByExit() string {
 	return b.String()
 }
 
-// The markers of the error-code section of docs/cli.md, which
-// docsCodesSection generates (codes_test.go checks it, -update rewrites it).
+// The markers of the error-code sections of docs/cli.md and docs/MCP.md,
+// which docsCodesSection generates (codes_test.go checks them, -update
+// rewrites them).
 const (
 	docsCodesBegin = "<!-- error codes: generated from cmd/majlis/codes.go; `go test ./cmd/majlis -run TestDocsListEveryCode -update` rewrites it -->"
 	docsCodesEnd   = "<!-- end of error codes -->"
 )
 
-// docsCodesSection is the error-code table of docs/cli.md: every code, its
-// exit status, what it means and the command lines that help.
-func docsCodesSection() string {
+// docsCodesSection is the error-code table of docs/cli.md (surfaceCLI) or
+// of docs/MCP.md (surfaceAPI): every code, its exit status, what it means
+// and, in that surface's words, what helps (the server's operations by
+// their tool names; over HTTP a refusal names their routes).
+func docsCodesSection(s surface) string {
 	var b strings.Builder
 	b.WriteString(docsCodesBegin + "\n\n")
 	b.WriteString("| code | exit | meaning | what to do |\n|---|---|---|---|\n")
@@ -121,7 +126,14 @@ func docsCodesSection() string {
 			}
 			var hints []string
 			for _, h := range c.Hints {
-				text := fillHint(h.Text, nil)
+				text := h.text(s)
+				if text == "" {
+					continue
+				}
+				text = fillHint(text, nil)
+				if s == surfaceAPI {
+					text = server.Refusal{Details: map[string]any{"hint": text}}.In(server.SurfaceMCP).Hint()
+				}
 				if h.When != "" {
 					text = "(" + h.When + ") " + text
 				}

@@ -10,21 +10,55 @@ import (
 )
 
 // The library's errors say what happened and what can be done in words;
-// the command line adds the hint that names its commands and flags. It
-// comes from the code table, chosen and filled in by the error's facts.
+// the command line adds the hint that names its commands and flags, and
+// the server (its HTTP API and MCP tools) the one that names its request
+// fields and operations. Both come from the one code table, chosen and
+// filled in by the error's facts.
+
+// A surface is where a failure is shown: it decides the words of a hint.
+type surface int
+
+const (
+	surfaceCLI surface = iota // the command line: commands and flags
+	surfaceAPI                // the server: request fields and {tool:NAME} operations
+)
+
+// text is h's hint on s, or "" when it has none there.
+func (h hint) text(s surface) string {
+	if s == surfaceAPI {
+		if h.API == noAPI {
+			return ""
+		}
+		return h.API
+	}
+	return h.Text
+}
 
 // cliHint is the command-line hint of code for an error with details, or
 // "", and whether it adds to the library's hint rather than replacing it.
 func cliHint(code string, details map[string]any) (text string, adds bool) {
+	return hintOn(surfaceCLI, code, details)
+}
+
+// hintOn is the hint of code on surface s for an error with details.
+func hintOn(s surface, code string, details map[string]any) (text string, adds bool) {
 	f := hintFacts(details)
 	if c := codeByName[code]; c != nil {
 		for _, h := range c.Hints {
 			if h.matches(f) {
-				return fillHint(h.Text, f), h.Adds
+				// A row of the command line only: the library's words
+				// stand on the server.
+				if t := h.text(s); t != "" {
+					return fillHint(t, f), h.Adds
+				}
+				return "", false
 			}
 		}
 	}
 	if f["resumable"] != "" {
+		if s == surfaceAPI {
+			return "retry with the same request_id: it resumes", false
+		}
 		return "retry with the same --request-id: it resumes", false
 	}
 	return "", false
@@ -32,8 +66,15 @@ func cliHint(code string, details map[string]any) (text string, adds bool) {
 
 // beginHint is the hint of a begin (or an allocate with ports) whose
 // workspace was allocated but whose leases were refused.
-func beginHint(be *provider.BeginError) string {
-	if be.Ports {
+func beginHint(s surface, be *provider.BeginError) string {
+	switch {
+	case s == surfaceAPI && be.Ports:
+		return fmt.Sprintf("the workspace is left in place: acquire its ports later ({tool:lease_acquire} with holder %s and resources [\"host:port:auto\"]), "+
+			"or take workspace %s back ({tool:workspace_reclaim_preview}, then {tool:workspace_reclaim})", be.Task, be.Task)
+	case s == surfaceAPI:
+		return fmt.Sprintf("the workspace is left in place: retry with request_id %s once the conflict is gone (it resumes), "+
+			"or take workspace %s back ({tool:workspace_reclaim_preview}, then {tool:workspace_reclaim})", be.RequestID, be.Task)
+	case be.Ports:
 		return fmt.Sprintf("the workspace is left in place: acquire its ports later ('majlis lease acquire --holder %s host:port:auto'), "+
 			"or take the workspace back with 'majlis workspace reclaim %s'", be.Task, be.Task)
 	}

@@ -185,13 +185,17 @@ func (g *globalOptions) fail(err error) ExitCode {
 }
 
 // failure is err as a script sees it: the error object of --json and the
-// exit status. The server's API and MCP tools refuse with it too.
-func failure(err error) (errorBody, ExitCode) {
-	c := classify(err)
+// exit status. The server's API and MCP tools refuse with failureOn
+// (surfaceAPI): the same code and exit status, the server's hint.
+func failure(err error) (errorBody, ExitCode) { return failureOn(surfaceCLI, err) }
+
+// failureOn is failure with the hint in the words of surface s.
+func failureOn(s surface, err error) (errorBody, ExitCode) {
+	c := classifyOn(s, err)
 	msg := err.Error()
 	if c.hint != "" {
-		// The library's hint, in words, ends its message; the command
-		// line's names the commands and flags instead.
+		// The library's hint, in words, ends its message; the surface's
+		// names its commands and flags (or fields and tools) instead.
 		msg = strings.TrimSuffix(msg, "; "+c.libHint) + "; " + c.hint
 	}
 	body := errorBody{Code: c.code, Message: msg, Details: c.details}

@@ -80,8 +80,10 @@ The server exits at once if its lease stops being its own. Most callers want
 }
 
 // refusal is the server's view of classify: the API and the MCP tools
-// refuse with the same codes and exit classes as the command line.
+// refuse with the same codes and exit classes as the command line, and
+// with the code table's hints for the server, which name request fields
+// and operations instead of flags and commands.
 func refusal(err error) server.Refusal {
-	b, exit := failure(err)
+	b, exit := failureOn(surfaceAPI, err)
 	return server.Refusal{Code: b.Code, Message: b.Message, Details: b.Details, ExitCode: int(exit)}
 }
