@@ -216,7 +216,7 @@ type EndResult struct {
 // Ended says what end did: the object 'majlis end --json' prints.
 type Ended struct {
 	Binding      string                  `json:"binding"`
-	Leases       []admission.Lease       `json:"leases"` // released now
+	Leases       []admission.Lease       `json:"leases"`    // released now
 	Workspace    *provider.Workspace     `json:"workspace"` // null: the task has no workspace (begun shared, or reclaimed)
 	Reclaimed    *provider.ReclaimResult `json:"reclaimed,omitempty"`
 	Preview      *provider.Preview       `json:"preview,omitempty"`
