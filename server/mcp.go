@@ -35,7 +35,43 @@ var ToolNames = []string{
 	"lease_release", "lease_list", "lease_resolve", "check_edits", "heartbeat",
 }
 
-const refusalNote = ` A refusal is a tool error: its structured content is {"error": {"code", "message", "details", "exit_code"}}, exit_code 3 meaning refused for safety, 4 held by someone else, 5 not found, 2 a bad argument; details.hint, when present, says what to do next.`
+// toolAnnotations tell an MCP client how each tool acts, for its approval
+// prompts: the read-only ones change nothing; the others only add, except
+// workspace_reclaim and end_task (with reclaim), which delete a
+// workspace's directory after salvaging what it holds. All of them act on
+// this repository and machine only (a closed world).
+var toolAnnotations = func() map[string]*mcp.ToolAnnotations {
+	no, yes := new(bool), new(bool)
+	*yes = true
+	m := map[string]*mcp.ToolAnnotations{}
+	add := func(name, title string, readOnly, destructive, idempotent bool) {
+		a := &mcp.ToolAnnotations{Title: title, ReadOnlyHint: readOnly, IdempotentHint: idempotent || readOnly, OpenWorldHint: no, DestructiveHint: no}
+		if destructive {
+			a.DestructiveHint = yes
+		}
+		m[name] = a
+	}
+	add("begin_task", "Begin a task", false, false, false)
+	add("end_task", "End a task", false, true, true)
+	add("workspace_allocate", "Allocate a workspace", false, false, false)
+	add("workspace_list", "List workspaces", true, false, true)
+	add("workspace_show", "Show a workspace", true, false, true)
+	add("workspace_salvage", "Salvage a workspace's work", false, false, false)
+	add("workspace_reclaim_preview", "Preview a reclaim", true, false, true)
+	add("workspace_reclaim", "Reclaim a workspace", false, true, true)
+	add("workspace_restore", "Restore a workspace", false, false, false)
+	add("workspace_recover", "Recover a dead reclaim's reservation", false, false, true)
+	add("lease_acquire", "Acquire leases", false, false, false)
+	add("lease_renew", "Renew leases", false, false, true)
+	add("lease_release", "Release leases", false, false, true)
+	add("lease_list", "List leases", true, false, true)
+	add("lease_resolve", "Resolve a quarantined lease", false, false, true)
+	add("check_edits", "Check edits against leases", true, false, true)
+	add("heartbeat", "Keep leases renewed", false, false, true)
+	return m
+}()
+
+const refusalNote = ` A refusal is a tool error: its structured content is {"error": {"code", "message", "details", "exit_code"}}, exit_code 3 meaning refused for safety, 4 held by someone else, 5 not found, 2 a bad argument; details.hint, when present, says what to do next, naming these tools and their arguments.`
 
 // newMCPServer builds the MCP server whose tools act through a.
 func newMCPServer(a *api, version string) *mcp.Server {
@@ -58,11 +94,11 @@ func newMCPServer(a *api, version string) *mcp.Server {
 		a.list)
 	tool(srv, a, "workspace_show", `Show one workspace with whether it has uncommitted changes (dirty) and how many of each kind. Read-only. Not found (exit 5) when the binding has no workspace.`,
 		a.show)
-	tool(srv, a, "workspace_salvage", `Preserve the workspace's uncommitted work (files, index, commits only it holds) on a salvage ref refs/majlis/salvage/BINDING/N without touching the workspace. Call it before risky operations; a clean workspace gives clean: true and no ref. workspace_restore brings a salvage back.`,
+	tool(srv, a, "workspace_salvage", `Preserve the workspace's uncommitted work (files, index, commits only it holds) on a salvage ref refs/majlis/salvage/BINDING/N without touching the workspace. Call it before risky operations; a clean workspace gives clean: true and no ref. workspace_restore brings a salvage back. Refused with not_found (exit 5) when the binding has no workspace, workspace_missing (exit 3) when its directory is gone. The changes of dirty submodules and nested repositories are not captured: result.salvage.dirty_submodules and nested_repositories list them; commit their changes first.`,
 		a.salvage)
 	tool(srv, a, "workspace_reclaim_preview", `Preview a reclaim: what would be salvaged (with why), moved and deleted, which peers were checked, and a digest of it all. Changes nothing. Show it to whoever decides, then pass its digest as confirm to workspace_reclaim. Refused with workspace_live (exit 4) while the task's process runs or it holds leases (end_task first), peer_overlap (exit 3) when another workspace overlaps it.`,
 		a.preview)
-	mcp.AddTool(srv, &mcp.Tool{Name: "workspace_reclaim", Description: `Reclaim a workspace after previewing it: salvage everything its removal would lose, move it aside and delete it; the branch is kept. confirm must be the digest workspace_reclaim_preview returned: if anything changed since, it refuses with preview_stale (exit 3, details say what changed) and nothing happens; preview again and decide again. The result names the salvage ref; workspace_restore brings the work back.` + refusalNote},
+	mcp.AddTool(srv, &mcp.Tool{Name: "workspace_reclaim", Annotations: toolAnnotations["workspace_reclaim"], Description: `Reclaim a workspace after previewing it: salvage everything its removal would lose, move it aside and delete it; the branch is kept. confirm must be the digest workspace_reclaim_preview returned: if anything changed since, it refuses with preview_stale (exit 3, details say what changed) and nothing happens; preview again and decide again. The result names the salvage ref; workspace_restore brings the work back.` + refusalNote},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ReclaimToolInput) (*mcp.CallToolResult, *ReclaimResult, error) {
 			if in.Confirm == "" {
 				return nil, nil, a.toolError(usage("confirm is required: the digest of workspace_reclaim_preview"))
@@ -97,7 +133,7 @@ func newMCPServer(a *api, version string) *mcp.Server {
 
 // tool adds a tool whose input is In and whose result is f's.
 func tool[In, Out any](srv *mcp.Server, a *api, name, desc string, f func(context.Context, *In) (Out, error)) {
-	mcp.AddTool(srv, &mcp.Tool{Name: name, Description: desc + refusalNote},
+	mcp.AddTool(srv, &mcp.Tool{Name: name, Description: desc + refusalNote, Annotations: toolAnnotations[name]},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
 			out, err := f(ctx, &in)
 			if err != nil {

@@ -81,6 +81,11 @@ func TestMCPToolsListed(t *testing.T) {
 			t.Fatal(err)
 		}
 		names = append(names, tl.Name)
+		if a := tl.Annotations; a == nil || a.Title == "" || a.DestructiveHint == nil || a.OpenWorldHint == nil || *a.OpenWorldHint {
+			t.Errorf("%s: annotations %+v", tl.Name, a)
+		} else if *a.DestructiveHint != (tl.Name == "workspace_reclaim" || tl.Name == "end_task") {
+			t.Errorf("%s: destructive %v", tl.Name, *a.DestructiveHint)
+		}
 		if tl.InputSchema == nil || tl.OutputSchema == nil {
 			t.Errorf("%s: input or output schema missing", tl.Name)
 		}
@@ -199,8 +204,8 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 var update = flag.Bool("update", false, "rewrite testdata/mcp_tools.json")
 
-// TestMCPToolsGolden pins every tool's name, description and input
-// schema: agents depend on them, so a change must be deliberate (go test
+// TestMCPToolsGolden pins every tool's name, description, input schema
+// and annotations: agents depend on them, so a change must be deliberate (go test
 // -run TestMCPToolsGolden -update rewrites the file).
 func TestMCPToolsGolden(t *testing.T) {
 	e := newAPIEnv(t)
@@ -209,13 +214,14 @@ func TestMCPToolsGolden(t *testing.T) {
 		Name        string `json:"name"`
 		Description string `json:"description"`
 		Input       any    `json:"input_schema"`
+		Annotations any    `json:"annotations"`
 	}
 	var tools []pinned
 	for tl, err := range cs.Tools(context.Background(), nil) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tools = append(tools, pinned{tl.Name, tl.Description, tl.InputSchema})
+		tools = append(tools, pinned{tl.Name, tl.Description, tl.InputSchema, tl.Annotations})
 	}
 	slices.SortFunc(tools, func(a, b pinned) int { return strings.Compare(a.Name, b.Name) })
 	got, err := json.MarshalIndent(tools, "", "  ")
