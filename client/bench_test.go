@@ -10,6 +10,7 @@ import (
 
 	"github.com/majlis-dev/majlis/client"
 	"github.com/majlis-dev/majlis/server"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // benchClient is a client of a started server for a fresh 10-file
@@ -80,6 +81,40 @@ func BenchmarkServerAcquire(b *testing.B) {
 		cli += time.Since(t1)
 	}
 	b.ReportMetric(float64(ours.Nanoseconds())/float64(n), "server-ns/op")
+	b.ReportMetric(float64(cli.Nanoseconds())/float64(n), "cli-ns/op")
+	b.ReportMetric(float64(ours)/float64(cli), "x-cli")
+}
+
+// BenchmarkMCPAcquire: a lease acquire as an agent makes it, the
+// lease_acquire tool through 'majlis mcp' over stdio (the bridge, then the
+// server's /mcp), against the same acquire by the CLI, alternately.
+func BenchmarkMCPAcquire(b *testing.B) {
+	_, dir := benchClient(b)
+	ctx := context.Background()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "test"}, nil).Connect(ctx,
+		&mcp.CommandTransport{Command: exec.Command(bin, "mcp", "--repo", dir)}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	var ours, cli time.Duration
+	n := 0
+	for b.Loop() {
+		n++
+		t0 := time.Now()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "lease_acquire",
+			Arguments: map[string]any{"holder": fmt.Sprintf("m-%d", n), "resources": []string{fmt.Sprintf("intent:m/%d/**", n)}}})
+		if err != nil || res.IsError {
+			b.Fatalf("lease_acquire: %v %v", err, res)
+		}
+		ours += time.Since(t0)
+		t1 := time.Now()
+		if out, err := exec.Command(bin, "lease", "acquire", "--repo", dir, "--holder", fmt.Sprintf("c-%d", n), fmt.Sprintf("intent:c/%d/**", n)).CombinedOutput(); err != nil {
+			b.Fatalf("majlis lease acquire: %v\n%s", err, out)
+		}
+		cli += time.Since(t1)
+	}
+	b.ReportMetric(float64(ours.Nanoseconds())/float64(n), "mcp-ns/op")
 	b.ReportMetric(float64(cli.Nanoseconds())/float64(n), "cli-ns/op")
 	b.ReportMetric(float64(ours)/float64(cli), "x-cli")
 }
