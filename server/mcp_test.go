@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -245,4 +247,32 @@ func TestMCPToolsGolden(t *testing.T) {
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Fatalf("the MCP tools changed (-want +got); rerun with -update if that is deliberate:\n%s", diff)
 	}
+}
+
+// lease_resolve lifts a quarantine on the caller's attestation, and
+// refuses without it; workspace_recover finds no reservation to retire.
+func TestMCPResolveRecover(t *testing.T) {
+	e := newAPIEnv(t)
+	cs := e.mcpSession()
+	acq := toolOK(t, cs, "lease_acquire", map[string]any{"holder": "q", "resources": []string{"intent:docs/**"}, "ttl": "1ms"})
+	id := acq["leases"].([]any)[0].(map[string]any)["id"].(string)
+	toolRefused(t, cs, "lease_resolve", map[string]any{"id": id}, "usage", 2) // writer_stopped missing: the schema refuses
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ls := toolOK(t, cs, "lease_list", map[string]any{"holder": "q"})["leases"].([]any)
+		if len(ls) == 1 && ls[0].(map[string]any)["state"] == "quarantined" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lease never expired: %v", ls)
+		}
+		runtime.Gosched()
+	}
+	toolRefused(t, cs, "lease_resolve", map[string]any{"id": id, "writer_stopped": false}, "invalid_argument", 2)
+	l := obj(toolOK(t, cs, "lease_resolve", map[string]any{"id": id, "writer_stopped": true}), "lease")
+	if l["id"] != id || l["state"] != "resolved" {
+		t.Fatalf("lease_resolve: %v", l)
+	}
+	toolRefused(t, cs, "lease_resolve", map[string]any{"id": "L-0123456789abcdef", "writer_stopped": true}, "not_found", 5)
+	toolRefused(t, cs, "workspace_recover", map[string]any{"binding": "T-1"}, "not_found", 5)
 }
