@@ -429,7 +429,8 @@ func TestBindingRace(t *testing.T) {
 }
 
 // TestSameJSONAsCLI: a route answers with the very object the CLI prints
-// with --json for the same command.
+// with --json for the same command; a refusal's hint alone (details.hint,
+// and the end of the message) is in each one's words.
 func TestSameJSONAsCLI(t *testing.T) {
 	ctx := context.Background()
 	dir := newRepo(t)
@@ -480,7 +481,17 @@ func TestSameJSONAsCLI(t *testing.T) {
 	} {
 		a, b := api(cs.method, cs.path), cli(cs.args...)
 		if cs.method == "POST" { // a refusal: the same object, plus exit_code
-			delete(a.(map[string]any)["error"].(map[string]any), "exit_code")
+			ea, eb := a.(map[string]any)["error"].(map[string]any), b.(map[string]any)["error"].(map[string]any)
+			delete(ea, "exit_code")
+			ha, hb := ea["details"].(map[string]any)["hint"].(string), eb["details"].(map[string]any)["hint"].(string)
+			if ha == "" || hb == "" || ha == hb || cliWords.MatchString(ha) {
+				t.Errorf("%s %s: hints %q (API) and %q (CLI): want each in its own words", cs.method, cs.path, ha, hb)
+			}
+			for _, e := range []map[string]any{ea, eb} {
+				h := e["details"].(map[string]any)["hint"].(string)
+				e["message"] = strings.TrimSuffix(e["message"].(string), "; "+h)
+				delete(e["details"].(map[string]any), "hint")
+			}
 		}
 		ja, _ := json.Marshal(a)
 		jb, _ := json.Marshal(b)
