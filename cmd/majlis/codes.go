@@ -199,7 +199,7 @@ var codeTable = []code{
 			{Text: "pass --branch NAME for a new branch", API: "send branch: a new branch's name", Adds: true},
 		}},
 	{Code: "branch_checked_out", Exit: ExitRefused, From: []source{prov(provider.ErrBranchCheckedOut)},
-		Meaning: "the branch named by --checkout is checked out in another worktree"},
+		Meaning: "the existing branch to work on (checkout) is checked out in another worktree"},
 	{Code: "unknown_branch", Exit: ExitNotFound, From: []source{prov(provider.ErrUnknownBranch)},
 		Meaning: "no local branch of that name",
 		Hints:   []hint{{Text: "name an existing local branch (git branch --list), or drop --checkout to create a new one", API: "name an existing local branch (git branch lists them), or omit checkout to create a new one"}}},

@@ -279,6 +279,10 @@ func TestLibraryHintsNameNoFlags(t *testing.T) {
 func TestHintsSpeakEachSurface(t *testing.T) {
 	cliOnly := regexp.MustCompile(`--[a-z]|'majlis |MAJLIS_|\$MAJLIS`)
 	for _, c := range codeTable {
+		// The meaning is both surfaces' (docs/cli.md and docs/MCP.md).
+		if m := cliOnly.FindString(c.Meaning); m != "" {
+			t.Errorf("%s: the meaning names %q of the command line: %q", c.Code, m, c.Meaning)
+		}
 		for i, h := range c.Hints {
 			name := fmt.Sprintf("%s hint %d (%s)", c.Code, i, h.When)
 			if h.API == "" {
