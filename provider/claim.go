@@ -211,8 +211,24 @@ func (p *Provider) readBindingRecords(binding string) ([]*claimRecord, error) {
 // them with what the claims index records of them: the folder's and each
 // file's identity, taken before it was read (nil when they cannot be
 // taken, or the folder does not exist).
+//
+// A record listed in the folder but gone when it is read means the folder
+// was swapped meanwhile (gc compacts a binding's records by exchanging its
+// folder for one without the old records, compact.go): the folder is read
+// again, as it is now.
 func (p *Provider) readBindingFiles(binding string) ([]*claimRecord, *indexBinding, error) {
-	dir := p.claimsDir(binding)
+	for attempt := 1; ; attempt++ {
+		recs, ix, err := readClaimsFolder(p.claimsDir(binding), binding)
+		if err != nil && errors.Is(err, os.ErrNotExist) && attempt < 4 {
+			continue
+		}
+		return recs, ix, err
+	}
+}
+
+// readClaimsFolder reads the records of binding in dir: its claims
+// folder, or a folder of its compacted records.
+func readClaimsFolder(dir, binding string) ([]*claimRecord, *indexBinding, error) {
 	ix := &indexBinding{Binding: binding}
 	var err error
 	if ix.Dir, err = lstatKey(dir); err != nil {

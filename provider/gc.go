@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,6 +36,10 @@ import (
 //   - kept tips under refs/majlis/deleted/ older than the deleted age;
 //   - trash folders that reclaims kept (--keep-trash) past their time.
 //
+// And it compacts records: a finished workspace's claim and events older
+// than the record age move out of the claims folder into the compacted
+// records (compact.go), so that what reads every binding reads less.
+//
 // It never deletes a branch majlis did not create (allocate --checkout,
 // restore onto an existing branch), nor one a live workspace uses.
 
@@ -61,6 +66,9 @@ type GCOptions struct {
 	// DeletedAge: kept tips of deleted branches older than this go. Zero:
 	// DefaultDeletedAge.
 	DeletedAge time.Duration
+	// RecordAge: records of workspaces reclaimed (or allocations failed)
+	// longer ago than this are compacted. Zero: DefaultRecordAge.
+	RecordAge time.Duration
 }
 
 // A GCBranch is a branch gc deletes, keeping its tip.
@@ -105,8 +113,11 @@ type GCPlan struct {
 	SalvageRefs  []GCRef    `json:"salvage_refs"`
 	DeletedTips  []GCRef    `json:"deleted_tips"`
 	Trash        []GCTrash  `json:"trash"`
-	SalvageAge   string     `json:"salvage_age"`
-	DeletedAge   string     `json:"deleted_age"`
+	// Records are the records gc compacts, by binding and number.
+	Records    []GCRecord `json:"records"`
+	SalvageAge string     `json:"salvage_age"`
+	DeletedAge string     `json:"deleted_age"`
+	RecordAge  string     `json:"record_age"`
 }
 
 // A GCResult is what gc did; Skipped lists what it left because it had
@@ -117,6 +128,7 @@ type GCResult struct {
 	SalvageRefs []GCRef    `json:"salvage_refs"`
 	DeletedTips []GCRef    `json:"deleted_tips"`
 	Trash       []GCTrash  `json:"trash"`
+	Records     []GCRecord `json:"records"`
 	Skipped     []GCKept   `json:"skipped"`
 }
 
@@ -126,6 +138,9 @@ func (o *GCOptions) defaults() {
 	}
 	if o.DeletedAge <= 0 {
 		o.DeletedAge = DefaultDeletedAge
+	}
+	if o.RecordAge <= 0 {
+		o.RecordAge = DefaultRecordAge
 	}
 }
 
@@ -141,7 +156,8 @@ func (p *Provider) PreviewGC(ctx context.Context, o GCOptions) (*GCPlan, error) 
 		return nil, err
 	}
 	plan := &GCPlan{Branches: []GCBranch{}, BranchesKept: []GCKept{}, SalvageRefs: []GCRef{}, DeletedTips: []GCRef{},
-		Trash: []GCTrash{}, SalvageAge: o.SalvageAge.String(), DeletedAge: o.DeletedAge.String()}
+		Trash: []GCTrash{}, Records: []GCRecord{}, SalvageAge: o.SalvageAge.String(), DeletedAge: o.DeletedAge.String(),
+		RecordAge: o.RecordAge.String()}
 	if err := p.gcBranches(ctx, reader, all, plan); err != nil {
 		return nil, err
 	}
@@ -160,6 +176,9 @@ func (p *Provider) PreviewGC(ctx context.Context, o GCOptions) (*GCPlan, error) 
 			}
 			plan.Trash = append(plan.Trash, GCTrash{Binding: r.Claim.Binding, Path: ev.TrashPath, KeptUntil: ev.KeepUntil.UTC()})
 		}
+	}
+	if err := p.gcRecords(ctx, reader, all, o.RecordAge, plan); err != nil {
+		return nil, err
 	}
 	h := sha256.New()
 	json.NewEncoder(h).Encode(plan)
@@ -450,7 +469,7 @@ func (p *Provider) GC(ctx context.Context, o GCOptions) (*GCResult, error) {
 			Details: map[string]any{"confirmed": o.Confirm, "digest": plan.Digest}}
 	}
 	res := &GCResult{Digest: plan.Digest, Branches: []GCBranch{}, SalvageRefs: []GCRef{}, DeletedTips: []GCRef{},
-		Trash: []GCTrash{}, Skipped: []GCKept{}}
+		Trash: []GCTrash{}, Records: []GCRecord{}, Skipped: []GCKept{}}
 	skip := func(what, binding, reason string) {
 		res.Skipped = append(res.Skipped, GCKept{Branch: what, Binding: binding, Reason: reason})
 	}
@@ -547,7 +566,48 @@ func (p *Provider) GC(ctx context.Context, o GCOptions) (*GCResult, error) {
 			res.Trash = append(res.Trash, t)
 		}
 	}
+	// Records last: a record is compacted only once its trash is gone.
+	if err := p.compactRecords(ctx, plan.Records, res, skip); err != nil {
+		return nil, err
+	}
 	return res, nil
+}
+
+// compactRecords compacts the records of the plan, binding by binding,
+// each checked again first (compactBinding); what changed is skipped.
+func (p *Provider) compactRecords(ctx context.Context, planned []GCRecord, res *GCResult, skip func(what, binding, reason string)) error {
+	var order []string
+	want := map[string]map[int]string{}
+	for _, r := range planned {
+		if want[r.Binding] == nil {
+			order = append(order, r.Binding)
+			want[r.Binding] = map[int]string{}
+		}
+		want[r.Binding][r.Seq] = r.ClaimDigest
+	}
+	for _, b := range order {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		done, why, err := p.compactBinding(ctx, b, want[b])
+		if err != nil {
+			if errors.Is(err, errExchangeUnsupported) {
+				skip("records of "+b, b, "they stay: "+err.Error())
+				continue
+			}
+			return err
+		}
+		if why != "" {
+			skip("records of "+b, b, why)
+			continue
+		}
+		for _, r := range planned {
+			if r.Binding == b && slices.Contains(done, r.Seq) {
+				res.Records = append(res.Records, r)
+			}
+		}
+	}
+	return nil
 }
 
 // branchInUse says why branch may not be deleted now: a live workspace's

@@ -154,7 +154,9 @@ func (p *Provider) recordRequest(id string, args requestArgs, result ...any) err
 	return err
 }
 
-// findRequestClaim returns the claim of binding published by request id.
+// findRequestClaim returns the claim of binding published by request id,
+// also when gc has compacted it (compact.go): a retry then answers as it
+// did before.
 func (p *Provider) findRequestClaim(binding, id string) (*claimRecord, error) {
 	recs, err := p.readBinding(binding)
 	if err != nil {
@@ -165,5 +167,5 @@ func (p *Provider) findRequestClaim(binding, id string) (*claimRecord, error) {
 			return recs[i], nil
 		}
 	}
-	return nil, nil
+	return p.compactedRequestClaim(binding, id)
 }

@@ -34,6 +34,13 @@ reported under "skipped").
                 workspaces that are gone, but the newest of each.
   deleted tips  refs/majlis/deleted/... kept longer than --deleted-age.
   trash         trash folders a reclaim kept (--keep-trash) past their time.
+  records       the records of workspaces reclaimed (or allocations failed)
+                longer than --record-age ago are compacted: moved, whole,
+                out of the folder every command reads, into the state
+                folder's compacted records (nothing is deleted). Each
+                workspace's newest record stays, and so does any record
+                whose workspace or trash folder may still be there or whose
+                salvage still exists.
 
 Without --preview or --confirm, on a terminal gc shows the preview and asks
 (y or yes proceeds); without a terminal it refuses (exit 3, unconfirmed).`,
@@ -42,8 +49,8 @@ Without --preview or --confirm, on a terminal gc shows the preview and asks
   majlis gc --preview --json | jq '.gc_preview.branches[].branch'`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if opts.SalvageAge < 0 || opts.DeletedAge < 0 {
-				return &usageError{fmt.Errorf("--salvage-age and --deleted-age must not be negative")}
+			if opts.SalvageAge < 0 || opts.DeletedAge < 0 || opts.RecordAge < 0 {
+				return &usageError{fmt.Errorf("--salvage-age, --deleted-age and --record-age must not be negative")}
 			}
 			if preview && opts.Confirm != "" {
 				return &usageError{fmt.Errorf("--preview cannot be combined with --confirm")}
@@ -93,10 +100,13 @@ Without --preview or --confirm, on a terminal gc shows the preview and asks
 				for _, t := range res.Trash {
 					fmt.Fprintf(w, "deleted the trash folder %s of %s\n", humanPath(t.Path), t.Binding)
 				}
+				for _, c := range countRecords(res.Records) {
+					fmt.Fprintf(w, "compacted %s of %s\n", plural(c.n, "old record", "old records"), c.binding)
+				}
 				for _, s := range res.Skipped {
 					fmt.Fprintf(w, "left %s: %s\n", s.Branch, s.Reason)
 				}
-				n := len(res.Branches) + len(res.SalvageRefs) + len(res.DeletedTips) + len(res.Trash)
+				n := len(res.Branches) + len(res.SalvageRefs) + len(res.DeletedTips) + len(res.Trash) + len(res.Records)
 				if n == 0 && len(res.Skipped) == 0 {
 					fmt.Fprintln(w, "nothing to delete")
 				}
@@ -108,6 +118,7 @@ Without --preview or --confirm, on a terminal gc shows the preview and asks
 	f.StringVar(&opts.Confirm, "confirm", "", "delete exactly what the preview with this digest listed")
 	f.DurationVar(&opts.SalvageAge, "salvage-age", provider.DefaultSalvageAge, "prune salvages of gone workspaces older than this (the newest of each is kept)")
 	f.DurationVar(&opts.DeletedAge, "deleted-age", provider.DefaultDeletedAge, "keep the tips of deleted branches this long")
+	f.DurationVar(&opts.RecordAge, "record-age", provider.DefaultRecordAge, "compact the records of workspaces finished longer ago than this")
 	return cmd
 }
 
@@ -128,7 +139,10 @@ func renderGCPlan(w io.Writer, plan *provider.GCPlan) {
 	for _, t := range plan.Trash {
 		fmt.Fprintf(tw, "delete trash\t%s (of %s, kept until %s)\n", humanPath(t.Path), t.Binding, t.KeptUntil.Format("2006-01-02 15:04"))
 	}
-	if len(plan.Branches)+len(plan.SalvageRefs)+len(plan.DeletedTips)+len(plan.Trash) == 0 {
+	for _, c := range countRecords(plan.Records) {
+		fmt.Fprintf(tw, "compact records\t%s of %s (#%d to #%d)\n", plural(c.n, "old record", "old records"), c.binding, c.first, c.last)
+	}
+	if len(plan.Branches)+len(plan.SalvageRefs)+len(plan.DeletedTips)+len(plan.Trash)+len(plan.Records) == 0 {
 		fmt.Fprintf(tw, "nothing to delete\t\n")
 	}
 	fmt.Fprintf(tw, "digest\t%s\n", plan.Digest)
@@ -145,4 +159,25 @@ func mergedWords(how string) string {
 		return "squash-merged: a commit there has its whole change"
 	}
 	return how
+}
+
+// A recordCount is how many records gc compacts of one binding.
+type recordCount struct {
+	binding     string
+	n           int
+	first, last int
+}
+
+// countRecords counts records by binding, in the order given.
+func countRecords(recs []provider.GCRecord) []recordCount {
+	var out []recordCount
+	for _, r := range recs {
+		if len(out) == 0 || out[len(out)-1].binding != r.Binding {
+			out = append(out, recordCount{binding: r.Binding, first: r.Seq})
+		}
+		c := &out[len(out)-1]
+		c.n++
+		c.first, c.last = min(c.first, r.Seq), max(c.last, r.Seq)
+	}
+	return out
 }
