@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -197,18 +198,21 @@ func compactable(r *claimRecord, now time.Time, age time.Duration, salvages map[
 }
 
 // compactBinding compacts the records of binding that want names (seq to
-// claim digest), checked again under the binding's reclaim reservation and
-// the publication lease. It returns the records it compacted, or why it
-// compacted none.
+// claim digest), checked again under the binding's reclaim reservation.
+// It returns the records it compacted, or why it compacted none.
 func (p *Provider) compactBinding(ctx context.Context, binding string, want map[int]string) (done []int, skipped string, err error) {
+	const changed = "its records changed since the preview"
 	recs, err := p.readBinding(binding)
 	if err != nil {
 		return nil, "", err
 	}
 	if len(recs) == 0 {
-		return nil, "its records changed since the preview", nil
+		return nil, changed, nil
 	}
 	newest := recs[len(recs)-1]
+	// The reservation keeps reclaims, restores and other gcs of the
+	// binding away; the publication lease, taken around the exchange,
+	// keeps new claims away.
 	lease, err := p.reserve(ctx, newest, "")
 	if err != nil {
 		if errors.Is(err, reservation.ErrHeld) {
@@ -217,21 +221,14 @@ func (p *Provider) compactBinding(ctx context.Context, binding string, want map[
 		return nil, "", err
 	}
 	defer lease.Release()
-	pub, err := p.publicationLease(ctx, "gc "+binding)
-	if err != nil {
-		return nil, "", err
-	}
-	defer pub.Release()
 	if err := p.finishCompaction(binding); err != nil {
 		return nil, "", err
 	}
-
-	// Again, under both: nothing else publishes into the folder now.
 	if recs, err = p.readBinding(binding); err != nil {
 		return nil, "", err
 	}
 	if len(recs) == 0 || recs[len(recs)-1].Digest != newest.Digest || finished(recs[len(recs)-1]) == nil {
-		return nil, "its records changed since the preview", nil
+		return nil, changed, nil
 	}
 	now := p.now()
 	for _, r := range recs[:len(recs)-1] {
@@ -240,20 +237,24 @@ func (p *Provider) compactBinding(ctx context.Context, binding string, want map[
 			continue
 		}
 		if d != r.Digest {
-			return nil, "its records changed since the preview", nil
+			return nil, changed, nil
 		}
-		// The salvage refs were judged by the preview; the disk is judged
-		// again now (age zero: the preview judged it).
+		// The preview judged the age and the salvage refs; the disk is
+		// judged again now.
 		if why := compactable(r, now, 0, nil); why != "" {
 			return nil, fmt.Sprintf("#%d: %s", r.Claim.Seq, why), nil
 		}
 		done = append(done, r.Claim.Seq)
 	}
 	if len(done) != len(want) {
-		return nil, "its records changed since the preview", nil
+		return nil, changed, nil
 	}
-	if err := p.swapOut(binding, want, pub.Check); err != nil {
-		return nil, "", err
+	if err := lease.Check(); err != nil {
+		return nil, "", p.lostOr(binding, lease, err)
+	}
+	ok, err := p.swapOut(ctx, binding, want)
+	if err != nil || !ok {
+		return nil, changed, err
 	}
 	sort.Ints(done)
 	return done, "", nil
@@ -262,43 +263,35 @@ func (p *Provider) compactBinding(ctx context.Context, binding string, want map[
 // swapOut moves the records whose seq is in out from binding's claims
 // folder into a staging folder, exchanged with the claims folder in one
 // rename, then archives the staging folder. The caller holds the
-// binding's reclaim reservation and the publication lease; check says
-// whether the latter is still held.
-func (p *Provider) swapOut(binding string, out map[int]string, check func() error) error {
+// binding's reclaim reservation. ok is false, and nothing changed, when a
+// record was published into the folder meanwhile.
+func (p *Provider) swapOut(ctx context.Context, binding string, out map[int]string) (ok bool, err error) {
 	claims := p.claimsDir(binding)
-	entries, err := os.ReadDir(claims)
+	names, err := recordNames(binding, claims)
 	if err != nil {
-		return &Error{Op: "gc", Binding: binding, Path: claims, Err: err}
+		return false, err
 	}
 	var keep []string
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasPrefix(name, ".") {
-			continue // a writer's temporary file: left in the old folder
-		}
-		seq, ok := recordSeq(name)
-		if !ok {
-			return &Error{Op: "gc", Binding: binding, Path: filepath.Join(claims, name), Err: ErrMalformed,
-				Reason: "unexpected file in the claims folder", Hint: "move it out of the majlis state folder"}
-		}
+	for _, name := range names {
+		seq, _ := recordSeq(name)
 		if _, gone := out[seq]; !gone {
 			keep = append(keep, name)
 		}
 	}
 	dir := p.compactedDir(binding)
 	if err := durable.MkdirAll(dir, 0o755); err != nil {
-		return &Error{Op: "gc", Binding: binding, Path: dir, Err: err}
+		return false, &Error{Op: "gc", Binding: binding, Path: dir, Err: err}
 	}
 	staging := filepath.Join(dir, stagingName)
 	if err := os.Mkdir(staging, 0o755); err != nil {
-		return &Error{Op: "gc", Binding: binding, Path: staging, Err: err}
+		return false, &Error{Op: "gc", Binding: binding, Path: staging, Err: err}
 	}
-	undo := func(err error) error {
+	undo := func(err error) (bool, error) {
 		for _, name := range keep {
 			os.Remove(filepath.Join(staging, name)) // links only: the files stay in the claims folder
 		}
 		os.Remove(staging)
-		return err
+		return false, err
 	}
 	for _, name := range keep {
 		if err := os.Link(filepath.Join(claims, name), filepath.Join(staging, name)); err != nil {
@@ -311,22 +304,55 @@ func (p *Provider) swapOut(binding string, out map[int]string, check func() erro
 	if err := fpCompactStaged.Inject(); err != nil {
 		return undo(err)
 	}
-	if err := check(); err != nil {
-		return undo(fmt.Errorf("gc %s: the publication lease was lost before the records were compacted (nothing was changed): %w", binding, err))
+	// Under the publication lease, the folder must still hold what was
+	// staged from: then nothing can be published into it until the
+	// exchange is done.
+	pub, err := p.publicationLease(ctx, "gc "+binding)
+	if err != nil {
+		return undo(err)
 	}
-	if err := exchangeDirs(staging, claims); err != nil {
+	now, err := recordNames(binding, claims)
+	if err != nil || !slices.Equal(now, names) {
+		pub.Release()
+		return undo(err)
+	}
+	err = exchangeDirs(staging, claims)
+	pub.Release()
+	if err != nil {
 		return undo(&Error{Op: "gc", Binding: binding, Path: claims, Err: err})
 	}
 	if err := durable.SyncDir(filepath.Dir(claims)); err != nil {
-		return &Error{Op: "gc", Binding: binding, Path: filepath.Dir(claims), Err: err}
+		return true, &Error{Op: "gc", Binding: binding, Path: filepath.Dir(claims), Err: err}
 	}
 	if err := durable.SyncDir(dir); err != nil {
-		return &Error{Op: "gc", Binding: binding, Path: dir, Err: err}
+		return true, &Error{Op: "gc", Binding: binding, Path: dir, Err: err}
 	}
 	if err := fpCompactExchanged.Inject(); err != nil {
-		return err
+		return true, err
 	}
-	return p.finishCompaction(binding)
+	return true, p.finishCompaction(binding)
+}
+
+// recordNames lists the record files of a claims folder, sorted (a
+// writer's temporary files left out).
+func recordNames(binding, dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, &Error{Op: "gc", Binding: binding, Path: dir, Err: err}
+	}
+	var names []string
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") {
+			continue
+		}
+		if _, ok := recordSeq(name); !ok {
+			return nil, &Error{Op: "gc", Binding: binding, Path: filepath.Join(dir, name), Err: ErrMalformed,
+				Reason: "unexpected file in the claims folder", Hint: "move it out of the majlis state folder"}
+		}
+		names = append(names, name)
+	}
+	return names, nil
 }
 
 // recordSeq returns the claim number of a record's file name.
@@ -345,8 +371,8 @@ func recordSeq(name string) (int, bool) {
 // (the file stays there), and what remains, the compacted records, is
 // renamed to its archive name; an empty staging folder is removed. Only
 // links the claims folder holds too are ever removed, so this is right
-// whichever step a crash interrupted. The caller holds the publication
-// lease (no other gc compacts meanwhile).
+// whichever step a crash interrupted. The caller holds the binding's
+// reclaim reservation (no other gc compacts it meanwhile).
 func (p *Provider) finishCompaction(binding string) error {
 	dir := p.compactedDir(binding)
 	staging := filepath.Join(dir, stagingName)
@@ -409,6 +435,46 @@ func (p *Provider) finishCompaction(binding string) error {
 		}
 		return durable.SyncDir(dir)
 	}
+}
+
+// finishCompactions finishes the compactions a crashed gc left, each
+// under its binding's reclaim reservation; a binding whose reservation is
+// held is left for the next gc.
+func (p *Provider) finishCompactions(ctx context.Context) error {
+	root := filepath.Join(p.stateDir, compactedDirName)
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return &Error{Op: "gc", Path: root, Err: err}
+	}
+	for _, e := range entries {
+		b := e.Name()
+		if _, err := os.Lstat(filepath.Join(root, b, stagingName)); err != nil || ValidBinding(b) != nil {
+			continue
+		}
+		recs, err := p.readBinding(b)
+		if err != nil {
+			return err
+		}
+		if len(recs) == 0 {
+			continue // nothing to finish against: the staging folder stays as it is
+		}
+		lease, err := p.reserve(ctx, recs[len(recs)-1], "")
+		if errors.Is(err, reservation.ErrHeld) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		err = p.finishCompaction(b)
+		lease.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // compactedRequestClaim returns the compacted claim of binding that

@@ -567,6 +567,9 @@ func (p *Provider) GC(ctx context.Context, o GCOptions) (*GCResult, error) {
 		}
 	}
 	// Records last: a record is compacted only once its trash is gone.
+	if err := p.finishCompactions(ctx); err != nil {
+		return nil, err
+	}
 	if err := p.compactRecords(ctx, plan.Records, res, skip); err != nil {
 		return nil, err
 	}

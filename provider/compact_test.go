@@ -1,0 +1,233 @@
+package provider
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// recordFiles lists the record files of a folder (temporary files left
+// out), or nil when it does not exist.
+func recordFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".") {
+			out = append(out, e.Name())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// compactedFiles lists every file under the binding's compacted records,
+// as <folder>/<file>.
+func compactedFiles(t *testing.T, p *Provider, binding string) []string {
+	t.Helper()
+	var out []string
+	dir := p.compactedDir(binding)
+	for _, sub := range recordFiles(t, dir) {
+		for _, f := range recordFiles(t, filepath.Join(dir, sub)) {
+			out = append(out, sub+"/"+f)
+		}
+	}
+	return out
+}
+
+func reclaimYes(t *testing.T, p *Provider, binding string, o ...ReclaimOptions) *ReclaimResult {
+	t.Helper()
+	ro := ReclaimOptions{Binding: binding, Yes: true}
+	if len(o) > 0 {
+		ro = o[0]
+		ro.Binding, ro.Yes = binding, true
+	}
+	res, err := p.Reclaim(t.Context(), ro)
+	if err != nil {
+		t.Fatalf("reclaim %s: %v", binding, err)
+	}
+	return res
+}
+
+func asJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestGCCompactsRecords: gc compacts the old records of finished
+// workspaces, and only those; everything that reads records answers as
+// before for what stays, the next claim number follows on, and a retry of
+// a request whose claim was compacted answers as it did before.
+func TestGCCompactsRecords(t *testing.T) {
+	_, p := newProvider(t)
+	ctx := t.Context()
+	// T-1: #1 creates majlis/T-1, #2 to #5 check it out again; each
+	// reclaimed but #5.
+	mustAllocate(t, p, AllocateOptions{Binding: "T-1", RequestID: "t1-1"})
+	reclaimYes(t, p, "T-1")
+	for i := 2; i <= 5; i++ {
+		mustAllocate(t, p, AllocateOptions{Binding: "T-1", CheckoutBranch: "majlis/T-1", RequestID: fmt.Sprintf("t1-%d", i)})
+		if i < 5 {
+			reclaimYes(t, p, "T-1")
+		}
+	}
+	// T-2: one workspace, reclaimed (its only record stays).
+	mustAllocate(t, p, AllocateOptions{Binding: "T-2"})
+	reclaimYes(t, p, "T-2")
+	// T-3: #1 reclaimed with its trash kept (still a peer), #2 reclaimed.
+	mustAllocate(t, p, AllocateOptions{Binding: "T-3"})
+	kept := reclaimYes(t, p, "T-3", ReclaimOptions{KeepTrash: time.Hour})
+	mustAllocate(t, p, AllocateOptions{Binding: "T-3", Branch: "t3-b"})
+	reclaimYes(t, p, "T-3")
+
+	age := GCOptions{RecordAge: time.Nanosecond}
+	plan, err := p.PreviewGC(ctx, age)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Records) != 0 {
+		t.Fatalf("records planned while T-1's newest workspace is live: %s", asJSON(t, plan.Records))
+	}
+	if plan, err = p.PreviewGC(ctx, GCOptions{}); err != nil || len(plan.Records) != 0 {
+		t.Fatalf("records younger than the default age planned: %v %s", err, asJSON(t, plan))
+	}
+
+	reclaimYes(t, p, "T-1")
+	// A retry of #3's allocation, before compaction: what it answers.
+	retryBefore, err := p.Allocate(ctx, AllocateOptions{Binding: "T-1", CheckoutBranch: "majlis/T-1", RequestID: "t1-3"})
+	if err != nil {
+		t.Fatalf("retry of t1-3 before compaction: %v", err)
+	}
+	listBefore, err := p.List(ctx, ListOptions{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan, err = p.PreviewGC(ctx, age); err != nil {
+		t.Fatal(err)
+	}
+	var planned []string
+	for _, r := range plan.Records {
+		planned = append(planned, fmt.Sprintf("%s#%d %s", r.Binding, r.Seq, r.Outcome))
+	}
+	// T-1 #1 stays: gc judges majlis/T-1 by it. #5 is the newest. T-3 #1
+	// has its trash kept.
+	if diff := cmp.Diff([]string{"T-1#2 reclaimed", "T-1#3 reclaimed", "T-1#4 reclaimed"}, planned); diff != "" {
+		t.Fatalf("planned records (-want +got):\n%s", diff)
+	}
+	claimsBefore := recordFiles(t, p.claimsDir("T-1"))
+
+	if _, err := p.GC(ctx, GCOptions{RecordAge: time.Nanosecond, Confirm: "sha256:" + strings.Repeat("0", 64)}); !errors.Is(err, ErrPreviewStale) {
+		t.Fatalf("gc with another digest: %v, want ErrPreviewStale", err)
+	}
+	if diff := cmp.Diff(claimsBefore, recordFiles(t, p.claimsDir("T-1"))); diff != "" {
+		t.Fatalf("a refused gc changed the records (-before +after):\n%s", diff)
+	}
+	res, err := p.GC(ctx, GCOptions{RecordAge: time.Nanosecond, Confirm: plan.Digest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(plan.Records, res.Records); diff != "" || len(res.Skipped) != 0 {
+		t.Fatalf("compacted (-planned +done):\n%s\nskipped %+v", diff, res.Skipped)
+	}
+
+	// The records moved, whole: none lost, none left twice.
+	var stay, moved []string
+	for _, f := range claimsBefore {
+		if strings.HasPrefix(f, "000001.") || strings.HasPrefix(f, "000005.") {
+			stay = append(stay, f)
+		} else {
+			moved = append(moved, "000002-000004/"+f)
+		}
+	}
+	if diff := cmp.Diff(stay, recordFiles(t, p.claimsDir("T-1"))); diff != "" {
+		t.Errorf("T-1's claims folder (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(moved, compactedFiles(t, p, "T-1")); diff != "" {
+		t.Errorf("T-1's compacted records (-want +got):\n%s", diff)
+	}
+	archived, _, err := readClaimsFolder(filepath.Join(p.compactedDir("T-1"), "000002-000004"), "T-1")
+	if err != nil || len(archived) != 3 || !archived[0].has(EventReclaimed) {
+		t.Fatalf("the compacted records do not read back: %d, %v", len(archived), err)
+	}
+	if got := compactedFiles(t, p, "T-3"); got != nil {
+		t.Errorf("T-3's records were compacted though its kept trash %s is there: %v", kept.TrashPath, got)
+	}
+
+	// What reads records: list (without the compacted ones), doctor.
+	listAfter, err := p.List(ctx, ListOptions{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []*Workspace
+	for _, w := range listBefore {
+		if w.Binding == "T-1" && w.RequestID != "t1-1" && w.RequestID != "t1-5" {
+			continue
+		}
+		want = append(want, w)
+	}
+	if diff := cmp.Diff(asJSON(t, want), asJSON(t, listAfter)); diff != "" {
+		t.Errorf("list --all after compaction (-want +got):\n%s", diff)
+	}
+	rep, err := p.Doctor(ctx)
+	if err != nil || !rep.OK {
+		t.Errorf("doctor after compaction: %v %s", err, asJSON(t, rep))
+	}
+	// A retry of a compacted request answers as before, and changes nothing.
+	retryAfter, err := p.Allocate(ctx, AllocateOptions{Binding: "T-1", CheckoutBranch: "majlis/T-1", RequestID: "t1-3"})
+	if err != nil {
+		t.Fatalf("retry of t1-3 after compaction: %v", err)
+	}
+	if diff := cmp.Diff(asJSON(t, retryBefore), asJSON(t, retryAfter)); diff != "" {
+		t.Errorf("the retry answers otherwise (-before +after):\n%s", diff)
+	}
+	// The next claim follows the newest. (gc deleted majlis/T-1, merged:
+	// this claim creates it again.)
+	ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+	recs, err := p.readBinding("T-1")
+	if err != nil || recs[len(recs)-1].Claim.Seq != 6 {
+		t.Fatalf("the next claim: %v, %v", recs, err)
+	}
+	pv, err := p.PreviewReclaim(ctx, "T-1")
+	if err != nil || pv.Path != ws.Path {
+		t.Fatalf("the reclaim preview after compaction: %+v, %v", pv, err)
+	}
+	reclaimYes(t, p, "T-1")
+
+	// Again: #1 (gc judges majlis/T-1 by #6 now) and #5 may go; #6 is
+	// the newest.
+	if plan, err = p.PreviewGC(ctx, age); err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Records) != 2 || plan.Records[0].Seq != 1 || plan.Records[1].Seq != 5 {
+		t.Fatalf("second plan: %s", asJSON(t, plan.Records))
+	}
+	if _, err := p.GC(ctx, GCOptions{RecordAge: time.Nanosecond, Confirm: plan.Digest}); err != nil {
+		t.Fatal(err)
+	}
+	got := compactedFiles(t, p, "T-1")
+	if len(got) != len(claimsBefore) || !slices.Contains(got, "000001-000005/000001.claim") || !slices.Contains(got, "000001-000005/000005.claim") {
+		t.Errorf("compacted records after the second gc: %v", got)
+	}
+	if left := recordFiles(t, p.claimsDir("T-1")); len(left) == 0 || !strings.HasPrefix(left[0], "000006.") {
+		t.Errorf("T-1's claims folder after the second gc: %v", left)
+	}
+}
