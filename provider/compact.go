@@ -49,8 +49,10 @@ import (
 //   - no salvage ref it names exists any more (gc keeps salvages that a
 //     record names);
 //   - it is not the claim by which gc judges a branch majlis created and
-//     that still exists;
-//   - no reclaim reservation of its binding is held.
+//     that still exists.
+//
+// The confirmed gc checks the disk again under the binding's reclaim
+// reservation, and leaves a binding whose reservation another holds.
 //
 // A retry of a request whose claim was compacted still finds it: the
 // request lookup reads the compacted records when the claims folder has
@@ -125,13 +127,9 @@ func (p *Provider) gcRecords(ctx context.Context, reader *gitops.Reader, all [][
 		branches[strings.TrimPrefix(h.Name, "refs/heads/")] = true
 	}
 	judged := branchJudges(all)
-	reserved, err := p.reclaimingBindings()
-	if err != nil {
-		return err
-	}
 	now := p.now()
 	for _, recs := range all {
-		if len(recs) < 2 || reserved[recs[0].Claim.Binding] || finished(recs[len(recs)-1]) == nil {
+		if len(recs) < 2 || finished(recs[len(recs)-1]) == nil {
 			continue
 		}
 		for _, r := range recs[:len(recs)-1] {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/majlis-dev/majlis/internal/envvar"
 )
 
 // recordFiles lists the record files of a folder (temporary files left
@@ -229,5 +230,129 @@ func TestGCCompactsRecords(t *testing.T) {
 	}
 	if left := recordFiles(t, p.claimsDir("T-1")); len(left) == 0 || !strings.HasPrefix(left[0], "000006.") {
 		t.Errorf("T-1's claims folder after the second gc: %v", left)
+	}
+}
+
+// recordContents maps every record file of the binding, in its claims
+// folder and among its compacted records (a staging folder included), by
+// name, to the contents found under that name (several when it is in
+// more than one place).
+func recordContents(t *testing.T, p *Provider, binding string) (claims []string, all map[string][]string) {
+	t.Helper()
+	all = map[string][]string{}
+	read := func(dir string) []string {
+		names := recordFiles(t, dir)
+		for _, n := range names {
+			b, err := os.ReadFile(filepath.Join(dir, n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			all[n] = append(all[n], string(b))
+		}
+		return names
+	}
+	claims = read(p.claimsDir(binding))
+	root := p.compactedDir(binding)
+	entries, _ := os.ReadDir(root)
+	for _, e := range entries {
+		read(filepath.Join(root, e.Name()))
+	}
+	return claims, all
+}
+
+// TestGCCompactCrash: a gc killed (SIGKILL) at every step of a compaction
+// leaves the claims folder either as it was or compacted, never anything
+// between; every command that reads it works meanwhile; no record is
+// lost; and the next gc finishes the compaction.
+func TestGCCompactCrash(t *testing.T) {
+	bin := crashBinary(t)
+	for _, point := range []string{"gc/compact-staged", "gc/compact-exchanged", "gc/compact-cleaned"} {
+		t.Run(strings.ReplaceAll(point, "/", "-"), func(t *testing.T) {
+			t.Parallel()
+			repo, p := newProvider(t)
+			mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+			reclaimYes(t, p, "T-1")
+			for range 3 {
+				mustAllocate(t, p, AllocateOptions{Binding: "T-1", CheckoutBranch: "majlis/T-1"})
+				reclaimYes(t, p, "T-1")
+			}
+			old, before := recordContents(t, p, "T-1")
+			var stay []string
+			for _, n := range old {
+				if strings.HasPrefix(n, "000001.") || strings.HasPrefix(n, "000004.") {
+					stay = append(stay, n)
+				}
+			}
+			env := []string{envvar.ReservationTTL + "=2s"}
+			gc := func(env []string, args ...string) crashRun {
+				return crashExec(t, bin, repo.Dir, env, append([]string{"gc", "--record-age", "1ns", "--json"}, args...)...)
+			}
+			digest := func() string {
+				pv := gc(env, "--preview")
+				var out struct {
+					Plan GCPlan `json:"gc_preview"`
+				}
+				pv.decode(t, &out)
+				return out.Plan.Digest
+			}
+			crash := gc(append(env, "MAJLIS_FAILPOINTS="+point+"=crash"), "--confirm", digest())
+			if !crash.killed {
+				t.Fatalf("gc was not killed at %s\n%s", point, crash)
+			}
+			claims, after := recordContents(t, p, "T-1")
+			if point == "gc/compact-staged" {
+				if diff := cmp.Diff(old, claims); diff != "" {
+					t.Errorf("claims folder before the exchange (-want +got):\n%s", diff)
+				}
+			} else if diff := cmp.Diff(stay, claims); diff != "" {
+				t.Errorf("claims folder after the exchange (-want +got):\n%s", diff)
+			}
+			for n, c := range before {
+				if !slices.Contains(after[n], c[0]) {
+					t.Errorf("record %s lost", n)
+				}
+			}
+			// Readers work on what the crash left.
+			for _, args := range [][]string{{"workspace", "list", "--all", "--json"}, {"doctor", "--json"}, {"gc", "--preview", "--json"}} {
+				if r := crashExec(t, bin, repo.Dir, env, args...); r.exit != 0 {
+					t.Errorf("after the crash\n%s", r)
+				}
+			}
+
+			held, err := p.leases.Inspect(reclaimPrefix + "T-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			crashWaitExpired(t, held.ExpiresAt)
+			if r := gc(env, "--confirm", digest()); r.exit != 0 || !strings.Contains(r.stdout, `"skipped": []`) {
+				t.Fatalf("the next gc\n%s", r)
+			}
+			claims, after = recordContents(t, p, "T-1")
+			// The crashed gc deleted majlis/T-1 (merged) before it
+			// compacted: #1 goes too now.
+			stay = slices.DeleteFunc(stay, func(n string) bool { return strings.HasPrefix(n, "000001.") })
+			if diff := cmp.Diff(stay, claims); diff != "" {
+				t.Errorf("claims folder after the next gc (-want +got):\n%s", diff)
+			}
+			for n, c := range before {
+				if diff := cmp.Diff(c, after[n]); diff != "" {
+					t.Errorf("record %s after the next gc (-before +after):\n%s", n, diff)
+				}
+			}
+			if _, err := os.Lstat(filepath.Join(p.compactedDir("T-1"), stagingName)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the staging folder is still there: %v", err)
+			}
+			want := []string{"000001-000001", "000002-000003"}
+			if point == "gc/compact-staged" {
+				want = []string{"000001-000003"}
+			}
+			if got := recordFiles(t, p.compactedDir("T-1")); !slices.Equal(got, want) {
+				t.Errorf("compacted folders %v", got)
+			}
+			mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+			if recs, err := p.readBinding("T-1"); err != nil || recs[len(recs)-1].Claim.Seq != 5 {
+				t.Errorf("the next claim after the crash: %v", err)
+			}
+		})
 	}
 }
