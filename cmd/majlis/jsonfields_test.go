@@ -75,6 +75,12 @@ func TestJSONFieldsArePinned(t *testing.T) {
 		"begin": {provider.BeginResult{}, []string{"checkout", "decided_by", "leases", "ports", "replayed", "request_id", "task",
 			"token", "warnings", "workspace"}},
 
+		// gc.
+		"gc_plan": {provider.GCPlan{}, []string{"branches", "branches_kept", "deleted_age", "deleted_tips", "digest", "record_age",
+			"records", "salvage_age", "salvage_refs", "trash"}},
+		"gc":        {provider.GCResult{}, []string{"branches", "deleted_tips", "digest", "records", "salvage_refs", "skipped", "trash"}},
+		"gc_record": {provider.GCRecord{}, []string{"at", "binding", "claim_digest", "outcome", "path", "seq"}},
+
 		// The server: status, start/attach, stop, and the liveness route's body.
 		"server_status": {server.Status{}, []string{"address", "api", "busy", "generation", "lease", "owner", "pid", "ready",
 			"reason", "repository", "start_time", "status", "version"}},
