@@ -476,7 +476,10 @@ func (p *Provider) finishCompactions(ctx context.Context) error {
 }
 
 // compactedRequestClaim returns the compacted claim of binding that
-// request id published, or nil.
+// request id published, or nil. A request id that majlis did not make up
+// published a claim only if it was recorded (publishClaim records it
+// first), so only those, and ids majlis made up, are looked for: a new
+// allocation does not read the binding's compacted records.
 func (p *Provider) compactedRequestClaim(binding, id string) (*claimRecord, error) {
 	dir := p.compactedDir(binding)
 	entries, err := os.ReadDir(dir)
@@ -486,17 +489,36 @@ func (p *Provider) compactedRequestClaim(binding, id string) (*claimRecord, erro
 	if err != nil {
 		return nil, &Error{Op: "read", Binding: binding, Path: dir, Err: err}
 	}
+	if !strings.HasPrefix(id, autoRequestPrefix) {
+		if _, err := p.readRequest(id); errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+	}
 	for i := len(entries) - 1; i >= 0; i-- {
 		if !entries[i].IsDir() {
 			continue
 		}
-		recs, _, err := readClaimsFolder(filepath.Join(dir, entries[i].Name()), binding)
+		folder := filepath.Join(dir, entries[i].Name())
+		names, err := filepath.Glob(filepath.Join(folder, "[0-9]*.claim"))
 		if err != nil {
 			return nil, err
 		}
-		for j := len(recs) - 1; j >= 0; j-- {
-			if recs[j].Claim.RequestID == id {
-				return recs[j], nil
+		for _, name := range names {
+			var c Claim
+			if _, err := readRecord(name, "claim", formatClaim, &c); err != nil {
+				return nil, err
+			}
+			if c.RequestID != id {
+				continue
+			}
+			recs, _, err := readClaimsFolder(folder, binding)
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range recs {
+				if r.Claim.Seq == c.Seq {
+					return r, nil
+				}
 			}
 		}
 	}
