@@ -319,6 +319,11 @@ func TestGCCompactCrash(t *testing.T) {
 				}
 			}
 
+			if rep, err := p.Doctor(t.Context()); err != nil || !slices.ContainsFunc(rep.Findings, func(f Finding) bool {
+				return f.Code == FindingCompactionUnfinished && f.Binding == "T-1"
+			}) {
+				t.Errorf("doctor after the crash: %v %s", err, asJSON(t, rep))
+			}
 			held, err := p.leases.Inspect(reclaimPrefix + "T-1")
 			if err != nil {
 				t.Fatal(err)
@@ -348,6 +353,11 @@ func TestGCCompactCrash(t *testing.T) {
 			}
 			if got := recordFiles(t, p.compactedDir("T-1")); !slices.Equal(got, want) {
 				t.Errorf("compacted folders %v", got)
+			}
+			if rep, err := p.Doctor(t.Context()); err != nil || slices.ContainsFunc(rep.Findings, func(f Finding) bool {
+				return f.Code == FindingCompactionUnfinished
+			}) {
+				t.Errorf("doctor after the next gc: %v %s", err, asJSON(t, rep))
 			}
 			mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 			if recs, err := p.readBinding("T-1"); err != nil || recs[len(recs)-1].Claim.Seq != 5 {

@@ -17,22 +17,23 @@ import (
 // Finding codes of `majlis doctor`. Scripts depend on them: add codes,
 // never rename one.
 const (
-	FindingRegistrationDamaged = "registration_damaged"     // repository.json cannot be read: every command refuses
-	FindingRecordDamaged       = "record_damaged"           // a binding's records cannot all be read; its place is known
-	FindingRecordUnlocated     = "record_damaged_unlocated" // ... and its place is not: allocation and reclaim refuse
-	FindingStateUnexpected     = "state_unexpected_entry"   // something majlis did not write in the claims folder
-	FindingRequestDamaged      = "request_damaged"          // a request record cannot be read
-	FindingJournalMissing      = "journal_missing"          // no claims journal: peer rechecks read every claim
-	FindingJournalUnusable     = "journal_unusable"         // torn, altered, or lacking a binding
-	FindingJournalMismatch     = "journal_mismatch"         // a claim the journal does not name as it is
-	FindingLedgerDamaged       = "ledger_damaged"           // a SQLite ledger fails to open, its schema or quick_check
-	FindingLockOrphaned        = "lock_orphaned"            // git's entry carries majlis's lock, but no live claim has it
-	FindingEntryMissing        = "entry_missing"            // a live workspace's git admin entry is not its own
-	FindingEntryUnpinned       = "entry_unpinned"           // a live workspace's git admin entry lacks majlis's pin
-	FindingWorkspaceMissing    = "workspace_missing"        // a live workspace's directory is gone
-	FindingWorkspaceReplaced   = "workspace_replaced"       // another directory (or a symlink) is at a live workspace's path
-	FindingReservationDead     = "reservation_dead_owner"   // a lease whose owner is proven dead and which expired
-	FindingReservationDamaged  = "reservation_damaged"      // a lease file that cannot be read
+	FindingRegistrationDamaged  = "registration_damaged"     // repository.json cannot be read: every command refuses
+	FindingRecordDamaged        = "record_damaged"           // a binding's records cannot all be read; its place is known
+	FindingRecordUnlocated      = "record_damaged_unlocated" // ... and its place is not: allocation and reclaim refuse
+	FindingStateUnexpected      = "state_unexpected_entry"   // something majlis did not write in the claims folder
+	FindingRequestDamaged       = "request_damaged"          // a request record cannot be read
+	FindingJournalMissing       = "journal_missing"          // no claims journal: peer rechecks read every claim
+	FindingJournalUnusable      = "journal_unusable"         // torn, altered, or lacking a binding
+	FindingJournalMismatch      = "journal_mismatch"         // a claim the journal does not name as it is
+	FindingLedgerDamaged        = "ledger_damaged"           // a SQLite ledger fails to open, its schema or quick_check
+	FindingLockOrphaned         = "lock_orphaned"            // git's entry carries majlis's lock, but no live claim has it
+	FindingEntryMissing         = "entry_missing"            // a live workspace's git admin entry is not its own
+	FindingEntryUnpinned        = "entry_unpinned"           // a live workspace's git admin entry lacks majlis's pin
+	FindingWorkspaceMissing     = "workspace_missing"        // a live workspace's directory is gone
+	FindingWorkspaceReplaced    = "workspace_replaced"       // another directory (or a symlink) is at a live workspace's path
+	FindingReservationDead      = "reservation_dead_owner"   // a lease whose owner is proven dead and which expired
+	FindingReservationDamaged   = "reservation_damaged"      // a lease file that cannot be read
+	FindingCompactionUnfinished = "compaction_unfinished"    // a gc was interrupted while it compacted a binding's records
 )
 
 // allFindingCodes lists every finding code, for the test that keeps
@@ -40,7 +41,8 @@ const (
 var allFindingCodes = []string{FindingRegistrationDamaged, FindingRecordDamaged, FindingRecordUnlocated,
 	FindingStateUnexpected, FindingRequestDamaged, FindingJournalMissing, FindingJournalUnusable,
 	FindingJournalMismatch, FindingLedgerDamaged, FindingLockOrphaned, FindingEntryMissing,
-	FindingEntryUnpinned, FindingWorkspaceMissing, FindingWorkspaceReplaced, FindingReservationDead, FindingReservationDamaged}
+	FindingEntryUnpinned, FindingWorkspaceMissing, FindingWorkspaceReplaced, FindingReservationDead, FindingReservationDamaged,
+	FindingCompactionUnfinished}
 
 // Severities of findings.
 const (
@@ -127,6 +129,7 @@ func (p *Provider) Doctor(ctx context.Context) (*DoctorReport, error) {
 		}
 	}
 	p.checkRequests(add)
+	p.checkCompactions(add)
 	if inv != nil {
 		p.checkJournal(inv, add)
 	}
@@ -179,6 +182,23 @@ func (p *Provider) checkRequests(add func(Finding)) {
 			add(Finding{Code: FindingRequestDamaged, Severity: SeverityWarning, Path: filepath.Join(dir, name), Message: err.Error(),
 				Fix: "only a retry with that request id reads it, and refuses; use a new request id, or move the file out of the state folder"})
 		}
+	}
+}
+
+// checkCompactions reports the compactions a crashed gc left (compact.go):
+// harmless (the claims folder is whole either way), finished by the next
+// gc.
+func (p *Provider) checkCompactions(add func(Finding)) {
+	root := filepath.Join(p.stateDir, compactedDirName)
+	entries, _ := os.ReadDir(root)
+	for _, e := range entries {
+		staging := filepath.Join(root, e.Name(), stagingName)
+		if _, err := os.Lstat(staging); err != nil {
+			continue
+		}
+		add(Finding{Code: FindingCompactionUnfinished, Severity: SeverityWarning, Binding: e.Name(), Path: staging,
+			Message: "a gc was interrupted while it compacted the old records of " + e.Name() + ": nothing is lost, and every command reads its records as before",
+			Fix:     "majlis gc --preview, then --confirm: it finishes the compaction first"})
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/spf13/cobra"
@@ -140,7 +141,7 @@ func renderGCPlan(w io.Writer, plan *provider.GCPlan) {
 		fmt.Fprintf(tw, "delete trash\t%s (of %s, kept until %s)\n", humanPath(t.Path), t.Binding, t.KeptUntil.Format("2006-01-02 15:04"))
 	}
 	for _, c := range countRecords(plan.Records) {
-		fmt.Fprintf(tw, "compact records\t%s of %s (#%d to #%d)\n", plural(c.n, "old record", "old records"), c.binding, c.first, c.last)
+		fmt.Fprintf(tw, "compact records\t%s of %s (%s)\n", plural(c.n, "old record", "old records"), c.binding, seqRuns(c.seqs))
 	}
 	if len(plan.Branches)+len(plan.SalvageRefs)+len(plan.DeletedTips)+len(plan.Trash)+len(plan.Records) == 0 {
 		fmt.Fprintf(tw, "nothing to delete\t\n")
@@ -163,9 +164,9 @@ func mergedWords(how string) string {
 
 // A recordCount is how many records gc compacts of one binding.
 type recordCount struct {
-	binding     string
-	n           int
-	first, last int
+	binding string
+	n       int
+	seqs    []int
 }
 
 // countRecords counts records by binding, in the order given.
@@ -173,11 +174,29 @@ func countRecords(recs []provider.GCRecord) []recordCount {
 	var out []recordCount
 	for _, r := range recs {
 		if len(out) == 0 || out[len(out)-1].binding != r.Binding {
-			out = append(out, recordCount{binding: r.Binding, first: r.Seq})
+			out = append(out, recordCount{binding: r.Binding})
 		}
 		c := &out[len(out)-1]
 		c.n++
-		c.first, c.last = min(c.first, r.Seq), max(c.last, r.Seq)
+		c.seqs = append(c.seqs, r.Seq)
 	}
 	return out
+}
+
+// seqRuns renders ascending record numbers as runs: "#1, #3 to #5".
+func seqRuns(seqs []int) string {
+	var parts []string
+	for i := 0; i < len(seqs); {
+		j := i
+		for j+1 < len(seqs) && seqs[j+1] == seqs[j]+1 {
+			j++
+		}
+		if j == i {
+			parts = append(parts, fmt.Sprintf("#%d", seqs[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("#%d to #%d", seqs[i], seqs[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
 }
