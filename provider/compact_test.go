@@ -366,3 +366,120 @@ func TestGCCompactCrash(t *testing.T) {
 		})
 	}
 }
+
+// TestGCCompactRacesAllocation: an allocation of the binding that
+// publishes its claim while gc has staged the folder it will exchange
+// (gc paused there) is never lost: gc finds the folder changed, undoes its
+// staging and leaves the binding's records where they are.
+func TestGCCompactRacesAllocation(t *testing.T) {
+	bin := crashBinary(t)
+	repo, p := newProvider(t)
+	mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+	reclaimYes(t, p, "T-1")
+	for range 2 {
+		mustAllocate(t, p, AllocateOptions{Binding: "T-1", CheckoutBranch: "majlis/T-1"})
+		reclaimYes(t, p, "T-1")
+	}
+	pv := crashExec(t, bin, repo.Dir, nil, "gc", "--preview", "--record-age", "1ns", "--json")
+	var out struct {
+		Plan GCPlan `json:"gc_preview"`
+	}
+	pv.decode(t, &out)
+	if len(out.Plan.Records) == 0 {
+		t.Fatalf("nothing to compact\n%s", pv)
+	}
+	env, reached, release := crashPause(t, "gc/compact-staged")
+	gc := crashStart(t, bin, repo.Dir, env, "gc", "--confirm", out.Plan.Digest, "--record-age", "1ns", "--json")
+	reached()
+	ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1", Branch: "t1-new", Path: filepath.Join(t.TempDir(), "T-1")})
+	before := recordFiles(t, p.claimsDir("T-1"))
+	release()
+	res := gc.wait()
+	if res.exit != 0 {
+		t.Fatalf("gc\n%s", res)
+	}
+	var done struct {
+		GC GCResult `json:"gc"`
+	}
+	res.decode(t, &done)
+	if len(done.GC.Records) != 0 || len(done.GC.Skipped) != 1 || done.GC.Skipped[0].Binding != "T-1" {
+		t.Errorf("gc compacted despite the new claim: %s", asJSON(t, done.GC))
+	}
+	if diff := cmp.Diff(before, recordFiles(t, p.claimsDir("T-1"))); diff != "" {
+		t.Errorf("T-1's records (-before gc went on +after):\n%s", diff)
+	}
+	if got := recordFiles(t, p.compactedDir("T-1")); len(got) != 0 {
+		t.Errorf("compacted folders left: %v", got)
+	}
+	if cur, err := p.current("show", "T-1"); err != nil || cur.Claim.Path != ws.Path || cur.Claim.Seq != 4 {
+		t.Errorf("T-1's live workspace after gc: %+v, %v", cur, err)
+	}
+}
+
+// TestGCCompactReaders: commands that read every binding's records, run
+// while another process compacts them, never fail and never see a binding
+// without the records that stay.
+func TestGCCompactReaders(t *testing.T) {
+	bin := crashBinary(t)
+	repo, p := newProvider(t)
+	const bindings = 12
+	for i := range bindings {
+		b := fmt.Sprintf("T-%02d", i)
+		mustAllocate(t, p, AllocateOptions{Binding: b})
+		reclaimYes(t, p, b)
+		for range 2 {
+			mustAllocate(t, p, AllocateOptions{Binding: b, CheckoutBranch: "majlis/" + b})
+			reclaimYes(t, p, b)
+		}
+	}
+	// gc deletes the merged branches first: then #1 and #2 of each go.
+	for range 2 {
+		pv := crashExec(t, bin, repo.Dir, nil, "gc", "--preview", "--record-age", "1ns", "--json")
+		var out struct {
+			Plan GCPlan `json:"gc_preview"`
+		}
+		pv.decode(t, &out)
+		gc := crashStart(t, bin, repo.Dir, nil, "gc", "--confirm", out.Plan.Digest, "--record-age", "1ns", "--json")
+		reads := 0
+		ended := waitProc(gc)
+		for done := false; !done; {
+			select {
+			case <-ended:
+				done = true
+			default:
+			}
+			_, recs, errs, err := p.readBindingsFromRecords()
+			if err != nil {
+				t.Fatalf("reading every binding during gc: %v", err)
+			}
+			for i, e := range errs {
+				if e != nil {
+					t.Fatalf("reading binding %d during gc: %v", i, e)
+				}
+				if n := len(recs[i]); n == 0 || recs[i][n-1].Claim.Seq != 3 || !recs[i][n-1].has(EventReclaimed) {
+					t.Fatalf("binding %d read during gc without its newest record: %d records", i, n)
+				}
+			}
+			if _, err := p.List(t.Context(), ListOptions{All: true}); err != nil {
+				t.Fatalf("list during gc: %v", err)
+			}
+			reads++
+		}
+		if r := gc.wait(); r.exit != 0 {
+			t.Fatalf("gc\n%s", r)
+		}
+		t.Logf("%d reads during the gc", reads)
+	}
+	for i := range bindings {
+		if got := recordFiles(t, p.claimsDir(fmt.Sprintf("T-%02d", i))); len(got) == 0 || !strings.HasPrefix(got[0], "000003.") {
+			t.Errorf("T-%02d's claims folder after gc: %v", i, got)
+		}
+	}
+}
+
+// waitProc returns a channel closed once the process has ended.
+func waitProc(c *crashProc) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() { c.wait(); close(ch) }()
+	return ch
+}
