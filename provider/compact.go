@@ -435,6 +435,38 @@ func (p *Provider) finishCompaction(binding string) error {
 	}
 }
 
+// compactJournal rewrites the claims journal from the claim records, once
+// gc compacted some: the lines of compacted claims go, so that reclaim's
+// re-checks, which read every line, read fewer. Under the publication
+// lease no claim is being published, so every claim is in the records and
+// the rewritten journal names it (journal.go). A failed or reclaimed line
+// appended meanwhile to the old file may be lost: the journal then holds
+// that workspace for possibly present, which only sends some checks to the
+// full path. A journal that is missing or unusable is left to doctor.
+func (p *Provider) compactJournal(ctx context.Context) error {
+	lease, err := p.publicationLease(ctx, "gc journal")
+	if err != nil {
+		return err
+	}
+	defer lease.Release()
+	if _, err := p.readJournal(); err != nil {
+		return nil
+	}
+	_, all, errs, err := p.readBindingsFromRecords()
+	if err != nil {
+		return err
+	}
+	for _, err := range errs {
+		if err != nil {
+			return nil // a damaged binding: the journal stays as it is
+		}
+	}
+	if err := lease.Check(); err != nil {
+		return nil
+	}
+	return durable.Replace(p.stateDir, journalName, p.journalFromClaims(all), durable.Perm(0o644))
+}
+
 // finishCompactions finishes the compactions a crashed gc left, each
 // under its binding's reclaim reservation; a binding whose reservation is
 // held is left for the next gc.

@@ -14,7 +14,7 @@ import (
 )
 
 // BenchmarkCompaction times what reads every binding's records before and
-// after gc compacts them: 200 bindings, each allocated and reclaimed five
+// after gc compacts them (and the claims journal): 200 bindings, each allocated and reclaimed five
 // times (real allocations and reclaims; building it takes a minute or
 // more), and one live workspace, the reclaim preview's target. Each
 // command is the CLI's, with the claims index warm; "cold" removes the
@@ -72,8 +72,27 @@ func BenchmarkCompaction(b *testing.B) {
 		return n
 	}
 	index := filepath.Join(p.stateDir, claimsIndexName)
+	target, err := p.current("bench", "target")
+	if err != nil {
+		b.Fatal(err)
+	}
 	measure := func(state string) {
 		b.Logf("%s: %d files under claims/", state, files())
+		// The peer check reclaim runs before each destructive step (from
+		// the claims journal), in this process.
+		b.Run(state+"/peer-recheck", func(b *testing.B) {
+			var total time.Duration
+			n := 0
+			for b.Loop() {
+				n++
+				t0 := time.Now()
+				if _, err := p.retainedPeers(ctx, target); err != nil {
+					b.Fatal(err)
+				}
+				total += time.Since(t0)
+			}
+			b.ReportMetric(float64(total.Microseconds())/float64(n)/1000, "ms/op")
+		})
 		for _, m := range []struct {
 			name string
 			cold bool

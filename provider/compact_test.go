@@ -169,6 +169,20 @@ func TestGCCompactsRecords(t *testing.T) {
 	if err != nil || len(archived) != 3 || !archived[0].has(EventReclaimed) {
 		t.Fatalf("the compacted records do not read back: %d, %v", len(archived), err)
 	}
+	// The journal names the claims that stay, and no longer the others.
+	js, err := p.readJournal()
+	if err != nil {
+		t.Fatalf("the journal after compaction: %v", err)
+	}
+	var named []string
+	for _, j := range js {
+		if j.Binding == "T-1" {
+			named = append(named, fmt.Sprintf("#%d reclaimed=%v", j.Seq, j.Reclaimed))
+		}
+	}
+	if diff := cmp.Diff([]string{"#1 reclaimed=true", "#5 reclaimed=true"}, named); diff != "" {
+		t.Errorf("the journal's claims of T-1 (-want +got):\n%s", diff)
+	}
 	if got := compactedFiles(t, p, "T-3"); got != nil {
 		t.Errorf("T-3's records were compacted though its kept trash %s is there: %v", kept.TrashPath, got)
 	}

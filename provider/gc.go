@@ -573,6 +573,11 @@ func (p *Provider) GC(ctx context.Context, o GCOptions) (*GCResult, error) {
 	if err := p.compactRecords(ctx, plan.Records, res, skip); err != nil {
 		return nil, err
 	}
+	if len(res.Records) > 0 {
+		if err := p.compactJournal(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
 }
 
