@@ -599,11 +599,14 @@ func (p *Provider) compactRecords(ctx context.Context, planned []GCRecord, res *
 		}
 		done, why, err := p.compactBinding(ctx, b, want[b])
 		if err != nil {
-			if errors.Is(err, errExchangeUnsupported) {
-				skip("records of "+b, b, "they stay: "+err.Error())
-				continue
+			if ctx.Err() != nil {
+				return err
 			}
-			return err
+			// As a trash folder that cannot be purged: said, and the
+			// other bindings go on (the binding's folder is whole either
+			// way; the next gc finishes a compaction it began).
+			skip("records of "+b, b, "they stay: "+err.Error())
+			continue
 		}
 		if why != "" {
 			skip("records of "+b, b, why)
