@@ -48,6 +48,9 @@ func AddWorktree(ctx context.Context, dir, path, branch, commit, lockReason stri
 	if branch == "" || commit == "" || path == "" {
 		return errors.New("gitops: AddWorktree needs a path, a branch and a commit")
 	}
+	if manyWorktrees(dir, commit) {
+		return addWorktreeInSteps(ctx, dir, path, branch, commit, lockReason)
+	}
 	o, args := checkoutOpts(ctx)
 	args = append(args, "--lock")
 	if lockReason != "" {

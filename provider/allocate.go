@@ -588,7 +588,11 @@ func (p *Provider) undoAllocation(ctx context.Context, rec *claimRecord, cause e
 		// nothing to remove
 	} else if wts, err := gitops.ListWorktrees(ctx, c.CommonDir); err == nil {
 		for _, w := range wts {
-			ours := c.Detached && w.Detached || !c.Detached && w.Branch == "refs/heads/"+c.Branch
+			ours := c.Detached && w.Detached || !c.Detached && w.Branch == "refs/heads/"+c.Branch ||
+				// made detached and locked with this claim's reason, and
+				// stopped before it was put on its branch (see gitops's
+				// AddWorktree with many worktrees)
+				w.Detached && w.Head == c.Base && w.Locked && w.LockReason == lockReason(rec)
 			if (w.Path == c.Path || w.Path == c.PhysicalPath) && ours {
 				// Created by this very allocation moments ago: nothing of
 				// anyone else's can be in it yet.

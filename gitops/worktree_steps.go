@@ -1,0 +1,161 @@
+package gitops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/majlis-dev/majlis/internal/failpoint"
+)
+
+// fpAddDetached fires when the many-worktrees add has made the worktree,
+// detached and empty, before its files and its branch.
+var fpAddDetached = failpoint.New("gitops/add-detached")
+
+// With many worktrees, `git worktree add -b` spends most of its time
+// proving that the branch it has just created is checked out nowhere: it
+// reads every worktree's HEAD and its rebase and bisect state (about 24
+// µs a worktree, 24 ms of 60 with 1,000 worktrees). A branch created a
+// moment ago by this command cannot be checked out anywhere, so above
+// stepsThreshold linked worktrees AddWorktree runs git's own steps
+// itself, in an order that makes an interrupted add recognisable:
+//
+//  1. `git branch B C`, which refuses a branch that exists;
+//  2. `git worktree add --detach --no-checkout --lock`, which checks the
+//     path against every worktree as always, and locks the entry;
+//  3. `git reset --hard` in the new worktree: the files and the index;
+//  4. `git symbolic-ref HEAD refs/heads/B`, last, so that a worktree on
+//     branch B has its files (an interrupted add is left detached);
+//  5. the post-checkout hook, as `git worktree add` runs it (old HEAD all
+//     zeros, new HEAD C, flag 1).
+//
+// The result is the one `git worktree add --lock -b` leaves; below the
+// threshold the one command is faster (one process fewer).
+var stepsThreshold = 128
+
+// manyWorktrees reports whether the repository whose directory is dir
+// (its common git directory, as the provider passes it) has at least stepsThreshold linked worktrees and a git that has
+// `git hook run` (2.36). It reads at most stepsThreshold names.
+func manyWorktrees(dir, commit string) bool {
+	if !fullObjectID(commit) {
+		return false // the hook is given the full id, which git alone would look up
+	}
+	f, err := os.Open(filepath.Join(dir, "worktrees"))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(stepsThreshold)
+	return len(names) >= stepsThreshold && hookRunSupported()
+}
+
+// hookRunSupported reports whether git has `git hook run` (2.36 and
+// later), asked once per process.
+var hookRunSupported = sync.OnceValue(func() bool {
+	res, err := git(context.Background(), ".", cmdOpts{readOnly: true}, "version")
+	if err != nil {
+		return false
+	}
+	return gitVersionAtLeast(strings.TrimSpace(string(res.stdout)), 2, 36)
+})
+
+// fullObjectID reports whether s is a full SHA-1 or SHA-256 object id.
+func fullObjectID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	return strings.Trim(s, "0123456789abcdef") == ""
+}
+
+// gitVersionAtLeast parses `git version X.Y...` output.
+func gitVersionAtLeast(out string, major, minor int) bool {
+	v, ok := strings.CutPrefix(out, "git version ")
+	if !ok {
+		return false
+	}
+	var x, y int
+	if _, err := fmt.Sscanf(v, "%d.%d", &x, &y); err != nil {
+		return false
+	}
+	return x > major || x == major && y >= minor
+}
+
+// addWorktreeInSteps is AddWorktree in git's own steps (see
+// stepsThreshold), with the same results and the same errors.
+func addWorktreeInSteps(ctx context.Context, dir, path, branch, commit, lockReason string) error {
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, path)
+	}
+	// 1. The branch: refused if it exists.
+	if _, err := git(ctx, dir, cmdOpts{}, "branch", "--quiet", branch, commit); err != nil {
+		err = classify(err, ErrBranchExists, "fatal: a branch named ")
+		return classify(err, ErrUnknownRevision, "fatal: not a valid object name: ", "fatal: invalid reference: ")
+	}
+	// 2. The worktree, detached at commit, empty and locked. git can die
+	// on a sibling's entry that a concurrent add is still writing, before
+	// it creates anything: try again then.
+	args := []string{"worktree", "add", "--quiet", "--detach", "--no-checkout", "--lock"}
+	if lockReason != "" {
+		args = append(args, "--reason", lockReason)
+	}
+	args = append(args, "--", path, commit)
+	var err error
+	for attempt := 0; ; attempt++ {
+		_, err = git(ctx, dir, cmdOpts{}, args...)
+		var ge *Error
+		if err == nil || attempt >= 20 || !errors.As(err, &ge) || !partialWorktreeEntry(ge.Stderr) {
+			break
+		}
+		if _, serr := os.Lstat(path); !errors.Is(serr, os.ErrNotExist) {
+			break
+		}
+		if testHookPartialEntry != nil {
+			testHookPartialEntry(attempt)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(10+attempt*5) * time.Millisecond):
+		}
+	}
+	if err != nil {
+		err = classify(err, ErrPathExists, "' already exists", "is a missing but already registered worktree", "is a missing but locked worktree")
+		if !errors.Is(err, ErrPathExists) {
+			return err // the caller removes the branch, and any worktree
+		}
+		// The path is someone else's: the branch is this command's.
+		if cerr := deleteCreatedBranch(context.WithoutCancel(ctx), dir, "refs/heads/"+branch); cerr != nil {
+			return errors.Join(err, fmt.Errorf("gitops: removing branch %s left by the failed worktree add: %w", branch, cerr))
+		}
+		return err
+	}
+	if err := fpAddDetached.Inject(); err != nil {
+		return err
+	}
+	// 3. The files and the index, in exactly that worktree (its git
+	// directory and work tree named, as git names them for its children).
+	o := cmdOpts{ceiling: filepath.Dir(path)}
+	reset := []string{"reset", "--hard", "--no-recurse-submodules"}
+	if w := progressTo(ctx); w != nil {
+		o.progress = w
+	} else {
+		reset = append(reset, "--quiet")
+	}
+	if _, err := git(ctx, path, o, reset...); err != nil {
+		return err
+	}
+	// 4. HEAD on the branch, last.
+	if _, err := git(ctx, path, cmdOpts{ceiling: filepath.Dir(path)}, "symbolic-ref", "HEAD", "refs/heads/"+branch); err != nil {
+		return err
+	}
+	// 5. The post-checkout hook, run as git worktree add runs it: in the
+	// worktree, git left to find its repository from there.
+	_, err = git(ctx, path, cmdOpts{}, "hook", "run", "--ignore-missing", "post-checkout", "--",
+		strings.Repeat("0", len(commit)), commit, "1")
+	return err
+}

@@ -1,0 +1,157 @@
+package gitops
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/majlis-dev/majlis/fixtures"
+)
+
+// withStepsThreshold makes AddWorktree take its many-worktrees way from n
+// linked worktrees on, for one test (which must not run in parallel).
+func withStepsThreshold(t *testing.T, n int) {
+	old := stepsThreshold
+	stepsThreshold = n
+	t.Cleanup(func() { stepsThreshold = old })
+}
+
+// addedState is what a test compares between the two ways of adding a
+// worktree: what git lists, what status says, the files, and the
+// post-checkout hook's arguments and the branch it saw.
+type addedState struct {
+	Worktree Worktree
+	Status   string
+	Files    []string
+	Hook     string
+	Reflog   string
+}
+
+func stateOfAdded(t *testing.T, repo *fixtures.Repo, path, hookLog string) addedState {
+	t.Helper()
+	wts, err := ListWorktrees(ctx, repo.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s addedState
+	for _, w := range wts {
+		if w.Path == path {
+			s.Worktree = w
+			s.Worktree.Path = "NAME"
+			s.Worktree.Branch = strings.TrimSuffix(w.Branch, filepath.Base(w.Path))
+		}
+	}
+	s.Status = fixtures.Git(t, path, "status", "--porcelain=v1", "--untracked-files=all", "--ignored")
+	entries, _ := os.ReadDir(path)
+	for _, e := range entries {
+		s.Files = append(s.Files, e.Name())
+	}
+	if b, err := os.ReadFile(hookLog); err == nil {
+		s.Hook = strings.ReplaceAll(string(b), filepath.Base(path), "NAME")
+		os.Remove(hookLog)
+	}
+	s.Reflog = strings.ReplaceAll(fixtures.Git(t, path, "reflog", "show", "--format=%gs", "refs/heads/"+filepath.Base(path)), filepath.Base(path), "NAME")
+	return s
+}
+
+// TestAddWorktreeInStepsLikeGit: with many worktrees AddWorktree runs
+// git's steps itself; the worktree, its files, its lock, its branch and
+// the post-checkout hook's view are what one `git worktree add --lock -b`
+// gives.
+func TestAddWorktreeInStepsLikeGit(t *testing.T) {
+	repo := fixtures.NewRepo(t)
+	repo.WriteFiles(map[string]string{"a.txt": "a\n", "dir/b.txt": "b\n"})
+	repo.WriteExecutable("run.sh", "#!/bin/sh\n")
+	head := repo.Commit("files")
+	hookLog := filepath.Join(fixtures.TempDir(t), "hook.log")
+	repo.WriteExecutable(".git/hooks/post-checkout",
+		"#!/bin/sh\necho \"$1 $2 $3 $(git symbolic-ref --short HEAD) $(git status --porcelain | wc -l)\" >> '"+hookLog+"'\n")
+	base := fixtures.TempDir(t)
+
+	one := filepath.Join(base, "one")
+	if err := AddWorktree(ctx, repo.Dir, one, "one", head, "reason"); err != nil {
+		t.Fatal(err)
+	}
+	want := stateOfAdded(t, repo, one, hookLog)
+
+	withStepsThreshold(t, 1)
+	if !manyWorktrees(repo.CommonDir(), head) {
+		t.Fatal("the steps are not taken with the threshold at 1")
+	}
+	steps := filepath.Join(base, "two")
+	if err := AddWorktree(ctx, repo.Dir, steps, "two", head, "reason"); err != nil {
+		t.Fatal(err)
+	}
+	got := stateOfAdded(t, repo, steps, hookLog)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("the steps differ from git worktree add (-git +steps):\n%s", diff)
+	}
+	if want.Hook == "" || !strings.Contains(want.Hook, " 1 NAME 0") {
+		t.Fatalf("the hook did not run on a clean checkout of the branch: %q", want.Hook)
+	}
+}
+
+// TestAddWorktreeInStepsRefusals: the steps refuse as git does and leave
+// nothing behind where git leaves nothing.
+func TestAddWorktreeInStepsRefusals(t *testing.T) {
+	repo := fixtures.NewRepo(t)
+	head := repo.Head()
+	base := fixtures.TempDir(t)
+	withStepsThreshold(t, 1)
+	if err := AddWorktree(ctx, repo.Dir, filepath.Join(base, "first"), "first", head, "r"); err != nil {
+		t.Fatal(err)
+	}
+	before := repo.Git("for-each-ref", "--format=%(refname) %(objectname)")
+
+	// A branch that exists.
+	err := AddWorktree(ctx, repo.Dir, filepath.Join(base, "again"), "first", head, "r")
+	if !errors.Is(err, ErrBranchExists) {
+		t.Fatalf("existing branch: got %v, want ErrBranchExists", err)
+	}
+	// A path that exists: the new branch is removed again.
+	occupied := filepath.Join(base, "occupied")
+	if err := os.MkdirAll(filepath.Join(occupied, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err = AddWorktree(ctx, repo.Dir, occupied, "fresh", head, "r")
+	if !errors.Is(err, ErrPathExists) {
+		t.Fatalf("existing path: got %v, want ErrPathExists", err)
+	}
+	if after := repo.Git("for-each-ref", "--format=%(refname) %(objectname)"); after != before {
+		t.Fatalf("refs changed by refused adds:\n%s\nwant\n%s", after, before)
+	}
+	if _, err := os.Lstat(filepath.Join(base, "again")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused add left %s", filepath.Join(base, "again"))
+	}
+
+	// A failing hook fails the add after the checkout, as git does: the
+	// worktree is there, on its branch, for the caller to remove.
+	repo.WriteExecutable(".git/hooks/post-checkout", "#!/bin/sh\nexit 3\n")
+	hooked := filepath.Join(base, "hooked")
+	if err := AddWorktree(ctx, repo.Dir, hooked, "hooked", head, "r"); err == nil {
+		t.Fatal("a failing post-checkout hook did not fail the add")
+	}
+	if got := fixtures.Git(t, hooked, "symbolic-ref", "HEAD"); strings.TrimSpace(got) != "refs/heads/hooked" {
+		t.Fatalf("after a failing hook HEAD is %q", got)
+	}
+}
+
+func TestGitVersionAtLeast(t *testing.T) {
+	for out, want := range map[string]bool{
+		"git version 2.39.5":                 true,
+		"git version 2.36.0":                 true,
+		"git version 2.35.9":                 false,
+		"git version 3.0.0":                  true,
+		"git version 2.50.1 (Apple Git-155)": true,
+		"git version 1.9":                    false,
+		"nonsense":                           false,
+		"git version x.y":                    false,
+	} {
+		if got := gitVersionAtLeast(out, 2, 36); got != want {
+			t.Errorf("gitVersionAtLeast(%q) = %v, want %v", out, got, want)
+		}
+	}
+}

@@ -1,0 +1,89 @@
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/majlis-dev/majlis/fixtures"
+	"github.com/majlis-dev/majlis/gitops"
+)
+
+// manyWorktreesRepo is a provider on a repository with enough linked
+// worktrees (detached and empty: cheap) that git's add runs in steps.
+func manyWorktreesRepo(t *testing.T) (*fixtures.Repo, *Provider) {
+	t.Helper()
+	repo, p := newProvider(t)
+	others := fixtures.TempDir(t)
+	for i := range 130 {
+		repo.Git("worktree", "add", "--quiet", "--detach", "--no-checkout", filepath.Join(others, fmt.Sprintf("w%03d", i)), "HEAD")
+	}
+	return repo, p
+}
+
+// An allocation that fails after git made the worktree, detached and
+// empty, and before its files and branch (the many-worktrees add): the
+// undo removes that worktree and the new branch, and the claim is failed,
+// so the binding can be allocated again.
+func TestAllocateManyWorktreesUndoneMidway(t *testing.T) {
+	bin := crashBinary(t)
+	repo, p := manyWorktreesRepo(t)
+	refsBefore := repo.Git("for-each-ref", "--format=%(refname) %(objectname)")
+	run := crashExec(t, bin, repo.Dir, []string{"MAJLIS_FAILPOINTS=gitops/add-detached=error"}, "workspace", "allocate", "T-1", "--json")
+	if run.exit == 0 {
+		t.Fatalf("the injected error did not fail the allocation:\n%s", run)
+	}
+	path := filepath.Join(p.reg.WorkspaceRoot, "T-1")
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the undone allocation left %s (%v)", path, err)
+	}
+	if got := repo.Git("for-each-ref", "--format=%(refname) %(objectname)"); got != refsBefore {
+		t.Fatalf("refs after the undone allocation:\n%s\nwant\n%s", got, refsBefore)
+	}
+	wts, err := gitops.ListWorktrees(t.Context(), repo.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range wts {
+		if w.Path == path {
+			t.Fatalf("git still lists %s: %+v", path, w)
+		}
+	}
+	// The binding is free: the same allocation now succeeds, in steps.
+	ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+	if got := strings.TrimSpace(fixtures.Git(t, ws.Path, "symbolic-ref", "HEAD")); got != "refs/heads/majlis/T-1" {
+		t.Fatalf("HEAD of the allocated workspace is %q", got)
+	}
+	if st := fixtures.Git(t, ws.Path, "status", "--porcelain"); st != "" {
+		t.Fatalf("the allocated workspace is not clean:\n%s", st)
+	}
+}
+
+// A process killed at the same point leaves a detached, locked worktree
+// the claim never recorded as created: a retry refuses to guess (the
+// worktree could hold files written since), names the path, and leaves
+// everything as it is.
+func TestAllocateManyWorktreesKilledMidway(t *testing.T) {
+	bin := crashBinary(t)
+	repo, p := manyWorktreesRepo(t)
+	run := crashExec(t, bin, repo.Dir, []string{"MAJLIS_FAILPOINTS=gitops/add-detached=crash"},
+		"workspace", "allocate", "T-1", "--request-id", "req-1", "--json")
+	if !run.killed {
+		t.Fatalf("not killed at gitops/add-detached:\n%s", run)
+	}
+	path := filepath.Join(p.reg.WorkspaceRoot, "T-1")
+	refs := repo.Git("for-each-ref", "--format=%(refname) %(objectname)")
+	again := crashExec(t, bin, repo.Dir, nil, "workspace", "allocate", "T-1", "--request-id", "req-1", "--json")
+	if again.exit == 0 || !strings.Contains(again.stdout+again.stderr, path) {
+		t.Fatalf("the retry of the killed allocation did not refuse naming %s:\n%s", path, again)
+	}
+	if _, err := os.Lstat(filepath.Join(path, ".git")); err != nil {
+		t.Fatalf("the retry removed the worktree it could not verify: %v", err)
+	}
+	if got := repo.Git("for-each-ref", "--format=%(refname) %(objectname)"); got != refs {
+		t.Fatalf("the refused retry changed refs:\n%s\nwant\n%s", got, refs)
+	}
+}
