@@ -416,6 +416,31 @@ func (p *Provider) readBindingsFromRecords() ([]string, [][]*claimRecord, []erro
 	return p.readBindingsThrough(func() map[string]*indexBinding { return nil })
 }
 
+// indexSlack is how many bindings readers read from their records, the
+// index not holding them as they are, before one writes a new index.
+// Writing it costs about as much as reading thirty bindings from their
+// records (each allocation, release or reclaim changes one binding), so a
+// few changed bindings are read from their records until they are worth
+// a new index. A missing or unreadable index is written by the first
+// reader.
+func indexSlack(bindings int) int { return 16 + bindings/64 }
+
+// staleInIndex counts the bindings the index does not hold as they are:
+// read from their records (or damaged), and gone since it was written.
+func staleInIndex(index map[string]*indexBinding, bindings []string, fresh []*indexBinding) int {
+	stale, held := 0, 0
+	for i, b := range bindings {
+		ix := index[b]
+		if ix != nil {
+			held++
+		}
+		if fresh[i] == nil || ix != fresh[i] {
+			stale++
+		}
+	}
+	return stale + len(index) - held
+}
+
 func (p *Provider) readBindingsThrough(loadIndex func() map[string]*indexBinding) ([]string, [][]*claimRecord, []error, error) {
 	// A new index begins (its racy time is taken) before the first binding
 	// is read from its records, and only then.
@@ -428,7 +453,6 @@ func (p *Provider) readBindingsThrough(loadIndex func() map[string]*indexBinding
 	out := make([][]*claimRecord, len(bindings))
 	errs := make([]error, len(bindings))
 	fresh := make([]*indexBinding, len(bindings))
-	var reread atomic.Bool
 	workers := min(len(bindings), 2*runtime.GOMAXPROCS(0))
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -444,7 +468,6 @@ func (p *Provider) readBindingsThrough(loadIndex func() map[string]*indexBinding
 						continue
 					}
 				}
-				reread.Store(true)
 				start()
 				out[i], fresh[i], errs[i] = p.readBindingFiles(b)
 				if errs[i] != nil {
@@ -458,7 +481,7 @@ func (p *Provider) readBindingsThrough(loadIndex func() map[string]*indexBinding
 		}()
 	}
 	wg.Wait()
-	if reread.Load() || len(index) != len(bindings) {
+	if stale := staleInIndex(index, bindings, fresh); stale > 0 && (p.eagerIndex || index == nil || stale > indexSlack(len(bindings))) {
 		if tmp, started := start(); tmp != nil {
 			_ = p.writeClaimsIndex(tmp, started, fresh) // derived state: a failure only costs the next reader time
 		}

@@ -120,6 +120,10 @@ func TestClaimsIndexCrash(t *testing.T) {
 				run = crashExec(t, bin, repo.Dir, []string{"MAJLIS_FAILPOINTS=" + fp + "=crash"}, "workspace", "allocate", binding)
 			} else {
 				mustAllocate(t, p, AllocateOptions{Binding: binding})
+				// With no index, the first reader writes one.
+				if err := os.Remove(p.claimsIndexPath()); err != nil {
+					t.Fatal(err)
+				}
 				// The crash comes in the first read of every binding that
 				// finds one to read again.
 				run = crashExec(t, bin, repo.Dir, []string{"MAJLIS_FAILPOINTS=" + fp + "=crash"}, "workspace", "list", "--json")

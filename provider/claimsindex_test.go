@@ -104,6 +104,7 @@ func indexedRepo(t *testing.T) (*Provider, *Workspace) {
 // until a later read).
 func settleIndex(t *testing.T, p *Provider) {
 	t.Helper()
+	p.eagerIndex = true
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if _, err := p.readInventory(); err != nil {
@@ -349,4 +350,39 @@ func TestClaimsIndexDecoderRefuses(t *testing.T) {
 			t.Errorf("%s: %v, want errIndexUnusable", name, err)
 		}
 	}
+}
+
+// A few changed bindings are read from their records without a new index
+// (writing one costs about thirty bindings' reads); past the slack the
+// next reader writes one. Either way a reader gets what the records hold.
+func TestClaimsIndexSlack(t *testing.T) {
+	p, _ := indexedRepo(t)
+	settleIndex(t, p)
+	p.eagerIndex = false
+	stat := func() os.FileInfo {
+		fi, err := os.Lstat(p.claimsIndexPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi
+	}
+	before := stat()
+	n := indexSlack(0)
+	for i := range n {
+		mustAllocate(t, p, AllocateOptions{Binding: fmt.Sprintf("S-%d", i)})
+	}
+	if _, err := p.readInventory(); err != nil {
+		t.Fatal(err)
+	}
+	if after := stat(); !os.SameFile(before, after) {
+		t.Fatalf("%d changed bindings (the slack is %d) made a reader write a new index", n, indexSlack(n))
+	}
+	mustAllocate(t, p, AllocateOptions{Binding: "one-more"})
+	if _, err := p.readInventory(); err != nil {
+		t.Fatal(err)
+	}
+	if after := stat(); os.SameFile(before, after) {
+		t.Fatalf("%d changed bindings did not make a reader write a new index", n+1)
+	}
+	sameAsRecords(t, p)
 }

@@ -46,6 +46,11 @@ type Provider struct {
 	admMu sync.Mutex
 	adm   *admission.Service // opened on first use (liveness.go)
 
+	// eagerIndex, set only by tests of this package, makes every reader
+	// that read a binding from its records write a new claims index
+	// (claim.go), instead of letting a few changed bindings accumulate.
+	eagerIndex bool
+
 	progressFn func(Progress) // progress.go
 	// gitProgress receives git's progress meter during checkouts
 	// (progress.go).
