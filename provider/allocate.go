@@ -70,7 +70,7 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 	}
 	if o.CheckoutBranch != "" {
 		if o.Branch != "" || o.Base != "" || o.mode != gitops.NewBranch {
-			return nil, fail(ErrInvalidArgument, "--checkout names the branch and its tip is the base", "",
+			return nil, fail(ErrInvalidArgument, "an existing branch to check out is its own base", "",
 				"a new branch name and a base do not apply to an existing branch")
 		}
 		o.Branch, o.mode = o.CheckoutBranch, gitops.ExistingBranch
@@ -98,7 +98,7 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 	var owner procid.Owner
 	if o.OwnerPID != 0 {
 		if o.OwnerPID < 0 {
-			return nil, fail(ErrInvalidArgument, fmt.Sprintf("--owner-pid %d is not a process id", o.OwnerPID), "", "")
+			return nil, fail(ErrInvalidArgument, fmt.Sprintf("owner pid %d is not a process id", o.OwnerPID), "", "")
 		}
 		if owner, err = procid.Of(o.OwnerPID); err != nil {
 			return nil, fail(ErrInvalidArgument, "the owner process is not running: "+err.Error(), "", "")

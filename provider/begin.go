@@ -140,7 +140,7 @@ func (p *Provider) Begin(ctx context.Context, o BeginOptions) (*BeginResult, err
 		}
 	}
 	if o.Ports < 0 || o.Ports > maxPorts {
-		return nil, fail(fmt.Sprintf("--ports %d is not between 0 and %d", o.Ports, maxPorts), "")
+		return nil, fail(fmt.Sprintf("%d ports: the number of ports is between 0 and %d", o.Ports, maxPorts), "")
 	}
 	for range o.Ports {
 		resources = append(resources, "host:"+admission.AutoPort)
@@ -149,7 +149,7 @@ func (p *Provider) Begin(ctx context.Context, o BeginOptions) (*BeginResult, err
 		return nil, err
 	}
 	if o.Shared && o.Base != "" {
-		return nil, fail("--base names the revision of a new workspace; --shared allocates none", "choose one of them")
+		return nil, fail("a base is the revision of a new workspace, and a shared task allocates none", "give a base or ask for a shared task, not both")
 	}
 	reqID := o.RequestID
 	if reqID == "" {

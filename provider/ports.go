@@ -28,7 +28,7 @@ type AllocateResult struct {
 func (p *Provider) AllocateWithPorts(ctx context.Context, o AllocateOptions, ports int, token string) (*AllocateResult, error) {
 	if ports < 0 || ports > maxPorts {
 		return nil, &Error{Op: "allocate", Binding: o.Binding, Err: ErrInvalidArgument,
-			Reason: fmt.Sprintf("--ports %d is not between 0 and %d", ports, maxPorts)}
+			Reason: fmt.Sprintf("%d ports: the number of ports is between 0 and %d", ports, maxPorts)}
 	}
 	if ports > 0 && token != "" {
 		if err := admission.ValidToken("allocate", token); err != nil {

@@ -236,7 +236,7 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 	pv.Steps = append(pv.Steps,
 		Step{"move", 0, fmt.Sprintf("move the directory, with one rename, into a trash folder beside it (%s/%s%s.%d.<random>), still locked; nothing is deleted at %s", filepath.Dir(c.Path), trashPrefix, c.Binding, c.Seq, c.Path)},
 		Step{"resalvage", 0, "snapshot it again in the trash; anything written since the salvage goes to a second salvage ref"},
-		Step{"delete-trash", n.Ignored, fmt.Sprintf("delete the trash folder, with %d ignored files that are not salvaged (--keep-trash D keeps it for D); branch %s is kept", n.Ignored, c.Branch)})
+		Step{"delete-trash", n.Ignored, fmt.Sprintf("delete the trash folder, with %d ignored files that are not salvaged, unless the trash is kept; branch %s is kept", n.Ignored, c.Branch)})
 	pins := make([]string, 0, len(s.Pins)+len(sv.Refs))
 	for _, p := range s.Pins {
 		pins = append(pins, p.Commit+" "+p.Source)

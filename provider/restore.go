@@ -55,7 +55,7 @@ func (p *Provider) Restore(ctx context.Context, o RestoreOptions) (*RestoreResul
 		return nil, err
 	}
 	if o.Salvage < 0 {
-		return nil, fail(ErrInvalidArgument, fmt.Sprintf("--salvage %d is not a salvage number", o.Salvage), "")
+		return nil, fail(ErrInvalidArgument, fmt.Sprintf("%d is not a salvage number", o.Salvage), "")
 	}
 	recs, err := p.readBinding(o.Binding)
 	if err != nil {

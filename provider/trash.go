@@ -526,7 +526,7 @@ func (p *Provider) movedPreview(rec *claimRecord) (pv *Preview, ok bool) {
 	if !rec.has(EventChecked) {
 		pv.Steps = append(pv.Steps, Step{"resalvage", 0, "an interrupted reclaim moved the workspace into " + ev.TrashPath + ": check it there and snapshot it again; anything new goes to a salvage ref"})
 	}
-	pv.Steps = append(pv.Steps, Step{"delete-trash", 0, fmt.Sprintf("delete %s and git's entry of it (--keep-trash D keeps it); branch %s is kept", ev.TrashPath, c.Branch)})
+	pv.Steps = append(pv.Steps, Step{"delete-trash", 0, fmt.Sprintf("delete %s and git's entry of it, unless the trash is kept; branch %s is kept", ev.TrashPath, c.Branch)})
 	pv.Digest = previewDigest(pv)
 	return pv, true
 }
