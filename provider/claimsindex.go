@@ -252,7 +252,8 @@ func decodeClaimsIndex(data []byte) ([]*indexBinding, error) {
 	if binary.BigEndian.Uint32(data[len(data)-4:]) != crc32.Checksum(body, indexCRC) {
 		return nil, fmt.Errorf("%w: checksum mismatch", errIndexUnusable)
 	}
-	r := ixReader{b: body[len(claimsIndexMagic):]}
+	rest := body[len(claimsIndexMagic):]
+	r := ixReader{b: rest, all: string(rest)}
 	n := r.count()
 	var out []*indexBinding
 	seen := map[string]bool{}

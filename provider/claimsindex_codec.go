@@ -101,6 +101,10 @@ func (w *ixWriter) event(e *Event) {
 type ixReader struct {
 	b   []byte
 	err error
+	// all, when set, holds the bytes b started as, as one string: str
+	// returns slices of it instead of a copy each (a thousand bindings
+	// hold tens of thousands of strings).
+	all string
 }
 
 func (r *ixReader) fail() {
@@ -155,9 +159,27 @@ func (r *ixReader) str() string {
 		r.fail()
 		return ""
 	}
-	s := string(r.b[:n])
+	var s string
+	if r.all != "" {
+		off := len(r.all) - len(r.b)
+		s = r.all[off : off+int(n)]
+	} else {
+		s = string(r.b[:n])
+	}
 	r.b = r.b[n:]
 	return s
+}
+
+// raw returns the next length-prefixed bytes, valid until b is reused.
+func (r *ixReader) raw() []byte {
+	n := r.uvarint()
+	if n > uint64(len(r.b)) {
+		r.fail()
+		return nil
+	}
+	v := r.b[:n]
+	r.b = r.b[n:]
+	return v
 }
 
 func (r *ixReader) byte() byte {
@@ -183,7 +205,7 @@ func (r *ixReader) boolean() bool {
 
 func (r *ixReader) time() time.Time {
 	var t time.Time
-	if err := t.UnmarshalBinary([]byte(r.str())); err != nil {
+	if err := t.UnmarshalBinary(r.raw()); err != nil {
 		r.fail()
 	}
 	return t
