@@ -81,3 +81,11 @@ awk '/lib-per-git/ {
   printf "%-40s %14.0f %14.0f %7.2fx  (ns/op through the route, against plain git)\n", name, a, g, a/g
   printf "%-40s %14.0f %14.0f %7.2fx  (ns/op of the library call alone; HTTP and JSON: %.0f ns/op)\n", name " (library)", l, g, l/g, h
 }' "$file"
+
+# Allocation through the server also reports the floor any allocation with
+# durable records has: git plus five synced record writes (floor-x-git).
+awk '/floor-x-git/ {
+  name=$1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
+  for (i=2;i<NF;i++) { if ($(i+1)=="records-ns/op") m=$i; if ($(i+1)=="git-ns/op") g=$i; if ($(i+1)=="floor-x-git") r=$i }
+  printf "%-40s %14.0f %14.0f %7.2fx  (ns/op of five synced record writes, and git plus them against git)\n", name " (floor)", m, g, r
+}' "$file"
