@@ -692,7 +692,7 @@ func (p *Provider) resumeAllocation(ctx context.Context, rec *claimRecord) (*Wor
 		return p.createWorktree(ctx, rec, nil)
 	}
 	for _, w := range wts {
-		if (w.Path == c.Path || w.Path == c.PhysicalPath) && w.Head == c.Base && w.Branch == "refs/heads/"+c.Branch {
+		if (w.Path == c.Path || w.Path == c.PhysicalPath) && w.Head == c.Base && w.Branch == "refs/heads/"+c.Branch && checkedOut(rec) {
 			if err := pinEntry(rec); err != nil {
 				return nil, err
 			}
@@ -709,6 +709,18 @@ func (p *Provider) resumeAllocation(ctx context.Context, rec *claimRecord) (*Wor
 	return nil, &Error{Op: "allocate", Binding: c.Binding, Path: c.Path, Err: ErrInterrupted,
 		Reason: "the interrupted allocation left " + c.Path + " in a state majlis cannot verify",
 		Hint:   "inspect it; if it holds nothing of yours, remove it and retry with the same request id"}
+}
+
+// checkedOut reports whether the worktree of rec has an index: git
+// writes it last, once the files are checked out (a checkout interrupted
+// before has none, and its files may be partly written).
+func checkedOut(rec *claimRecord) bool {
+	dir, err := verifyRepository("allocate", rec)
+	if err != nil {
+		return false
+	}
+	fi, err := os.Lstat(filepath.Join(dir, "index"))
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // normalizeIntent validates intent globs: repository-relative paths,

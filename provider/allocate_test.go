@@ -384,3 +384,34 @@ func TestCheckoutBranchIsNeverDeleted(t *testing.T) {
 		t.Errorf("the claim does not record the checkout: %+v", recs)
 	}
 }
+
+// An allocator killed while git was checking the files out leaves the
+// worktree on its branch with no index (git writes it last): a retry
+// refuses to call that allocation finished, and leaves it as it is.
+func TestInterruptedCheckoutNotFinished(t *testing.T) {
+	repo, p := newProvider(t)
+	path := filepath.Join(p.reg.WorkspaceRoot, "T-1")
+	k := startChild(t, "claim-and-die", "MAJLIS_REPO="+repo.Dir, "MAJLIS_BINDING=T-1", "MAJLIS_PATH="+path,
+		"MAJLIS_REQUEST=req-7", "MAJLIS_BASE="+repo.Head())
+	k.cmd.Wait()
+	// What git had done when it was stopped: the branch, the entry, HEAD,
+	// no files and no index.
+	repo.Git("worktree", "add", "--quiet", "--no-checkout", "-b", "majlis/T-1", path, repo.Head())
+	_, err := p.Allocate(t.Context(), AllocateOptions{Binding: "T-1", RequestID: "req-7", Path: path})
+	if !errors.Is(err, ErrInterrupted) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("resume over a checkout without its index: %v, want interrupted naming %s", err, path)
+	}
+	recs, err := p.readBinding("T-1")
+	if err != nil || len(recs) != 1 || recs[0].has(EventCreated) {
+		t.Fatalf("the claim was changed: %v %+v", err, recs)
+	}
+	if _, err := os.Lstat(filepath.Join(path, ".git")); err != nil {
+		t.Fatalf("the worktree was removed: %v", err)
+	}
+	// Checked out (as git would have finished it), the retry finishes.
+	fixtures.Git(t, path, "reset", "--quiet", "--hard")
+	ws, err := p.Allocate(t.Context(), AllocateOptions{Binding: "T-1", RequestID: "req-7", Path: path})
+	if err != nil || ws.Head != repo.Head() {
+		t.Fatalf("resume after the checkout: %v %+v", err, ws)
+	}
+}
