@@ -36,7 +36,7 @@ var fpAddDetached = failpoint.New("gitops/add-detached")
 //
 // The result is the one `git worktree add --lock -b` leaves; below the
 // threshold the one command is faster (one process fewer).
-var stepsThreshold = 128
+var stepsThreshold = 256
 
 // manyWorktrees reports whether the repository whose directory is dir
 // (its common git directory, as the provider passes it) has at least stepsThreshold linked worktrees and a git that has

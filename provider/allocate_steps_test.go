@@ -18,7 +18,7 @@ func manyWorktreesRepo(t *testing.T) (*fixtures.Repo, *Provider) {
 	t.Helper()
 	repo, p := newProvider(t)
 	others := fixtures.TempDir(t)
-	for i := range 130 {
+	for i := range 260 {
 		repo.Git("worktree", "add", "--quiet", "--detach", "--no-checkout", filepath.Join(others, fmt.Sprintf("w%03d", i)), "HEAD")
 	}
 	return repo, p
@@ -27,8 +27,8 @@ func manyWorktreesRepo(t *testing.T) (*fixtures.Repo, *Provider) {
 // An allocation that fails after git made the worktree, detached and
 // empty, and before its files and branch (the many-worktrees add): the
 // undo removes that worktree and the new branch, and the claim is failed,
-// so the binding can be allocated again.
-func TestAllocateManyWorktreesUndoneMidway(t *testing.T) {
+// so the binding can be allocated again. One killed there is left alone.
+func TestAllocateManyWorktreesMidway(t *testing.T) {
 	bin := crashBinary(t)
 	repo, p := manyWorktreesRepo(t)
 	refsBefore := repo.Git("for-each-ref", "--format=%(refname) %(objectname)")
@@ -60,23 +60,19 @@ func TestAllocateManyWorktreesUndoneMidway(t *testing.T) {
 	if st := fixtures.Git(t, ws.Path, "status", "--porcelain"); st != "" {
 		t.Fatalf("the allocated workspace is not clean:\n%s", st)
 	}
-}
 
-// A process killed at the same point leaves a detached, locked worktree
-// the claim never recorded as created: a retry refuses to guess (the
-// worktree could hold files written since), names the path, and leaves
-// everything as it is.
-func TestAllocateManyWorktreesKilledMidway(t *testing.T) {
-	bin := crashBinary(t)
-	repo, p := manyWorktreesRepo(t)
-	run := crashExec(t, bin, repo.Dir, []string{"MAJLIS_FAILPOINTS=gitops/add-detached=crash"},
-		"workspace", "allocate", "T-1", "--request-id", "req-1", "--json")
+	// A process killed at the same point leaves a detached, locked
+	// worktree the claim never recorded as created: a retry refuses to
+	// guess (the worktree could hold files written since), names the
+	// path, and leaves everything as it is.
+	run = crashExec(t, bin, repo.Dir, []string{"MAJLIS_FAILPOINTS=gitops/add-detached=crash"},
+		"workspace", "allocate", "T-2", "--request-id", "req-2", "--json")
 	if !run.killed {
 		t.Fatalf("not killed at gitops/add-detached:\n%s", run)
 	}
-	path := filepath.Join(p.reg.WorkspaceRoot, "T-1")
+	path = filepath.Join(p.reg.WorkspaceRoot, "T-2")
 	refs := repo.Git("for-each-ref", "--format=%(refname) %(objectname)")
-	again := crashExec(t, bin, repo.Dir, nil, "workspace", "allocate", "T-1", "--request-id", "req-1", "--json")
+	again := crashExec(t, bin, repo.Dir, nil, "workspace", "allocate", "T-2", "--request-id", "req-2", "--json")
 	if again.exit == 0 || !strings.Contains(again.stdout+again.stderr, path) {
 		t.Fatalf("the retry of the killed allocation did not refuse naming %s:\n%s", path, again)
 	}
