@@ -25,10 +25,11 @@ var fpAddDetached = failpoint.New("gitops/add-detached")
 // stepsThreshold linked worktrees AddWorktree runs git's own steps
 // itself, in an order that makes an interrupted add recognisable:
 //
-//  1. `git branch B C`, which refuses a branch that exists;
-//  2. `git worktree add --detach --no-checkout --lock`, which checks the
+//  1. `git worktree add --detach --no-checkout --lock`, which checks the
 //     path against every worktree as always, and locks the entry;
-//  3. `git reset --hard` in the new worktree: the files and the index;
+//  2. `git reset --hard` in the new worktree: the files and the index;
+//  3. `git branch B C`, which refuses a branch that exists, made only
+//     now, so that no other process can check it out during the checkout;
 //  4. `git symbolic-ref HEAD refs/heads/B`, last, so that a worktree on
 //     branch B has its files (an interrupted add is left detached);
 //  5. the post-checkout hook, as `git worktree add` runs it (old HEAD all
@@ -91,12 +92,7 @@ func addWorktreeInSteps(ctx context.Context, dir, path, branch, commit, lockReas
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(dir, path)
 	}
-	// 1. The branch: refused if it exists.
-	if _, err := git(ctx, dir, cmdOpts{}, "branch", "--quiet", branch, commit); err != nil {
-		err = classify(err, ErrBranchExists, "fatal: a branch named ")
-		return classify(err, ErrUnknownRevision, "fatal: not a valid object name: ", "fatal: invalid reference: ")
-	}
-	// 2. The worktree, detached at commit, empty and locked. git can die
+	// 1. The worktree, detached at commit, empty and locked. git can die
 	// on a sibling's entry that a concurrent add is still writing, before
 	// it creates anything: try again then.
 	args := []string{"worktree", "add", "--quiet", "--detach", "--no-checkout", "--lock"}
@@ -124,20 +120,15 @@ func addWorktreeInSteps(ctx context.Context, dir, path, branch, commit, lockReas
 		}
 	}
 	if err != nil {
+		// The path is someone else's, or the commit unknown: nothing of
+		// this command's is left (the branch is made later).
 		err = classify(err, ErrPathExists, "' already exists", "is a missing but already registered worktree", "is a missing but locked worktree")
-		if !errors.Is(err, ErrPathExists) {
-			return err // the caller removes the branch, and any worktree
-		}
-		// The path is someone else's: the branch is this command's.
-		if cerr := deleteCreatedBranch(context.WithoutCancel(ctx), dir, "refs/heads/"+branch); cerr != nil {
-			return errors.Join(err, fmt.Errorf("gitops: removing branch %s left by the failed worktree add: %w", branch, cerr))
-		}
-		return err
+		return classify(err, ErrUnknownRevision, "fatal: invalid reference: ", "fatal: not a valid object name: ")
 	}
 	if err := fpAddDetached.Inject(); err != nil {
 		return err
 	}
-	// 3. The files and the index, in exactly that worktree (its git
+	// 2. The files and the index, in exactly that worktree (its git
 	// directory and work tree named, as git names them for its children).
 	o := cmdOpts{ceiling: filepath.Dir(path)}
 	reset := []string{"reset", "--hard", "--no-recurse-submodules"}
@@ -148,6 +139,23 @@ func addWorktreeInSteps(ctx context.Context, dir, path, branch, commit, lockReas
 	}
 	if _, err := git(ctx, path, o, reset...); err != nil {
 		return err
+	}
+	// 3. The branch, refused if it exists, made only now: from the moment
+	// it exists until HEAD is on it another process could check it out
+	// (git worktree add -b leaves the same moment), and this keeps that
+	// moment as short as git's, not the length of the checkout. A branch
+	// made since the caller looked is someone else's: the worktree made
+	// above, this command's alone, is removed and nothing is left.
+	if _, err := git(ctx, dir, cmdOpts{}, "branch", "--quiet", branch, commit); err != nil {
+		err = classify(err, ErrBranchExists, "fatal: a branch named ")
+		if errors.Is(err, ErrBranchExists) {
+			uctx := context.WithoutCancel(ctx)
+			_ = UnlockWorktree(uctx, dir, path)
+			if rerr := RemoveWorktree(uctx, dir, path, true); rerr != nil {
+				return errors.Join(err, fmt.Errorf("gitops: removing the worktree %s made before the branch was refused: %w", path, rerr))
+			}
+		}
+		return err // otherwise the caller removes the worktree
 	}
 	// 4. HEAD on the branch, last.
 	if _, err := git(ctx, path, cmdOpts{ceiling: filepath.Dir(path)}, "symbolic-ref", "HEAD", "refs/heads/"+branch); err != nil {

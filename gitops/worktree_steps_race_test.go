@@ -1,0 +1,107 @@
+package gitops
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/majlis-dev/majlis/fixtures"
+)
+
+// TestAddWorktreeStepsBranchTakenMidway: another process checks out the
+// new branch while the add is checking files out (here: from inside a
+// smudge filter, so exactly then). `git worktree add -b` has put HEAD on
+// the branch before its checkout, so git refuses the other process. The
+// steps must leave the branch checked out in one worktree at most too.
+func TestAddWorktreeStepsBranchTakenMidway(t *testing.T) {
+	for _, steps := range []bool{false, true} {
+		t.Run(fmt.Sprintf("steps=%v", steps), func(t *testing.T) {
+			repo := fixtures.NewRepo(t)
+			base := fixtures.TempDir(t)
+			other := filepath.Join(base, "other")
+			repo.WriteFile(".gitattributes", "*.bin filter=grab\n")
+			repo.WriteFile("f.bin", "data\n")
+			commit := repo.Commit("filtered")
+			// The filter is another person's `git worktree add` of the
+			// branch, run from the main worktree, with nothing of the
+			// filter's environment.
+			script := filepath.Join(base, "grab.sh")
+			os.WriteFile(script, []byte("#!/bin/sh\nenv -u GIT_DIR -u GIT_WORK_TREE -u GIT_INDEX_FILE git -C '"+repo.Dir+
+				"' worktree add --quiet '"+other+"' grabbed >>'"+base+"/grab.log' 2>&1\ncat\n"), 0o755)
+			repo.Config("filter.grab.smudge", script)
+			repo.Config("filter.grab.clean", "cat")
+			if steps {
+				withStepsThreshold(t, 1)
+				repo.Git("worktree", "add", "--quiet", "--detach", "--no-checkout", filepath.Join(base, "dummy"), "HEAD")
+				if !manyWorktrees(repo.CommonDir(), commit) {
+					t.Fatal("the steps are not taken")
+				}
+			} else {
+				withStepsThreshold(t, 1<<30)
+			}
+			err := AddWorktree(ctx, repo.CommonDir(), filepath.Join(base, "mine"), "grabbed", commit, "r")
+			wts, lerr := ListWorktrees(ctx, repo.Dir)
+			if lerr != nil {
+				t.Fatal(lerr)
+			}
+			var on []string
+			for _, w := range wts {
+				if w.Branch == "refs/heads/grabbed" {
+					on = append(on, w.Path)
+				}
+			}
+			if len(on) > 1 {
+				t.Fatalf("branch grabbed is checked out in %d worktrees (add error: %v): %v", len(on), err, on)
+			}
+			if b, _ := os.ReadFile(filepath.Join(base, "grab.log")); len(b) == 0 {
+				t.Fatal("the other add did not run during the checkout")
+			}
+		})
+	}
+}
+
+// TestAddWorktreeStepsBranchMadeMidway: another process creates the
+// branch while the steps check files out. The add refuses it as a branch
+// that exists, and leaves nothing: neither the worktree it made nor any
+// change to the other process's branch.
+func TestAddWorktreeStepsBranchMadeMidway(t *testing.T) {
+	repo := fixtures.NewRepo(t)
+	base := fixtures.TempDir(t)
+	repo.WriteFile(".gitattributes", "*.bin filter=make\n")
+	repo.WriteFile("f.bin", "data\n")
+	commit := repo.Commit("filtered")
+	script := filepath.Join(base, "make.sh")
+	os.WriteFile(script, []byte("#!/bin/sh\nenv -u GIT_DIR -u GIT_WORK_TREE -u GIT_INDEX_FILE git -C '"+repo.Dir+
+		"' branch made HEAD~1 >/dev/null 2>&1\ncat\n"), 0o755)
+	repo.Config("filter.make.smudge", script)
+	repo.Config("filter.make.clean", "cat")
+	withStepsThreshold(t, 1)
+	repo.Git("worktree", "add", "--quiet", "--detach", "--no-checkout", filepath.Join(base, "dummy"), "HEAD")
+	mine := filepath.Join(base, "mine")
+	err := AddWorktree(ctx, repo.CommonDir(), mine, "made", commit, "r")
+	if !errors.Is(err, ErrBranchExists) {
+		t.Fatalf("a branch made during the checkout: got %v, want ErrBranchExists", err)
+	}
+	if _, err := os.Lstat(mine); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the refused add left %s (%v)", mine, err)
+	}
+	if got, want := repo.RevParse("refs/heads/made"), repo.RevParse("HEAD~1"); got != want {
+		t.Fatalf("the other process's branch is at %s, want %s", got, want)
+	}
+	for _, w := range mustList(t, repo.Dir) {
+		if w.Path == mine {
+			t.Fatalf("git still lists %s", mine)
+		}
+	}
+}
+
+func mustList(t *testing.T, dir string) []Worktree {
+	t.Helper()
+	wts, err := ListWorktrees(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wts
+}
