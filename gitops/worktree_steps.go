@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/majlis-dev/majlis/internal/failpoint"
+	"golang.org/x/sys/unix"
 )
 
 // fpAddDetached fires when the many-worktrees add has made the worktree,
@@ -157,13 +159,83 @@ func addWorktreeInSteps(ctx context.Context, dir, path, branch, commit, lockReas
 		}
 		return err // otherwise the caller removes the worktree
 	}
-	// 4. HEAD on the branch, last.
-	if _, err := git(ctx, path, cmdOpts{ceiling: filepath.Dir(path)}, "symbolic-ref", "HEAD", "refs/heads/"+branch); err != nil {
+	// 4. HEAD on the branch, last. Its reflog entry takes the message of
+	// the entry git's own add leaves last (its reset, run on the branch),
+	// so that the worktree's HEAD reflog reads as after git's add.
+	if _, err := git(ctx, path, cmdOpts{ceiling: filepath.Dir(path)}, "symbolic-ref", "-m", "reset: moving to HEAD", "HEAD", "refs/heads/"+branch); err != nil {
 		return err
 	}
-	// 5. The post-checkout hook, run as git worktree add runs it: in the
-	// worktree, git left to find its repository from there.
-	_, err = git(ctx, path, cmdOpts{}, "hook", "run", "--ignore-missing", "post-checkout", "--",
-		strings.Repeat("0", len(commit)), commit, "1")
-	return err
+	// 5. The post-checkout hook, run as git worktree add runs it.
+	return runPostCheckout(ctx, dir, path, commit)
 }
+
+// runPostCheckout runs the post-checkout hook of a worktree just added at
+// path as `git -C dir worktree add` runs it: the hook that git finds from
+// dir (a relative core.hooksPath is taken from there, not from the new
+// worktree), in the new worktree, with the arguments all zeros, commit,
+// 1, and with no GIT_DIR or GIT_WORK_TREE (git unsets them for this hook,
+// so that the hook's git finds the worktree from its directory, and git
+// run by the hook in another repository acts on that one). `git hook
+// run` cannot do it: it exports the GIT_DIR it found. Like every child of
+// git, the hook has git's exec path first on its PATH, and GIT_EXEC_PATH.
+// Its output goes to the error's text, as git's other output does.
+func runPostCheckout(ctx context.Context, dir, path, commit string) error {
+	res, err := git(ctx, dir, cmdOpts{readOnly: true}, "rev-parse", "--path-format=absolute", "--git-path", "hooks/post-checkout")
+	if err != nil {
+		return err
+	}
+	hook, ok := strings.CutSuffix(string(res.stdout), "\n")
+	if !ok || !filepath.IsAbs(hook) || strings.Contains(hook, "\n") {
+		return unexpected("git rev-parse --git-path hooks/post-checkout", "want one absolute path, got %q", res.stdout)
+	}
+	// git runs the hook when it can execute it (access X_OK) and ignores
+	// it otherwise.
+	if fi, err := os.Stat(hook); err != nil || fi.IsDir() || unix.Access(hook, unix.X_OK) != nil {
+		return nil
+	}
+	execPath, err := gitExecPath()
+	if err != nil {
+		return err
+	}
+	args := []string{strings.Repeat("0", len(commit)), commit, "1"}
+	cmd := exec.CommandContext(ctx, hook, args...)
+	cmd.Dir = path
+	env := []string{}
+	for _, kv := range environ(cmdOpts{}) {
+		if k, _, _ := strings.Cut(kv, "="); k != "PATH" && k != "GIT_EXEC_PATH" {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, "GIT_EXEC_PATH="+execPath, "PATH="+execPath+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	out := &cappedBuffer{max: maxStderr}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Run(); err != nil {
+		e := &Error{Dir: path, Args: append([]string{"hook", "run", "post-checkout", "--"}, args...), ExitCode: -1,
+			Stderr: strings.TrimSpace(out.String())}
+		var exit *exec.ExitError
+		switch {
+		case ctx.Err() != nil:
+			e.Err = ctx.Err()
+		case errors.As(err, &exit) && exit.Exited():
+			e.ExitCode = exit.ExitCode()
+		default:
+			e.Err = err
+		}
+		return e
+	}
+	return nil
+}
+
+// gitExecPath is `git --exec-path`, asked once per process.
+var gitExecPath = sync.OnceValues(func() (string, error) {
+	res, err := git(context.Background(), ".", cmdOpts{readOnly: true}, "--exec-path")
+	if err != nil {
+		return "", err
+	}
+	p, ok := strings.CutSuffix(string(res.stdout), "\n")
+	if !ok || !filepath.IsAbs(p) || strings.Contains(p, "\n") {
+		return "", unexpected("git --exec-path", "want one absolute path, got %q", res.stdout)
+	}
+	return p, nil
+})
