@@ -673,6 +673,13 @@ func (p *Provider) resumeAllocation(ctx context.Context, rec *claimRecord) (*Wor
 	if err != nil {
 		return nil, err
 	}
+	if removed, err := p.removeEmptyStepsWorktree(ctx, rec, wts); err != nil {
+		return nil, err
+	} else if removed {
+		if wts, err = gitops.ListWorktrees(ctx, c.CommonDir); err != nil {
+			return nil, err
+		}
+	}
 	if _, err := os.Lstat(c.Path); errors.Is(err, os.ErrNotExist) {
 		// A branch the dead allocator's git created at the base, checked
 		// out nowhere, is its own: remove it so the add can run again.
@@ -708,7 +715,46 @@ func (p *Provider) resumeAllocation(ctx context.Context, rec *claimRecord) (*Wor
 	}
 	return nil, &Error{Op: "allocate", Binding: c.Binding, Path: c.Path, Err: ErrInterrupted,
 		Reason: "the interrupted allocation left " + c.Path + " in a state majlis cannot verify",
-		Hint:   "inspect it; if it holds nothing of yours, remove it and retry with the same request id"}
+		Hint:   "inspect it; if it holds nothing of yours, unlock and remove it (git worktree unlock, then git worktree remove --force) and retry with the same request id"}
+}
+
+// removeEmptyStepsWorktree removes the worktree that the many-worktrees
+// add (gitops's AddWorktree with many worktrees) leaves when its
+// allocator dies after making it and before its checkout wrote a file:
+// at the claim's path, detached at the base, locked with this claim's
+// own reason, and holding nothing but its .git file. Nothing in it can
+// be anyone's, so the allocation can be made again; a worktree holding
+// anything else is left as it is (the retry refuses). It reports whether
+// it removed one.
+func (p *Provider) removeEmptyStepsWorktree(ctx context.Context, rec *claimRecord, wts []gitops.Worktree) (bool, error) {
+	c := rec.Claim
+	if c.Checkout || c.Detached {
+		return false, nil // the steps make a new branch only
+	}
+	for _, w := range wts {
+		if (w.Path != c.Path && w.Path != c.PhysicalPath) || !w.Detached || w.Head != c.Base ||
+			!w.Locked || w.LockReason != lockReason(rec) || !onlyGitFile(w.Path) {
+			continue
+		}
+		if err := gitops.UnlockWorktree(ctx, c.CommonDir, w.Path); err != nil {
+			return false, err
+		}
+		if !onlyGitFile(w.Path) { // written to meanwhile: left, locked again
+			_ = gitops.LockWorktree(ctx, c.CommonDir, w.Path, lockReason(rec))
+			return false, nil
+		}
+		if err := gitops.RemoveWorktree(ctx, c.CommonDir, w.Path, true); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// onlyGitFile reports whether dir holds nothing but a regular file .git.
+func onlyGitFile(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	return err == nil && len(entries) == 1 && entries[0].Name() == ".git" && entries[0].Type().IsRegular()
 }
 
 // checkedOut reports whether the worktree of rec has an index: git

@@ -62,15 +62,19 @@ func TestAllocateManyWorktreesMidway(t *testing.T) {
 	}
 
 	// A process killed at the same point leaves a detached, locked
-	// worktree the claim never recorded as created: a retry refuses to
-	// guess (the worktree could hold files written since), names the
-	// path, and leaves everything as it is.
+	// worktree the claim never recorded as created. Once anything but its
+	// .git file is in it (files written since), a retry refuses to guess,
+	// names the path, and leaves everything as it is.
 	run = crashExec(t, bin, repo.Dir, []string{"MAJLIS_FAILPOINTS=gitops/add-detached=crash"},
 		"workspace", "allocate", "T-2", "--request-id", "req-2", "--json")
 	if !run.killed {
 		t.Fatalf("not killed at gitops/add-detached:\n%s", run)
 	}
 	path = filepath.Join(p.reg.WorkspaceRoot, "T-2")
+	mine := filepath.Join(path, "mine.txt")
+	if err := os.WriteFile(mine, []byte("someone's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	refs := repo.Git("for-each-ref", "--format=%(refname) %(objectname)")
 	again := crashExec(t, bin, repo.Dir, nil, "workspace", "allocate", "T-2", "--request-id", "req-2", "--json")
 	if again.exit == 0 || !strings.Contains(again.stdout+again.stderr, path) {
@@ -79,7 +83,47 @@ func TestAllocateManyWorktreesMidway(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(path, ".git")); err != nil {
 		t.Fatalf("the retry removed the worktree it could not verify: %v", err)
 	}
+	if b, err := os.ReadFile(mine); err != nil || string(b) != "someone's\n" {
+		t.Fatalf("the file written into the worktree: %q, %v", b, err)
+	}
 	if got := repo.Git("for-each-ref", "--format=%(refname) %(objectname)"); got != refs {
 		t.Fatalf("the refused retry changed refs:\n%s\nwant\n%s", got, refs)
+	}
+}
+
+// Killed at the same point with nothing written since, the worktree holds
+// only its .git file: nothing in it can be anyone's, and a retry with the
+// same request id finishes the allocation (git's own add, killed with
+// majlis, finishes on its own). Then list, doctor and reclaim see an
+// ordinary workspace.
+func TestAllocateManyWorktreesKilledMidwayResumes(t *testing.T) {
+	bin := crashBinary(t)
+	repo, p := manyWorktreesRepo(t)
+	repo.WriteFile("f.txt", "f\n")
+	repo.Commit("a file")
+	run := crashExec(t, bin, repo.Dir, []string{"MAJLIS_FAILPOINTS=gitops/add-detached=crash"},
+		"workspace", "allocate", "T-1", "--request-id", "req-1", "--json")
+	if !run.killed {
+		t.Fatalf("not killed at gitops/add-detached:\n%s", run)
+	}
+	again := crashExec(t, bin, repo.Dir, nil, "workspace", "allocate", "T-1", "--request-id", "req-1", "--json")
+	if again.exit != 0 {
+		t.Fatalf("the retry of the allocation killed before its checkout failed:\n%s", again)
+	}
+	path := filepath.Join(p.reg.WorkspaceRoot, "T-1")
+	if got := strings.TrimSpace(fixtures.Git(t, path, "symbolic-ref", "HEAD")); got != "refs/heads/majlis/T-1" {
+		t.Fatalf("HEAD of the resumed workspace is %q", got)
+	}
+	if st := fixtures.Git(t, path, "status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Fatalf("the resumed workspace is not clean:\n%s", st)
+	}
+	if b, err := os.ReadFile(filepath.Join(path, "f.txt")); err != nil || string(b) != "f\n" {
+		t.Fatalf("f.txt in the resumed workspace: %q, %v", b, err)
+	}
+	if doc := crashExec(t, bin, repo.Dir, nil, "doctor", "--json"); doc.exit != 0 || !strings.Contains(doc.stdout, `"ok": true`) {
+		t.Fatalf("doctor after the resumed allocation:\n%s", doc)
+	}
+	if rec := crashExec(t, bin, repo.Dir, nil, "workspace", "reclaim", "T-1", "--yes", "--json"); rec.exit != 0 {
+		t.Fatalf("reclaim of the resumed workspace:\n%s", rec)
 	}
 }
