@@ -142,6 +142,24 @@ func addWorktreeInSteps(ctx context.Context, dir, path, branch, commit, lockReas
 	if _, err := git(ctx, path, o, reset...); err != nil {
 		return err
 	}
+	return finishSteps(ctx, dir, path, branch, commit, false)
+}
+
+// FinishAddInSteps finishes an add in steps (see stepsThreshold) that
+// was stopped after its checkout: the worktree at path is detached at
+// commit, its files and index written. It makes the branch (or takes one
+// that exists at commit and is checked out nowhere: made by the stopped
+// add just before it stopped), puts HEAD on it and runs the
+// post-checkout hook. No file of the worktree is touched but by the hook.
+// A branch elsewhere than commit, or checked out in a worktree, gives
+// ErrBranchExists. dir is the repository's common git directory.
+func FinishAddInSteps(ctx context.Context, dir, path, branch, commit string) error {
+	return finishSteps(ctx, dir, path, branch, commit, true)
+}
+
+// finishSteps is the add in steps from its branch on; with adopt, a
+// branch at commit checked out nowhere is taken as the add's own.
+func finishSteps(ctx context.Context, dir, path, branch, commit string, adopt bool) error {
 	// 3. The branch, refused if it exists, made only now: from the moment
 	// it exists until HEAD is on it another process could check it out
 	// (git worktree add -b leaves the same moment), and this keeps that
@@ -150,14 +168,23 @@ func addWorktreeInSteps(ctx context.Context, dir, path, branch, commit, lockReas
 	// above, this command's alone, is removed and nothing is left.
 	if _, err := git(ctx, dir, cmdOpts{}, "branch", "--quiet", branch, commit); err != nil {
 		err = classify(err, ErrBranchExists, "fatal: a branch named ")
-		if errors.Is(err, ErrBranchExists) {
+		if !errors.Is(err, ErrBranchExists) {
+			return err // the caller removes the worktree
+		}
+		if adopt {
+			if ok, aerr := branchFree(ctx, dir, branch, commit); aerr != nil {
+				return aerr
+			} else if !ok {
+				return err
+			}
+		} else {
 			uctx := context.WithoutCancel(ctx)
 			_ = UnlockWorktree(uctx, dir, path)
 			if rerr := RemoveWorktree(uctx, dir, path, true); rerr != nil {
 				return errors.Join(err, fmt.Errorf("gitops: removing the worktree %s made before the branch was refused: %w", path, rerr))
 			}
+			return err
 		}
-		return err // otherwise the caller removes the worktree
 	}
 	// 4. HEAD on the branch, last. Its reflog entry takes the message of
 	// the entry git's own add leaves last (its reset, run on the branch),
@@ -167,6 +194,25 @@ func addWorktreeInSteps(ctx context.Context, dir, path, branch, commit, lockReas
 	}
 	// 5. The post-checkout hook, run as git worktree add runs it.
 	return runPostCheckout(ctx, dir, path, commit)
+}
+
+// branchFree reports whether branch is at commit and checked out in no
+// worktree.
+func branchFree(ctx context.Context, dir, branch, commit string) (bool, error) {
+	res, err := git(ctx, dir, cmdOpts{readOnly: true, okCodes: []int{1}}, "rev-parse", "-q", "--verify", "refs/heads/"+branch)
+	if err != nil || res.code == 1 || strings.TrimSuffix(string(res.stdout), "\n") != commit {
+		return false, err
+	}
+	wts, err := ListWorktrees(ctx, dir)
+	if err != nil {
+		return false, err
+	}
+	for _, w := range wts {
+		if w.Branch == "refs/heads/"+branch {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // runPostCheckout runs the post-checkout hook of a worktree just added at

@@ -105,3 +105,50 @@ func mustList(t *testing.T, dir string) []Worktree {
 	}
 	return wts
 }
+
+// FinishAddInSteps takes a branch at the commit that no worktree has
+// checked out (the stopped add's own), and refuses one elsewhere or
+// checked out, leaving the worktree detached.
+func TestFinishAddInSteps(t *testing.T) {
+	repo := fixtures.NewRepo(t)
+	head := repo.Head()
+	repo.WriteFile("b.txt", "b\n")
+	second := repo.Commit("second")
+	base := fixtures.TempDir(t)
+	detached := func(name string) string {
+		p := filepath.Join(base, name)
+		repo.Git("worktree", "add", "--quiet", "--detach", "--lock", p, head)
+		return p
+	}
+	// At another commit.
+	repo.Git("branch", "elsewhere", second)
+	p := detached("one")
+	if err := FinishAddInSteps(ctx, repo.CommonDir(), p, "elsewhere", head); !errors.Is(err, ErrBranchExists) {
+		t.Fatalf("a branch at another commit: got %v, want ErrBranchExists", err)
+	}
+	// Checked out in another worktree.
+	repo.Git("branch", "taken", head)
+	fixtures.Git(t, repo.Dir, "worktree", "add", "--quiet", filepath.Join(base, "taker"), "taken")
+	if err := FinishAddInSteps(ctx, repo.CommonDir(), p, "taken", head); !errors.Is(err, ErrBranchExists) {
+		t.Fatalf("a branch checked out elsewhere: got %v, want ErrBranchExists", err)
+	}
+	if got := fixtures.Git(t, p, "rev-parse", "--abbrev-ref", "HEAD"); got != "HEAD\n" {
+		t.Fatalf("after the refusals HEAD is %q, want detached", got)
+	}
+	// At the commit, checked out nowhere: taken.
+	repo.Git("branch", "free", head)
+	if err := FinishAddInSteps(ctx, repo.CommonDir(), p, "free", head); err != nil {
+		t.Fatal(err)
+	}
+	if got := fixtures.Git(t, p, "symbolic-ref", "HEAD"); got != "refs/heads/free\n" {
+		t.Fatalf("HEAD is %q", got)
+	}
+	// No branch: made.
+	q := detached("two")
+	if err := FinishAddInSteps(ctx, repo.CommonDir(), q, "made", head); err != nil {
+		t.Fatal(err)
+	}
+	if got := repo.RevParse("refs/heads/made"); got != head {
+		t.Fatalf("made is at %s, want %s", got, head)
+	}
+}

@@ -673,9 +673,9 @@ func (p *Provider) resumeAllocation(ctx context.Context, rec *claimRecord) (*Wor
 	if err != nil {
 		return nil, err
 	}
-	if removed, err := p.removeEmptyStepsWorktree(ctx, rec, wts); err != nil {
+	if changed, err := p.resumeStepsWorktree(ctx, rec, wts); err != nil {
 		return nil, err
-	} else if removed {
+	} else if changed {
 		if wts, err = gitops.ListWorktrees(ctx, c.CommonDir); err != nil {
 			return nil, err
 		}
@@ -718,23 +718,41 @@ func (p *Provider) resumeAllocation(ctx context.Context, rec *claimRecord) (*Wor
 		Hint:   "inspect it; if it holds nothing of yours, unlock and remove it (git worktree unlock, then git worktree remove --force) and retry with the same request id"}
 }
 
-// removeEmptyStepsWorktree removes the worktree that the many-worktrees
-// add (gitops's AddWorktree with many worktrees) leaves when its
-// allocator dies after making it and before its checkout wrote a file:
-// at the claim's path, detached at the base, locked with this claim's
-// own reason, and holding nothing but its .git file. Nothing in it can
-// be anyone's, so the allocation can be made again; a worktree holding
-// anything else is left as it is (the retry refuses). It reports whether
-// it removed one.
-func (p *Provider) removeEmptyStepsWorktree(ctx context.Context, rec *claimRecord, wts []gitops.Worktree) (bool, error) {
+// resumeStepsWorktree takes up the worktree that the many-worktrees add
+// (gitops's AddWorktree with many worktrees) leaves when its allocator
+// dies between making it and putting HEAD on the branch: at the claim's
+// path, detached at the base, locked with this claim's own reason.
+//   - Holding nothing but its .git file (the crash came before the
+//     checkout wrote a file), nothing in it can be anyone's: it is
+//     removed, and the allocation is made again.
+//   - Checked out and clean (the crash came after the checkout), the add
+//     is finished: the branch, HEAD on it, the hook, none of which touches
+//     a file. git's own add, killed with majlis, finishes on its own.
+//
+// Anything else (a checkout cut short, files written since) is left as
+// it is, and the retry refuses. It reports whether it changed anything.
+func (p *Provider) resumeStepsWorktree(ctx context.Context, rec *claimRecord, wts []gitops.Worktree) (bool, error) {
 	c := rec.Claim
 	if c.Checkout || c.Detached {
 		return false, nil // the steps make a new branch only
 	}
 	for _, w := range wts {
 		if (w.Path != c.Path && w.Path != c.PhysicalPath) || !w.Detached || w.Head != c.Base ||
-			!w.Locked || w.LockReason != lockReason(rec) || !onlyGitFile(w.Path) {
+			!w.Locked || w.LockReason != lockReason(rec) {
 			continue
+		}
+		if !onlyGitFile(w.Path) {
+			st, err := gitops.ReadStatus(ctx, w.Path, gitops.StatusOptions{})
+			if err != nil || !st.Detached || st.Head != c.Base || !st.Clean() {
+				return false, nil
+			}
+			if err := gitops.FinishAddInSteps(ctx, c.CommonDir, w.Path, c.Branch, c.Base); err != nil {
+				if errors.Is(err, gitops.ErrBranchExists) {
+					return false, nil
+				}
+				return true, err
+			}
+			return true, nil
 		}
 		if err := gitops.UnlockWorktree(ctx, c.CommonDir, w.Path); err != nil {
 			return false, err

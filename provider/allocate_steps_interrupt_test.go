@@ -132,3 +132,99 @@ func TestAllocateManyWorktreesCtrlC(t *testing.T) {
 		})
 	}
 }
+
+// killDuringCheckout starts an allocation of T-1 with request id req-1
+// whose checkout waits in a smudge filter, and SIGKILLs majlis there
+// (alone: git goes on and finishes the checkout once the gate opens; or
+// with its whole process group, git and the filter included). It returns
+// the workspace path once every process of the add is gone.
+func killDuringCheckout(t *testing.T, bin string, repo *fixtures.Repo, p *Provider, group bool) string {
+	t.Helper()
+	gate := filepath.Join(t.TempDir(), "gate")
+	script := filepath.Join(t.TempDir(), "slow.sh")
+	os.WriteFile(script, []byte("#!/bin/sh\n: > '"+gate+".reached'\nwhile [ ! -e '"+gate+"' ]; do sleep 0.01; done\ncat\n: > '"+gate+".done'\n"), 0o755)
+	repo.WriteFile(".gitattributes", "*.bin filter=slow\n")
+	repo.WriteFile("f.bin", "data\n")
+	repo.Commit("filtered")
+	repo.Config("filter.slow.smudge", script)
+	repo.Config("filter.slow.clean", "cat")
+	repo.Config("filter.slow.required", "true")
+	cmd := exec.Command(bin, "workspace", "allocate", "T-1", "--request-id", "req-1", "--json")
+	cmd.Dir = repo.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	crashWaitFor(t, "the checkout to reach the filter", 60*time.Second, func() bool { _, err := os.Stat(gate + ".reached"); return err == nil })
+	pid := cmd.Process.Pid
+	if group {
+		pid = -pid
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	cmd.Wait()
+	os.WriteFile(gate, nil, 0o644)
+	path := filepath.Join(p.reg.WorkspaceRoot, "T-1")
+	if !group {
+		// git finishes the checkout on its own: its index written, its
+		// lock gone.
+		admin := fixtures.AdminDir(t, path)
+		crashWaitFor(t, "the orphaned checkout to finish", 60*time.Second, func() bool {
+			_, done := os.Stat(gate + ".done")
+			_, lock := os.Stat(filepath.Join(admin, "index.lock"))
+			_, index := os.Stat(filepath.Join(admin, "index"))
+			return done == nil && errors.Is(lock, os.ErrNotExist) && index == nil
+		})
+	}
+	repo.Config("filter.slow.smudge", "cat")
+	return path
+}
+
+// SIGKILL of majlis in the middle of the many-worktrees checkout: git
+// finishes the checkout, and the worktree is left detached, clean, locked
+// with the claim's reason. A retry with the same request id finishes the
+// add (as a retry after git's own add, which finishes on its own).
+func TestAllocateManyWorktreesKilledInCheckoutResumes(t *testing.T) {
+	bin := crashBinary(t)
+	repo, p := manyWorktreesRepo(t)
+	path := killDuringCheckout(t, bin, repo, p, false)
+	again := crashExec(t, bin, repo.Dir, nil, "workspace", "allocate", "T-1", "--request-id", "req-1", "--json")
+	if again.exit != 0 {
+		t.Fatalf("the retry of the allocation killed in its checkout failed:\n%s", again)
+	}
+	if got := strings.TrimSpace(fixtures.Git(t, path, "symbolic-ref", "HEAD")); got != "refs/heads/majlis/T-1" {
+		t.Fatalf("HEAD of the resumed workspace is %q", got)
+	}
+	if st := fixtures.Git(t, path, "status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Fatalf("the resumed workspace is not clean:\n%s", st)
+	}
+	if rec := crashExec(t, bin, repo.Dir, nil, "workspace", "reclaim", "T-1", "--yes", "--json"); rec.exit != 0 {
+		t.Fatalf("reclaim of the resumed workspace:\n%s", rec)
+	}
+}
+
+// SIGKILL of the whole process group in the middle of the checkout (git
+// killed too): the checkout is cut short, and a retry refuses to guess,
+// names the path, says how to free it, and changes nothing.
+func TestAllocateManyWorktreesKilledInCheckoutWithGit(t *testing.T) {
+	bin := crashBinary(t)
+	repo, p := manyWorktreesRepo(t)
+	path := killDuringCheckout(t, bin, repo, p, true)
+	refs := repo.Git("for-each-ref", "--format=%(refname) %(objectname)")
+	again := crashExec(t, bin, repo.Dir, nil, "workspace", "allocate", "T-1", "--request-id", "req-1", "--json")
+	if again.exit == 0 || !strings.Contains(again.stdout, path) || !strings.Contains(again.stdout, "unlock") {
+		t.Fatalf("the retry did not refuse naming %s and the unlock:\n%s", path, again)
+	}
+	if _, err := os.Lstat(filepath.Join(path, ".git")); err != nil {
+		t.Fatalf("the retry removed the worktree it could not verify: %v", err)
+	}
+	if got := repo.Git("for-each-ref", "--format=%(refname) %(objectname)"); got != refs {
+		t.Fatalf("the refused retry changed refs:\n%s\nwant\n%s", got, refs)
+	}
+	// Freed as the hint says, the retry allocates.
+	repo.Git("worktree", "unlock", path)
+	repo.Git("worktree", "remove", "--force", path)
+	if again := crashExec(t, bin, repo.Dir, nil, "workspace", "allocate", "T-1", "--request-id", "req-1", "--json"); again.exit != 0 {
+		t.Fatalf("the retry after the worktree was removed failed:\n%s", again)
+	}
+}
