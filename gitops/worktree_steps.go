@@ -168,8 +168,8 @@ func finishSteps(ctx context.Context, dir, path, branch, commit string, adopt bo
 	// above, this command's alone, is removed and nothing is left.
 	if _, err := git(ctx, dir, cmdOpts{}, "branch", "--quiet", branch, commit); err != nil {
 		err = classify(err, ErrBranchExists, "fatal: a branch named ")
-		if !errors.Is(err, ErrBranchExists) {
-			return err // the caller removes the worktree
+		if adopt && !errors.Is(err, ErrBranchExists) {
+			return err
 		}
 		if adopt {
 			if ok, aerr := branchFree(ctx, dir, branch, commit); aerr != nil {
@@ -178,6 +178,9 @@ func finishSteps(ctx context.Context, dir, path, branch, commit string, adopt bo
 				return err
 			}
 		} else {
+			// Whatever git refused (a branch that exists, a name that
+			// clashes with another branch's folder), git's own add would
+			// have refused before making anything: neither is left.
 			uctx := context.WithoutCancel(ctx)
 			_ = UnlockWorktree(uctx, dir, path)
 			if rerr := RemoveWorktree(uctx, dir, path, true); rerr != nil {

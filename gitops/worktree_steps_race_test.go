@@ -152,3 +152,42 @@ func TestFinishAddInSteps(t *testing.T) {
 		t.Fatalf("made is at %s, want %s", got, head)
 	}
 }
+
+// A branch name git branch refuses although it is well formed (it
+// clashes with the folder of an existing branch): git's add refuses
+// before it makes anything, and so do the steps, in the end: no
+// worktree, no entry, no ref changed.
+func TestAddWorktreeStepsBranchRefused(t *testing.T) {
+	for _, steps := range []bool{false, true} {
+		t.Run(fmt.Sprintf("steps=%v", steps), func(t *testing.T) {
+			repo := fixtures.NewRepo(t)
+			base := fixtures.TempDir(t)
+			repo.Git("branch", "a")
+			if steps {
+				withStepsThreshold(t, 1)
+				repo.Git("worktree", "add", "--quiet", "--detach", "--no-checkout", filepath.Join(base, "dummy"), "HEAD")
+			} else {
+				withStepsThreshold(t, 1<<30)
+			}
+			if err := CheckBranchName("a/b"); err != nil {
+				t.Fatal(err)
+			}
+			refs := repo.Git("for-each-ref", "--format=%(refname) %(objectname)")
+			path := filepath.Join(base, "mine")
+			if err := AddWorktree(ctx, repo.CommonDir(), path, "a/b", repo.Head(), "r"); err == nil {
+				t.Fatal("a branch clashing with branch a was made")
+			}
+			if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("the refused add left %s (%v)", path, err)
+			}
+			for _, w := range mustList(t, repo.Dir) {
+				if w.Path == path {
+					t.Fatalf("git still lists %s", path)
+				}
+			}
+			if got := repo.Git("for-each-ref", "--format=%(refname) %(objectname)"); got != refs {
+				t.Fatalf("refs changed:\n%s\nwant\n%s", got, refs)
+			}
+		})
+	}
+}
