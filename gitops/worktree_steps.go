@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/majlis-dev/majlis/internal/failpoint"
@@ -247,19 +248,27 @@ func runPostCheckout(ctx context.Context, dir, path, commit string) error {
 		return err
 	}
 	args := []string{strings.Repeat("0", len(commit)), commit, "1"}
-	cmd := exec.CommandContext(ctx, hook, args...)
-	cmd.Dir = path
 	env := []string{}
 	for _, kv := range environ(cmdOpts{}) {
 		if k, _, _ := strings.Cut(kv, "="); k != "PATH" && k != "GIT_EXEC_PATH" {
 			env = append(env, kv)
 		}
 	}
-	cmd.Env = append(env, "GIT_EXEC_PATH="+execPath, "PATH="+execPath+string(os.PathListSeparator)+os.Getenv("PATH"))
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	env = append(env, "GIT_EXEC_PATH="+execPath, "PATH="+execPath+string(os.PathListSeparator)+os.Getenv("PATH"))
 	out := &cappedBuffer{max: maxStderr}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Run(); err != nil {
+	run := func(name string, argv ...string) error {
+		cmd := exec.CommandContext(ctx, name, argv...)
+		cmd.Dir, cmd.Env = path, env
+		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+		cmd.Stdout, cmd.Stderr = out, out
+		return cmd.Run()
+	}
+	err = run(hook, args...)
+	if errors.Is(err, syscall.ENOEXEC) {
+		// A script without a #! line: git runs it with the shell then.
+		err = run("/bin/sh", append([]string{hook}, args...)...)
+	}
+	if err != nil {
 		e := &Error{Dir: path, Args: append([]string{"hook", "run", "post-checkout", "--"}, args...), ExitCode: -1,
 			Stderr: strings.TrimSpace(out.String())}
 		var exit *exec.ExitError

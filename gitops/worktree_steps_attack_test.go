@@ -250,6 +250,18 @@ func TestAddWorktreeStepsAttack(t *testing.T) {
 			repo.WriteFileMode(".git/hooks/post-checkout", hookRecorder(log), 0o644)
 			return repo.CommonDir(), c
 		}},
+		{"hook without a #! line", func(t *testing.T, repo *fixtures.Repo, log string) (string, string) {
+			c := files(repo)
+			repo.WriteExecutable(".git/hooks/post-checkout", strings.TrimPrefix(hookRecorder(log), "#!/bin/sh\n"))
+			return repo.CommonDir(), c
+		}},
+		{"hook is a symbolic link", func(t *testing.T, repo *fixtures.Repo, log string) (string, string) {
+			c := files(repo)
+			target := filepath.Join(fixtures.TempDir(t), "real-hook")
+			os.WriteFile(target, []byte(hookRecorder(log)), 0o755)
+			os.Symlink(target, filepath.Join(repo.CommonDir(), "hooks", "post-checkout"))
+			return repo.CommonDir(), c
+		}},
 		{"failing hook", func(t *testing.T, repo *fixtures.Repo, log string) (string, string) {
 			c := files(repo)
 			repo.WriteExecutable(".git/hooks/post-checkout", hookRecorder(log)+"exit 7\n")
