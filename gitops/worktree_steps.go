@@ -43,8 +43,10 @@ var fpAddDetached = failpoint.New("gitops/add-detached")
 var stepsThreshold = 256
 
 // manyWorktrees reports whether the repository whose directory is dir
-// (its common git directory, as the provider passes it) has at least stepsThreshold linked worktrees and a git that has
-// `git hook run` (2.36). It reads at most stepsThreshold names.
+// (its common git directory, as the provider passes it) has at least
+// stepsThreshold linked worktrees and a git of 2.36 or later (the steps
+// were held to the add of that git; they need rev-parse's
+// --path-format, 2.31). It reads at most stepsThreshold names.
 func manyWorktrees(dir, commit string) bool {
 	if !fullObjectID(commit) {
 		return false // the hook is given the full id, which git alone would look up
@@ -58,8 +60,8 @@ func manyWorktrees(dir, commit string) bool {
 	return len(names) >= stepsThreshold && hookRunSupported()
 }
 
-// hookRunSupported reports whether git has `git hook run` (2.36 and
-// later), asked once per process.
+// hookRunSupported reports whether git is 2.36 or later (it has `git
+// hook run`, which the steps no longer use), asked once per process.
 var hookRunSupported = sync.OnceValue(func() bool {
 	res, err := git(context.Background(), ".", cmdOpts{readOnly: true}, "version")
 	if err != nil {
