@@ -75,6 +75,7 @@ func TestClaimsIndexSlackCrossProcess(t *testing.T) {
 	removed := map[string]bool{} // P- bindings whose folder this test moved away
 	var damaged string           // a P- binding whose claim is damaged now
 	var damagedData []byte       // its claim as it was
+	damages, liveDamaged := 0, false
 	perturb := func(round int) {
 		ix := p.claimsIndexPath()
 		switch round % 8 {
@@ -93,9 +94,14 @@ func TestClaimsIndexSlackCrossProcess(t *testing.T) {
 			writeIndex(t, p, saved[0])
 		case 5: // a recent one
 			writeIndex(t, p, saved[len(saved)-1])
-		case 6: // damage a reclaimed binding of this process's, or undo the damage
+		case 6: // damage a binding (in turn a reclaimed one of this process's and a live nested one), or undo the damage
 			if damaged == "" {
 				b := fmt.Sprintf("P-%02d", round%20)
+				damages++
+				if known := finished(); damages%2 == 0 && len(known) > 0 {
+					b = known[0]
+					liveDamaged = true
+				}
 				if removed[b] {
 					return
 				}
@@ -104,8 +110,15 @@ func TestClaimsIndexSlackCrossProcess(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				// The same size, another path: the seal no longer matches.
-				bad := []byte(strings.Replace(string(data), "/P-", "/Q-", 1))
+				// The same size, the path in the body changed, the seal
+				// kept (it names the claim in the journal, which locates
+				// the workspace): the seal no longer matches the body.
+				bad := append([]byte(nil), data...)
+				i := strings.Index(string(bad), `"path":"/`) + len(`"path":"/`)
+				if i < len(`"path":"/`) {
+					t.Fatalf("no path in %s", data)
+				}
+				bad[i] ^= 0x20 // the case of the path's first letter
 				if err := os.WriteFile(f, bad, 0o644); err != nil {
 					t.Fatal(err)
 				}
@@ -234,6 +247,9 @@ func TestClaimsIndexSlackCrossProcess(t *testing.T) {
 	}
 	if damaged != "" {
 		perturb(6) // undone
+	}
+	if !liveDamaged {
+		t.Fatal("no live workspace's claim was damaged in the rounds")
 	}
 	settleIndex(t, p)
 	sameAsRecords(t, p)

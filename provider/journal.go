@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/majlis-dev/majlis/internal/durable"
 )
@@ -48,6 +49,11 @@ const journalMagic = "majlis-journal-1"
 
 var errJournalUnusable = errors.New("claims journal unusable")
 
+// errJournalTorn is a journal whose last line is not whole: a crashed
+// appender's, or one being appended at this moment (a reader can see a
+// write in progress).
+var errJournalTorn = fmt.Errorf("%w: torn last line", errJournalUnusable)
+
 // A journalEntry is one line of the journal.
 type journalEntry struct {
 	Kind    string
@@ -76,7 +82,7 @@ func (e journalEntry) encode() []byte {
 // line.
 func decodeJournal(data []byte) ([]journalEntry, error) {
 	if len(data) > 0 && data[len(data)-1] != '\n' {
-		return nil, fmt.Errorf("%w: torn last line", errJournalUnusable)
+		return nil, errJournalTorn
 	}
 	var out []journalEntry
 	for n := 1; len(data) > 0; n++ {
@@ -202,15 +208,77 @@ type journalClaimState struct {
 
 // readJournal returns every claim the journal names, or errJournalUnusable
 // when it cannot stand in for the claim records: missing, torn, malformed,
-// or lacking a binding that has a folder under claims/.
+// or lacking a binding that has a record under claims/.
+//
+// An allocation makes the binding's folder, then appends the claim's
+// line, then publishes the claim: a folder that holds no record yet
+// names no workspace, and one whose record was published after the
+// journal was read is named when it is read again.
 func (p *Provider) readJournal() ([]*journalClaimState, error) {
+	out, named, err := p.readJournalLines()
+	if err != nil {
+		return nil, err
+	}
+	bindings, err := p.bindings()
+	if err != nil {
+		return nil, err
+	}
+	for again := false; ; again = true {
+		missing := ""
+		for _, b := range bindings {
+			if !named[b] && p.holdsRecords(b) {
+				missing = b
+				break
+			}
+		}
+		if missing == "" {
+			return out, nil
+		}
+		if again {
+			return nil, fmt.Errorf("%w: binding %s is not in it", errJournalUnusable, missing)
+		}
+		if out, named, err = p.readJournalLines(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// holdsRecords reports whether binding's folder holds anything but the
+// temporary files of records being published (or cannot be read).
+func (p *Provider) holdsRecords(binding string) bool {
+	entries, err := os.ReadDir(p.claimsDir(binding))
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	for _, e := range entries {
+		if n := e.Name(); !strings.HasPrefix(n, ".") || !strings.HasSuffix(n, ".tmp") {
+			return true
+		}
+	}
+	return false
+}
+
+// readJournalLines reads and decodes the journal: its claims, and the
+// bindings it names. A line being appended is whole a moment later (a
+// crashed appender's stays torn): a torn last line is read again a few
+// times.
+func (p *Provider) readJournalLines() ([]*journalClaimState, map[string]bool, error) {
+	out, named, err := p.readJournalLinesOnce()
+	for i := 0; errors.Is(err, errJournalTorn) && i < 10; i++ {
+		time.Sleep(time.Millisecond)
+		out, named, err = p.readJournalLinesOnce()
+	}
+	return out, named, err
+}
+
+func (p *Provider) readJournalLinesOnce() ([]*journalClaimState, map[string]bool, error) {
 	data, err := readRegularFile(p.journalPath())
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errJournalUnusable, err)
+		return nil, nil, fmt.Errorf("%w: %v", errJournalUnusable, err)
 	}
 	entries, err := decodeJournal(data)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	type key struct {
 		binding string
@@ -223,7 +291,7 @@ func (p *Provider) readJournal() ([]*journalClaimState, error) {
 		k := key{e.Binding, e.Seq}
 		if e.Kind == journalClaim {
 			if byKey[k] != nil {
-				return nil, fmt.Errorf("%w: %s #%d claimed twice", errJournalUnusable, e.Binding, e.Seq)
+				return nil, nil, fmt.Errorf("%w: %s #%d claimed twice", errJournalUnusable, e.Binding, e.Seq)
 			}
 			s := &journalClaimState{journalEntry: e}
 			byKey[k] = s
@@ -233,7 +301,7 @@ func (p *Provider) readJournal() ([]*journalClaimState, error) {
 		}
 		s := byKey[k]
 		if s == nil || s.Digest != e.Digest {
-			return nil, fmt.Errorf("%w: %s line for %s #%d without its claim", errJournalUnusable, e.Kind, e.Binding, e.Seq)
+			return nil, nil, fmt.Errorf("%w: %s line for %s #%d without its claim", errJournalUnusable, e.Kind, e.Binding, e.Seq)
 		}
 		switch e.Kind {
 		case journalFailed:
@@ -242,14 +310,5 @@ func (p *Provider) readJournal() ([]*journalClaimState, error) {
 			s.Reclaimed, s.Dev, s.Ino = true, e.Dev, e.Ino
 		}
 	}
-	bindings, err := p.bindings()
-	if err != nil {
-		return nil, err
-	}
-	for _, b := range bindings {
-		if !named[b] {
-			return nil, fmt.Errorf("%w: binding %s is not in it", errJournalUnusable, b)
-		}
-	}
-	return out, nil
+	return out, named, nil
 }
