@@ -165,7 +165,7 @@ func addBothWays(t *testing.T, dir, commit, parent, hookLog string) (plain, step
 	plain = captureAdd(t, common, p1, "plainwt", hookLog, err)
 	withStepsThreshold(t, 1)
 	if !manyWorktrees(dir, commit) {
-		t.Fatal("the steps are not taken")
+		t.Fatalf("the steps are not taken (git's add: %v)", err)
 	}
 	p2 := filepath.Join(parent, "stepswt")
 	err = AddWorktree(ctx, dir, p2, "stepswt", commit, "reason")
@@ -260,6 +260,31 @@ func TestAddWorktreeStepsAttack(t *testing.T) {
 			target := filepath.Join(fixtures.TempDir(t), "real-hook")
 			os.WriteFile(target, []byte(hookRecorder(log)), 0o755)
 			os.Symlink(target, filepath.Join(repo.CommonDir(), "hooks", "post-checkout"))
+			return repo.CommonDir(), c
+		}},
+		{"core.logAllRefUpdates false", func(t *testing.T, repo *fixtures.Repo, log string) (string, string) {
+			c := files(repo)
+			hook(repo, log)
+			repo.Config("core.logAllRefUpdates", "false")
+			return repo.CommonDir(), c
+		}},
+		{"core.logAllRefUpdates always", func(t *testing.T, repo *fixtures.Repo, log string) (string, string) {
+			c := files(repo)
+			hook(repo, log)
+			repo.Config("core.logAllRefUpdates", "always")
+			return repo.CommonDir(), c
+		}},
+		{"submodule.recurse", func(t *testing.T, repo *fixtures.Repo, log string) (string, string) {
+			files(repo)
+			repo.AddSubmodule("sub", fixtures.NewRepo(t))
+			hook(repo, log)
+			repo.Config("submodule.recurse", "true")
+			return repo.CommonDir(), repo.Head()
+		}},
+		{"branch.autoSetupMerge always", func(t *testing.T, repo *fixtures.Repo, log string) (string, string) {
+			c := files(repo)
+			hook(repo, log)
+			repo.Config("branch.autoSetupMerge", "always")
 			return repo.CommonDir(), c
 		}},
 		{"failing hook", func(t *testing.T, repo *fixtures.Repo, log string) (string, string) {
