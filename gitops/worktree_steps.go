@@ -51,6 +51,9 @@ func manyWorktrees(dir, commit string) bool {
 	if !fullObjectID(commit) {
 		return false // the hook is given the full id, which git alone would look up
 	}
+	// commit must be a commit's id, not an annotated tag's, as every
+	// caller passes it (the provider peels its base): the hook is given
+	// it as it is, where git's add gives the commit the tag peels to.
 	f, err := os.Open(filepath.Join(dir, "worktrees"))
 	if err != nil {
 		return false
