@@ -358,3 +358,41 @@ func TestAddWorktreeStepsAttack(t *testing.T) {
 		})
 	}
 }
+
+// The comparison in a real repository at the threshold, the threshold
+// left as it is: git's add with one worktree fewer than stepsThreshold,
+// the steps with stepsThreshold.
+func TestAddWorktreeStepsAtRealThreshold(t *testing.T) {
+	if testing.Short() {
+		t.Skip("makes hundreds of worktrees")
+	}
+	repo := fixtures.NewRepo(t)
+	t.Setenv("OTHER_REPO", fixtures.NewRepo(t).Dir)
+	log := filepath.Join(fixtures.TempDir(t), "hook.log")
+	repo.WriteFiles(map[string]string{"a.txt": "a\n", "d1/b.txt": "b\n"})
+	repo.WriteExecutable("run.sh", "#!/bin/sh\n")
+	repo.Symlink("a.txt", "link")
+	commit := repo.Commit("files")
+	repo.WriteExecutable(".git/hooks/post-checkout", hookRecorder(log))
+	others := fixtures.TempDir(t)
+	for i := range stepsThreshold - 1 {
+		repo.Git("worktree", "add", "--quiet", "--detach", "--no-checkout", filepath.Join(others, fmt.Sprintf("w%03d", i)), "HEAD")
+	}
+	parent := filepath.Join(fixtures.TempDir(t), "with space ünï")
+	p1 := filepath.Join(parent, "plainwt")
+	if manyWorktrees(repo.CommonDir(), commit) {
+		t.Fatal("the steps are taken below the threshold")
+	}
+	err := AddWorktree(ctx, repo.CommonDir(), p1, "plainwt", commit, "reason")
+	plain := captureAdd(t, repo.CommonDir(), p1, "plainwt", log, err)
+	if !manyWorktrees(repo.CommonDir(), commit) {
+		t.Fatal("the steps are not taken at the threshold")
+	}
+	p2 := filepath.Join(parent, "stepswt")
+	err = AddWorktree(ctx, repo.CommonDir(), p2, "stepswt", commit, "reason")
+	steps := captureAdd(t, repo.CommonDir(), p2, "stepswt", log, err)
+	diffAdds(t, plain, steps)
+	if plain.Hook == "" {
+		t.Fatal("the hook did not run")
+	}
+}
