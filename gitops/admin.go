@@ -190,7 +190,7 @@ type WorktreeLock struct {
 
 // ReadWorktreeLock reads the lock of the worktree entry adminDir.
 func ReadWorktreeLock(adminDir string) (WorktreeLock, error) {
-	b, err := os.ReadFile(filepath.Join(adminDir, "locked"))
+	b, err := readSmallFile(filepath.Join(adminDir, "locked"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return WorktreeLock{}, nil
 	}
@@ -198,6 +198,24 @@ func ReadWorktreeLock(adminDir string) (WorktreeLock, error) {
 		return WorktreeLock{}, err
 	}
 	return WorktreeLock{Locked: true, Reason: trimGitSpace(string(b))}, nil
+}
+
+// WorktreeLockAt reads the lock of the linked worktree whose top level is
+// worktree, finding its entry through the worktree's .git file (three
+// system calls a file: list reads one per workspace).
+func WorktreeLockAt(worktree string) (WorktreeLock, error) {
+	b, err := readSmallFile(filepath.Join(worktree, ".git"))
+	if err != nil {
+		return WorktreeLock{}, err
+	}
+	gitdir, ok := strings.CutPrefix(strings.TrimRight(string(b), "\n"), "gitdir: ")
+	if !ok || gitdir == "" {
+		return WorktreeLock{}, fmt.Errorf("%w: %s is not a gitdir file", ErrNotARepository, filepath.Join(worktree, ".git"))
+	}
+	if !filepath.IsAbs(gitdir) {
+		gitdir = filepath.Join(worktree, gitdir)
+	}
+	return ReadWorktreeLock(gitdir)
 }
 
 // trimGitSpace trims what git's strbuf_trim does.

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/majlis-dev/majlis/admission"
@@ -133,6 +136,7 @@ func (p *Provider) look(ws []*Workspace, claims map[*Workspace]*claimRecord, rea
 		}
 	}
 	nested := nestedPairs(ws)
+	foreign := foreignLocks(ws, claims)
 	for _, w := range ws {
 		if w.State == StateReclaimed {
 			continue
@@ -168,7 +172,7 @@ func (p *Provider) look(ws []*Workspace, claims map[*Workspace]*claimRecord, rea
 				blocked = append(blocked, Blocker{Kind: BlockReclaiming, Detail: "a reclaim of it is under way (or died: 'majlis workspace recover " + c.Binding + "')"})
 			}
 			if w.State != StateMissing {
-				if reason, locked := foreignLock(rec); locked {
+				if reason, locked := foreign[w]; locked {
 					blocked = append(blocked, Blocker{Kind: BlockLocked, Detail: fmt.Sprintf("git's lock on it is someone else's (reason %q); majlis never lifts it", reason)})
 				}
 			}
@@ -214,26 +218,40 @@ func describeLeases(ls []admission.Lease) string {
 	return fmt.Sprintf("%s held: %s", nounCount(len(ls), "lease", "leases"), strings.Join(names, "; "))
 }
 
-// foreignLock reports git's lock on the workspace's worktree when majlis
-// did not set it. The admin entry is found through the workspace's .git
-// file; anything unreadable is left to the reclaim's own checks.
-func foreignLock(rec *claimRecord) (string, bool) {
-	b, err := os.ReadFile(filepath.Join(rec.Claim.Path, ".git"))
-	if err != nil {
-		return "", false
+// foreignLocks reports, for each listed workspace whose directory is
+// there, git's lock on its worktree when majlis did not set it (read by a
+// few goroutines: two small files a workspace). The admin entry is found
+// through the workspace's .git file; anything unreadable is left to the
+// reclaim's own checks.
+func foreignLocks(ws []*Workspace, claims map[*Workspace]*claimRecord) map[*Workspace]string {
+	reasons := make([]string, len(ws))
+	locked := make([]bool, len(ws))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(len(ws), 2*runtime.GOMAXPROCS(0)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < len(ws); i = int(next.Add(1)) - 1 {
+				w, rec := ws[i], claims[ws[i]]
+				if rec == nil || w.State == StateReclaimed || w.State == StateMissing {
+					continue
+				}
+				lock, err := gitops.WorktreeLockAt(rec.Claim.Path)
+				if err == nil && lock.Locked && !ownLock(rec, lock.Reason) {
+					reasons[i], locked[i] = lock.Reason, true
+				}
+			}
+		}()
 	}
-	gitdir, ok := strings.CutPrefix(strings.TrimRight(string(b), "\n"), "gitdir: ")
-	if !ok {
-		return "", false
+	wg.Wait()
+	out := map[*Workspace]string{}
+	for i, w := range ws {
+		if locked[i] {
+			out[w] = reasons[i]
+		}
 	}
-	if !filepath.IsAbs(gitdir) {
-		gitdir = filepath.Join(rec.Claim.Path, gitdir)
-	}
-	lock, err := gitops.ReadWorktreeLock(gitdir)
-	if err != nil || !lock.Locked || ownLock(rec, lock.Reason) {
-		return "", false
-	}
-	return lock.Reason, true
+	return out
 }
 
 // nestedPairs finds, among the listed workspaces that still have files,
