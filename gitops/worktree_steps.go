@@ -44,9 +44,10 @@ var stepsThreshold = 256
 
 // manyWorktrees reports whether the repository whose directory is dir
 // (its common git directory, as the provider passes it) has at least
-// stepsThreshold linked worktrees and a git of 2.36 or later (the steps
-// were held to the add of that git; they need rev-parse's
-// --path-format, 2.31). It reads at most stepsThreshold names.
+// stepsThreshold linked worktrees. It reads at most stepsThreshold
+// names. The steps need nothing of git that majlis does not already
+// need (rev-parse's --path-format, 2.31; majlis asks for 2.39), so git's
+// version is not asked: that would be one more process per add.
 func manyWorktrees(dir, commit string) bool {
 	if !fullObjectID(commit) {
 		return false // the hook is given the full id, which git alone would look up
@@ -60,18 +61,8 @@ func manyWorktrees(dir, commit string) bool {
 	}
 	defer f.Close()
 	names, _ := f.Readdirnames(stepsThreshold)
-	return len(names) >= stepsThreshold && hookRunSupported()
+	return len(names) >= stepsThreshold
 }
-
-// hookRunSupported reports whether git is 2.36 or later (it has `git
-// hook run`, which the steps no longer use), asked once per process.
-var hookRunSupported = sync.OnceValue(func() bool {
-	res, err := git(context.Background(), ".", cmdOpts{readOnly: true}, "version")
-	if err != nil {
-		return false
-	}
-	return gitVersionAtLeast(strings.TrimSpace(string(res.stdout)), 2, 36)
-})
 
 // fullObjectID reports whether s is a full SHA-1 or SHA-256 object id.
 func fullObjectID(s string) bool {
@@ -79,19 +70,6 @@ func fullObjectID(s string) bool {
 		return false
 	}
 	return strings.Trim(s, "0123456789abcdef") == ""
-}
-
-// gitVersionAtLeast parses `git version X.Y...` output.
-func gitVersionAtLeast(out string, major, minor int) bool {
-	v, ok := strings.CutPrefix(out, "git version ")
-	if !ok {
-		return false
-	}
-	var x, y int
-	if _, err := fmt.Sscanf(v, "%d.%d", &x, &y); err != nil {
-		return false
-	}
-	return x > major || x == major && y >= minor
 }
 
 // addWorktreeInSteps is AddWorktree in git's own steps (see

@@ -138,20 +138,3 @@ func TestAddWorktreeInStepsRefusals(t *testing.T) {
 		t.Fatalf("after a failing hook HEAD is %q", got)
 	}
 }
-
-func TestGitVersionAtLeast(t *testing.T) {
-	for out, want := range map[string]bool{
-		"git version 2.39.5":                 true,
-		"git version 2.36.0":                 true,
-		"git version 2.35.9":                 false,
-		"git version 3.0.0":                  true,
-		"git version 2.50.1 (Apple Git-155)": true,
-		"git version 1.9":                    false,
-		"nonsense":                           false,
-		"git version x.y":                    false,
-	} {
-		if got := gitVersionAtLeast(out, 2, 36); got != want {
-			t.Errorf("gitVersionAtLeast(%q) = %v, want %v", out, got, want)
-		}
-	}
-}
