@@ -76,6 +76,13 @@ type Preview struct {
 	IgnoredFiles int           `json:"ignored_files"` // deleted with the directory, not salvaged
 	// IgnoredPaths names the first MaxIgnoredPaths of them.
 	IgnoredPaths []string `json:"ignored_paths"`
+	// SpecialFiles counts the FIFOs, sockets and device nodes anywhere in
+	// the workspace (ignored folders and nested repositories included):
+	// git neither tracks nor reports them, so no salvage can keep them,
+	// and they are deleted with the directory. SpecialPaths names the
+	// first MaxIgnoredPaths of them, each with its type.
+	SpecialFiles int                  `json:"special_files"`
+	SpecialPaths []gitops.SpecialFile `json:"special_paths"`
 	Steps        []Step   `json:"steps"`
 	PeersChecked int      `json:"peers_checked"`
 	Peers        []Peer   `json:"peers"`
@@ -158,11 +165,16 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 	c := rec.Claim
 	var st *gitops.Status
 	var sv *gitops.Survey
+	var specials []gitops.SpecialFile
+	var nSpecial int
 	err := concurrently(func() (err error) {
 		st, err = gitops.ReadStatus(ctx, c.Path, gitops.StatusOptions{Ignored: true, Refresh: refresh})
 		return err
 	}, func() (err error) {
 		sv, err = gitops.SurveyWorktree(ctx, c.Path)
+		return err
+	}, func() (err error) {
+		nSpecial, specials, err = gitops.SpecialFiles(c.Path, MaxIgnoredPaths)
 		return err
 	})
 	if err != nil {
@@ -208,6 +220,7 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 	}
 	s.Clean = s.Files == 0 && sv.Empty()
 	pv.IgnoredFiles = n.Ignored
+	pv.SpecialFiles, pv.SpecialPaths = nSpecial, specials
 	if !s.Clean {
 		var what []string
 		if s.Files > 0 {
@@ -236,7 +249,7 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 	pv.Steps = append(pv.Steps,
 		Step{"move", 0, fmt.Sprintf("move the directory, with one rename, into a trash folder beside it (%s/%s%s.%d.<random>), still locked; nothing is deleted at %s", filepath.Dir(c.Path), trashPrefix, c.Binding, c.Seq, c.Path)},
 		Step{"resalvage", 0, "snapshot it again in the trash; anything written since the salvage goes to a second salvage ref"},
-		Step{"delete-trash", n.Ignored, fmt.Sprintf("delete the trash folder, with %d ignored files that are not salvaged, unless the trash is kept; branch %s is kept", n.Ignored, c.Branch)})
+		Step{"delete-trash", n.Ignored + nSpecial, fmt.Sprintf("delete the trash folder, with %s that are not salvaged, unless the trash is kept; branch %s is kept", notSalvaged(n.Ignored, nSpecial), c.Branch)})
 	pins := make([]string, 0, len(s.Pins)+len(sv.Refs))
 	for _, p := range s.Pins {
 		pins = append(pins, p.Commit+" "+p.Source)
@@ -258,6 +271,25 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 	pv.facts = facts
 	pv.Digest = previewDigest(pv, facts...)
 	return pv, nil
+}
+
+// notSalvaged words what a reclaim deletes without salvaging it: the
+// ignored files and, when there are any, the special files.
+func notSalvaged(ignored, special int) string {
+	what := fmt.Sprintf("%d ignored files", ignored)
+	if special > 0 {
+		what += fmt.Sprintf(" and %s (FIFOs, sockets, devices: git cannot keep them)", nounCount(special, "special file", "special files"))
+	}
+	return what
+}
+
+// notSalvagedShort is notSalvaged for a progress line.
+func notSalvagedShort(ignored, special int) string {
+	what := nounCount(ignored, "ignored file", "ignored files")
+	if special > 0 {
+		what += " and " + nounCount(special, "special file", "special files")
+	}
+	return what
 }
 
 // digestWithout is the digest of pv as if the peers at the paths of
@@ -352,6 +384,7 @@ func (p *Provider) missingPreview(ctx context.Context, rec *claimRecord, missing
 	}
 	pv.Salvage.Clean, pv.Salvage.DirtySubmodules = true, []string{}
 	pv.Salvage.Pins, pv.Salvage.Hidden, pv.Salvage.WorktreeRefs, pv.IgnoredPaths = []gitops.Pin{}, []gitops.HiddenFile{}, []string{}, []string{}
+	pv.SpecialPaths = []gitops.SpecialFile{}
 	if listed {
 		pv.Steps = []Step{{"forget", 0, "the directory is gone (deleted or moved by hand): unregister git's worktree entry and retire the claim; nothing on disk is deleted (if you moved it, do not reclaim: have git repair its record of the worktree at the new place instead)"}}
 	} else {

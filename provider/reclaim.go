@@ -310,7 +310,7 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, entry 
 
 	// From here on nothing runs on the workspace's path: it is moved
 	// aside, verified and salvaged again there, then deleted (trash.go).
-	p.progress(Progress{Op: "reclaim", Binding: c.Binding, Step: fmt.Sprintf("moving aside, then deleting (%s not salvaged)", nounCount(pv.IgnoredFiles, "ignored file", "ignored files"))})
+	p.progress(Progress{Op: "reclaim", Binding: c.Binding, Step: fmt.Sprintf("moving aside, then deleting (%s not salvaged)", notSalvagedShort(pv.IgnoredFiles, pv.SpecialFiles))})
 	return p.moveAside(ctx, rec, entry, lease, o, res)
 }
 

@@ -50,6 +50,12 @@ type SalvageResult struct {
 	// before the salvage: the one counts object of show, list --status and
 	// the reclaim preview (every key always present).
 	Changes gitops.Counts `json:"changes"`
+	// SpecialFiles counts the FIFOs, sockets and device nodes in the
+	// workspace, which the salvage did NOT keep (git cannot: a FIFO or a
+	// socket has no content, a device node only its numbers); a reclaim
+	// deletes them. SpecialPaths names the first MaxIgnoredPaths.
+	SpecialFiles int                  `json:"special_files"`
+	SpecialPaths []gitops.SpecialFile `json:"special_paths"`
 }
 
 // Salvage keeps everything a removal of the workspace would lose, except
@@ -80,6 +86,9 @@ func (p *Provider) Salvage(ctx context.Context, binding, message, requestID stri
 		return nil, err
 	}
 	res.Changes = st.Counts()
+	if res.SpecialFiles, res.SpecialPaths, err = gitops.SpecialFiles(rec.Claim.Path, MaxIgnoredPaths); err != nil {
+		return nil, err
+	}
 	if requestID != "" {
 		if err := p.recordRequest(requestID, args, res); err != nil {
 			return nil, err
@@ -100,7 +109,7 @@ func (p *Provider) salvage(ctx context.Context, rec *claimRecord, message string
 	}
 	res := &SalvageResult{Binding: c.Binding, Clean: snap.Clean,
 		DirtySubmodules: nonNil(snap.DirtySubmodules), NestedRepositories: nonNil(snap.NestedRepositories),
-		Pins: []gitops.Pin{}, Hidden: []gitops.HiddenFile{}, WorktreeRefs: []string{}}
+		Pins: []gitops.Pin{}, Hidden: []gitops.HiddenFile{}, WorktreeRefs: []string{}, SpecialPaths: []gitops.SpecialFile{}}
 	if sv := snap.Survey; sv != nil {
 		res.Pins = append(res.Pins, sv.Pins...)
 		res.Hidden = append(res.Hidden, sv.Hidden...)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/majlis-dev/majlis/gitops"
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -192,6 +193,9 @@ func renderPreview(w io.Writer, pv *provider.Preview) {
 		}
 		fmt.Fprintf(tw, "not salvaged\t%d ignored files, deleted: %s%s\n", pv.IgnoredFiles, strings.Join(pv.IgnoredPaths, ", "), more)
 	}
+	if pv.SpecialFiles > 0 {
+		fmt.Fprintf(tw, "not salvaged\t%d special files (git cannot keep them), deleted: %s\n", pv.SpecialFiles, specialList(pv.SpecialFiles, pv.SpecialPaths))
+	}
 	// The steps name the workspace and the folder beside it (its trash)
 	// by absolute path; people read them as humanPath gives them.
 	dir := filepath.Dir(pv.Path)
@@ -202,6 +206,22 @@ func renderPreview(w io.Writer, pv *provider.Preview) {
 	fmt.Fprintf(tw, "peers checked\t%d, none overlapping\n", pv.PeersChecked)
 	fmt.Fprintf(tw, "digest\t%s\n", pv.Digest)
 	tw.Flush()
+}
+
+// specialList names special files with their types, and how many more
+// there are than named.
+func specialList(n int, named []gitops.SpecialFile) string {
+	var b strings.Builder
+	for i, f := range named {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s (%s)", f.Path, strings.ReplaceAll(f.Type, "_", " "))
+	}
+	if n > len(named) {
+		fmt.Fprintf(&b, " (and %d more)", n-len(named))
+	}
+	return b.String()
 }
 
 // isTerminal reports whether r (a reader or writer) is an interactive

@@ -28,7 +28,9 @@ stash's untracked-files commit, the meta commit (the worktree's git
 directory files) and the pinned commits; its message's trailers list them.
 'majlis workspace restore' recreates a workspace from it. Submodules and
 nested repositories are recorded as pointers only: their own changes are not
-captured, and the result lists them. "changes" counts the workspace's changes
+captured, and the result lists them. FIFOs, sockets and device nodes cannot be
+kept at all (git passes them by): the result counts and names them
+("special_files", "special_paths"). "changes" counts the workspace's changes
 by kind as git status saw them just before.
 
 Run inside a workspace without BINDING, it acts on that workspace and says so.`,
@@ -62,6 +64,9 @@ Run inside a workspace without BINDING, it acts on that workspace and says so.`,
 				}
 				if len(res.NestedRepositories) > 0 {
 					fmt.Fprintf(w, "not captured: files of nested repositories %s\n", strings.Join(res.NestedRepositories, ", "))
+				}
+				if res.SpecialFiles > 0 {
+					fmt.Fprintf(w, "not captured: %d special files (git cannot keep them): %s\n", res.SpecialFiles, specialList(res.SpecialFiles, res.SpecialPaths))
 				}
 			})
 		},
