@@ -56,7 +56,7 @@ type previewSummary struct {
 // A summaryFile is one path of the workspace's status as the preview saw it.
 type summaryFile struct {
 	Path  string `json:"path"`
-	State string `json:"state"` // untracked, ignored, conflicted, or "tracked XY" (git status letters)
+	State string `json:"state"` // untracked, ignored, conflicted, "tracked XY" (git status letters) or "special TYPE" (a FIFO, socket or device)
 	From  string `json:"from,omitempty"`
 }
 
@@ -99,6 +99,11 @@ func summarize(pv *Preview, at time.Time) *previewSummary {
 		s.FilesTotal = len(pv.status.Entries)
 		for _, e := range pv.status.Entries {
 			s.Files = append(s.Files, summaryFile{Path: e.Path, State: entryState(e), From: e.OrigPath})
+		}
+		// Special files git does not report, which the reclaim deletes.
+		s.FilesTotal += pv.SpecialFiles
+		for _, f := range pv.SpecialPaths {
+			s.Files = append(s.Files, summaryFile{Path: f.Path, State: "special " + f.Type})
 		}
 		sort.Slice(s.Files, func(i, j int) bool { return s.Files[i].Path < s.Files[j].Path })
 		if len(s.Files) > previewMaxEntries {
