@@ -83,9 +83,9 @@ type Preview struct {
 	// first MaxIgnoredPaths of them, each with its type.
 	SpecialFiles int                  `json:"special_files"`
 	SpecialPaths []gitops.SpecialFile `json:"special_paths"`
-	Steps        []Step   `json:"steps"`
-	PeersChecked int      `json:"peers_checked"`
-	Peers        []Peer   `json:"peers"`
+	Steps        []Step               `json:"steps"`
+	PeersChecked int                  `json:"peers_checked"`
+	Peers        []Peer               `json:"peers"`
 	// AdminEntry is git's administrative entry of the workspace
 	// (<common dir>/worktrees/<id>). Pinned says whether it carries
 	// majlis's pin; an entry of a workspace allocated before majlis pinned
