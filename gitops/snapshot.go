@@ -143,6 +143,9 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 			"add", "-A", "--sparse"); err != nil {
 			return err
 		}
+		if err := sv.recordExecBits(ctx, dir, ceiling, tmpIndex); err != nil {
+			return err
+		}
 		writeTree := func() error {
 			res, err := git(ctx, dir, onTmp, "write-tree")
 			if err != nil {

@@ -28,13 +28,14 @@ type Pin struct {
 	Source string `json:"source"`
 }
 
-// A HiddenFile is a tracked file marked assume-unchanged or skip-worktree
-// whose worktree copy differs from its index entry: git status does not
-// show it, and git add does not look at it.
+// A HiddenFile is a tracked file whose worktree copy differs from its
+// index entry in a way git status does not show and git add does not
+// record: marked assume-unchanged or skip-worktree, or (Flag
+// FlagFileModeIgnored) with an executable bit core.fileMode=false hides.
 type HiddenFile struct {
 	Path   string `json:"path"`
-	Flag   string `json:"flag"`   // "assume-unchanged" or "skip-worktree"
-	Change string `json:"change"` // "modified", "deleted" or "type_changed"
+	Flag   string `json:"flag"`   // "assume-unchanged", "skip-worktree" or "core.fileMode=false"
+	Change string `json:"change"` // "modified", "deleted" or "type_changed"; "mode" for core.fileMode=false
 }
 
 // A Survey is what a worktree holds beyond its files: what a salvage keeps
@@ -83,6 +84,13 @@ type Survey struct {
 	// cacheTree is the index's tree when its cache-tree extension holds
 	// a valid root (what `git write-tree` would answer), else "".
 	cacheTree string
+	// indexData is the index file's content as newSurvey read it.
+	indexData []byte
+	// ignoresFileMode says git runs in the worktree with
+	// core.fileMode=false; execBits are the tracked files whose bit it
+	// does not see, until mergeExecBits adds them to Hidden (filemode.go).
+	ignoresFileMode bool
+	execBits        []HiddenFile
 }
 
 // Empty reports whether the survey found nothing a salvage must keep
@@ -175,9 +183,11 @@ func survey(ctx context.Context, dir, ceiling, gitDir, head string, index []byte
 	if err := concurrently(
 		func() error { return s.findPins(ctx) },
 		func() error { return s.findHidden(ctx, dir, ceiling) },
+		func() error { return s.findExecBits(ctx, dir, ceiling, s.indexData) },
 	); err != nil {
 		return nil, err
 	}
+	s.mergeExecBits()
 	return s, nil
 }
 
@@ -206,6 +216,7 @@ func newSurvey(gitDir, head string, index []byte) (*Survey, error) {
 			return nil, err
 		}
 	}
+	s.indexData = index
 	if len(index) > 0 {
 		end := -1
 		err := scanIndexAt(index, s.hashLen, func(e indexEntry) {
@@ -728,11 +739,17 @@ func surveyWorktree(ctx context.Context, worktree, what string) (surveyed, error
 	if s.sv, err = newSurvey(s.gitDir, s.parent, indexData); err != nil {
 		return s, err
 	}
-	if err := s.sv.loadFlagged(ctx, s.dir, s.ceiling); err != nil {
+	err = concurrently(func() error {
+		if err := s.sv.loadFlagged(ctx, s.dir, s.ceiling); err != nil {
+			return err
+		}
+		return s.sv.checkFlagged(s.dir)
+	}, func() error {
+		return s.sv.findExecBits(ctx, s.dir, s.ceiling, indexData)
+	})
+	if err != nil {
 		return s, err
 	}
-	if err := s.sv.checkFlagged(s.dir); err != nil {
-		return s, err
-	}
+	s.sv.mergeExecBits()
 	return s, nil
 }

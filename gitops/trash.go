@@ -352,6 +352,9 @@ func WorktreeTree(ctx context.Context, worktree string) (TreeState, error) {
 		"add", "-A", "--sparse"); err != nil {
 		return TreeState{}, err
 	}
+	if err := sv.recordExecBits(ctx, dir, ceiling, tmpIndex); err != nil {
+		return TreeState{}, err
+	}
 	st := TreeState{Head: parent}
 	res, err := git(ctx, dir, onTmp, "write-tree")
 	if err != nil {

@@ -230,7 +230,7 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 			what = append(what, fmt.Sprintf("the index (%d partially staged, %d intent-to-add, %d conflicted)", s.PartiallyStaged, s.IntentToAdd, s.Conflicted))
 		}
 		if len(s.Hidden) > 0 {
-			what = append(what, fmt.Sprintf("%d hidden edits (assume-unchanged or skip-worktree)", len(s.Hidden)))
+			what = append(what, fmt.Sprintf("%d hidden edits (assume-unchanged, skip-worktree, or an executable bit core.fileMode=false hides)", len(s.Hidden)))
 		}
 		if len(s.Pins) > 0 {
 			what = append(what, fmt.Sprintf("%d commits no branch or tag reaches", len(s.Pins)))

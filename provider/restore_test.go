@@ -201,6 +201,22 @@ var worktreeStates = []state{
 	{"git rm", func(w *world) { w.ws.Git("rm", "-f", "--quiet", "--", w.tracked()) }},
 	{"rename", func(w *world) { w.ws.Git("mv", "--", w.tracked(), w.name("src/renamed-")) }},
 	{"mode change", func(w *world) { w.ws.Chmod(w.tracked(), 0o755) }},
+	// core.fileMode=false (the repository's config, so the restored
+	// workspace has it too): git sees no chmod, and gives a new file
+	// 100644 whatever its bit.
+	{"chmod git does not see", func(w *world) {
+		w.ws.Git("config", "core.fileMode", "false")
+		f := w.tracked()
+		fi, err := os.Lstat(w.ws.Path(f))
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		w.ws.Chmod(f, fi.Mode().Perm()^0o111)
+	}},
+	{"new executable git does not see", func(w *world) {
+		w.ws.Git("config", "core.fileMode", "false")
+		w.ws.WriteExecutable(w.name("src/x-"), "#!/bin/sh\n")
+	}},
 	{"symlink", func(w *world) { w.ws.Symlink("target-"+w.name(""), w.name("src/link-")) }},
 	{"assume-unchanged edit", func(w *world) { w.ws.HideEdit(w.tracked(), "--assume-unchanged", "hidden "+w.name("")+"\n") }},
 	{"skip-worktree edit", func(w *world) { w.ws.HideEdit(w.tracked(), "--skip-worktree", "hidden "+w.name("")+"\n") }},

@@ -1,0 +1,165 @@
+package gitops
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// With core.fileMode=false git does not trust the file system's executable
+// bit: status does not show a chmod, and `git add` keeps the mode an index
+// entry already has (and gives a new file 100644, whatever its bit). A
+// salvage made by `git add -A` alone would keep the old mode, and a restore
+// would bring back the old bit: the chmod would be lost. So where the
+// setting is off, the salvage reads the bit from the file system itself
+// (recordExecBits) and the survey reports the tracked files whose bit git
+// does not see (findExecBits), as hidden edits with the flag
+// FlagFileModeIgnored.
+
+// FlagFileModeIgnored is the HiddenFile.Flag of a tracked file whose
+// executable bit on disk differs from its index entry's mode while
+// core.fileMode=false hides that from git; its Change is "mode".
+const FlagFileModeIgnored = "core.fileMode=false"
+
+// fileModeIgnored reports whether git, run in the worktree dir, ignores
+// the executable bit (core.fileMode=false, from any configuration file
+// git reads there, the worktree's own included).
+func fileModeIgnored(ctx context.Context, dir, ceiling string) (bool, error) {
+	res, err := git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling, okCodes: []int{1}},
+		"config", "--bool", "--get", "core.fileMode")
+	if err != nil {
+		return false, err
+	}
+	return strings.TrimSpace(string(res.stdout)) == "false", nil
+}
+
+// execBit is how git reads a regular file's mode from the file system
+// (when it trusts it): executable when the owner may execute it.
+func execBit(fi os.FileInfo) Mode {
+	if fi.Mode()&0o100 != 0 {
+		return ModeExecutable
+	}
+	return ModeFile
+}
+
+// regularEntries lists the stage-0 entries of regular files (100644 and
+// 100755) of the index file index, whose content data holds: read in
+// process, or by git when this code cannot read it (a split index).
+func regularEntries(ctx context.Context, dir, ceiling, index string, data []byte, hashLen int) ([]indexEntry, error) {
+	var out []indexEntry
+	keep := func(e indexEntry) {
+		if e.Stage == 0 && (e.Mode == ModeFile || e.Mode == ModeExecutable) {
+			out = append(out, e)
+		}
+	}
+	if err := scanIndex(data, hashLen, keep); err == nil {
+		return out, nil
+	}
+	out = nil
+	res, err := git(ctx, dir, cmdOpts{readOnly: true, indexFile: index, ceiling: ceiling}, "ls-files", "-s", "-v", "-z")
+	if err != nil {
+		return nil, err
+	}
+	for _, rec := range bytes.Split(bytes.TrimSuffix(res.stdout, []byte{0}), []byte{0}) {
+		if len(rec) == 0 {
+			continue
+		}
+		meta, path, ok := bytes.Cut(rec, []byte{'\t'})
+		f := strings.Fields(string(meta))
+		if !ok || len(f) != 4 || len(f[0]) != 1 {
+			return nil, unexpected("git ls-files", "record %q", rec)
+		}
+		mode, err := parseMode(f[1])
+		if err != nil {
+			return nil, err
+		}
+		e := indexEntry{Path: string(path), Mode: mode, ID: f[2]}
+		fmt.Sscan(f[3], &e.Stage)
+		tag := f[0][0]
+		e.AssumeUnchanged = tag >= 'a' && tag <= 'z'
+		e.SkipWorktree = tag == 'S' || tag == 's'
+		keep(e)
+	}
+	return out, nil
+}
+
+// findExecBits reports, where core.fileMode=false, the tracked files whose
+// executable bit on disk differs from their index entry (s.execBits).
+// Flagged entries are left to checkFlagged, which compares whole modes;
+// intent-to-add entries are new files, which `git add` records anyway.
+func (s *Survey) findExecBits(ctx context.Context, dir, ceiling string, index []byte) error {
+	ignored, err := fileModeIgnored(ctx, dir, ceiling)
+	if err != nil || !ignored {
+		return err
+	}
+	s.ignoresFileMode = true
+	entries, err := regularEntries(ctx, dir, ceiling, filepath.Join(s.gitDir, "index"), index, s.hashLen)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.AssumeUnchanged || e.SkipWorktree || e.IntentToAdd {
+			continue
+		}
+		fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(e.Path)))
+		if err != nil || !fi.Mode().IsRegular() {
+			continue // deleted or replaced: git status shows that
+		}
+		if execBit(fi) != e.Mode {
+			s.execBits = append(s.execBits, HiddenFile{Path: e.Path, Flag: FlagFileModeIgnored, Change: "mode"})
+		}
+	}
+	return nil
+}
+
+// mergeExecBits adds the files findExecBits found to s.Hidden, sorted by
+// path. It runs once findHidden is done with s.Hidden.
+func (s *Survey) mergeExecBits() {
+	if len(s.execBits) == 0 {
+		return
+	}
+	s.Hidden = append(s.Hidden, s.execBits...)
+	s.execBits = nil
+	sort.SliceStable(s.Hidden, func(i, j int) bool { return s.Hidden[i].Path < s.Hidden[j].Path })
+}
+
+// recordExecBits, where core.fileMode=false, sets the mode of every regular
+// file's entry in the private index file index (just filled by `git add
+// -A`) to the executable bit the file has on disk, keeping its blob: what
+// git, trusting the file system, would have recorded.
+func (s *Survey) recordExecBits(ctx context.Context, dir, ceiling, index string) error {
+	if !s.ignoresFileMode {
+		return nil
+	}
+	data, err := os.ReadFile(index)
+	if err != nil {
+		return err
+	}
+	entries, err := regularEntries(ctx, dir, ceiling, index, data, s.hashLen)
+	if err != nil {
+		return err
+	}
+	var in strings.Builder
+	for _, e := range entries {
+		if e.SkipWorktree {
+			continue // not on disk: outside a sparse cone
+		}
+		fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(e.Path)))
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if m := execBit(fi); m != e.Mode {
+			fmt.Fprintf(&in, "%s %s\t%s\x00", m, e.ID, e.Path)
+		}
+	}
+	if in.Len() == 0 {
+		return nil
+	}
+	_, err = git(ctx, dir, cmdOpts{indexFile: index, ceiling: ceiling, stdin: []byte(in.String())},
+		"update-index", "-z", "--index-info")
+	return err
+}
