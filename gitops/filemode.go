@@ -18,7 +18,9 @@ import (
 // setting is off, the salvage reads the bit from the file system itself
 // (recordExecBits) and the survey reports the tracked files whose bit git
 // does not see (findExecBits), as hidden edits with the flag
-// FlagFileModeIgnored.
+// FlagFileModeIgnored. On a file system that keeps no bit per file (FAT,
+// exFAT, NTFS: execBitsKept) there is nothing to lose, and git's view is
+// kept.
 
 // FlagFileModeIgnored is the HiddenFile.Flag of a tracked file whose
 // executable bit on disk differs from its index entry's mode while
@@ -93,7 +95,7 @@ func regularEntries(ctx context.Context, dir, ceiling, index string, data []byte
 // intent-to-add entries are new files, which `git add` records anyway.
 func (s *Survey) findExecBits(ctx context.Context, dir, ceiling string, index []byte) error {
 	ignored, err := fileModeIgnored(ctx, dir, ceiling)
-	if err != nil || !ignored {
+	if err != nil || !ignored || !execBitsKept(dir) {
 		return err
 	}
 	s.ignoresFileMode = true
