@@ -137,13 +137,7 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 		if err := sv.revealHidden(ctx, dir, ceiling, tmpIndex); err != nil {
 			return err
 		}
-		// advice.addEmbeddedRepo: an untracked nested repository is
-		// reported in the result instead of in a hint on stderr.
-		if _, err := git(ctx, dir, onTmp, "-c", "advice.addEmbeddedRepo=false", "-c", "advice.updateSparsePath=false",
-			"add", "-A", "--sparse"); err != nil {
-			return err
-		}
-		if err := sv.recordExecBits(ctx, dir, ceiling, tmpIndex); err != nil {
+		if err := sv.addAll(ctx, dir, ceiling, tmpIndex); err != nil {
 			return err
 		}
 		writeTree := func() error {

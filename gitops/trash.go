@@ -348,11 +348,7 @@ func WorktreeTree(ctx context.Context, worktree string) (TreeState, error) {
 	if err := sv.revealHidden(ctx, dir, ceiling, tmpIndex); err != nil {
 		return TreeState{}, err
 	}
-	if _, err := git(ctx, dir, onTmp, "-c", "advice.addEmbeddedRepo=false", "-c", "advice.updateSparsePath=false",
-		"add", "-A", "--sparse"); err != nil {
-		return TreeState{}, err
-	}
-	if err := sv.recordExecBits(ctx, dir, ceiling, tmpIndex); err != nil {
+	if err := sv.addAll(ctx, dir, ceiling, tmpIndex); err != nil {
 		return TreeState{}, err
 	}
 	st := TreeState{Head: parent}

@@ -1,0 +1,80 @@
+package gitops
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// addAll runs `git add -A --sparse` into the private index file index,
+// as a salvage does, then records the executable bits core.fileMode=false
+// hides (recordExecBits). A tracked file replaced by a FIFO, a socket or a
+// device makes git add refuse ("can only add regular files"): such an
+// entry is removed from the private index first and git add runs again,
+// so that the salvage records the file as deleted (the special file
+// itself cannot be kept; SpecialFiles names it).
+func (s *Survey) addAll(ctx context.Context, dir, ceiling, index string) error {
+	o := cmdOpts{indexFile: index, ceiling: ceiling}
+	add := func() error {
+		// advice.addEmbeddedRepo: an untracked nested repository is
+		// reported in the result instead of in a hint on stderr.
+		_, err := git(ctx, dir, o, "-c", "advice.addEmbeddedRepo=false", "-c", "advice.updateSparsePath=false",
+			"add", "-A", "--sparse")
+		return err
+	}
+	err := add()
+	var ge *Error
+	if err != nil && errors.As(err, &ge) && strings.Contains(ge.Stderr, "can only add regular files") {
+		special, serr := s.specialEntries(ctx, dir, ceiling, index)
+		if serr != nil || len(special) == 0 {
+			return err
+		}
+		o.stdin = []byte(strings.Join(special, "\x00") + "\x00")
+		if _, rerr := git(ctx, dir, o, "update-index", "--force-remove", "-z", "--stdin"); rerr != nil {
+			return rerr
+		}
+		o.stdin = nil
+		err = add()
+	}
+	if err != nil {
+		return err
+	}
+	return s.recordExecBits(ctx, dir, ceiling, index)
+}
+
+// specialEntries lists the entries of the index file index whose path in
+// the worktree dir is neither a regular file, a directory nor a symbolic
+// link.
+func (s *Survey) specialEntries(ctx context.Context, dir, ceiling, index string) ([]string, error) {
+	data, err := os.ReadFile(index)
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	seen := map[string]bool{}
+	check := func(p string) {
+		if seen[p] {
+			return
+		}
+		seen[p] = true
+		fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(p)))
+		if err == nil && !fi.Mode().IsRegular() && !fi.IsDir() && fi.Mode()&os.ModeSymlink == 0 {
+			paths = append(paths, p)
+		}
+	}
+	if err := scanIndex(data, s.hashLen, func(e indexEntry) { check(e.Path) }); err == nil {
+		return paths, nil
+	}
+	res, err := git(ctx, dir, cmdOpts{readOnly: true, indexFile: index, ceiling: ceiling}, "ls-files", "-z")
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range strings.Split(strings.TrimSuffix(string(res.stdout), "\x00"), "\x00") {
+		if p != "" {
+			check(p)
+		}
+	}
+	return paths, nil
+}
