@@ -251,6 +251,16 @@ func RestoreInto(ctx context.Context, worktree, commit string, l SalvageLayout) 
 	if _, ok := meta["logs/HEAD"]; ok {
 		rep.Restored = append(rep.Restored, "HEAD's reflog")
 	}
+	if _, ok := meta[unpopulatedPrefix]; ok {
+		n, failed, err := restoreUnpopulated(ctx, dir, ceiling, l.Meta, commit+"^{tree}")
+		if err != nil {
+			return rep, err
+		}
+		if n > 0 {
+			rep.Restored = append(rep.Restored, fmt.Sprintf("%d files in the folders of submodules that were not checked out", n))
+		}
+		rep.NotRestored = append(rep.NotRestored, failed...)
+	}
 	if haveIndex {
 		if err := writeFileAtomic(filepath.Join(gitDir, "index"), rawIndex); err != nil {
 			return rep, err
@@ -309,11 +319,22 @@ func readMetaTar(b []byte) (map[string][]byte, error) {
 		case tar.TypeDir, tar.TypeXGlobalHeader:
 			continue
 		case tar.TypeReg:
+		case tar.TypeSymlink:
+			if !strings.HasPrefix(h.Name, unpopulatedPrefix) {
+				return nil, fmt.Errorf("entry %q of type %q", h.Name, h.Typeflag)
+			}
 		default:
 			return nil, fmt.Errorf("entry %q of type %q", h.Name, h.Typeflag)
 		}
 		if h.Name == "" || h.Name != path.Clean(h.Name) || strings.HasPrefix(h.Name, "/") || strings.HasPrefix(h.Name, "../") {
 			return nil, fmt.Errorf("entry name %q", h.Name)
+		}
+		if strings.HasPrefix(h.Name, unpopulatedPrefix) {
+			// Files of submodule folders (symbolic links among them):
+			// restoreUnpopulated reads them from the commit; the key
+			// unpopulatedPrefix says there are some.
+			files[unpopulatedPrefix] = nil
+			continue
 		}
 		if _, dup := files[h.Name]; dup {
 			return nil, fmt.Errorf("entry %q twice", h.Name)

@@ -341,7 +341,8 @@ func objectStored(commonDir, id string) bool {
 // make one: its commits are pinned, its record of moves is not kept. Without it, HEAD and
 // the index commit say everything, and the salvage has no meta parent.
 func (s *Survey) needsMeta() bool {
-	if len(s.Refs) > 0 || s.Operation != "" || s.Conflicted > 0 || s.IntentToAdd > 0 || len(s.flagged) > 0 || s.askGit || len(s.resolveUndo) > 0 {
+	if len(s.Refs) > 0 || s.Operation != "" || s.Conflicted > 0 || s.IntentToAdd > 0 || len(s.flagged) > 0 || s.askGit || len(s.resolveUndo) > 0 ||
+		len(s.unpopulated) > 0 {
 		return true
 	}
 	for _, f := range s.files {
@@ -434,6 +435,13 @@ func (s *Survey) metaTree(ctx context.Context, index string) (string, error) {
 			return "", err
 		}
 		fmt.Fprintf(&in, "%s %s 0\tmajlis/skip-worktree-present\x00", ModeFile, id)
+	}
+	if len(s.unpopulated) > 0 {
+		lines, err := s.unpopulatedEntries(ctx, s.dir)
+		if err != nil {
+			return "", err
+		}
+		in.WriteString(lines)
 	}
 	if in.Len() > 0 {
 		o.stdin = in.Bytes()

@@ -58,6 +58,10 @@ type Survey struct {
 	// Conflicted and IntentToAdd count the index entries `git write-tree`
 	// leaves out: conflicted paths and intent-to-add entries.
 	Conflicted, IntentToAdd int
+	// Unpopulated lists the files (and symbolic links) in the folders of
+	// submodules that are not checked out: git status and git add do not
+	// see them; a salvage keeps them in its meta commit (unpopulated.go).
+	Unpopulated []string
 
 	gitDir, commonDir string
 	// files are the worktree's own git-directory files a salvage keeps,
@@ -91,6 +95,10 @@ type Survey struct {
 	// does not see, until mergeExecBits adds them to Hidden (filemode.go).
 	ignoresFileMode bool
 	execBits        []HiddenFile
+	// unpopulated are the files of Unpopulated with their modes; dir the
+	// worktree's top level, where they are.
+	unpopulated []unpopulatedFile
+	dir         string
 }
 
 // Empty reports whether the survey found nothing a salvage must keep
@@ -99,7 +107,7 @@ type Survey struct {
 // or sparse patterns.
 func (s *Survey) Empty() bool {
 	return len(s.Pins) == 0 && len(s.Refs) == 0 && s.Operation == "" && len(s.Hidden) == 0 && len(s.resolveUndo) == 0 &&
-		len(s.Settings()) == 0
+		len(s.Unpopulated) == 0 && len(s.Settings()) == 0
 }
 
 // Settings lists the per-worktree settings the worktree's git directory
@@ -184,6 +192,7 @@ func survey(ctx context.Context, dir, ceiling, gitDir, head string, index []byte
 		func() error { return s.findPins(ctx) },
 		func() error { return s.findHidden(ctx, dir, ceiling) },
 		func() error { return s.findExecBits(ctx, dir, ceiling, s.indexData) },
+		func() error { return s.findUnpopulated(ctx, dir, ceiling) },
 	); err != nil {
 		return nil, err
 	}
@@ -746,6 +755,8 @@ func surveyWorktree(ctx context.Context, worktree, what string) (surveyed, error
 		return s.sv.checkFlagged(s.dir)
 	}, func() error {
 		return s.sv.findExecBits(ctx, s.dir, s.ceiling, indexData)
+	}, func() error {
+		return s.sv.findUnpopulated(ctx, s.dir, s.ceiling)
 	})
 	if err != nil {
 		return s, err

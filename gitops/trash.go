@@ -319,6 +319,9 @@ type TreeState struct {
 	Head     string // HEAD's commit; empty on an unborn branch
 	HeadTree string // HEAD's tree; empty on an unborn branch
 	OnBranch bool   // HEAD is a symbolic ref: its commits are on a branch
+	// Unpopulated counts the files in the folders of submodules that are
+	// not checked out, which Tree does not hold (Survey.Unpopulated).
+	Unpopulated int
 }
 
 // WorktreeTree computes the tree of the worktree's files exactly as
@@ -351,7 +354,7 @@ func WorktreeTree(ctx context.Context, worktree string) (TreeState, error) {
 	if err := sv.addAll(ctx, dir, ceiling, tmpIndex); err != nil {
 		return TreeState{}, err
 	}
-	st := TreeState{Head: parent}
+	st := TreeState{Head: parent, Unpopulated: len(sv.Unpopulated)}
 	res, err := git(ctx, dir, onTmp, "write-tree")
 	if err != nil {
 		return TreeState{}, err

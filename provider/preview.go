@@ -69,6 +69,10 @@ type Preview struct {
 		WorktreeRefs    []string            `json:"worktree_refs"`
 		Operation       string              `json:"operation"`
 		Hidden          []gitops.HiddenFile `json:"hidden"`
+		// UnpopulatedSubmoduleFiles are the files in the folders of
+		// submodules that are not checked out: git does not see them;
+		// the salvage keeps them in its meta commit.
+		UnpopulatedSubmoduleFiles []string `json:"unpopulated_submodule_files"`
 	} `json:"salvage"`
 	// Changes counts the workspace's changes by kind, the one counts
 	// object of show, list --status and salvage (every key always present).
@@ -204,6 +208,7 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 	if s.Hidden == nil {
 		s.Hidden = []gitops.HiddenFile{}
 	}
+	s.UnpopulatedSubmoduleFiles = nonNil(sv.Unpopulated)
 	s.WorktreeRefs = []string{}
 	for r := range sv.Refs {
 		s.WorktreeRefs = append(s.WorktreeRefs, r)
@@ -231,6 +236,9 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 		}
 		if len(s.Hidden) > 0 {
 			what = append(what, fmt.Sprintf("%d hidden edits (assume-unchanged, skip-worktree, or an executable bit core.fileMode=false hides)", len(s.Hidden)))
+		}
+		if len(s.UnpopulatedSubmoduleFiles) > 0 {
+			what = append(what, fmt.Sprintf("%d files in the folders of submodules that are not checked out (git does not see them)", len(s.UnpopulatedSubmoduleFiles)))
 		}
 		if len(s.Pins) > 0 {
 			what = append(what, fmt.Sprintf("%d commits no branch or tag reaches", len(s.Pins)))
@@ -384,6 +392,7 @@ func (p *Provider) missingPreview(ctx context.Context, rec *claimRecord, missing
 	}
 	pv.Salvage.Clean, pv.Salvage.DirtySubmodules = true, []string{}
 	pv.Salvage.Pins, pv.Salvage.Hidden, pv.Salvage.WorktreeRefs, pv.IgnoredPaths = []gitops.Pin{}, []gitops.HiddenFile{}, []string{}, []string{}
+	pv.Salvage.UnpopulatedSubmoduleFiles = []string{}
 	pv.SpecialPaths = []gitops.SpecialFile{}
 	if listed {
 		pv.Steps = []Step{{"forget", 0, "the directory is gone (deleted or moved by hand): unregister git's worktree entry and retire the claim; nothing on disk is deleted (if you moved it, do not reclaim: have git repair its record of the worktree at the new place instead)"}}

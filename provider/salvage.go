@@ -41,6 +41,10 @@ type SalvageResult struct {
 	Hidden       []gitops.HiddenFile `json:"hidden"`
 	WorktreeRefs []string            `json:"worktree_refs"`
 	Operation    string              `json:"operation"`
+	// UnpopulatedSubmoduleFiles are the files in the folders of submodules
+	// that are not checked out, which git does not see: kept in the meta
+	// commit.
+	UnpopulatedSubmoduleFiles []string `json:"unpopulated_submodule_files"`
 	// IndexCommit and MetaCommit are the salvage commit's index commit
 	// and meta commit (null when clean; MetaCommit null too when there was
 	// nothing for it to keep).
@@ -109,11 +113,13 @@ func (p *Provider) salvage(ctx context.Context, rec *claimRecord, message string
 	}
 	res := &SalvageResult{Binding: c.Binding, Clean: snap.Clean,
 		DirtySubmodules: nonNil(snap.DirtySubmodules), NestedRepositories: nonNil(snap.NestedRepositories),
-		Pins: []gitops.Pin{}, Hidden: []gitops.HiddenFile{}, WorktreeRefs: []string{}, SpecialPaths: []gitops.SpecialFile{}}
+		Pins: []gitops.Pin{}, Hidden: []gitops.HiddenFile{}, WorktreeRefs: []string{}, SpecialPaths: []gitops.SpecialFile{},
+		UnpopulatedSubmoduleFiles: []string{}}
 	if sv := snap.Survey; sv != nil {
 		res.Pins = append(res.Pins, sv.Pins...)
 		res.Hidden = append(res.Hidden, sv.Hidden...)
 		res.Operation = sv.Operation
+		res.UnpopulatedSubmoduleFiles = nonNil(sv.Unpopulated)
 		for r := range sv.Refs {
 			res.WorktreeRefs = append(res.WorktreeRefs, r)
 		}

@@ -364,7 +364,7 @@ func (p *Provider) resalvage(ctx context.Context, rec *claimRecord, trash string
 	if err != nil {
 		return "", err
 	}
-	last := ""
+	last, lastMeta, sameFiles := "", "", false
 	if n := len(res.SalvageRefs); n > 0 {
 		last = res.SalvageRefs[n-1]
 	} else if sv := rec.Events[EventSalvaged]; sv != nil {
@@ -382,10 +382,13 @@ func (p *Provider) resalvage(ctx context.Context, rec *claimRecord, trash string
 		if err != nil {
 			return "", err
 		}
-		if st.Tree == tree && st.Head == layout.Head {
+		// Files in submodule folders not checked out are in no tree:
+		// with any there, the snapshot below compares them too.
+		sameFiles, lastMeta = st.Tree == tree && st.Head == layout.Head, layout.Meta
+		if sameFiles && st.Unpopulated == 0 {
 			return "", nil
 		}
-	} else if st.OnBranch && st.Tree == st.HeadTree {
+	} else if st.OnBranch && st.Tree == st.HeadTree && st.Unpopulated == 0 {
 		return "", nil
 	}
 	msg := fmt.Sprintf("majlis reclaim of workspace %s: what it held once moved aside\n\nMajlis-Binding: %s\nMajlis-Claim: %s\nMajlis-Path: %s\nMajlis-Trash: %s\n",
@@ -396,6 +399,19 @@ func (p *Provider) resalvage(ctx context.Context, rec *claimRecord, trash string
 	}
 	if snap.Clean {
 		return "", nil
+	}
+	if sameFiles {
+		then, err := gitops.UnpopulatedTree(ctx, c.CommonDir, lastMeta)
+		if err != nil {
+			return "", err
+		}
+		now, err := gitops.UnpopulatedTree(ctx, c.CommonDir, snap.Layout.Meta)
+		if err != nil {
+			return "", err
+		}
+		if then == now {
+			return "", nil // the commit made is left to git gc
+		}
 	}
 	ref, err := p.storeSalvage(ctx, c.Binding, snap.Commit)
 	if err != nil {
@@ -523,6 +539,7 @@ func (p *Provider) movedPreview(rec *claimRecord) (pv *Preview, ok bool) {
 		ClaimDigest: rec.Digest, Released: rec.has(EventReleased), Peers: []Peer{}}
 	pv.Salvage.Clean, pv.Salvage.DirtySubmodules = true, []string{}
 	pv.SpecialPaths = []gitops.SpecialFile{}
+	pv.Salvage.UnpopulatedSubmoduleFiles = []string{}
 	pv.AdminEntry.Path = ev.AdminEntry
 	if !rec.has(EventChecked) {
 		pv.Steps = append(pv.Steps, Step{"resalvage", 0, "an interrupted reclaim moved the workspace into " + ev.TrashPath + ": check it there and snapshot it again; anything new goes to a salvage ref"})

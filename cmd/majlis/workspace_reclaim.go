@@ -183,6 +183,13 @@ func renderPreview(w io.Writer, pv *provider.Preview) {
 	if s.Operation != "" {
 		fmt.Fprintf(tw, "  keep\tthe state of the interrupted %s\n", s.Operation)
 	}
+	for i, f := range s.UnpopulatedSubmoduleFiles {
+		if i == 10 {
+			fmt.Fprintf(tw, "  keep\t(and %d more files in submodule folders)\n", len(s.UnpopulatedSubmoduleFiles)-i)
+			break
+		}
+		fmt.Fprintf(tw, "  keep\t%s (in the folder of a submodule that is not checked out: git does not see it)\n", f)
+	}
 	if s.PartiallyStaged+s.IntentToAdd > 0 {
 		fmt.Fprintf(tw, "  keep\tthe index: %d partially staged, %d intent-to-add\n", s.PartiallyStaged, s.IntentToAdd)
 	}
