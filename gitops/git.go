@@ -301,6 +301,14 @@ func gitOnce(ctx context.Context, dir string, o cmdOpts, args ...string) (result
 		// salvage would miss it, and the removal delete it.
 		full = append(full, "-c", "core.ignorecase=false")
 	}
+	if o.workTree != "" && !o.plain {
+		// A file-system monitor (core.fsmonitor: a hook or git's daemon)
+		// that stopped watching or missed an event makes git trust index
+		// entries whose files changed: status would not show the edit, and
+		// a salvage's git add would not record it. majlis looks at the
+		// files themselves, at the price of a full scan.
+		full = append(full, "-c", "core.fsmonitor=false")
+	}
 	full = append(full, args...)
 	cmd := exec.CommandContext(ctx, gitBinary, full...)
 	cmd.Env = environ(o)
