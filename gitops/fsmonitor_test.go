@@ -1,8 +1,10 @@
 package gitops
 
 import (
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/majlis-dev/majlis/fixtures"
 )
@@ -33,6 +35,61 @@ func TestStaleFSMonitorHidesNothing(t *testing.T) {
 		t.Fatal("the snapshot calls the worktree clean")
 	}
 	if got := r.Git("cat-file", "-p", snap.Commit+":a.txt"); got != "edited, and the monitor never said so\n" {
+		t.Errorf("salvaged a.txt = %q", got)
+	}
+}
+
+// With core.trustctime=false (or core.checkStat=minimal) git trusts a
+// file whose size and modification time match its index entry; an edit
+// that kept both must still be salvaged.
+func TestEditKeepingSizeAndTimeIsSeen(t *testing.T) {
+	r := fixtures.NewRepo(t)
+	r.WriteFile("a.txt", "aaaa\n")
+	r.Commit("a")
+	r.Config("core.trustctime", "false")
+	r.Config("core.checkStat", "minimal")
+	fi, err := os.Stat(r.Path("a.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The index entry's time must be older than the index file, or git
+	// re-reads the file anyway ("racy git").
+	old := fi.ModTime().Add(-time.Hour)
+	if err := os.Chtimes(r.Path("a.txt"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	r.Git("update-index", "--really-refresh")
+	// git compares change times to the second: the edit must come in a
+	// later second than the one the index recorded.
+	refreshed := time.Now().Unix()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Unix() == refreshed; {
+		if time.Now().After(deadline) {
+			t.Fatal("the clock did not move on")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.WriteFile("a.txt", "bbbb\n")
+	if err := os.Chtimes(r.Path("a.txt"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	if out := r.Git("status", "--porcelain"); out != "" {
+		t.Skipf("this git sees the edit by itself: %q", out)
+	}
+	st, err := ReadStatus(t.Context(), r.Dir, StatusOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := st.Counts(); n.Modified != 1 {
+		t.Errorf("status counts %+v; want a.txt modified", n)
+	}
+	snap, err := Snapshot(t.Context(), r.Dir, "salvage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Clean {
+		t.Fatal("the snapshot calls the worktree clean")
+	}
+	if got := r.Git("cat-file", "-p", snap.Commit+":a.txt"); got != "bbbb\n" {
 		t.Errorf("salvaged a.txt = %q", got)
 	}
 }

@@ -308,6 +308,11 @@ func gitOnce(ctx context.Context, dir string, o cmdOpts, args ...string) (result
 		// a salvage's git add would not record it. majlis looks at the
 		// files themselves, at the price of a full scan.
 		full = append(full, "-c", "core.fsmonitor=false")
+		// core.trustctime=false or core.checkStat=minimal make git trust a
+		// file whose size and modification time match its index entry: an
+		// edit that kept the size and put the time back (touch -r, cp -p,
+		// rsync -t) would be missed. The change time catches it.
+		full = append(full, "-c", "core.trustctime=true", "-c", "core.checkStat=default")
 	}
 	full = append(full, args...)
 	cmd := exec.CommandContext(ctx, gitBinary, full...)
