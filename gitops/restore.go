@@ -261,6 +261,14 @@ func RestoreInto(ctx context.Context, worktree, commit string, l SalvageLayout) 
 		}
 		rep.NotRestored = append(rep.NotRestored, failed...)
 	}
+	// After the files of submodule folders, which may be among them.
+	if data, ok := meta[privateModesFile]; ok {
+		n, failed := restorePrivate(dir, data)
+		if n > 0 {
+			rep.Restored = append(rep.Restored, fmt.Sprintf("the permissions of %d files others could not read", n))
+		}
+		rep.NotRestored = append(rep.NotRestored, failed...)
+	}
 	if haveIndex {
 		if err := writeFileAtomic(filepath.Join(gitDir, "index"), rawIndex); err != nil {
 			return rep, err

@@ -342,7 +342,7 @@ func objectStored(commonDir, id string) bool {
 // the index commit say everything, and the salvage has no meta parent.
 func (s *Survey) needsMeta() bool {
 	if len(s.Refs) > 0 || s.Operation != "" || s.Conflicted > 0 || s.IntentToAdd > 0 || len(s.flagged) > 0 || s.askGit || len(s.resolveUndo) > 0 ||
-		len(s.unpopulated) > 0 {
+		len(s.unpopulated) > 0 || len(s.private) > 0 {
 		return true
 	}
 	for _, f := range s.files {
@@ -443,6 +443,11 @@ func (s *Survey) metaTree(ctx context.Context, index string) (string, error) {
 		}
 		in.WriteString(lines)
 	}
+	line, err := s.privateEntry(ctx)
+	if err != nil {
+		return "", err
+	}
+	in.WriteString(line)
 	if in.Len() > 0 {
 		o.stdin = in.Bytes()
 		if _, err := git(ctx, s.gitDir, o, append(base, "update-index", "-z", "--index-info")...); err != nil {

@@ -206,6 +206,15 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 	}
 	// The pins, then the meta commit, which some pins need (those found
 	// in a reflog or a state file only the meta commit keeps).
+	makeMeta := func() error {
+		tree, err := sv.metaTree(ctx, metaIndex)
+		if err != nil {
+			return err
+		}
+		result.Meta, err = commitTree(ctx, dir, ceiling, nil, "commit-tree", "--no-gpg-sign", "-m",
+			"majlis salvage: the worktree's git directory (index, refs, reflogs, operation state)", tree)
+		return err
+	}
 	metaCommit := func() error {
 		if err := sv.readGitDir(); err != nil {
 			return err
@@ -216,13 +225,7 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 		if !sv.needsMeta() {
 			return nil
 		}
-		tree, err := sv.metaTree(ctx, metaIndex)
-		if err != nil {
-			return err
-		}
-		result.Meta, err = commitTree(ctx, dir, ceiling, nil, "commit-tree", "--no-gpg-sign", "-m",
-			"majlis salvage: the worktree's git directory (index, refs, reflogs, operation state)", tree)
-		return err
+		return makeMeta()
 	}
 	placeholder := func() error {
 		// The stand-in is the same commit every time: once stored, it is
@@ -250,6 +253,22 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 	chains := []func() error{worktreeTree, indexCommit, metaCommit, placeholder}
 	if err := concurrently(chains...); err != nil {
 		return SnapshotResult{}, err
+	}
+	// The files kept that others may not read: their permissions go into
+	// the meta commit (private.go), made again with them when there are
+	// any. Only the files the salvage carries are looked at.
+	var kept []string
+	for _, c := range changes {
+		if c.Status != 'D' && (c.DstMode == ModeFile || c.DstMode == ModeExecutable) {
+			kept = append(kept, c.Path)
+		}
+	}
+	kept = append(kept, sv.Unpopulated...)
+	if sv.findPrivate(dir, kept); len(sv.private) > 0 {
+		os.Remove(metaIndex)
+		if err := makeMeta(); err != nil {
+			return SnapshotResult{}, err
+		}
 	}
 	for _, c := range changes {
 		switch c.Status {

@@ -99,6 +99,9 @@ type Survey struct {
 	// worktree's top level, where they are.
 	unpopulated []unpopulatedFile
 	dir         string
+	// private are the records of privateModesFile: the files the salvage
+	// keeps that others may not read (private.go).
+	private []string
 }
 
 // Empty reports whether the survey found nothing a salvage must keep

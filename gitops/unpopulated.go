@@ -275,25 +275,11 @@ func catBlobs(ctx context.Context, dir, ceiling, ids string, n int) ([][]byte, e
 // opened with O_NOFOLLOW from its parent's descriptor. An existing file is
 // never replaced.
 func writeNoFollow(dir, rel string, mode Mode, content []byte) error {
-	fd, err := unix.Open(dir, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	fd, name, err := openParentNoFollow(dir, rel, true)
 	if err != nil {
 		return err
 	}
-	parts := strings.Split(rel, "/")
-	for _, name := range parts[:len(parts)-1] {
-		if err := unix.Mkdirat(fd, name, 0o777); err != nil && !errors.Is(err, unix.EEXIST) {
-			unix.Close(fd)
-			return err
-		}
-		next, err := unix.Openat(fd, name, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		unix.Close(fd)
-		if err != nil {
-			return fmt.Errorf("folder %s: %w", name, err)
-		}
-		fd = next
-	}
 	defer unix.Close(fd)
-	name := parts[len(parts)-1]
 	if mode == ModeSymlink {
 		return unix.Symlinkat(string(content), fd, name)
 	}

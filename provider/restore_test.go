@@ -213,6 +213,9 @@ var worktreeStates = []state{
 		}
 		w.ws.Chmod(f, fi.Mode().Perm()^0o111)
 	}},
+	// A file others may not read: a checkout would make it readable by
+	// all.
+	{"private file", func(w *world) { w.ws.WriteFileMode(w.name("src/private-"), "secret\n", 0o600) }},
 	{"new executable git does not see", func(w *world) {
 		w.ws.Git("config", "core.fileMode", "false")
 		w.ws.WriteExecutable(w.name("src/x-"), "#!/bin/sh\n")
@@ -386,6 +389,10 @@ func observe(t *testing.T, ws, sub *fixtures.Repo) observation {
 		case fi.Mode().IsRegular():
 			b, _ := os.ReadFile(p)
 			o.view["file "+rel] = fmt.Sprintf("%o %q", fi.Mode().Perm()&0o111, b)
+			if perm := fi.Mode().Perm(); perm&0o044 != 0o044 {
+				// Private: the exact bits must come back.
+				o.view["file "+rel] += fmt.Sprintf(" private %04o", perm)
+			}
 		}
 		return nil
 	})
