@@ -50,3 +50,13 @@ func TestSpecialFiles(t *testing.T) {
 		t.Errorf("SpecialFiles of a clean worktree = %d, %#v, %v; want 0, [], nil", n, got, err)
 	}
 }
+
+// The walk a preview adds, on a 20,000-file worktree.
+func BenchmarkSpecialFiles(b *testing.B) {
+	r := fixtures.GenerateLarge(b, 20000)
+	for b.Loop() {
+		if _, _, err := SpecialFiles(r.Dir, 100); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
