@@ -65,6 +65,13 @@ type ReclaimResult struct {
 	// PinnedOnFirstContact reports that the workspace, allocated before
 	// majlis pinned admin entries, was pinned by this reclaim.
 	PinnedOnFirstContact bool `json:"pinned_on_first_contact,omitempty"`
+	// IgnoredFiles and SpecialFiles count what the reclaim deletes (or,
+	// with --keep-trash, will delete) without salvaging it, as the
+	// preview computed under its reservation saw the workspace: ignored
+	// files, and FIFOs, sockets and device nodes, which git cannot keep.
+	// With --yes no one saw that preview: the result says it.
+	IgnoredFiles int `json:"ignored_files"`
+	SpecialFiles int `json:"special_files"`
 }
 
 // authority establishes that the target may be reclaimed at all: no live
@@ -256,7 +263,8 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, entry 
 	if !o.Yes && pv.Digest != o.Confirm {
 		return nil, p.staleError(o.Confirm, pv)
 	}
-	res := &ReclaimResult{Binding: c.Binding, Path: c.Path, Branch: c.Branch, StepsDone: []string{}, SalvageRefs: []string{}}
+	res := &ReclaimResult{Binding: c.Binding, Path: c.Path, Branch: c.Branch, StepsDone: []string{}, SalvageRefs: []string{},
+		IgnoredFiles: pv.IgnoredFiles, SpecialFiles: pv.SpecialFiles}
 	if len(pv.Salvage.DirtySubmodules) > 0 && !o.SalvageSubmodules {
 		return nil, &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrDirtySubmodule,
 			Reason: "dirty submodules: " + strings.Join(pv.Salvage.DirtySubmodules, ", "),

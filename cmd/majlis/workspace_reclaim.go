@@ -251,6 +251,9 @@ func renderReclaim(w io.Writer, res *provider.ReclaimResult) {
 	if res.SecondSalvageRef != nil {
 		fmt.Fprintf(w, "work written during the reclaim is on %s\n", *res.SecondSalvageRef)
 	}
+	if res.IgnoredFiles+res.SpecialFiles > 0 {
+		fmt.Fprintf(w, "not salvaged: %d ignored files, %d special files (FIFOs, sockets, devices)\n", res.IgnoredFiles, res.SpecialFiles)
+	}
 	if res.TrashPath != "" {
 		fmt.Fprintf(w, "the directory is kept in %s until %s\n", humanPath(res.TrashPath), res.TrashKeptUntil.Format(time.RFC3339))
 	}
