@@ -15,13 +15,20 @@ import (
 // entry is removed from the private index first and git add runs again,
 // so that the salvage records the file as deleted (the special file
 // itself cannot be kept; SpecialFiles names it).
-func (s *Survey) addAll(ctx context.Context, dir, ceiling, index string) error {
+//
+// An untracked file whose name git refuses to put in an index (".git.",
+// "GIT~1" or "sub/.git " that NTFS would take for .git, a symbolic link
+// named .gitmodules) makes git add refuse too. Then git add runs again
+// with --ignore-errors, and the files left untracked in the private index
+// are returned, for the meta commit to keep beside the tree (refused.go).
+func (s *Survey) addAll(ctx context.Context, dir, ceiling, index string) (refused []unpopulatedFile, _ error) {
 	o := cmdOpts{indexFile: index, ceiling: ceiling}
-	add := func() error {
+	add := func(extra ...string) error {
 		// advice.addEmbeddedRepo: an untracked nested repository is
 		// reported in the result instead of in a hint on stderr.
-		_, err := git(ctx, dir, o, "-c", "advice.addEmbeddedRepo=false", "-c", "advice.updateSparsePath=false",
-			"add", "-A", "--sparse")
+		args := append([]string{"-c", "advice.addEmbeddedRepo=false", "-c", "advice.updateSparsePath=false",
+			"add", "-A", "--sparse"}, extra...)
+		_, err := git(ctx, dir, o, args...)
 		return err
 	}
 	err := add()
@@ -29,19 +36,32 @@ func (s *Survey) addAll(ctx context.Context, dir, ceiling, index string) error {
 	if err != nil && errors.As(err, &ge) && strings.Contains(ge.Stderr, "can only add regular files") {
 		special, serr := s.specialEntries(ctx, dir, ceiling, index)
 		if serr != nil || len(special) == 0 {
-			return err
+			return nil, err
 		}
 		o.stdin = []byte(strings.Join(special, "\x00") + "\x00")
 		if _, rerr := git(ctx, dir, o, "update-index", "--force-remove", "-z", "--stdin"); rerr != nil {
-			return rerr
+			return nil, rerr
 		}
 		o.stdin = nil
 		err = add()
 	}
-	if err != nil {
-		return err
+	if err != nil && errors.As(err, &ge) && strings.Contains(ge.Stderr, "invalid path '") {
+		if rerr := add("--ignore-errors"); rerr != nil && !(errors.As(rerr, &ge) && strings.Contains(ge.Stderr, "invalid path '")) {
+			return nil, rerr
+		}
+		var rerr error
+		if refused, rerr = s.findRefused(ctx, dir, ceiling, index); rerr != nil {
+			return nil, rerr
+		}
+		if len(refused) == 0 {
+			return nil, err
+		}
+		err = nil
 	}
-	return s.recordExecBits(ctx, dir, ceiling, index)
+	if err != nil {
+		return nil, err
+	}
+	return refused, s.recordExecBits(ctx, dir, ceiling, index)
 }
 
 // specialEntries lists the entries of the index file index whose path in

@@ -261,7 +261,17 @@ func RestoreInto(ctx context.Context, worktree, commit string, l SalvageLayout) 
 		}
 		rep.NotRestored = append(rep.NotRestored, failed...)
 	}
-	// After the files of submodule folders, which may be among them.
+	if list, ok := meta[refusedList]; ok {
+		n, failed, err := restoreRefused(ctx, dir, ceiling, l.Meta, list)
+		if err != nil {
+			return rep, err
+		}
+		if n > 0 {
+			rep.Restored = append(rep.Restored, fmt.Sprintf("%d files whose names git refuses to track", n))
+		}
+		rep.NotRestored = append(rep.NotRestored, failed...)
+	}
+	// After the files kept outside the tree, which may be among them.
 	if data, ok := meta[privateModesFile]; ok {
 		n, failed := restorePrivate(dir, data)
 		if n > 0 {
@@ -328,7 +338,7 @@ func readMetaTar(b []byte) (map[string][]byte, error) {
 			continue
 		case tar.TypeReg:
 		case tar.TypeSymlink:
-			if !strings.HasPrefix(h.Name, unpopulatedPrefix) {
+			if !strings.HasPrefix(h.Name, unpopulatedPrefix) && !strings.HasPrefix(h.Name, refusedPrefix) {
 				return nil, fmt.Errorf("entry %q of type %q", h.Name, h.Typeflag)
 			}
 		default:
@@ -337,11 +347,13 @@ func readMetaTar(b []byte) (map[string][]byte, error) {
 		if h.Name == "" || h.Name != path.Clean(h.Name) || strings.HasPrefix(h.Name, "/") || strings.HasPrefix(h.Name, "../") {
 			return nil, fmt.Errorf("entry name %q", h.Name)
 		}
-		if strings.HasPrefix(h.Name, unpopulatedPrefix) {
-			// Files of submodule folders (symbolic links among them):
-			// restoreUnpopulated reads them from the commit; the key
-			// unpopulatedPrefix says there are some.
-			files[unpopulatedPrefix] = nil
+		if strings.HasPrefix(h.Name, unpopulatedPrefix) || strings.HasPrefix(h.Name, refusedPrefix) {
+			// Files of submodule folders, and files whose names git
+			// refuses (symbolic links among them): restoreUnpopulated
+			// and restoreRefused read them from the commit.
+			if strings.HasPrefix(h.Name, unpopulatedPrefix) {
+				files[unpopulatedPrefix] = nil
+			}
 			continue
 		}
 		if _, dup := files[h.Name]; dup {

@@ -121,6 +121,10 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 	result := SnapshotResult{Parent: parent, Survey: sv}
 	var changes []rawChange
 	var indexTree string
+	// refused are the files git will not add (addAll): set once the
+	// chains below are done, since the meta commit's chain reads the
+	// survey meanwhile.
+	var refused []unpopulatedFile
 	// The worktree's tree: hidden files made visible in the private index,
 	// then git add -A --sparse (files outside a sparse checkout's cone are
 	// added too, and skip-worktree entries that are absent stay as they
@@ -137,7 +141,8 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 		if err := sv.revealHidden(ctx, dir, ceiling, tmpIndex); err != nil {
 			return err
 		}
-		if err := sv.addAll(ctx, dir, ceiling, tmpIndex); err != nil {
+		var err error
+		if refused, err = sv.addAll(ctx, dir, ceiling, tmpIndex); err != nil {
 			return err
 		}
 		writeTree := func() error {
@@ -264,7 +269,11 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 		}
 	}
 	kept = append(kept, sv.Unpopulated...)
-	if sv.findPrivate(dir, kept); len(sv.private) > 0 {
+	sv.refused = refused
+	for _, f := range refused {
+		kept = append(kept, f.path)
+	}
+	if sv.findPrivate(dir, kept); len(sv.private) > 0 || len(sv.refused) > 0 {
 		os.Remove(metaIndex)
 		if err := makeMeta(); err != nil {
 			return SnapshotResult{}, err
@@ -285,7 +294,7 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 			result.Files.Modified++
 		}
 	}
-	if len(changes) == 0 && indexTree == result.Tree && sv.Empty() {
+	if len(changes) == 0 && indexTree == result.Tree && sv.Empty() && len(sv.refused) == 0 {
 		result.Clean = true
 		return result, nil
 	}

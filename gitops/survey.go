@@ -102,6 +102,9 @@ type Survey struct {
 	// private are the records of privateModesFile: the files the salvage
 	// keeps that others may not read (private.go).
 	private []string
+	// refused are the untracked files whose names git refuses to put in
+	// an index, found by addAll (refused.go).
+	refused []unpopulatedFile
 }
 
 // Empty reports whether the survey found nothing a salvage must keep

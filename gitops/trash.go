@@ -319,9 +319,10 @@ type TreeState struct {
 	Head     string // HEAD's commit; empty on an unborn branch
 	HeadTree string // HEAD's tree; empty on an unborn branch
 	OnBranch bool   // HEAD is a symbolic ref: its commits are on a branch
-	// Unpopulated counts the files in the folders of submodules that are
-	// not checked out, which Tree does not hold (Survey.Unpopulated).
-	Unpopulated int
+	// Outside counts the files Tree cannot hold, which a salvage keeps in
+	// its meta commit: those in the folders of submodules that are not
+	// checked out (Survey.Unpopulated), and those whose names git refuses.
+	Outside int
 }
 
 // WorktreeTree computes the tree of the worktree's files exactly as
@@ -351,10 +352,11 @@ func WorktreeTree(ctx context.Context, worktree string) (TreeState, error) {
 	if err := sv.revealHidden(ctx, dir, ceiling, tmpIndex); err != nil {
 		return TreeState{}, err
 	}
-	if err := sv.addAll(ctx, dir, ceiling, tmpIndex); err != nil {
+	refused, err := sv.addAll(ctx, dir, ceiling, tmpIndex)
+	if err != nil {
 		return TreeState{}, err
 	}
-	st := TreeState{Head: parent, Unpopulated: len(sv.Unpopulated)}
+	st := TreeState{Head: parent, Outside: len(sv.Unpopulated) + len(refused)}
 	res, err := git(ctx, dir, onTmp, "write-tree")
 	if err != nil {
 		return TreeState{}, err

@@ -109,56 +109,66 @@ func (s *Survey) findUnpopulated(ctx context.Context, dir, ceiling string) error
 
 // unpopulatedEntries stores the files findUnpopulated found as blobs and
 // returns their `git update-index --index-info` lines, under
-// unpopulatedPrefix. The bytes are stored as they are on disk (no
-// filter, no end-of-line conversion): git never checked these files out.
+// unpopulatedPrefix.
 func (s *Survey) unpopulatedEntries(ctx context.Context, dir string) (string, error) {
+	return s.rawFileEntries(ctx, dir, s.unpopulated, func(_ int, f unpopulatedFile) string {
+		return unpopulatedPrefix + f.path
+	})
+}
+
+// rawFileEntries stores the files (paths below dir) as blobs, the bytes
+// as they are on disk (no filter, no end-of-line conversion: git never
+// checked these files out), a symbolic link's target for a link, and
+// returns their `git update-index --index-info` lines, each under the
+// name name gives it.
+func (s *Survey) rawFileEntries(ctx context.Context, dir string, files []unpopulatedFile, name func(int, unpopulatedFile) string) (string, error) {
 	var err error
 	var b strings.Builder
-	var regular []unpopulatedFile
-	for _, f := range s.unpopulated {
-		name := filepath.Join(dir, filepath.FromSlash(f.path))
-		if f.mode != ModeSymlink && !strings.Contains(name, "\n") {
-			regular = append(regular, f) // hashed together below
+	var batch []int
+	for i, f := range files {
+		abs := filepath.Join(dir, filepath.FromSlash(f.path))
+		if f.mode != ModeSymlink && !strings.Contains(abs, "\n") {
+			batch = append(batch, i) // hashed together below
 			continue
 		}
 		// A link's target, or a file whose name --stdin-paths cannot
 		// carry (a newline in it): read here.
 		var content []byte
 		if f.mode == ModeSymlink {
-			target, err := os.Readlink(name)
+			target, err := os.Readlink(abs)
 			if err != nil {
 				return "", err
 			}
 			content = []byte(target)
-		} else if content, err = os.ReadFile(name); err != nil {
+		} else if content, err = os.ReadFile(abs); err != nil {
 			return "", err
 		}
 		id, err := s.writeBlob(ctx, content)
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&b, "%s %s 0\t%s%s\x00", f.mode, id, unpopulatedPrefix, f.path)
+		fmt.Fprintf(&b, "%s %s 0\t%s\x00", f.mode, id, name(i, f))
 	}
-	if len(regular) == 0 {
+	if len(batch) == 0 {
 		return b.String(), nil
 	}
 	var in strings.Builder
-	for _, f := range regular {
-		in.WriteString(filepath.Join(dir, filepath.FromSlash(f.path)) + "\n")
+	for _, i := range batch {
+		in.WriteString(filepath.Join(dir, filepath.FromSlash(files[i].path)) + "\n")
 	}
 	res, err := git(ctx, s.commonDir, cmdOpts{stdin: []byte(in.String())}, "hash-object", "-w", "--no-filters", "--stdin-paths")
 	if err != nil {
 		return "", err
 	}
 	ids := strings.Split(strings.TrimSuffix(string(res.stdout), "\n"), "\n")
-	if len(ids) != len(regular) {
-		return "", unexpected("git hash-object", "%d ids for %d files", len(ids), len(regular))
+	if len(ids) != len(batch) {
+		return "", unexpected("git hash-object", "%d ids for %d files", len(ids), len(batch))
 	}
-	for i, f := range regular {
-		if !isObjectID(ids[i]) {
-			return "", unexpected("git hash-object", "%q is not an object id", ids[i])
+	for k, i := range batch {
+		if !isObjectID(ids[k]) {
+			return "", unexpected("git hash-object", "%q is not an object id", ids[k])
 		}
-		fmt.Fprintf(&b, "%s %s 0\t%s%s\x00", f.mode, ids[i], unpopulatedPrefix, f.path)
+		fmt.Fprintf(&b, "%s %s 0\t%s\x00", files[i].mode, ids[k], name(i, files[i]))
 	}
 	return b.String(), nil
 }
@@ -299,21 +309,29 @@ func writeNoFollow(dir, rel string, mode Mode, content []byte) error {
 	return err
 }
 
-// UnpopulatedTree returns the tree in which the salvage meta commit meta
-// keeps the files of submodule folders that were not checked out, or ""
-// when it keeps none (or meta is ""): equal trees, equal files.
-func UnpopulatedTree(ctx context.Context, dir, meta string) (string, error) {
+// OutsideTree names what the salvage meta commit meta keeps of the
+// worktree's files outside its tree: the files of submodule folders that
+// were not checked out, and those whose names git refuses (the ids of
+// their trees and list); "" when it keeps none (or meta is ""). Equal
+// names, equal files.
+func OutsideTree(ctx context.Context, dir, meta string) (string, error) {
 	if meta == "" {
 		return "", nil
 	}
-	res, err := git(ctx, dir, cmdOpts{readOnly: true, okCodes: []int{1, 128}}, "rev-parse", "--verify", "--quiet",
-		meta+":"+strings.TrimSuffix(unpopulatedPrefix, "/"))
-	if err != nil {
-		return "", err
+	var ids []string
+	for _, p := range []string{strings.TrimSuffix(unpopulatedPrefix, "/"), strings.TrimSuffix(refusedPrefix, "/"), refusedList} {
+		res, err := git(ctx, dir, cmdOpts{readOnly: true, okCodes: []int{1, 128}}, "rev-parse", "--verify", "--quiet", meta+":"+p)
+		if err != nil {
+			return "", err
+		}
+		id := strings.TrimSpace(string(res.stdout))
+		if id != "" && !isObjectID(id) {
+			return "", unexpected("git rev-parse", "%q is not an object id", id)
+		}
+		ids = append(ids, id)
 	}
-	id := strings.TrimSpace(string(res.stdout))
-	if id != "" && !isObjectID(id) {
-		return "", unexpected("git rev-parse", "%q is not an object id", id)
+	if strings.Join(ids, "") == "" {
+		return "", nil
 	}
-	return id, nil
+	return strings.Join(ids, " "), nil
 }

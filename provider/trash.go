@@ -385,10 +385,10 @@ func (p *Provider) resalvage(ctx context.Context, rec *claimRecord, trash string
 		// Files in submodule folders not checked out are in no tree:
 		// with any there, the snapshot below compares them too.
 		sameFiles, lastMeta = st.Tree == tree && st.Head == layout.Head, layout.Meta
-		if sameFiles && st.Unpopulated == 0 {
+		if sameFiles && st.Outside == 0 {
 			return "", nil
 		}
-	} else if st.OnBranch && st.Tree == st.HeadTree && st.Unpopulated == 0 {
+	} else if st.OnBranch && st.Tree == st.HeadTree && st.Outside == 0 {
 		return "", nil
 	}
 	msg := fmt.Sprintf("majlis reclaim of workspace %s: what it held once moved aside\n\nMajlis-Binding: %s\nMajlis-Claim: %s\nMajlis-Path: %s\nMajlis-Trash: %s\n",
@@ -401,11 +401,11 @@ func (p *Provider) resalvage(ctx context.Context, rec *claimRecord, trash string
 		return "", nil
 	}
 	if sameFiles {
-		then, err := gitops.UnpopulatedTree(ctx, c.CommonDir, lastMeta)
+		then, err := gitops.OutsideTree(ctx, c.CommonDir, lastMeta)
 		if err != nil {
 			return "", err
 		}
-		now, err := gitops.UnpopulatedTree(ctx, c.CommonDir, snap.Layout.Meta)
+		now, err := gitops.OutsideTree(ctx, c.CommonDir, snap.Layout.Meta)
 		if err != nil {
 			return "", err
 		}
