@@ -216,6 +216,16 @@ var worktreeStates = []state{
 	// A file others may not read: a checkout would make it readable by
 	// all.
 	{"private file", func(w *world) { w.ws.WriteFileMode(w.name("src/private-"), "secret\n", 0o600) }},
+	// Names git refuses to put in an index (NTFS would take them for
+	// .git): git status lists them, git add refuses them.
+	{"name git refuses", func(w *world) {
+		names := []string{".git.", "GIT~1", "src/.git "}
+		p := names[w.rng.IntN(len(names))]
+		if _, err := os.Lstat(w.ws.Path(p)); err == nil {
+			return
+		}
+		w.ws.WriteFile(p, "refused "+w.name("")+"\n")
+	}},
 	{"new executable git does not see", func(w *world) {
 		w.ws.Git("config", "core.fileMode", "false")
 		w.ws.WriteExecutable(w.name("src/x-"), "#!/bin/sh\n")
