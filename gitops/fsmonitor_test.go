@@ -3,6 +3,7 @@ package gitops
 import (
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,19 +59,23 @@ func TestEditKeepingSizeAndTimeIsSeen(t *testing.T) {
 	if err := os.Chtimes(r.Path("a.txt"), old, old); err != nil {
 		t.Fatal(err)
 	}
+	recorded := ctimeSecond(t, r.Path("a.txt"))
 	r.Git("update-index", "--really-refresh")
-	// git compares change times to the second: the edit must come in a
-	// later second than the one the index recorded.
-	refreshed := time.Now().Unix()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Unix() == refreshed; {
+	// git compares change times to the second, and the file system stamps
+	// them from a coarse clock: write until the edit's change time is in
+	// a later second than the one the index recorded.
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		r.WriteFile("a.txt", "bbbb\n")
+		if err := os.Chtimes(r.Path("a.txt"), old, old); err != nil {
+			t.Fatal(err)
+		}
+		if ctimeSecond(t, r.Path("a.txt")) != recorded {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatal("the clock did not move on")
+			t.Fatal("the file's change time did not move on")
 		}
 		time.Sleep(10 * time.Millisecond)
-	}
-	r.WriteFile("a.txt", "bbbb\n")
-	if err := os.Chtimes(r.Path("a.txt"), old, old); err != nil {
-		t.Fatal(err)
 	}
 	if out := r.Git("status", "--porcelain"); out != "" {
 		t.Skipf("this git sees the edit by itself: %q", out)
@@ -92,4 +97,13 @@ func TestEditKeepingSizeAndTimeIsSeen(t *testing.T) {
 	if got := r.Git("cat-file", "-p", snap.Commit+":a.txt"); got != "bbbb\n" {
 		t.Errorf("salvaged a.txt = %q", got)
 	}
+}
+
+func ctimeSecond(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Ctim.Sec
 }
