@@ -87,6 +87,8 @@ type world struct {
 	log  []string
 	// origBranch is the workspace's branch.
 	origBranch string
+	// unpopulated: the workspace's submodule (lib) is not checked out.
+	unpopulated bool
 }
 
 func (w *world) name(prefix string) string { w.n++; return fmt.Sprintf("%s%d", prefix, w.n) }
@@ -215,6 +217,11 @@ var worktreeStates = []state{
 	}},
 	// A file others may not read: a checkout would make it readable by
 	// all.
+	{"file in a submodule folder not checked out", func(w *world) {
+		if w.unpopulated {
+			w.ws.WriteFile(w.name("lib/dir "+w.name("")+"/u-"), "git does not see it\n")
+		}
+	}},
 	{"private file", func(w *world) { w.ws.WriteFileMode(w.name("src/private-"), "secret\n", 0o600) }},
 	// Names git refuses to put in an index (NTFS would take them for
 	// .git): git status lists them, git add refuses them.
@@ -267,7 +274,11 @@ func roundTrip(t *testing.T, seed uint64) {
 	repo.Commit("files")
 	w0 := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 	w := &world{t: t, rng: rng, repo: repo, ws: &fixtures.Repo{T: t, Dir: w0.Path}, origBranch: w0.Branch}
-	if withSub {
+	// One workspace in three with a submodule leaves it as allocate does,
+	// not checked out: an empty folder git does not look into.
+	if withSub && rng.IntN(3) == 0 {
+		w.unpopulated = true
+	} else if withSub {
 		w.ws.Git("-c", "protocol.file.allow=always", "submodule", "--quiet", "update", "--init")
 		w.sub = &fixtures.Repo{T: t, Dir: w.ws.Path("lib")}
 		w.sub.Git("checkout", "--quiet", "-b", "work")
@@ -382,7 +393,10 @@ func observe(t *testing.T, ws, sub *fixtures.Repo) observation {
 		}
 		rel, _ := filepath.Rel(ws.Dir, p)
 		rel = filepath.ToSlash(rel)
-		if rel == ".git" || subs[rel] {
+		// A checked-out submodule's files are its own; those of a folder
+		// not checked out are the workspace's.
+		_, populated := os.Lstat(filepath.Join(p, ".git"))
+		if rel == ".git" || subs[rel] && populated == nil {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
