@@ -230,7 +230,13 @@ func TestInterruptedAllocationResumes(t *testing.T) {
 	k := startChild(t, "claim-and-die", "MAJLIS_REPO="+repo.Dir, "MAJLIS_BINDING=T-1", "MAJLIS_PATH="+path,
 		"MAJLIS_REQUEST=req-7", "MAJLIS_BASE="+repo.Head())
 	k.cmd.Wait()
-	_, err := p.Allocate(t.Context(), AllocateOptions{Binding: "T-1"})
+	// The list does not call it reclaimable: reclaim would not find it.
+	listed, err := p.List(t.Context(), ListOptions{Look: true})
+	if err != nil || len(listed) != 1 || listed[0].Reclaimable == nil || *listed[0].Reclaimable ||
+		len(listed[0].BlockedBy) == 0 || listed[0].BlockedBy[0].Kind != BlockUnfinished || !strings.Contains(listed[0].BlockedBy[0].Detail, "req-7") {
+		t.Fatalf("list of an unfinished allocation: %v %+v", err, listed)
+	}
+	_, err = p.Allocate(t.Context(), AllocateOptions{Binding: "T-1"})
 	var pe *Error
 	if !errors.Is(err, ErrBindingLive) || !strings.Contains(err.Error(), "request id resumes") || !errors.As(err, &pe) || pe.Details["unfinished_request"] != "req-7" {
 		t.Fatalf("allocate over an interrupted claim: %v", err)

@@ -34,6 +34,7 @@ const (
 	BlockLocked       = "locked"        // git's lock on it is someone else's
 	BlockReclaiming   = "reclaiming"    // a reclaim holds its reservation
 	BlockLeasesUnread = "leases_unread" // the ledgers cannot be read: leases unknown
+	BlockUnfinished   = "unfinished"    // its allocation has not finished: a retry with its request id does
 )
 
 // LeaseShown is how many leases of a workspace list names; it counts them all.
@@ -147,6 +148,12 @@ func (p *Provider) look(ws []*Workspace, claims map[*Workspace]*claimRecord, rea
 				Detail: "its record " + w.Damage.File + " cannot be read ('majlis doctor' says what to do)"})
 		}
 		rec := claims[w]
+		if rec != nil && !rec.has(EventCreated) {
+			// Nothing reclaims a workspace majlis never handed out: the
+			// allocation is finished (or undone) by a retry of it.
+			blocked = append(blocked, Blocker{Kind: BlockUnfinished, Detail: "its allocation (request " +
+				rec.Claim.RequestID + ") has not finished; a retry with that request id finishes it or says why not"})
+		}
 		if rec != nil {
 			c := &rec.Claim
 			if state, why := ownerState(c); state != "" {
