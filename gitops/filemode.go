@@ -70,20 +70,10 @@ func regularEntries(ctx context.Context, dir, ceiling, index string, data []byte
 		if len(rec) == 0 {
 			continue
 		}
-		meta, path, ok := bytes.Cut(rec, []byte{'\t'})
-		f := strings.Fields(string(meta))
-		if !ok || len(f) != 4 || len(f[0]) != 1 {
-			return nil, unexpected("git ls-files", "record %q", rec)
-		}
-		mode, err := parseMode(f[1])
+		e, err := parseStageRecord(rec)
 		if err != nil {
 			return nil, err
 		}
-		e := indexEntry{Path: string(path), Mode: mode, ID: f[2]}
-		fmt.Sscan(f[3], &e.Stage)
-		tag := f[0][0]
-		e.AssumeUnchanged = tag >= 'a' && tag <= 'z'
-		e.SkipWorktree = tag == 'S' || tag == 's'
 		keep(e)
 	}
 	return out, nil

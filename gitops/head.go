@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/majlis-dev/majlis/internal/workers"
 )
 
 // WorktreeHead returns the commit checked out in the worktree whose top
@@ -212,29 +210,19 @@ func worktreePathsInProcess(commonDir string) (paths []string, ok, partial bool)
 		bad, partial bool
 	}
 	out := make([]read, len(entries))
-	workers := min(len(entries), 2*runtime.GOMAXPROCS(0))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1)) - 1; i < len(entries); i = int(next.Add(1)) - 1 {
-				b, err := readSmallFile(filepath.Join(commonDir, "worktrees", entries[i].Name(), "gitdir"))
-				if errors.Is(err, os.ErrNotExist) {
-					out[i] = read{bad: true, partial: true}
-					continue
-				}
-				p := strings.TrimRight(string(b), "\n")
-				if err != nil || !filepath.IsAbs(p) || filepath.Base(p) != ".git" || strings.ContainsAny(p, "\n\x00") {
-					out[i] = read{bad: true, partial: p == "" && err == nil} // an empty file: being written
-					continue
-				}
-				out[i] = read{path: filepath.Clean(filepath.Dir(p))}
-			}
-		}()
-	}
-	wg.Wait()
+	workers.Each(len(entries), 2, func(i int) {
+		b, err := readSmallFile(filepath.Join(commonDir, "worktrees", entries[i].Name(), "gitdir"))
+		if errors.Is(err, os.ErrNotExist) {
+			out[i] = read{bad: true, partial: true}
+			return
+		}
+		p := strings.TrimRight(string(b), "\n")
+		if err != nil || !filepath.IsAbs(p) || filepath.Base(p) != ".git" || strings.ContainsAny(p, "\n\x00") {
+			out[i] = read{bad: true, partial: p == "" && err == nil} // an empty file: being written
+			return
+		}
+		out[i] = read{path: filepath.Clean(filepath.Dir(p))}
+	})
 	for _, r := range out {
 		if r.bad {
 			return nil, false, r.partial

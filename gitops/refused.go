@@ -91,11 +91,7 @@ func restoreRefused(ctx context.Context, dir, ceiling, meta string, list []byte)
 			}
 		}
 	}
-	type entry struct {
-		mode    Mode
-		id, rel string
-	}
-	var entries []entry
+	var entries []blobFile
 	for _, rec := range strings.Split(strings.TrimSuffix(string(list), "\x00"), "\x00") {
 		if rec == "" {
 			continue
@@ -115,26 +111,10 @@ func restoreRefused(ctx context.Context, dir, ceiling, meta string, list []byte)
 		case id == "":
 			notRestored = append(notRestored, refusedList+": "+rel+": its content is missing")
 		default:
-			entries = append(entries, entry{mode, id, rel})
+			entries = append(entries, blobFile{mode, id, rel})
 		}
 	}
-	if len(entries) == 0 {
-		return 0, notRestored, nil
-	}
-	var in strings.Builder
-	for _, e := range entries {
-		in.WriteString(e.id + "\n")
-	}
-	blobs, err := catBlobs(ctx, dir, ceiling, in.String(), len(entries))
-	if err != nil {
-		return 0, nil, err
-	}
-	for i, e := range entries {
-		if err := writeNoFollow(dir, e.rel, e.mode, blobs[i]); err != nil {
-			notRestored = append(notRestored, e.rel+" (a name git refuses): "+err.Error())
-			continue
-		}
-		restored++
-	}
-	return restored, notRestored, nil
+	return writeBlobs(ctx, dir, ceiling, entries, notRestored, func(rel string, err error) string {
+		return rel + " (a name git refuses): " + err.Error()
+	})
 }

@@ -670,24 +670,14 @@ func (s *Survey) flaggedByGit(ctx context.Context, dir, ceiling string) ([]index
 	var out []indexEntry
 	s.Conflicted, s.stages = 0, nil
 	for _, rec := range bytes.Split(bytes.TrimSuffix(res.stdout, []byte{0}), []byte{0}) {
-		meta, path, ok := bytes.Cut(rec, []byte{'\t'})
-		f := strings.Fields(string(meta))
-		if !ok || len(f) != 4 || len(f[0]) != 1 {
-			return nil, unexpected("git ls-files", "record %q", rec)
-		}
-		mode, err := parseMode(f[1])
+		e, err := parseStageRecord(rec)
 		if err != nil {
 			return nil, err
 		}
-		e := indexEntry{Path: string(path), Mode: mode, ID: f[2]}
-		fmt.Sscan(f[3], &e.Stage)
-		tag := f[0][0]
-		e.AssumeUnchanged = tag >= 'a' && tag <= 'z'
-		e.SkipWorktree = tag == 'S' || tag == 's'
 		if e.Stage != 0 {
 			s.Conflicted++
 			s.stages = append(s.stages, e)
-		} else if (e.AssumeUnchanged || e.SkipWorktree) && mode != ModeGitlink {
+		} else if (e.AssumeUnchanged || e.SkipWorktree) && e.Mode != ModeGitlink {
 			out = append(out, e)
 		}
 	}
@@ -769,4 +759,25 @@ func surveyWorktree(ctx context.Context, worktree, what string) (surveyed, error
 	}
 	s.sv.mergeExecBits()
 	return s, nil
+}
+
+// parseStageRecord parses one record of `git ls-files -s -v -z`: the tag
+// (lower case: assume-unchanged; S: skip-worktree), mode, object id and
+// stage, a tab, and the path.
+func parseStageRecord(rec []byte) (indexEntry, error) {
+	meta, path, ok := bytes.Cut(rec, []byte{'\t'})
+	f := strings.Fields(string(meta))
+	if !ok || len(f) != 4 || len(f[0]) != 1 {
+		return indexEntry{}, unexpected("git ls-files", "record %q", rec)
+	}
+	mode, err := parseMode(f[1])
+	if err != nil {
+		return indexEntry{}, err
+	}
+	e := indexEntry{Path: string(path), Mode: mode, ID: f[2]}
+	fmt.Sscan(f[3], &e.Stage)
+	tag := f[0][0]
+	e.AssumeUnchanged = tag >= 'a' && tag <= 'z'
+	e.SkipWorktree = tag == 'S' || tag == 's'
+	return e, nil
 }

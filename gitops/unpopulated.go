@@ -233,20 +233,42 @@ func restoreUnpopulated(ctx context.Context, dir, ceiling, meta, tree string) (r
 			entries = append(entries, e)
 		}
 	}
-	if len(entries) == 0 {
+	files := make([]blobFile, len(entries))
+	for i, e := range entries {
+		files[i] = blobFile{mode: e.mode, id: e.id, rel: e.rel}
+	}
+	return writeBlobs(ctx, dir, ceiling, files, notRestored, func(rel string, err error) string {
+		return unpopulatedPrefix + rel + ": " + err.Error()
+	})
+}
+
+// A blobFile is a file a restore writes from a blob: its mode, the blob
+// and its path in the worktree.
+type blobFile struct {
+	mode    Mode
+	id, rel string
+}
+
+// writeBlobs writes files into the worktree dir from their blobs, read
+// with one `git cat-file --batch`, never following a link or replacing
+// anything (writeNoFollow). A file that cannot be written is added to
+// notRestored, in the words of failed; restored counts the others.
+func writeBlobs(ctx context.Context, dir, ceiling string, files []blobFile, notRestored []string,
+	failed func(rel string, err error) string) (restored int, _ []string, _ error) {
+	if len(files) == 0 {
 		return 0, notRestored, nil
 	}
 	var in strings.Builder
-	for _, e := range entries {
-		in.WriteString(e.id + "\n")
+	for _, f := range files {
+		in.WriteString(f.id + "\n")
 	}
-	blobs, err := catBlobs(ctx, dir, ceiling, in.String(), len(entries))
+	blobs, err := catBlobs(ctx, dir, ceiling, in.String(), len(files))
 	if err != nil {
 		return 0, nil, err
 	}
-	for i, e := range entries {
-		if err := writeNoFollow(dir, e.rel, e.mode, blobs[i]); err != nil {
-			notRestored = append(notRestored, unpopulatedPrefix+e.rel+": "+err.Error())
+	for i, f := range files {
+		if err := writeNoFollow(dir, f.rel, f.mode, blobs[i]); err != nil {
+			notRestored = append(notRestored, failed(f.rel, err))
 			continue
 		}
 		restored++

@@ -5,16 +5,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/majlis-dev/majlis/internal/durable"
 	"github.com/majlis-dev/majlis/internal/procid"
+	"github.com/majlis-dev/majlis/internal/workers"
 	"github.com/majlis-dev/majlis/reservation"
 )
 
@@ -453,34 +452,24 @@ func (p *Provider) readBindingsThrough(loadIndex func() map[string]*indexBinding
 	out := make([][]*claimRecord, len(bindings))
 	errs := make([]error, len(bindings))
 	fresh := make([]*indexBinding, len(bindings))
-	workers := min(len(bindings), 2*runtime.GOMAXPROCS(0))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1)) - 1; i < len(bindings); i = int(next.Add(1)) - 1 {
-				b := bindings[i]
-				if ix := index[b]; ix != nil {
-					if recs, ok := ix.records(p.claimsDir(b)); ok {
-						out[i], fresh[i] = recs, ix
-						continue
-					}
-				}
-				start()
-				out[i], fresh[i], errs[i] = p.readBindingFiles(b)
-				if errs[i] != nil {
-					fresh[i] = nil
-					var pe *Error
-					if errors.Is(errs[i], ErrMalformed) && errors.As(errs[i], &pe) && pe.Hint == "" {
-						pe.Binding, pe.Hint = b, damageHint(b)
-					}
-				}
+	workers.Each(len(bindings), 2, func(i int) {
+		b := bindings[i]
+		if ix := index[b]; ix != nil {
+			if recs, ok := ix.records(p.claimsDir(b)); ok {
+				out[i], fresh[i] = recs, ix
+				return
 			}
-		}()
-	}
-	wg.Wait()
+		}
+		start()
+		out[i], fresh[i], errs[i] = p.readBindingFiles(b)
+		if errs[i] != nil {
+			fresh[i] = nil
+			var pe *Error
+			if errors.Is(errs[i], ErrMalformed) && errors.As(errs[i], &pe) && pe.Hint == "" {
+				pe.Binding, pe.Hint = b, damageHint(b)
+			}
+		}
+	})
 	if stale := staleInIndex(index, bindings, fresh); stale > 0 && (p.eagerIndex || index == nil || stale > indexSlack(len(bindings))) {
 		if tmp, started := start(); tmp != nil {
 			_ = p.writeClaimsIndex(tmp, started, fresh) // derived state: a failure only costs the next reader time

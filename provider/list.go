@@ -5,16 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/gitops"
 	"github.com/majlis-dev/majlis/internal/procid"
+	"github.com/majlis-dev/majlis/internal/workers"
 )
 
 // One look (workspace list): for each workspace, whether its owner is
@@ -233,25 +231,16 @@ func describeLeases(ls []admission.Lease) string {
 func foreignLocks(ws []*Workspace, claims map[*Workspace]*claimRecord) map[*Workspace]string {
 	reasons := make([]string, len(ws))
 	locked := make([]bool, len(ws))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(len(ws), 2*runtime.GOMAXPROCS(0)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1)) - 1; i < len(ws); i = int(next.Add(1)) - 1 {
-				w, rec := ws[i], claims[ws[i]]
-				if rec == nil || w.State == StateReclaimed || w.State == StateMissing {
-					continue
-				}
-				lock, err := gitops.WorktreeLockAt(rec.Claim.Path)
-				if err == nil && lock.Locked && !ownLock(rec, lock.Reason) {
-					reasons[i], locked[i] = lock.Reason, true
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	workers.Each(len(ws), 2, func(i int) {
+		w, rec := ws[i], claims[ws[i]]
+		if rec == nil || w.State == StateReclaimed || w.State == StateMissing {
+			return
+		}
+		lock, err := gitops.WorktreeLockAt(rec.Claim.Path)
+		if err == nil && lock.Locked && !ownLock(rec, lock.Reason) {
+			reasons[i], locked[i] = lock.Reason, true
+		}
+	})
 	out := map[*Workspace]string{}
 	for i, w := range ws {
 		if locked[i] {

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"os"
-	"runtime"
 	"sort"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/internal/workers"
 	"github.com/majlis-dev/majlis/pathid"
 )
 
@@ -201,19 +199,9 @@ func (p *Provider) List(ctx context.Context, o ListOptions) (_ []*Workspace, err
 	// with Status one git status: spread over the processors.
 	out := make([]*Workspace, len(shown))
 	errs := make([]error, len(shown))
-	workers := min(len(shown), runtime.GOMAXPROCS(0))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1)) - 1; i < len(shown); i = int(next.Add(1)) - 1 {
-				out[i], errs[i] = p.render(ctx, reader, reclaiming, shown[i], o.Status)
-			}
-		}()
-	}
-	wg.Wait()
+	workers.Each(len(shown), 1, func(i int) {
+		out[i], errs[i] = p.render(ctx, reader, reclaiming, shown[i], o.Status)
+	})
 	claims := map[*Workspace]*claimRecord{}
 	for i, err := range errs {
 		if err != nil {
