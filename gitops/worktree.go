@@ -57,35 +57,14 @@ func AddWorktree(ctx context.Context, dir, path, branch, commit, lockReason stri
 		args = append(args, "--reason", lockReason)
 	}
 	args = append(args, "-b", branch, "--", path, commit)
-	var err error
-	for attempt := 0; ; attempt++ {
-		_, err = git(ctx, dir, o, args...)
-		if err == nil {
-			return nil
-		}
-		// git can die on a sibling's worktree entry that a concurrent
-		// `git worktree add` is still writing. Try again only when it died
-		// before creating anything of ours: no directory at path, and no
-		// branch left behind (or one we may remove, since -b names a
-		// branch that did not exist).
-		var ge *Error
-		if attempt >= 20 || !errors.As(err, &ge) || !partialWorktreeEntry(ge.Stderr) {
-			break
-		}
-		if _, serr := os.Lstat(path); !errors.Is(serr, os.ErrNotExist) {
-			break
-		}
-		if !removeBranchAt(context.WithoutCancel(ctx), dir, "refs/heads/"+branch, commit) {
-			break
-		}
-		if testHookPartialEntry != nil {
-			testHookPartialEntry(attempt)
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(time.Duration(10+attempt*5) * time.Millisecond):
-		}
+	// No branch may be left behind before a retry (or one we may remove,
+	// since -b names a branch that did not exist).
+	err := addRetryingPartial(ctx, path, func() error {
+		_, err := git(ctx, dir, o, args...)
+		return err
+	}, func() bool { return removeBranchAt(context.WithoutCancel(ctx), dir, "refs/heads/"+branch, commit) })
+	if err == nil {
+		return nil
 	}
 	err = classify(err, ErrBranchExists, "fatal: a branch named ")
 	err = classify(err, ErrPathExists, "' already exists", "is a missing but already registered worktree", "is a missing but locked worktree")
@@ -97,6 +76,35 @@ func AddWorktree(ctx context.Context, dir, path, branch, commit, lockReason stri
 		return errors.Join(err, fmt.Errorf("gitops: removing branch %s left by the failed worktree add: %w", branch, cerr))
 	}
 	return err
+}
+
+// addRetryingPartial runs add, a `git worktree add` of path, again when
+// git died on a sibling's worktree entry that a concurrent add is still
+// writing: only when it died before creating anything of ours (nothing
+// at path, and clear, when given, says what it left is gone), up to 20
+// times with a growing pause.
+func addRetryingPartial(ctx context.Context, path string, add func() error, clear func() bool) error {
+	for attempt := 0; ; attempt++ {
+		err := add()
+		var ge *Error
+		if err == nil || attempt >= 20 || !errors.As(err, &ge) || !partialWorktreeEntry(ge.Stderr) {
+			return err
+		}
+		if _, serr := os.Lstat(path); !errors.Is(serr, os.ErrNotExist) {
+			return err
+		}
+		if clear != nil && !clear() {
+			return err
+		}
+		if testHookPartialEntry != nil {
+			testHookPartialEntry(attempt)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(10+attempt*5) * time.Millisecond):
+		}
+	}
 }
 
 // checkoutOpts are the options and first arguments of a `git worktree

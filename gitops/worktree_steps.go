@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/majlis-dev/majlis/internal/failpoint"
 	"golang.org/x/sys/unix"
@@ -86,25 +85,10 @@ func addWorktreeInSteps(ctx context.Context, dir, path, branch, commit, lockReas
 		args = append(args, "--reason", lockReason)
 	}
 	args = append(args, "--", path, commit)
-	var err error
-	for attempt := 0; ; attempt++ {
-		_, err = git(ctx, dir, cmdOpts{}, args...)
-		var ge *Error
-		if err == nil || attempt >= 20 || !errors.As(err, &ge) || !partialWorktreeEntry(ge.Stderr) {
-			break
-		}
-		if _, serr := os.Lstat(path); !errors.Is(serr, os.ErrNotExist) {
-			break
-		}
-		if testHookPartialEntry != nil {
-			testHookPartialEntry(attempt)
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(time.Duration(10+attempt*5) * time.Millisecond):
-		}
-	}
+	err := addRetryingPartial(ctx, path, func() error {
+		_, err := git(ctx, dir, cmdOpts{}, args...)
+		return err
+	}, nil)
 	if err != nil {
 		// The path is someone else's, or the commit unknown: nothing of
 		// this command's is left (the branch is made later).

@@ -2,6 +2,7 @@ package gitops
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,5 +137,35 @@ func TestAddWorktreeInStepsRefusals(t *testing.T) {
 	}
 	if got := fixtures.Git(t, hooked, "symbolic-ref", "HEAD"); strings.TrimSpace(got) != "refs/heads/hooked" {
 		t.Fatalf("after a failing hook HEAD is %q", got)
+	}
+}
+
+// A path registered to a worktree whose folder is gone (prunable, or
+// missing and locked) is refused by the steps as by git: ErrPathExists,
+// no branch made, and the other worktree's entry kept as it was.
+func TestAddWorktreeInStepsKeepsAMissingWorktreesEntry(t *testing.T) {
+	repo := fixtures.NewRepo(t)
+	head := repo.Head()
+	base := fixtures.TempDir(t)
+	withStepsThreshold(t, 1)
+	for _, locked := range []bool{false, true} {
+		gone := filepath.Join(base, fmt.Sprintf("gone-%v", locked))
+		other := repo.AddWorktree(gone, fmt.Sprintf("other-%v", locked))
+		if locked {
+			repo.LockWorktree(gone, "on removable media")
+		}
+		other.Remove("")
+		before := repo.Git("worktree", "list", "--porcelain")
+		refs := repo.Git("for-each-ref", "--format=%(refname) %(objectname)")
+		err := AddWorktree(ctx, repo.Dir, gone, fmt.Sprintf("new-%v", locked), head, "r")
+		if !errors.Is(err, ErrPathExists) {
+			t.Fatalf("locked=%v: got %v, want ErrPathExists", locked, err)
+		}
+		if got := repo.Git("worktree", "list", "--porcelain"); got != before {
+			t.Fatalf("locked=%v: git's worktrees changed:\n%s\nwant\n%s", locked, got, before)
+		}
+		if got := repo.Git("for-each-ref", "--format=%(refname) %(objectname)"); got != refs {
+			t.Fatalf("locked=%v: refs changed:\n%s\nwant\n%s", locked, got, refs)
+		}
 	}
 }

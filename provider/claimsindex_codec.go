@@ -154,20 +154,12 @@ func (r *ixReader) int() int {
 }
 
 func (r *ixReader) str() string {
-	n := r.uvarint()
-	if n > uint64(len(r.b)) {
-		r.fail()
-		return ""
+	b := r.raw()
+	if r.all == "" || len(b) == 0 {
+		return string(b)
 	}
-	var s string
-	if r.all != "" {
-		off := len(r.all) - len(r.b)
-		s = r.all[off : off+int(n)]
-	} else {
-		s = string(r.b[:n])
-	}
-	r.b = r.b[n:]
-	return s
+	end := len(r.all) - len(r.b) // raw has moved past b
+	return r.all[end-len(b) : end]
 }
 
 // raw returns the next length-prefixed bytes, valid until b is reused.
