@@ -77,6 +77,10 @@ func addWorktreeInSteps(ctx context.Context, dir, path, branch, commit, lockReas
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(dir, path)
 	}
+	// The hook's path does not depend on the new worktree: git is asked
+	// for it while it makes the worktree, one process's start hidden.
+	hook := lookUpPostCheckout(ctx, dir)
+	defer hook() // waited for on every return, so no process outlives the add
 	// 1. The worktree, detached at commit, empty and locked. git can die
 	// on a sibling's entry that a concurrent add is still writing, before
 	// it creates anything: try again then.
@@ -110,7 +114,7 @@ func addWorktreeInSteps(ctx context.Context, dir, path, branch, commit, lockReas
 	if _, err := git(ctx, path, o, reset...); err != nil {
 		return err
 	}
-	return finishSteps(ctx, dir, path, branch, commit, false)
+	return finishSteps(ctx, dir, path, branch, commit, false, hook)
 }
 
 // FinishAddInSteps finishes an add in steps (see stepsThreshold) that
@@ -122,12 +126,13 @@ func addWorktreeInSteps(ctx context.Context, dir, path, branch, commit, lockReas
 // A branch elsewhere than commit, or checked out in a worktree, gives
 // ErrBranchExists. dir is the repository's common git directory.
 func FinishAddInSteps(ctx context.Context, dir, path, branch, commit string) error {
-	return finishSteps(ctx, dir, path, branch, commit, true)
+	return finishSteps(ctx, dir, path, branch, commit, true, lookUpPostCheckout(ctx, dir))
 }
 
 // finishSteps is the add in steps from its branch on; with adopt, a
-// branch at commit checked out nowhere is taken as the add's own.
-func finishSteps(ctx context.Context, dir, path, branch, commit string, adopt bool) error {
+// branch at commit checked out nowhere is taken as the add's own. hook
+// gives the post-checkout hook's path (lookUpPostCheckout).
+func finishSteps(ctx context.Context, dir, path, branch, commit string, adopt bool, hook func() (string, error)) error {
 	// 3. The branch, refused if it exists, made only now: from the moment
 	// it exists until HEAD is on it another process could check it out
 	// (git worktree add -b leaves the same moment), and this keeps that
@@ -164,7 +169,7 @@ func finishSteps(ctx context.Context, dir, path, branch, commit string, adopt bo
 		return err
 	}
 	// 5. The post-checkout hook, run as git worktree add runs it.
-	return runPostCheckout(ctx, dir, path, commit)
+	return runPostCheckout(ctx, path, commit, hook)
 }
 
 // branchFree reports whether branch is at commit and checked out in no
@@ -186,24 +191,49 @@ func branchFree(ctx context.Context, dir, branch, commit string) (bool, error) {
 	return true, nil
 }
 
+// lookUpPostCheckout starts asking git where the post-checkout hook of
+// `git -C dir worktree add` is: the hook that git finds from dir (a
+// relative core.hooksPath is taken from there, not from the new
+// worktree). The function it returns waits for the answer, an absolute
+// path whether or not a hook is there.
+func lookUpPostCheckout(ctx context.Context, dir string) func() (string, error) {
+	type answer struct {
+		path string
+		err  error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := git(ctx, dir, cmdOpts{readOnly: true}, "rev-parse", "--path-format=absolute", "--git-path", "hooks/post-checkout")
+		if err != nil {
+			done <- answer{err: err}
+			return
+		}
+		hook, ok := strings.CutSuffix(string(res.stdout), "\n")
+		if !ok || !filepath.IsAbs(hook) || strings.Contains(hook, "\n") {
+			done <- answer{err: unexpected("git rev-parse --git-path hooks/post-checkout", "want one absolute path, got %q", res.stdout)}
+			return
+		}
+		done <- answer{path: hook}
+	}()
+	return sync.OnceValues(func() (string, error) {
+		a := <-done
+		return a.path, a.err
+	})
+}
+
 // runPostCheckout runs the post-checkout hook of a worktree just added at
-// path as `git -C dir worktree add` runs it: the hook that git finds from
-// dir (a relative core.hooksPath is taken from there, not from the new
-// worktree), in the new worktree, with the arguments all zeros, commit,
+// path as `git -C dir worktree add` runs it: the hook that hook names
+// (lookUpPostCheckout), in the new worktree, with the arguments all zeros, commit,
 // 1, and with no GIT_DIR or GIT_WORK_TREE (git unsets them for this hook,
 // so that the hook's git finds the worktree from its directory, and git
 // run by the hook in another repository acts on that one). `git hook
 // run` cannot do it: it exports the GIT_DIR it found. Like every child of
 // git, the hook has git's exec path first on its PATH, and GIT_EXEC_PATH.
 // Its output goes to the error's text, as git's other output does.
-func runPostCheckout(ctx context.Context, dir, path, commit string) error {
-	res, err := git(ctx, dir, cmdOpts{readOnly: true}, "rev-parse", "--path-format=absolute", "--git-path", "hooks/post-checkout")
+func runPostCheckout(ctx context.Context, path, commit string, lookUp func() (string, error)) error {
+	hook, err := lookUp()
 	if err != nil {
 		return err
-	}
-	hook, ok := strings.CutSuffix(string(res.stdout), "\n")
-	if !ok || !filepath.IsAbs(hook) || strings.Contains(hook, "\n") {
-		return unexpected("git rev-parse --git-path hooks/post-checkout", "want one absolute path, got %q", res.stdout)
 	}
 	// git runs the hook when it can execute it (access X_OK) and ignores
 	// it otherwise.
