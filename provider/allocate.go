@@ -14,6 +14,7 @@ import (
 	"github.com/majlis-dev/majlis/internal/durable"
 	"github.com/majlis-dev/majlis/internal/failpoint"
 	"github.com/majlis-dev/majlis/internal/procid"
+	"github.com/majlis-dev/majlis/internal/workers"
 	"github.com/majlis-dev/majlis/pathid"
 	"github.com/majlis-dev/majlis/reservation"
 )
@@ -194,6 +195,9 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 	if claim.Allocator, err = procid.Of(os.Getpid()); err != nil {
 		return nil, err
 	}
+	// The claims index is read while git's worktrees are checked; the
+	// records are checked against it under the lease (prefetchIndex).
+	index := p.prefetchIndex()
 	var rec *claimRecord
 	for attempt := 1; ; attempt++ {
 		// Git's worktrees, with the ignore rules of those that contain
@@ -208,7 +212,7 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 		if err := fpAllocateChecked.Inject(); err != nil {
 			return nil, err
 		}
-		rec, err = p.publishClaim(ctx, claim, args, cleared)
+		rec, err = p.publishClaim(ctx, claim, args, cleared, index)
 		if errors.Is(err, errJudgeAgain) {
 			if attempt < 3 {
 				continue
@@ -248,7 +252,11 @@ func (p *Provider) checkWorktrees(ctx context.Context, o AllocateOptions, path, 
 	cleared := map[string]bool{}
 	// The worktrees share their parent folders: look each up once.
 	resolver := pathid.NewResolver()
-	for _, w := range worktrees {
+	apart := apartFrom(path, physical, worktrees)
+	for i, w := range worktrees {
+		if apart[i] {
+			continue
+		}
 		ignored, err := p.checkNesting(ctx, o, path, physical, w, "worktree", resolver.Physical)
 		if err != nil {
 			return nil, err
@@ -260,6 +268,50 @@ func (p *Provider) checkWorktrees(ctx context.Context, o AllocateOptions, path, 
 	return cleared, nil
 }
 
+// apartFrom reports, for each worktree, whether it is proven apart from
+// the new workspace path (which does not exist) by one lookup of the
+// folder it names instead of resolving it component by component: with a
+// thousand worktrees that is most of the nesting check's time.
+//
+// A worktree that does not contain path by name can still contain it
+// physically, through a symbolic link or another name of a folder; then
+// the folder it names is one of the folders physical (path, resolved)
+// passes through, and has the same identity. It cannot lie inside path,
+// which does not exist, unless it does not exist either. So a worktree
+// that exists, whose folder is none of those physical passes through, is
+// apart. Every other worktree (one that overlaps path by name, or that
+// cannot be looked up, or whose folder is one of those) is left to
+// checkNesting, as before.
+func apartFrom(path, physical string, worktrees []string) []bool {
+	var through []pathid.FileID
+	for dir := physical; ; dir = filepath.Dir(dir) { // physical itself, should it exist by now
+		if id, err := pathid.Stat(dir); err == nil {
+			through = append(through, id)
+		}
+		if filepath.Dir(dir) == dir {
+			break
+		}
+	}
+	apart := make([]bool, len(worktrees))
+	workers.Each(len(worktrees), 2, func(i int) {
+		w := worktrees[i]
+		if pathid.Relate(path, w).Overlapping() {
+			return
+		}
+		id, err := pathid.Stat(w)
+		if err != nil {
+			return
+		}
+		for _, t := range through {
+			if id.Equal(t) {
+				return
+			}
+		}
+		apart[i] = true
+	})
+	return apart
+}
+
 // errJudgeAgain: a workspace around the path was created after its
 // worktree was judged; the caller runs the checks again.
 var errJudgeAgain = errors.New("a workspace around the path was created meanwhile")
@@ -268,7 +320,7 @@ var errJudgeAgain = errors.New("a workspace around the path was created meanwhil
 // reclaim targets and every other published claim, created or not, and
 // publishes the claim. cleared names the worktrees whose ignore rules
 // were found to ignore the path, before the lease.
-func (p *Provider) publishClaim(ctx context.Context, claim Claim, args requestArgs, cleared map[string]bool) (*claimRecord, error) {
+func (p *Provider) publishClaim(ctx context.Context, claim Claim, args requestArgs, cleared map[string]bool, index func() map[string]*indexBinding) (*claimRecord, error) {
 	lease, err := p.publicationLease(ctx, "allocate "+claim.Binding)
 	if err != nil {
 		return nil, err
@@ -289,7 +341,7 @@ func (p *Provider) publishClaim(ctx context.Context, claim Claim, args requestAr
 	if err := p.checkReserved(claim.Binding, claim.Path, claim.PhysicalPath, claim.RequestID); err != nil {
 		return nil, err
 	}
-	others, err := p.liveClaims()
+	others, err := p.liveClaimsThrough(index)
 	if err != nil {
 		return nil, err
 	}
@@ -482,7 +534,12 @@ func (p *Provider) checkReserved(binding, path, physical string, requestID ...st
 // A damaged binding contributes a stand-in for every place its workspaces
 // may occupy, or refuses when they cannot all be located (damage.go).
 func (p *Provider) liveClaims() ([]*claimRecord, error) {
-	inv, err := p.readInventory()
+	return p.liveClaimsThrough(p.loadClaimsIndex)
+}
+
+// liveClaimsThrough is liveClaims with the claims index that index gives.
+func (p *Provider) liveClaimsThrough(index func() map[string]*indexBinding) ([]*claimRecord, error) {
+	inv, err := p.inventoryOf(p.readBindingsThrough(index))
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/majlis-dev/majlis/fixtures"
 	"github.com/majlis-dev/majlis/reservation"
 )
@@ -420,4 +421,64 @@ func TestInterruptedCheckoutNotFinished(t *testing.T) {
 	if err != nil || ws.Head != repo.Head() {
 		t.Fatalf("resume after the checkout: %v %+v", err, ws)
 	}
+}
+
+// TestAllocateRefusesPathInsideGitWorktreeByAnotherName: the nesting check
+// of git's own worktrees (not majlis workspaces, whose claims are checked
+// apart) sees a worktree that holds the path under another name of a
+// folder: a symbolic link into the worktree, a worktree registered through
+// a symbolic link, and one registered through a link that leads into the
+// path, which does not exist yet. A worktree whose folder is gone and one
+// elsewhere do not stop an allocation.
+func TestAllocateRefusesPathInsideGitWorktreeByAnotherName(t *testing.T) {
+	repo, p := newProvider(t)
+	root := t.TempDir()
+	real := filepath.Join(root, "real")
+	if err := os.Mkdir(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(real, "plain")
+	repo.Git("worktree", "add", "--quiet", "--detach", plain, "HEAD")
+	if err := os.Symlink(plain, filepath.Join(root, "to-plain")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, filepath.Join(root, "to-real")); err != nil {
+		t.Fatal(err)
+	}
+	linked := filepath.Join(root, "to-real", "linked")
+	repo.Git("worktree", "add", "--quiet", "--detach", linked, "HEAD")
+	gone := filepath.Join(root, "gone")
+	repo.Git("worktree", "add", "--quiet", "--detach", gone, "HEAD")
+	if err := os.RemoveAll(gone); err != nil {
+		t.Fatal(err)
+	}
+	// git records a worktree's path resolved; record the linked one as it
+	// was named, as an older git or a repair by hand leaves it.
+	for _, w := range []string{linked} {
+		admin := fixtures.AdminDir(t, w)
+		if err := os.WriteFile(filepath.Join(admin, "gitdir"), []byte(filepath.Join(w, ".git")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, tc := range []struct{ name, path string }{
+		{"through a link into a worktree", filepath.Join(root, "to-plain", "inner")},
+		{"inside a worktree registered through a link", filepath.Join(real, "linked", "inner")},
+		{"inside a worktree by its resolved name", filepath.Join(real, "plain", "inner")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := repo.Git("worktree", "list", "--porcelain")
+			_, err := p.Allocate(t.Context(), AllocateOptions{Binding: fmt.Sprintf("N-%d", i), Path: tc.path})
+			if !errors.Is(err, ErrNested) {
+				t.Fatalf("allocate at %s: %v, want ErrNested", tc.path, err)
+			}
+			if after := repo.Git("worktree", "list", "--porcelain"); after != before {
+				t.Errorf("a refused allocation changed git's worktrees:\n%s", cmp.Diff(before, after))
+			}
+			if _, err := os.Lstat(tc.path); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("a refused allocation made %s", tc.path)
+			}
+		})
+	}
+	mustAllocate(t, p, AllocateOptions{Binding: "apart", Path: filepath.Join(root, "apart")})
+	mustAllocate(t, p, AllocateOptions{Binding: "beside", Path: filepath.Join(real, "beside")})
 }

@@ -449,13 +449,15 @@ func (p *Provider) readBindingsThrough(loadIndex func() map[string]*indexBinding
 		return nil, nil, nil, err
 	}
 	index := loadIndex()
+	keys := openKeyReader(filepath.Join(p.stateDir, "claims"))
+	defer keys.close()
 	out := make([][]*claimRecord, len(bindings))
 	errs := make([]error, len(bindings))
 	fresh := make([]*indexBinding, len(bindings))
 	workers.Each(len(bindings), 2, func(i int) {
 		b := bindings[i]
 		if ix := index[b]; ix != nil {
-			if recs, ok := ix.records(p.claimsDir(b)); ok {
+			if recs, ok := ix.records(keys); ok {
 				out[i], fresh[i] = recs, ix
 				return
 			}

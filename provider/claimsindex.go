@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/majlis-dev/majlis/internal/failpoint"
@@ -90,16 +91,28 @@ func (p *Provider) loadClaimsIndex() map[string]*indexBinding {
 	return out
 }
 
+// prefetchIndex starts reading the claims index on another goroutine and
+// returns what waits for it. The index may be read before the records
+// are: what it holds is taken only for the bindings whose folder and
+// records are, when they are read, as it saw them (records), so reading
+// it early changes no answer. An allocation reads it while it checks
+// git's worktrees, before the publication lease.
+func (p *Provider) prefetchIndex() func() map[string]*indexBinding {
+	ch := make(chan map[string]*indexBinding, 1)
+	go func() { ch <- p.loadClaimsIndex() }()
+	return sync.OnceValue(func() map[string]*indexBinding { return <-ch })
+}
+
 // records returns the binding's records as readBindingRecords would,
-// when the folder and every file are as the index saw them; ok is false
-// otherwise.
-func (b *indexBinding) records(dir string) (recs []*claimRecord, ok bool) {
-	if k, err := lstatKey(dir); err != nil || k != b.Dir {
+// when the folder and every file are as the index saw them (keys reads
+// them under the claims folder); ok is false otherwise.
+func (b *indexBinding) records(keys *keyReader) (recs []*claimRecord, ok bool) {
+	if k, err := keys.key(b.Binding); err != nil || k != b.Dir {
 		return nil, false
 	}
 	bySeq := map[int]*claimRecord{}
 	for _, f := range b.Files {
-		if k, err := lstatKey(dir + string(filepath.Separator) + f.Name); err != nil || k != f.Key {
+		if k, err := keys.key(b.Binding + string(filepath.Separator) + f.Name); err != nil || k != f.Key {
 			return nil, false
 		}
 		if f.Claim != nil {

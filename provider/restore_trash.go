@@ -90,7 +90,7 @@ func (p *Provider) RestoreFromTrash(ctx context.Context, binding, requestID stri
 	if claim.Allocator, err = procid.Of(os.Getpid()); err != nil {
 		return nil, err
 	}
-	rec, err := p.publishClaim(ctx, claim, args, nil)
+	rec, err := p.publishClaim(ctx, claim, args, nil, p.loadClaimsIndex)
 	if err != nil {
 		return nil, err
 	}
