@@ -190,6 +190,24 @@ func (p *Provider) claimsDir(binding string) string {
 
 func claimName(seq int, suffix string) string { return fmt.Sprintf("%06d.%s", seq, suffix) }
 
+// isClaimName reports whether name is claimName(seq, suffix), without
+// making it: the claims index checks a few thousand names each time it
+// is read.
+func isClaimName(name string, seq int, suffix string) bool {
+	if seq < 0 || seq > 999999 {
+		return name == claimName(seq, suffix)
+	}
+	if len(name) != 7+len(suffix) || name[6] != '.' || name[7:] != suffix {
+		return false
+	}
+	for i, d := 0, 100000; d > 0; i, d = i+1, d/10 {
+		if name[i] != byte('0'+seq/d%10) {
+			return false
+		}
+	}
+	return true
+}
+
 // readBinding reads every claim of binding, oldest first. Files it does not
 // recognise refuse: the inventory must be fully understood.
 func (p *Provider) readBinding(binding string) ([]*claimRecord, error) {

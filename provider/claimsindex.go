@@ -1,12 +1,14 @@
 package provider
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -110,22 +112,28 @@ func (b *indexBinding) records(keys *keyReader) (recs []*claimRecord, ok bool) {
 	if k, err := keys.key(b.Binding); err != nil || k != b.Dir {
 		return nil, false
 	}
-	bySeq := map[int]*claimRecord{}
 	for _, f := range b.Files {
 		if k, err := keys.key(b.Binding + string(filepath.Separator) + f.Name); err != nil || k != f.Key {
 			return nil, false
 		}
 		if f.Claim != nil {
-			bySeq[f.Claim.Seq] = &claimRecord{Claim: *f.Claim, Digest: f.Digest, Events: map[string]*Event{}}
+			recs = append(recs, &claimRecord{Claim: *f.Claim, Digest: f.Digest, Events: make(map[string]*Event, 2)})
 		}
+	}
+	if len(recs) > 1 {
+		slices.SortFunc(recs, func(a, b *claimRecord) int { return cmp.Compare(a.Claim.Seq, b.Claim.Seq) })
 	}
 	for _, f := range b.Files {
 		if f.Event != nil {
 			ev := *f.Event
-			bySeq[ev.Seq].Events[ev.Kind] = &ev // decodeClaimsIndex checked that the claim is there
+			i, found := slices.BinarySearchFunc(recs, ev.Seq, func(r *claimRecord, seq int) int { return cmp.Compare(r.Claim.Seq, seq) })
+			if !found {
+				return nil, false // decodeClaimsIndex checked that the claim is there
+			}
+			recs[i].Events[ev.Kind] = &ev
 		}
 	}
-	return sortedRecords(bySeq), true
+	return recs, true
 }
 
 // writeClaimsIndex writes bs as the new index through tmp (open, made
@@ -274,6 +282,7 @@ func decodeClaimsIndex(data []byte) ([]*indexBinding, error) {
 		start := r.b
 		b := &indexBinding{Binding: r.str(), Dir: r.key()}
 		nf := r.count()
+		b.Files = make([]indexFile, 0, nf)
 		for range nf {
 			f := indexFile{Name: r.str(), Key: r.key(), Digest: r.str()}
 			switch r.byte() {
@@ -310,13 +319,46 @@ func (b *indexBinding) check() error {
 	if ValidBinding(b.Binding) != nil {
 		return errors.New("bad binding")
 	}
-	claims := map[int]string{}
-	names := map[string]bool{}
-	for _, f := range b.Files {
-		if names[f.Name] || strings.ContainsRune(f.Name, filepath.Separator) {
+	// Most bindings have a few records: their names and claims are then
+	// looked up by going through them, a thousand maps fewer to make.
+	few := len(b.Files) <= 16
+	var names map[string]bool
+	var claims map[int]string
+	if !few {
+		names, claims = make(map[string]bool, len(b.Files)), map[int]string{}
+		for _, f := range b.Files {
+			if f.Claim != nil {
+				claims[f.Claim.Seq] = f.Digest
+			}
+		}
+	}
+	digestOf := func(seq int) string {
+		if !few {
+			return claims[seq]
+		}
+		for _, f := range b.Files {
+			if f.Claim != nil && f.Claim.Seq == seq {
+				return f.Digest
+			}
+		}
+		return ""
+	}
+	seen := func(i int) bool {
+		if !few {
+			defer func() { names[b.Files[i].Name] = true }()
+			return names[b.Files[i].Name]
+		}
+		for _, g := range b.Files[:i] {
+			if g.Name == b.Files[i].Name {
+				return true
+			}
+		}
+		return false
+	}
+	for i, f := range b.Files {
+		if seen(i) || strings.ContainsRune(f.Name, filepath.Separator) {
 			return errors.New("bad file name")
 		}
-		names[f.Name] = true
 		if f.Claim == nil {
 			continue
 		}
@@ -324,10 +366,9 @@ func (b *indexBinding) check() error {
 		if err := c.check(); err != nil {
 			return err
 		}
-		if c.Format != formatClaim || c.Binding != b.Binding || f.Name != claimName(c.Seq, "claim") || !strings.HasPrefix(f.Digest, "sha256:") {
+		if c.Format != formatClaim || c.Binding != b.Binding || !isClaimName(f.Name, c.Seq, "claim") || !strings.HasPrefix(f.Digest, "sha256:") {
 			return errors.New("claim does not match its file")
 		}
-		claims[c.Seq] = f.Digest
 	}
 	for _, f := range b.Files {
 		if f.Claim != nil {
@@ -337,7 +378,7 @@ func (b *indexBinding) check() error {
 		if err := e.check(); err != nil {
 			return err
 		}
-		if e.Format != formatEvent || e.Binding != b.Binding || f.Name != claimName(e.Seq, e.Kind) || claims[e.Seq] == "" || claims[e.Seq] != e.ClaimDigest {
+		if e.Format != formatEvent || e.Binding != b.Binding || !isClaimName(f.Name, e.Seq, e.Kind) || digestOf(e.Seq) == "" || digestOf(e.Seq) != e.ClaimDigest {
 			return errors.New("event does not match its claim")
 		}
 	}
