@@ -32,15 +32,25 @@ type Repo struct {
 func (r Repo) Linked() bool { return r.GitDir != r.CommonDir }
 
 // Discover finds the worktree and repository containing path, which may be
-// any directory inside the main worktree or a linked worktree. It runs one
-// git process. A path outside any repository gives ErrNotARepository; a
-// bare repository or a path inside a git directory gives ErrNotAWorkTree; a
-// missing path gives an error satisfying errors.Is(err, fs.ErrNotExist).
+// any directory inside the main worktree or a linked worktree. It answers
+// in process for an ordinary repository (discoverInProcess) and runs one
+// git process otherwise. A path outside any repository gives
+// ErrNotARepository; a bare repository or a path inside a git directory
+// gives ErrNotAWorkTree; a missing path gives an error satisfying
+// errors.Is(err, fs.ErrNotExist).
 func Discover(ctx context.Context, path string) (Repo, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return Repo{}, err
 	}
+	if r, ok := discoverInProcess(abs); ok {
+		return r, nil
+	}
+	return discoverByGit(ctx, abs)
+}
+
+// discoverByGit is Discover by `git rev-parse` in abs.
+func discoverByGit(ctx context.Context, abs string) (Repo, error) {
 	res, err := git(ctx, abs, cmdOpts{readOnly: true},
 		"rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir", "--git-common-dir")
 	if err != nil {

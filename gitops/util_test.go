@@ -7,11 +7,6 @@ import (
 	"github.com/majlis-dev/majlis/fixtures"
 )
 
-func exists(path string) bool {
-	_, err := os.Lstat(path)
-	return err == nil
-}
-
 func removeAll(path string) error { return os.RemoveAll(path) }
 
 func branchExists(r *fixtures.Repo, name string) bool {
