@@ -282,7 +282,7 @@ func decodeClaimsIndex(data []byte) ([]*indexBinding, error) {
 		start := r.b
 		b := &indexBinding{Binding: r.str(), Dir: r.key()}
 		nf := r.count()
-		b.Files = make([]indexFile, 0, nf)
+		b.Files = make([]indexFile, 0, min(nf, 16)) // nf is only bounded by the bytes left
 		for range nf {
 			f := indexFile{Name: r.str(), Key: r.key(), Digest: r.str()}
 			switch r.byte() {
