@@ -126,7 +126,11 @@ func addWorktreeInSteps(ctx context.Context, dir, path, branch, commit, lockReas
 // A branch elsewhere than commit, or checked out in a worktree, gives
 // ErrBranchExists. dir is the repository's common git directory.
 func FinishAddInSteps(ctx context.Context, dir, path, branch, commit string) error {
-	return finishSteps(ctx, dir, path, branch, commit, true, lookUpPostCheckout(ctx, dir))
+	// The hook's path is asked only when the hook is due, as a refusal
+	// before it must leave no lookup running (nothing here is slow
+	// enough to hide it behind).
+	hook := func() (string, error) { return lookUpPostCheckout(ctx, dir)() }
+	return finishSteps(ctx, dir, path, branch, commit, true, hook)
 }
 
 // finishSteps is the add in steps from its branch on; with adopt, a
