@@ -217,11 +217,14 @@ func worktreePathsInProcess(commonDir string) (paths []string, ok, partial bool)
 			return
 		}
 		p := strings.TrimRight(string(b), "\n")
-		if err != nil || !filepath.IsAbs(p) || filepath.Base(p) != ".git" || strings.ContainsAny(p, "\n\x00") {
+		// A name that is not clean (a ".." after a symbolic link, as a
+		// repair by hand leaves it) is git's to list: git keeps it as
+		// written, and cleaning it would name another folder.
+		if err != nil || !filepath.IsAbs(p) || filepath.Base(p) != ".git" || strings.ContainsAny(p, "\n\x00") || filepath.Clean(p) != p {
 			out[i] = read{bad: true, partial: p == "" && err == nil} // an empty file: being written
 			return
 		}
-		out[i] = read{path: filepath.Clean(filepath.Dir(p))}
+		out[i] = read{path: filepath.Dir(p)}
 	})
 	for _, r := range out {
 		if r.bad {
