@@ -252,12 +252,21 @@ func (p *Provider) checkWorktrees(ctx context.Context, o AllocateOptions, path, 
 	cleared := map[string]bool{}
 	// The worktrees share their parent folders: look each up once.
 	resolver := pathid.NewResolver()
-	apart := apartFrom(path, physical, worktrees)
+	apart, same := apartFrom(path, physical, worktrees)
 	for i, w := range worktrees {
 		if apart[i] {
 			continue
 		}
-		ignored, err := p.checkNesting(ctx, o, path, physical, w, "worktree", resolver.Physical)
+		// A worktree whose folder is one that physical passes through
+		// contains the path even when no name says so (a bind mount).
+		physicalOf := func(w string) (string, error) {
+			op, err := resolver.Physical(w)
+			if same[i] != "" && (err != nil || !pathid.Relate(physical, op).Overlapping()) {
+				return same[i], nil
+			}
+			return op, err
+		}
+		ignored, err := p.checkNesting(ctx, o, path, physical, w, "worktree", physicalOf)
 		if err != nil {
 			return nil, err
 		}
@@ -281,35 +290,39 @@ func (p *Provider) checkWorktrees(ctx context.Context, o AllocateOptions, path, 
 // that exists, whose folder is none of those physical passes through, is
 // apart. Every other worktree (one that overlaps path by name, or that
 // cannot be looked up, or whose folder is one of those) is left to
-// checkNesting, as before.
-func apartFrom(path, physical string, worktrees []string) []bool {
-	var through []pathid.FileID
+// checkNesting, as before. same names, for a worktree whose folder is
+// one of those, that folder as physical names it: the worktree holds
+// the path even when resolving its name does not say so (a bind mount
+// gives a folder another name that no symbolic link explains).
+func apartFrom(path, physical string, worktrees []string) (apart []bool, same []string) {
+	type folder struct {
+		dir string
+		id  pathid.FileID
+	}
+	var through []folder
 	for dir := physical; ; dir = filepath.Dir(dir) { // physical itself, should it exist by now
 		if id, err := pathid.Stat(dir); err == nil {
-			through = append(through, id)
+			through = append(through, folder{dir, id})
 		}
 		if filepath.Dir(dir) == dir {
 			break
 		}
 	}
-	apart := make([]bool, len(worktrees))
+	apart, same = make([]bool, len(worktrees)), make([]string, len(worktrees))
 	workers.Each(len(worktrees), 2, func(i int) {
 		w := worktrees[i]
-		if pathid.Relate(path, w).Overlapping() {
-			return
-		}
 		id, err := pathid.Stat(w)
-		if err != nil {
-			return
-		}
-		for _, t := range through {
-			if id.Equal(t) {
-				return
+		if err == nil {
+			for _, t := range through {
+				if id.Equal(t.id) {
+					same[i] = t.dir
+					return
+				}
 			}
 		}
-		apart[i] = true
+		apart[i] = err == nil && !pathid.Relate(path, w).Overlapping()
 	})
-	return apart
+	return apart, same
 }
 
 // errJudgeAgain: a workspace around the path was created after its
