@@ -309,6 +309,11 @@ func apartFrom(path, physical string, worktrees []string) (apart []bool, same []
 		}
 	}
 	apart, same = make([]bool, len(worktrees)), make([]string, len(worktrees))
+	if len(through) > 0 && through[0].dir == physical {
+		// The path exists by now (made since it was looked at): a
+		// worktree may lie inside it, which no lookup here would see.
+		return apart, same
+	}
 	workers.Each(len(worktrees), 2, func(i int) {
 		w := worktrees[i]
 		id, err := pathid.Stat(w)

@@ -256,3 +256,24 @@ func TestAllocateRefusesPathAroundWorktreeThroughDanglingLink(t *testing.T) {
 		t.Fatalf("allocate at %s: %v, want ErrNested", path, err)
 	}
 }
+
+// TestApartFromProvesNothingOnceThePathExists: apartFrom proves a
+// worktree apart because the path does not exist, so nothing can lie
+// inside it. Should the path have been made since allocate looked (by
+// another process), a worktree inside it under another name is not
+// proven apart: the full check sees it.
+func TestApartFromProvesNothingOnceThePathExists(t *testing.T) {
+	repo, _ := newProvider(t)
+	root := t.TempDir()
+	path := filepath.Join(root, "new")
+	inner := filepath.Join(path, "inner")
+	repo.Git("worktree", "add", "--quiet", "--detach", inner, "HEAD")
+	if err := os.Symlink(inner, filepath.Join(root, "to-inner")); err != nil {
+		t.Fatal(err)
+	}
+	byLink := filepath.Join(root, "to-inner")
+	apart, _ := apartFrom(path, path, []string{byLink})
+	if apart[0] {
+		t.Fatalf("%s, inside the path %s that exists, is proven apart from it", byLink, path)
+	}
+}
