@@ -68,6 +68,21 @@ func runChild(mode string) int {
 	opts := AllocateOptions{Binding: os.Getenv("MAJLIS_BINDING"), Path: os.Getenv("MAJLIS_PATH"),
 		RequestID: os.Getenv("MAJLIS_REQUEST"), AllowNested: os.Getenv("MAJLIS_NESTED") != ""}
 	switch mode {
+	case "release":
+		// Release MAJLIS_BINDING's workspace.
+		if _, err := p.Release(ctx, opts.Binding, ""); err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		return 0
+	case "list":
+		// Read every binding, as list does (writing the claims index
+		// when it is missing or stale).
+		if _, err := p.List(ctx, ListOptions{All: true}); err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		return 0
 	case "allocate":
 		ws, err := p.Allocate(ctx, opts)
 		r := childResult{OK: err == nil}
