@@ -186,3 +186,37 @@ func TestPrefetchedIndexAcrossCompaction(t *testing.T) {
 		}
 	}
 }
+
+// TestAllocateSeesClaimPublishedAfterItsIndexRead: 50 allocations by
+// the majlis binary, each stopped once git's worktrees are checked
+// (allocate/checked: its claims index read, or being read, before the
+// lease) while this process publishes a claim around its path, not
+// created (so no git worktree shows it: only the claims do). Every one
+// is refused as nested, and leaves no folder.
+func TestAllocateSeesClaimPublishedAfterItsIndexRead(t *testing.T) {
+	bin := crashBinary(t)
+	repo, p := newProvider(t)
+	head := repo.Head()
+	root := t.TempDir()
+	mustAllocate(t, p, AllocateOptions{Binding: "warm", Path: filepath.Join(root, "warm")})
+	settleIndex(t, p)
+	const rounds = 50
+	for r := range rounds {
+		outer := filepath.Join(root, fmt.Sprintf("o-%02d", r))
+		path := filepath.Join(outer, "inner")
+		env, reached, release := crashPause(t, "allocate/checked")
+		c := crashStart(t, bin, repo.Dir, env, "workspace", "allocate", fmt.Sprintf("A-%02d", r), "--path", path, "--json")
+		reached()
+		if err := publishThrough(t, p, fmt.Sprintf("O-%02d", r), outer, head, p.loadClaimsIndex); err != nil {
+			t.Fatal(err)
+		}
+		release()
+		res := c.wait()
+		if res.exit == 0 || res.errorCode() != "nested_workspace" {
+			t.Fatalf("round %d: allocate inside a claim published after its index read:\n%s", r, res)
+		}
+		if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("round %d: the refused allocation made %s", r, path)
+		}
+	}
+}

@@ -75,14 +75,6 @@ func runChild(mode string) int {
 			return 1
 		}
 		return 0
-	case "list":
-		// Read every binding, as list does (writing the claims index
-		// when it is missing or stale).
-		if _, err := p.List(ctx, ListOptions{All: true}); err != nil {
-			fmt.Println(err)
-			return 1
-		}
-		return 0
 	case "allocate":
 		ws, err := p.Allocate(ctx, opts)
 		r := childResult{OK: err == nil}
