@@ -185,3 +185,64 @@ func TestAddWorktreeInStepsLeavesNoProcess(t *testing.T) {
 		}
 	})
 }
+
+// The post-checkout hook is looked up while git adds the worktree, but
+// whether it is there is seen at the end, as git sees it: a hook made
+// during the add runs, and one removed during the add does not (and is
+// no error).
+func TestAddWorktreeInStepsHookChangedDuringAdd(t *testing.T) {
+	repo := fixtures.NewRepo(t)
+	head := repo.Head()
+	base := fixtures.TempDir(t)
+	withStepsThreshold(t, 1)
+	repo.Git("worktree", "add", "--quiet", "--detach", filepath.Join(base, "first"), head)
+	hook := filepath.Join(repo.CommonDir(), "hooks", "post-checkout")
+	if err := os.MkdirAll(filepath.Dir(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := holdHookLookUp(t)
+	for i, tc := range []struct {
+		name          string
+		before, after bool // the hook is there when the add starts, when it ends
+	}{
+		{"made during the add", false, true},
+		{"removed during the add", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ran := filepath.Join(base, fmt.Sprintf("ran-%d", i))
+			script := []byte("#!/bin/sh\ntouch '" + ran + "'\n")
+			if tc.before {
+				if err := os.WriteFile(hook, script, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_ = os.Remove(h.release)
+			started := len(h.pids())
+			done := make(chan error, 1)
+			go func() {
+				done <- AddWorktree(ctx, repo.CommonDir(), filepath.Join(base, fmt.Sprintf("wt-%d", i)), fmt.Sprintf("b-%d", i), head, "r")
+			}()
+			deadline := time.Now().Add(time.Minute)
+			for len(h.pids()) == started {
+				if time.Now().After(deadline) {
+					t.Fatal("the hook lookup never started")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			if tc.after {
+				if err := os.WriteFile(hook, script, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := os.Remove(hook); err != nil {
+				t.Fatal(err)
+			}
+			h.free()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Lstat(ran); tc.after != (err == nil) {
+				t.Fatalf("hook there at the end: %v; hook ran: %v", tc.after, err == nil)
+			}
+		})
+	}
+}
