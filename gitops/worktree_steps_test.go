@@ -73,7 +73,7 @@ func TestAddWorktreeInStepsLikeGit(t *testing.T) {
 	base := fixtures.TempDir(t)
 
 	one := filepath.Join(base, "one")
-	if err := AddWorktree(ctx, repo.Dir, one, "one", head, "reason"); err != nil {
+	if err := AddWorktree(ctx, repo.CommonDir(), one, "one", head, "reason"); err != nil {
 		t.Fatal(err)
 	}
 	want := stateOfAdded(t, repo, one, hookLog)
@@ -83,7 +83,7 @@ func TestAddWorktreeInStepsLikeGit(t *testing.T) {
 		t.Fatal("the steps are not taken with the threshold at 1")
 	}
 	steps := filepath.Join(base, "two")
-	if err := AddWorktree(ctx, repo.Dir, steps, "two", head, "reason"); err != nil {
+	if err := AddWorktree(ctx, repo.CommonDir(), steps, "two", head, "reason"); err != nil {
 		t.Fatal(err)
 	}
 	got := stateOfAdded(t, repo, steps, hookLog)
@@ -102,13 +102,13 @@ func TestAddWorktreeInStepsRefusals(t *testing.T) {
 	head := repo.Head()
 	base := fixtures.TempDir(t)
 	withStepsThreshold(t, 1)
-	if err := AddWorktree(ctx, repo.Dir, filepath.Join(base, "first"), "first", head, "r"); err != nil {
+	if err := AddWorktree(ctx, repo.CommonDir(), filepath.Join(base, "first"), "first", head, "r"); err != nil {
 		t.Fatal(err)
 	}
 	before := repo.Git("for-each-ref", "--format=%(refname) %(objectname)")
 
 	// A branch that exists.
-	err := AddWorktree(ctx, repo.Dir, filepath.Join(base, "again"), "first", head, "r")
+	err := AddWorktree(ctx, repo.CommonDir(), filepath.Join(base, "again"), "first", head, "r")
 	if !errors.Is(err, ErrBranchExists) {
 		t.Fatalf("existing branch: got %v, want ErrBranchExists", err)
 	}
@@ -117,7 +117,7 @@ func TestAddWorktreeInStepsRefusals(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(occupied, "x"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	err = AddWorktree(ctx, repo.Dir, occupied, "fresh", head, "r")
+	err = AddWorktree(ctx, repo.CommonDir(), occupied, "fresh", head, "r")
 	if !errors.Is(err, ErrPathExists) {
 		t.Fatalf("existing path: got %v, want ErrPathExists", err)
 	}
@@ -132,7 +132,7 @@ func TestAddWorktreeInStepsRefusals(t *testing.T) {
 	// worktree is there, on its branch, for the caller to remove.
 	repo.WriteExecutable(".git/hooks/post-checkout", "#!/bin/sh\nexit 3\n")
 	hooked := filepath.Join(base, "hooked")
-	if err := AddWorktree(ctx, repo.Dir, hooked, "hooked", head, "r"); err == nil {
+	if err := AddWorktree(ctx, repo.CommonDir(), hooked, "hooked", head, "r"); err == nil {
 		t.Fatal("a failing post-checkout hook did not fail the add")
 	}
 	if got := fixtures.Git(t, hooked, "symbolic-ref", "HEAD"); strings.TrimSpace(got) != "refs/heads/hooked" {
@@ -157,7 +157,7 @@ func TestAddWorktreeInStepsKeepsAMissingWorktreesEntry(t *testing.T) {
 		other.Remove("")
 		before := repo.Git("worktree", "list", "--porcelain")
 		refs := repo.Git("for-each-ref", "--format=%(refname) %(objectname)")
-		err := AddWorktree(ctx, repo.Dir, gone, fmt.Sprintf("new-%v", locked), head, "r")
+		err := AddWorktree(ctx, repo.CommonDir(), gone, fmt.Sprintf("new-%v", locked), head, "r")
 		if !errors.Is(err, ErrPathExists) {
 			t.Fatalf("locked=%v: got %v, want ErrPathExists", locked, err)
 		}
