@@ -15,7 +15,10 @@
 //     ".." after a component that does not exist yet, and a symlink cycle
 //     are refused with a sentinel error, and every failure other than
 //     "does not exist" (permission, ENOTDIR, ELOOP) is returned, never
-//     mistaken for absence.
+//     mistaken for absence. PhysicalAhead alone follows a symlink whose
+//     target does not exist yet, to say where a name will lead once that
+//     target is made (where another path may come to lie, never where to
+//     create one).
 //   - Containment is component-wise: "/a/b" contains "/a/b/c", never
 //     "/a/bc". Relate and Contains compare lexically; Compare and Overlaps
 //     compare the lexical forms, then the physical forms, then the device

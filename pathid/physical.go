@@ -36,6 +36,23 @@ func Physical(p string) (string, error) {
 	return r.path, err
 }
 
+// PhysicalAhead is Physical, except that a symlink whose target does
+// not exist yet is followed to where its target will be rather than
+// refused: it says which folder p will name once that target is made.
+// It answers where another path may come to lie (a name registered
+// through a link to a folder not made yet), never where to create
+// something, which needs Physical. Other failures are Physical's.
+func PhysicalAhead(p string) (string, error) {
+	abs, err := absolute("resolve", "", p)
+	if err != nil {
+		return "", err
+	}
+	w := newWalker("resolve", p)
+	w.ahead = true
+	r, err := w.walk("/", segment{rest: abs})
+	return r.path, err
+}
+
 // PhysicalFrom is Physical with relative paths taken relative to base,
 // which must be absolute, instead of the working directory.
 func PhysicalFrom(base, p string) (string, error) {
@@ -99,6 +116,10 @@ type walker struct {
 	// track asks for the identities along the result (see resolution.ids);
 	// the walk must then start at "/".
 	track bool
+
+	// ahead follows a symlink whose target is missing to where the
+	// target will be (PhysicalAhead), instead of failing.
+	ahead bool
 
 	lstat    func(string) (fs.FileInfo, error)
 	readlink func(string) (string, error)
@@ -202,7 +223,7 @@ func (w *walker) walk(dir string, seg segment) (resolution, error) {
 			if !errors.Is(err, fs.ErrNotExist) {
 				return resolution{}, w.fail("", "", nil, err)
 			}
-			if top.link != "" {
+			if top.link != "" && !w.ahead {
 				return resolution{}, w.fail(top.link, "symlink "+top.link+" needs "+next+", which does not exist", ErrDanglingSymlink, nil)
 			}
 			existing = dest

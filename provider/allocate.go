@@ -451,7 +451,13 @@ func (p *Provider) publicationLease(ctx context.Context, purpose string) (*reser
 func (p *Provider) checkNesting(ctx context.Context, o AllocateOptions, path, physical, other, kind string, physicalOf func(string) (string, error)) (ignored bool, err error) {
 	rel := pathid.Relate(path, other)
 	if !rel.Overlapping() {
-		if op, err := physicalOf(other); err == nil {
+		op, err := physicalOf(other)
+		if errors.Is(err, pathid.ErrDanglingSymlink) {
+			// Named through a link to a folder not made yet (the path
+			// itself, perhaps): where it will lie once that is made.
+			op, err = pathid.PhysicalAhead(other)
+		}
+		if err == nil {
 			rel = pathid.Relate(physical, op)
 		}
 	}
