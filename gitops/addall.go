@@ -26,8 +26,11 @@ func (s *Survey) addAll(ctx context.Context, dir, ceiling, index string) (refuse
 	add := func(extra ...string) error {
 		// advice.addEmbeddedRepo: an untracked nested repository is
 		// reported in the result instead of in a hint on stderr.
+		// core.safecrlf=false: git add would refuse (or warn about) an
+		// end-of-line conversion it cannot undo; the salvage keeps such a
+		// file's bytes as they are beside the tree (converted.go).
 		args := append([]string{"-c", "advice.addEmbeddedRepo=false", "-c", "advice.updateSparsePath=false",
-			"add", "-A", "--sparse"}, extra...)
+			"-c", "core.safecrlf=false", "add", "-A", "--sparse"}, extra...)
 		_, err := git(ctx, dir, o, args...)
 		return err
 	}

@@ -27,18 +27,6 @@ import (
 // core.fileMode=false hides that from git; its Change is "mode".
 const FlagFileModeIgnored = "core.fileMode=false"
 
-// fileModeIgnored reports whether git, run in the worktree dir, ignores
-// the executable bit (core.fileMode=false, from any configuration file
-// git reads there, the worktree's own included).
-func fileModeIgnored(ctx context.Context, dir, ceiling string) (bool, error) {
-	res, err := git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling, okCodes: []int{1}},
-		"config", "--bool", "--get", "core.fileMode")
-	if err != nil {
-		return false, err
-	}
-	return strings.TrimSpace(string(res.stdout)) == "false", nil
-}
-
 // execBit is how git reads a regular file's mode from the file system
 // (when it trusts it): executable when the owner may execute it.
 func execBit(fi os.FileInfo) Mode {
@@ -80,11 +68,13 @@ func regularEntries(ctx context.Context, dir, ceiling, index string, data []byte
 }
 
 // findExecBits reports, where core.fileMode=false, the tracked files whose
-// executable bit on disk differs from their index entry (s.execBits).
+// executable bit on disk differs from their index entry (s.execBits). The
+// same `git config` answers the conversion settings (s.conversion).
 // Flagged entries are left to checkFlagged, which compares whole modes;
 // intent-to-add entries are new files, which `git add` records anyway.
 func (s *Survey) findExecBits(ctx context.Context, dir, ceiling string, index []byte) error {
-	ignored, err := fileModeIgnored(ctx, dir, ceiling)
+	ignored, conv, err := worktreeSettings(ctx, dir, ceiling)
+	s.conversion = conv
 	if err != nil || !ignored || !execBitsKept(dir) {
 		return err
 	}

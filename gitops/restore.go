@@ -74,7 +74,9 @@ type RestoreReport struct {
 // outside a sparse cone left out as they were), then the worktree's own
 // git-directory files from the meta commit (per-worktree refs, reflogs, an
 // interrupted operation's state, per-worktree config, sparse patterns),
-// and last the raw index, whole: staged versions, conflicts,
+// the bytes of the files a checkout converts as they were on disk (written
+// over what the checkout wrote, see converted.go), and last the raw index,
+// whole: staged versions, conflicts,
 // intent-to-add entries and the assume-unchanged and skip-worktree flags.
 // A version 1 salvage has no index: the index is HEAD's, so every change
 // shows as unstaged.
@@ -251,6 +253,16 @@ func RestoreInto(ctx context.Context, worktree, commit string, l SalvageLayout) 
 	if _, ok := meta["logs/HEAD"]; ok {
 		rep.Restored = append(rep.Restored, "HEAD's reflog")
 	}
+	if list, ok := meta[convertedList]; ok {
+		n, failed, err := restoreConverted(ctx, dir, ceiling, l.Meta, list)
+		if err != nil {
+			return rep, err
+		}
+		if n > 0 {
+			rep.Restored = append(rep.Restored, fmt.Sprintf("the bytes of %d files as they were on disk, where git's end-of-line conversion or filters would change them", n))
+		}
+		rep.NotRestored = append(rep.NotRestored, failed...)
+	}
 	if _, ok := meta[unpopulatedPrefix]; ok {
 		n, failed, err := restoreUnpopulated(ctx, dir, ceiling, l.Meta, commit+"^{tree}")
 		if err != nil {
@@ -347,10 +359,11 @@ func readMetaTar(b []byte) (map[string][]byte, error) {
 		if h.Name == "" || h.Name != path.Clean(h.Name) || strings.HasPrefix(h.Name, "/") || strings.HasPrefix(h.Name, "../") {
 			return nil, fmt.Errorf("entry name %q", h.Name)
 		}
-		if strings.HasPrefix(h.Name, unpopulatedPrefix) || strings.HasPrefix(h.Name, refusedPrefix) {
-			// Files of submodule folders, and files whose names git
-			// refuses (symbolic links among them): restoreUnpopulated
-			// and restoreRefused read them from the commit.
+		if strings.HasPrefix(h.Name, unpopulatedPrefix) || strings.HasPrefix(h.Name, refusedPrefix) || strings.HasPrefix(h.Name, convertedPrefix) {
+			// Files of submodule folders, files whose names git refuses
+			// (symbolic links among them), and files' bytes as they were
+			// on disk: restoreUnpopulated, restoreRefused and
+			// restoreConverted read them from the commit.
 			if strings.HasPrefix(h.Name, unpopulatedPrefix) {
 				files[unpopulatedPrefix] = nil
 			}

@@ -342,7 +342,7 @@ func objectStored(commonDir, id string) bool {
 // the index commit say everything, and the salvage has no meta parent.
 func (s *Survey) needsMeta() bool {
 	if len(s.Refs) > 0 || s.Operation != "" || s.Conflicted > 0 || s.IntentToAdd > 0 || len(s.flagged) > 0 || s.askGit || len(s.resolveUndo) > 0 ||
-		len(s.unpopulated) > 0 || len(s.private) > 0 || len(s.refused) > 0 {
+		len(s.unpopulated) > 0 || len(s.private) > 0 || len(s.refused) > 0 || len(s.converted) > 0 {
 		return true
 	}
 	for _, f := range s.files {
@@ -449,6 +449,10 @@ func (s *Survey) metaTree(ctx context.Context, index string) (string, error) {
 	}
 	in.WriteString(line)
 	if line, err = s.refusedEntries(ctx); err != nil {
+		return "", err
+	}
+	in.WriteString(line)
+	if line, err = s.convertedEntries(ctx); err != nil {
 		return "", err
 	}
 	in.WriteString(line)

@@ -259,13 +259,27 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 	if err := concurrently(chains...); err != nil {
 		return SnapshotResult{}, err
 	}
+	// The files whose bytes a checkout would not give back (converted.go):
+	// looked for only where git may convert files at all.
+	if sv.mayConvert(func() bool { return changesAddAttributes(changes) }) {
+		if err := sv.findConverted(ctx, dir, ceiling, tmpIndex); err != nil {
+			return SnapshotResult{}, err
+		}
+	}
 	// The files kept that others may not read: their permissions go into
 	// the meta commit (private.go), made again with them when there are
 	// any. Only the files the salvage carries are looked at.
 	var kept []string
+	changed := map[string]bool{}
 	for _, c := range changes {
 		if c.Status != 'D' && (c.DstMode == ModeFile || c.DstMode == ModeExecutable) {
 			kept = append(kept, c.Path)
+			changed[c.Path] = true
+		}
+	}
+	for _, f := range sv.converted {
+		if !changed[f.path] {
+			kept = append(kept, f.path)
 		}
 	}
 	kept = append(kept, sv.Unpopulated...)
@@ -273,7 +287,7 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 	for _, f := range refused {
 		kept = append(kept, f.path)
 	}
-	if sv.findPrivate(dir, kept); len(sv.private) > 0 || len(sv.refused) > 0 {
+	if sv.findPrivate(dir, kept); len(sv.private) > 0 || len(sv.refused) > 0 || len(sv.converted) > 0 {
 		os.Remove(metaIndex)
 		if err := makeMeta(); err != nil {
 			return SnapshotResult{}, err
@@ -294,7 +308,7 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 			result.Files.Modified++
 		}
 	}
-	if len(changes) == 0 && indexTree == result.Tree && sv.Empty() && len(sv.refused) == 0 {
+	if len(changes) == 0 && indexTree == result.Tree && sv.Empty() && len(sv.refused) == 0 && len(sv.converted) == 0 {
 		result.Clean = true
 		return result, nil
 	}

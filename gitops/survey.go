@@ -105,6 +105,14 @@ type Survey struct {
 	// refused are the untracked files whose names git refuses to put in
 	// an index, found by addAll (refused.go).
 	refused []unpopulatedFile
+	// conversion are the settings under which git may convert files
+	// (core.autocrlf, attributes from elsewhere); attributesInIndex says
+	// the index holds a .gitattributes file (or could not be read);
+	// converted are the files whose bytes on disk a checkout would not
+	// give back, which the salvage keeps raw (converted.go).
+	conversion        conversionSettings
+	attributesInIndex bool
+	converted         []unpopulatedFile
 }
 
 // Empty reports whether the survey found nothing a salvage must keep
@@ -245,12 +253,15 @@ func newSurvey(gitDir, head string, index []byte) (*Survey, error) {
 			if e.Stage == 0 && (e.AssumeUnchanged || e.SkipWorktree) && e.Mode != ModeTree && e.Mode != ModeGitlink {
 				s.flagged = append(s.flagged, e)
 			}
+			if isAttributesFile(e.Path) {
+				s.attributesInIndex = true
+			}
 		}, &end)
 		if err != nil {
 			// A split index, or one this code cannot read: findHidden
 			// asks git for the entries instead.
 			s.Conflicted, s.IntentToAdd, s.stages, s.flagged = 0, 0, nil, nil
-			s.askGit = true
+			s.askGit, s.attributesInIndex = true, true
 			if errors.Is(err, errSplitIndex) && end >= 0 {
 				// A split index keeps its extensions in this file.
 				s.resolveUndo, _ = indexResolveUndo(index, s.hashLen, end)

@@ -321,7 +321,9 @@ type TreeState struct {
 	OnBranch bool   // HEAD is a symbolic ref: its commits are on a branch
 	// Outside counts the files Tree cannot hold, which a salvage keeps in
 	// its meta commit: those in the folders of submodules that are not
-	// checked out (Survey.Unpopulated), and those whose names git refuses.
+	// checked out (Survey.Unpopulated), those whose names git refuses,
+	// and those whose bytes a checkout would not give back (kept as they
+	// are on disk beside the tree).
 	Outside int
 }
 
@@ -356,7 +358,12 @@ func WorktreeTree(ctx context.Context, worktree string) (TreeState, error) {
 	if err != nil {
 		return TreeState{}, err
 	}
-	st := TreeState{Head: parent, Outside: len(sv.Unpopulated) + len(refused)}
+	if sv.mayConvert(func() bool { return indexHasAttributes(tmpIndex, sv.hashLen) }) {
+		if err := sv.findConverted(ctx, dir, ceiling, tmpIndex); err != nil {
+			return TreeState{}, err
+		}
+	}
+	st := TreeState{Head: parent, Outside: len(sv.Unpopulated) + len(refused) + len(sv.converted)}
 	res, err := git(ctx, dir, onTmp, "write-tree")
 	if err != nil {
 		return TreeState{}, err

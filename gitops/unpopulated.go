@@ -333,15 +333,16 @@ func writeNoFollow(dir, rel string, mode Mode, content []byte) error {
 
 // OutsideTree names what the salvage meta commit meta keeps of the
 // worktree's files outside its tree: the files of submodule folders that
-// were not checked out, and those whose names git refuses (the ids of
-// their trees and list); "" when it keeps none (or meta is ""). Equal
+// were not checked out, those whose names git refuses, and the bytes of
+// those a checkout converts (the ids of their trees and lists); "" when it keeps none (or meta is ""). Equal
 // names, equal files.
 func OutsideTree(ctx context.Context, dir, meta string) (string, error) {
 	if meta == "" {
 		return "", nil
 	}
 	var ids []string
-	for _, p := range []string{strings.TrimSuffix(unpopulatedPrefix, "/"), strings.TrimSuffix(refusedPrefix, "/"), refusedList} {
+	for _, p := range []string{strings.TrimSuffix(unpopulatedPrefix, "/"), strings.TrimSuffix(refusedPrefix, "/"), refusedList,
+		strings.TrimSuffix(convertedPrefix, "/"), convertedList} {
 		res, err := git(ctx, dir, cmdOpts{readOnly: true, okCodes: []int{1, 128}}, "rev-parse", "--verify", "--quiet", meta+":"+p)
 		if err != nil {
 			return "", err

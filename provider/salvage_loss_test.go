@@ -388,7 +388,6 @@ func TestRestoreRefusesAnotherBindingsSalvage(t *testing.T) {
 // CRLF text file under text=auto comes back LF. What a reclaim deletes
 // must come back byte for byte.
 func TestRestoreKeepsUntrackedFileBytesUnderTextAttributes(t *testing.T) {
-	t.Skip("known: salvage stores files with git add's conversions (text/eol attributes, core.autocrlf) and restore checks them out with the reverse ones; a CRLF or binary file marked text comes back altered. A fix hashes converted paths with hash-object --no-filters and writes them back raw on restore")
 	_, p := newProvider(t)
 	w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 	ws := &fixtures.Repo{T: t, Dir: w.Path}
@@ -408,5 +407,123 @@ func TestRestoreKeepsUntrackedFileBytesUnderTextAttributes(t *testing.T) {
 		if got := ws.ReadFile(name); got != want {
 			t.Errorf("%s after restore is %q, want %q", name, got, want)
 		}
+	}
+}
+
+// TestRestoreKeepsFileBytesUnderConversions: each way git converts a
+// file between the worktree and the object store, on a file reclaim
+// deletes, then restores. Every file comes back byte for byte, the index
+// as git had staged it, and the salvage tree still shows what git stores.
+func TestRestoreKeepsFileBytesUnderConversions(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// setup is run in the workspace and commits what it needs; files
+		// are then written on disk, and stage is staged before them.
+		setup func(ws *fixtures.Repo)
+		stage map[string]string
+		files map[string]string
+		// stored are the salvage tree's contents, where git converts.
+		stored map[string]string
+	}{{
+		name:   "tracked CRLF text file modified, another staged",
+		setup:  attributes("*.txt text\n", map[string]string{"a.txt": "one\n", "s.txt": "s0\n"}),
+		stage:  map[string]string{"s.txt": "staged\r\n"},
+		files:  map[string]string{"a.txt": "one\r\ntwo\r\n", "s.txt": "worktree\r\n"},
+		stored: map[string]string{"a.txt": "one\ntwo\n", "s.txt": "worktree\n"},
+	}, {
+		name:   "untracked CRLF under text=auto",
+		setup:  attributes("* text=auto\n", nil),
+		files:  map[string]string{"crlf.txt": "crlf\r\nfile\r\n", "lf.txt": "lf\n"},
+		stored: map[string]string{"crlf.txt": "crlf\nfile\n"},
+	}, {
+		name:  "binary marked text",
+		setup: attributes("*.bin text\n", map[string]string{"old.bin": "\x00\x01\n"}),
+		files: map[string]string{"img.bin": "\x89PNG\r\n\x1a\n\x00\x01\r\n", "old.bin": "\x00\r\n\x02\r"},
+	}, {
+		name: "core.autocrlf=true",
+		setup: func(ws *fixtures.Repo) {
+			ws.WriteFile("t.txt", "lf\n")
+			ws.Commit("t")
+			ws.Config("core.autocrlf", "true")
+		},
+		files: map[string]string{"t.txt": "mixed\nends\r\n", "new.txt": "lf only\n", "crlf.txt": "crlf\r\n"},
+	}, {
+		name: "core.autocrlf=true with core.safecrlf=true",
+		setup: func(ws *fixtures.Repo) {
+			ws.Config("core.autocrlf", "true")
+			ws.Config("core.safecrlf", "true")
+		},
+		files: map[string]string{"mixed.txt": "mixed\nends\r\n"},
+	}, {
+		name:   "core.autocrlf=input",
+		setup:  func(ws *fixtures.Repo) { ws.Config("core.autocrlf", "input") },
+		files:  map[string]string{"in.txt": "crlf\r\n", "lf.txt": "lf\n"},
+		stored: map[string]string{"in.txt": "crlf\n"},
+	}, {
+		name:   "ident",
+		setup:  attributes("*.c ident\n", map[string]string{"old.c": "/* $Id$ */\n"}),
+		files:  map[string]string{"new.c": "/* $Id$ */\n", "old.c": "/* $Id: by hand $ */\nint x;\n"},
+		stored: map[string]string{"old.c": "/* $Id$ */\nint x;\n"},
+	}, {
+		name: "clean and smudge filter configured in the repository",
+		setup: func(ws *fixtures.Repo) {
+			ws.Config("filter.redact.clean", "sed s/secret/REDACTED/")
+			ws.Config("filter.redact.smudge", "cat")
+			attributes("*.env filter=redact\n", nil)(ws)
+		},
+		files:  map[string]string{"a.env": "token=secret\n"},
+		stored: map[string]string{"a.env": "token=REDACTED\n"},
+	}, {
+		name:  "working-tree-encoding=UTF-16",
+		setup: attributes("*.u16 text working-tree-encoding=UTF-16\n", nil),
+		// little-endian with its byte order mark; git checks UTF-16 out
+		// big-endian
+		files:  map[string]string{"w.u16": "\xff\xfeh\x00i\x00\r\x00\n\x00"},
+		stored: map[string]string{"w.u16": "hi\n"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo, p := newProvider(t)
+			w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+			ws := &fixtures.Repo{T: t, Dir: w.Path}
+			tc.setup(ws)
+			if len(tc.stage) > 0 {
+				ws.WriteFiles(tc.stage)
+				for name := range tc.stage {
+					ws.Git("-c", "core.safecrlf=false", "add", "--", name)
+				}
+			}
+			ws.WriteFiles(tc.files)
+			staged := ws.Git("ls-files", "-s")
+			_, rec := reclaimAll(t, p, "T-1", w.Path)
+			if rec.SalvageRef == nil {
+				t.Fatalf("no salvage ref")
+			}
+			for name, want := range tc.stored {
+				if got := repo.Git("show", *rec.SalvageRef+":"+name); got != want {
+					t.Errorf("the salvage tree holds %s as %q, want %q", name, got, want)
+				}
+			}
+			if _, err := p.Restore(t.Context(), RestoreOptions{Binding: "T-1"}); err != nil {
+				t.Fatal(err)
+			}
+			for name, want := range tc.files {
+				if got := ws.ReadFile(name); got != want {
+					t.Errorf("%s after restore is %q, want %q", name, got, want)
+				}
+			}
+			if got := ws.Git("ls-files", "-s"); got != staged {
+				t.Errorf("index after restore:\n%s\nwant\n%s", got, staged)
+			}
+		})
+	}
+}
+
+// attributes returns a setup that commits .gitattributes holding attrs,
+// and files, in the workspace.
+func attributes(attrs string, files map[string]string) func(ws *fixtures.Repo) {
+	return func(ws *fixtures.Repo) {
+		ws.WriteFile(".gitattributes", attrs)
+		ws.WriteFiles(files)
+		ws.Commit("attributes")
 	}
 }

@@ -1,0 +1,451 @@
+package gitops
+
+import (
+	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// git add stores a file through its attributes and settings (text, eol,
+// core.autocrlf, filters such as ident or a clean filter,
+// working-tree-encoding), and a checkout writes it back through the
+// reverse ones. The two are not each other's inverse: a binary file marked
+// text loses its CR bytes, a CRLF file under text=auto comes back LF. A
+// reclaim deletes the workspace after its salvage, so the salvage keeps
+// the bytes on disk of every file whose checkout would not give them back
+// (findConverted), beside the tree, in the meta commit: each as
+// convertedPrefix<n>, and convertedList maps the numbers to modes and
+// paths ("<mode> <n> <path>", NUL-terminated, as refusedList). The salvage
+// tree still holds the content as git stores it, for people reading the
+// salvage with git show and git diff. Restore writes the kept bytes over
+// what its checkout wrote (restoreConverted).
+const (
+	convertedPrefix = "majlis/converted/"
+	convertedList   = "majlis/converted-files"
+)
+
+// conversionSettings are the settings that decide whether git may convert
+// a file between the worktree and the object store, beside the
+// .gitattributes files of the worktree: read with core.fileMode by one
+// `git config` (worktreeSettings).
+type conversionSettings struct {
+	// autocrlf says core.autocrlf is true or input.
+	autocrlf bool
+	// attrSource says attributes may come from somewhere else than the
+	// worktree's .gitattributes files and info/attributes: a
+	// core.attributesFile, attr.tree, or GIT_ATTR_SOURCE.
+	attrSource bool
+}
+
+// worktreeSettings asks git, run in the worktree dir, for core.fileMode
+// (whether it ignores the executable bit) and the conversion settings, at
+// once, from every configuration file git reads there.
+func worktreeSettings(ctx context.Context, dir, ceiling string) (fileModeIgnored bool, cs conversionSettings, err error) {
+	res, err := git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling, okCodes: []int{1}},
+		"config", "-z", "--get-regexp", `^(core\.(filemode|autocrlf|attributesfile)|attr\.tree)$`)
+	if err != nil {
+		return false, cs, err
+	}
+	vals := map[string]string{}
+	for _, rec := range strings.Split(strings.TrimSuffix(string(res.stdout), "\x00"), "\x00") {
+		if rec == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(rec, "\n")
+		if !ok {
+			v = "true" // a key without a value is a true boolean
+		}
+		vals[strings.ToLower(k)] = v // the last one wins, as in git
+	}
+	if v, ok := vals["core.filemode"]; ok {
+		b, ok := parseBool(v)
+		fileModeIgnored = ok && !b
+	}
+	if v, ok := vals["core.autocrlf"]; ok {
+		b, isBool := parseBool(v)
+		cs.autocrlf = strings.EqualFold(v, "input") || !isBool || b
+	}
+	_, file := vals["core.attributesfile"]
+	_, tree := vals["attr.tree"]
+	cs.attrSource = file || tree || os.Getenv("GIT_ATTR_SOURCE") != ""
+	return fileModeIgnored, cs, nil
+}
+
+// parseBool reads a configuration boolean as git does; ok is false for a
+// value that is not one.
+func parseBool(v string) (b, ok bool) {
+	switch strings.ToLower(v) {
+	case "true", "yes", "on":
+		return true, true
+	case "false", "no", "off", "":
+		return false, true
+	}
+	if n, err := strconv.ParseInt(v, 0, 64); err == nil {
+		return n != 0, true
+	}
+	return false, false
+}
+
+// isAttributesFile reports whether p names a .gitattributes file.
+func isAttributesFile(p string) bool {
+	return p == ".gitattributes" || strings.HasSuffix(p, "/.gitattributes")
+}
+
+// mayConvert reports whether git could convert any file of the worktree:
+// core.autocrlf is on, or some attributes file exists (a .gitattributes
+// in the index, or one newAttributes finds among the files the salvage
+// adds, info/attributes, the user's global attributes file, a configured
+// one). Only then does a salvage look for converted files: without them
+// git stores every file's bytes as they are, and checks them out as they
+// were. newAttributes runs last, and only when all else says no.
+func (s *Survey) mayConvert(newAttributes func() bool) bool {
+	if s.conversion.autocrlf || s.conversion.attrSource || s.attributesInIndex {
+		return true
+	}
+	if _, err := os.Stat(filepath.Join(s.commonDir, "info", "attributes")); err == nil {
+		return true
+	}
+	global := ""
+	if x := os.Getenv("XDG_CONFIG_HOME"); x != "" {
+		global = filepath.Join(x, "git", "attributes")
+	} else if h := os.Getenv("HOME"); h != "" {
+		global = filepath.Join(h, ".config", "git", "attributes")
+	}
+	if global != "" {
+		if _, err := os.Stat(global); err == nil {
+			return true
+		}
+	}
+	return newAttributes()
+}
+
+// changesAddAttributes reports whether a .gitattributes file is among the
+// paths changes add or modify.
+func changesAddAttributes(changes []rawChange) bool {
+	for _, c := range changes {
+		if c.Status != 'D' && isAttributesFile(c.Path) {
+			return true
+		}
+	}
+	return false
+}
+
+// indexHasAttributes reports whether the index file index holds a
+// .gitattributes file (or could not be read).
+func indexHasAttributes(index string, hashLen int) bool {
+	data, err := os.ReadFile(index)
+	if err != nil {
+		return true
+	}
+	found := false
+	if err := scanIndex(data, hashLen, func(e indexEntry) { found = found || isAttributesFile(e.Path) }); err != nil {
+		return true
+	}
+	return found
+}
+
+// conversionAttributes are the attributes under which git may store a
+// file's bytes other than they are on disk, or check them out otherwise
+// (crlf is text's older name).
+var conversionAttributes = []string{"text", "eol", "crlf", "filter", "ident", "working-tree-encoding"}
+
+// findConverted lists the files of the private index file index (just
+// filled by git add) whose bytes on disk a checkout of their blob would
+// not give back, into s.converted. It asks git: `git check-attr` names the
+// files under a conversion (with core.autocrlf on, every file not marked
+// -text), and `git checkout-index` into a private folder writes what a
+// checkout of each of them gives, compared with the file's bytes. A file
+// git does not write there (a filter that fails) is kept as it is.
+func (s *Survey) findConverted(ctx context.Context, dir, ceiling, index string) error {
+	s.converted = nil
+	data, err := os.ReadFile(index)
+	if err != nil {
+		return err
+	}
+	entries, err := regularEntries(ctx, dir, ceiling, index, data, s.hashLen)
+	if err != nil || len(entries) == 0 {
+		return err
+	}
+	o := cmdOpts{readOnly: true, indexFile: index, ceiling: ceiling, literalPathspecs: true}
+	var in strings.Builder
+	for _, e := range entries {
+		in.WriteString(e.Path + "\x00")
+	}
+	o.stdin = []byte(in.String())
+	res, err := git(ctx, dir, o, append([]string{"check-attr", "-z", "--stdin"}, conversionAttributes...)...)
+	if err != nil {
+		return err
+	}
+	attrs := map[string]map[string]string{}
+	f := strings.Split(strings.TrimSuffix(string(res.stdout), "\x00"), "\x00")
+	if len(f)%3 != 0 {
+		return unexpected("git check-attr", "%d fields", len(f))
+	}
+	for i := 0; i+2 < len(f); i += 3 {
+		if attrs[f[i]] == nil {
+			attrs[f[i]] = map[string]string{}
+		}
+		attrs[f[i]][f[i+1]] = f[i+2]
+	}
+	var cands []indexEntry
+	for _, e := range entries {
+		if converts(attrs[e.Path], s.conversion.autocrlf) {
+			cands = append(cands, e)
+		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	// The bytes a checkout of each blob writes, through the same
+	// attributes and settings: git checks the files out into a private
+	// folder of the git directory. A file not on disk (outside a sparse
+	// cone, or deleted since git add) is not looked at; one git did not
+	// write is kept as it is.
+	var asked []indexEntry
+	in.Reset()
+	for _, e := range cands {
+		fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(e.Path)))
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		asked = append(asked, e)
+		in.WriteString(e.Path + "\x00")
+	}
+	if len(asked) == 0 {
+		return nil
+	}
+	tmp, err := os.MkdirTemp(s.gitDir, "majlis-converted-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	o.stdin = []byte(in.String())
+	if _, err := git(ctx, dir, o, "checkout-index", "--prefix="+tmp+"/", "-z", "--stdin"); err != nil {
+		var ge *Error
+		if !errors.As(err, &ge) {
+			return err
+		}
+		// A filter that failed: what it left unwritten is kept as it is.
+	}
+	for _, e := range asked {
+		raw, err := fileHash(filepath.Join(dir, filepath.FromSlash(e.Path)), s.hashLen)
+		if err != nil {
+			return err
+		}
+		out, err := fileHash(filepath.Join(tmp, filepath.FromSlash(e.Path)), s.hashLen)
+		if err != nil || out != raw {
+			s.converted = append(s.converted, unpopulatedFile{e.Path, e.Mode})
+		}
+	}
+	return nil
+}
+
+// converts reports whether git may convert a file with the attributes a
+// (`git check-attr` values: set, unset, unspecified or a value), where
+// autocrlf says core.autocrlf is on.
+func converts(a map[string]string, autocrlf bool) bool {
+	given := func(k string) bool { v := a[k]; return v != "" && v != "unspecified" && v != "unset" }
+	if given("filter") || given("ident") || given("working-tree-encoding") {
+		return true
+	}
+	if a["text"] == "unset" || a["crlf"] == "unset" {
+		return false // binary, or -text: stored as it is
+	}
+	return given("text") || given("crlf") || given("eol") || autocrlf
+}
+
+// fileHash is the blob id of the bytes of the file name, as they are.
+func fileHash(name string, hashLen int) (string, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	var h hash.Hash = sha1.New()
+	if hashLen == 32 {
+		h = sha256.New()
+	}
+	fmt.Fprintf(h, "blob %d\x00", fi.Size())
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return "", err
+	}
+	if n != fi.Size() {
+		return "", fmt.Errorf("%s: changed while read", name)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// convertedEntries stores the converted files' bytes and their list as
+// blobs and returns their `git update-index --index-info` lines.
+func (s *Survey) convertedEntries(ctx context.Context) (string, error) {
+	return s.keptFileEntries(ctx, s.converted, convertedPrefix, convertedList)
+}
+
+// keptFileEntries stores files (paths below the worktree) as blobs of
+// their bytes, each as prefix<n>, and their list "<mode> <n> <path>"
+// (NUL-terminated) as list, and returns their `git update-index
+// --index-info` lines.
+func (s *Survey) keptFileEntries(ctx context.Context, files []unpopulatedFile, prefix, list string) (string, error) {
+	if len(files) == 0 {
+		return "", nil
+	}
+	var b strings.Builder
+	for i, f := range files {
+		fmt.Fprintf(&b, "%s %d %s\x00", f.mode, i, f.path)
+	}
+	lines, err := s.rawFileEntries(ctx, s.dir, files, func(i int, _ unpopulatedFile) string {
+		return prefix + strconv.Itoa(i)
+	})
+	if err != nil {
+		return "", err
+	}
+	id, err := s.writeBlob(ctx, []byte(b.String()))
+	if err != nil {
+		return "", err
+	}
+	return lines + fmt.Sprintf("%s %s 0\t%s\x00", ModeFile, id, list), nil
+}
+
+// readKeptFiles reads the files the meta commit meta keeps under prefix,
+// at the paths its list (whose content is data, named list) names. What
+// cannot be written back is returned as not restored.
+func readKeptFiles(ctx context.Context, dir, ceiling, meta, prefix, list string, data []byte, modes ...Mode) ([]blobFile, []string, error) {
+	res, err := git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling, literalPathspecs: true},
+		"ls-tree", "-z", "--full-tree", meta+":"+strings.TrimSuffix(prefix, "/"))
+	if err != nil {
+		return nil, nil, err
+	}
+	ids := map[string]string{}
+	for _, rec := range strings.Split(strings.TrimSuffix(string(res.stdout), "\x00"), "\x00") {
+		if m, name, ok := strings.Cut(rec, "\t"); ok {
+			if f := strings.Fields(m); len(f) == 3 && f[1] == "blob" {
+				ids[name] = f[2]
+			}
+		}
+	}
+	var entries []blobFile
+	var notRestored []string
+	for _, rec := range strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00") {
+		if rec == "" {
+			continue
+		}
+		f := strings.SplitN(rec, " ", 3)
+		if len(f) != 3 {
+			notRestored = append(notRestored, list+": a malformed record")
+			continue
+		}
+		mode, merr := parseMode(f[0])
+		rel, id := f[2], ids[f[1]]
+		switch {
+		case merr != nil || !containsMode(modes, mode):
+			notRestored = append(notRestored, list+": "+rel+": not a file")
+		case rel == "" || rel != path.Clean(rel) || strings.HasPrefix(rel, "/") || rel == ".." || strings.HasPrefix(rel, "../"):
+			notRestored = append(notRestored, list+": "+rel+": not a path inside the worktree")
+		case id == "":
+			notRestored = append(notRestored, list+": "+rel+": its content is missing")
+		default:
+			entries = append(entries, blobFile{mode, id, rel})
+		}
+	}
+	return entries, notRestored, nil
+}
+
+func containsMode(modes []Mode, m Mode) bool {
+	for _, x := range modes {
+		if x == m {
+			return true
+		}
+	}
+	return false
+}
+
+// restoreConverted writes the bytes the meta commit meta keeps under
+// convertedPrefix over the files a checkout just wrote at the paths
+// convertedList (whose content is list) names: the bytes that were on
+// disk, where the checkout wrote git's conversion of them. It follows no
+// symbolic link, and replaces only a regular file (or writes one where
+// there is none).
+func restoreConverted(ctx context.Context, dir, ceiling, meta string, list []byte) (restored int, notRestored []string, err error) {
+	entries, notRestored, err := readKeptFiles(ctx, dir, ceiling, meta, convertedPrefix, convertedList, list, ModeFile, ModeExecutable)
+	if err != nil || len(entries) == 0 {
+		return 0, notRestored, err
+	}
+	var in strings.Builder
+	for _, f := range entries {
+		in.WriteString(f.id + "\n")
+	}
+	blobs, err := catBlobs(ctx, dir, ceiling, in.String(), len(entries))
+	if err != nil {
+		return 0, nil, err
+	}
+	for i, f := range entries {
+		if err := replaceNoFollow(dir, f.rel, f.mode, blobs[i]); err != nil {
+			notRestored = append(notRestored, f.rel+" (its bytes as they were on disk): "+err.Error())
+			continue
+		}
+		restored++
+	}
+	return restored, notRestored, nil
+}
+
+// replaceNoFollow writes content as the regular file rel (slash-separated)
+// below dir, replacing a regular file there by a rename of a new one in
+// its folder, following no symbolic link on the way (openParentNoFollow).
+// Anything else at rel is left as it is, and an error.
+func replaceNoFollow(dir, rel string, mode Mode, content []byte) error {
+	fd, name, err := openParentNoFollow(dir, rel, true)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	switch err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); {
+	case err == unix.ENOENT:
+		return writeNoFollow(dir, rel, mode, content)
+	case err != nil:
+		return err
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return fmt.Errorf("not a regular file")
+	}
+	perm := uint32(0o666)
+	if mode == ModeExecutable {
+		perm = 0o777
+	}
+	tmp := ".majlis-restore-" + strconv.Itoa(os.Getpid()) + "-" + name
+	if len(tmp) > 255 {
+		tmp = tmp[:255]
+	}
+	f, err := unix.Openat(fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
+	if err != nil {
+		return err
+	}
+	file := os.NewFile(uintptr(f), tmp)
+	_, err = file.Write(content)
+	if cerr := file.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Renameat(fd, tmp, fd, name)
+	}
+	if err != nil {
+		unix.Unlinkat(fd, tmp, 0)
+	}
+	return err
+}
