@@ -232,7 +232,7 @@ func (s *Survey) findConverted(ctx context.Context, dir, ceiling, index string) 
 	}
 	defer os.RemoveAll(tmp)
 	o.stdin = []byte(in.String())
-	if _, err := git(ctx, dir, o, "checkout-index", "--prefix="+tmp+"/", "-z", "--stdin"); err != nil {
+	if _, err := git(ctx, dir, o, "checkout-index", "--ignore-skip-worktree-bits", "--prefix="+tmp+"/", "-z", "--stdin"); err != nil {
 		var ge *Error
 		if !errors.As(err, &ge) {
 			return err
