@@ -1,6 +1,8 @@
 package gitops
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -41,8 +43,11 @@ const (
 // .gitattributes files of the worktree: read with core.fileMode by one
 // `git config` (worktreeSettings).
 type conversionSettings struct {
-	// autocrlf says core.autocrlf is true or input.
-	autocrlf bool
+	// autocrlf says core.autocrlf is true or input; crlfOut that a
+	// checkout writes CRLF line endings to text files without an eol
+	// attribute (core.autocrlf=true, or core.eol=crlf unless
+	// core.autocrlf=input).
+	autocrlf, crlfOut bool
 	// attrSource says attributes may come from somewhere else than the
 	// worktree's .gitattributes files and info/attributes: a
 	// core.attributesFile, attr.tree, or GIT_ATTR_SOURCE.
@@ -54,7 +59,7 @@ type conversionSettings struct {
 // once, from every configuration file git reads there.
 func worktreeSettings(ctx context.Context, dir, ceiling string) (fileModeIgnored bool, cs conversionSettings, err error) {
 	res, err := git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling, okCodes: []int{1}},
-		"config", "-z", "--get-regexp", `^(core\.(filemode|autocrlf|attributesfile)|attr\.tree)$`)
+		"config", "-z", "--get-regexp", `^(core\.(filemode|autocrlf|eol|attributesfile)|attr\.tree)$`)
 	if err != nil {
 		return false, cs, err
 	}
@@ -73,9 +78,15 @@ func worktreeSettings(ctx context.Context, dir, ceiling string) (fileModeIgnored
 		b, ok := parseBool(v)
 		fileModeIgnored = ok && !b
 	}
+	input := false
 	if v, ok := vals["core.autocrlf"]; ok {
 		b, isBool := parseBool(v)
-		cs.autocrlf = strings.EqualFold(v, "input") || !isBool || b
+		input = strings.EqualFold(v, "input")
+		cs.autocrlf = input || !isBool || b
+		cs.crlfOut = cs.autocrlf && !input
+	}
+	if v := vals["core.eol"]; !input && !strings.EqualFold(v, "lf") && !strings.EqualFold(v, "native") && v != "" {
+		cs.crlfOut = true // crlf, or a value git refuses: assume the worst
 	}
 	_, file := vals["core.attributesfile"]
 	_, tree := vals["attr.tree"]
@@ -165,9 +176,8 @@ var conversionAttributes = []string{"text", "eol", "crlf", "filter", "ident", "w
 // filled by git add) whose bytes on disk a checkout of their blob would
 // not give back, into s.converted. It asks git: `git check-attr` names the
 // files under a conversion (with core.autocrlf on, every file not marked
-// -text), and `git checkout-index` into a private folder writes what a
-// checkout of each of them gives, compared with the file's bytes. A file
-// git does not write there (a filter that fails) is kept as it is.
+// -text), and checkoutHashes what a checkout of each of them writes,
+// compared with the file's bytes.
 func (s *Survey) findConverted(ctx context.Context, dir, ceiling, index string) error {
 	s.converted = nil
 	data, err := os.ReadFile(index)
@@ -199,57 +209,158 @@ func (s *Survey) findConverted(ctx context.Context, dir, ceiling, index string) 
 		}
 		attrs[f[i]][f[i+1]] = f[i+2]
 	}
-	var cands []indexEntry
-	for _, e := range entries {
-		if converts(attrs[e.Path], s.conversion.autocrlf) {
-			cands = append(cands, e)
-		}
-	}
-	if len(cands) == 0 {
-		return nil
-	}
 	// The bytes a checkout of each blob writes, through the same
-	// attributes and settings: git checks the files out into a private
-	// folder of the git directory. A file not on disk (outside a sparse
-	// cone, or deleted since git add) is not looked at; one git did not
-	// write is kept as it is.
+	// attributes and settings, compared with the file's. A file not on
+	// disk (outside a sparse cone, or deleted since git add) is not
+	// looked at. Where only end-of-line conversion applies, a file without
+	// a CR that a checkout writes with LF endings is stored and written
+	// back as it is: git is not asked about it.
 	var asked []indexEntry
-	in.Reset()
-	for _, e := range cands {
-		fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(e.Path)))
+	raws := map[string]string{}
+	for _, e := range entries {
+		a := attrs[e.Path]
+		if !converts(a, s.conversion.autocrlf) {
+			continue
+		}
+		name := filepath.Join(dir, filepath.FromSlash(e.Path))
+		fi, err := os.Lstat(name)
 		if err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
+		raw, cr, err := fileHash(name, s.hashLen)
+		if err != nil {
+			return err
+		}
+		if !cr && eolOnly(a) && !writesCRLF(a, s.conversion) {
+			continue
+		}
+		raws[e.Path] = raw
 		asked = append(asked, e)
-		in.WriteString(e.Path + "\x00")
 	}
 	if len(asked) == 0 {
 		return nil
 	}
-	tmp, err := os.MkdirTemp(s.gitDir, "majlis-converted-*")
+	out, err := s.checkoutHashes(ctx, dir, ceiling, index, asked)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	o.stdin = []byte(in.String())
-	if _, err := git(ctx, dir, o, "checkout-index", "--ignore-skip-worktree-bits", "--prefix="+tmp+"/", "-z", "--stdin"); err != nil {
-		var ge *Error
-		if !errors.As(err, &ge) {
-			return err
-		}
-		// A filter that failed: what it left unwritten is kept as it is.
-	}
 	for _, e := range asked {
-		raw, err := fileHash(filepath.Join(dir, filepath.FromSlash(e.Path)), s.hashLen)
-		if err != nil {
-			return err
-		}
-		out, err := fileHash(filepath.Join(tmp, filepath.FromSlash(e.Path)), s.hashLen)
-		if err != nil || out != raw {
+		if out[e.Path] != raws[e.Path] {
 			s.converted = append(s.converted, unpopulatedFile{e.Path, e.Mode})
 		}
 	}
 	return nil
+}
+
+// eolOnly reports whether the only conversion the attributes a allow is
+// of line endings: no filter, ident or working-tree-encoding.
+func eolOnly(a map[string]string) bool {
+	for _, k := range []string{"filter", "ident", "working-tree-encoding"} {
+		if v := a[k]; v != "" && v != "unspecified" && v != "unset" {
+			return false
+		}
+	}
+	return true
+}
+
+// writesCRLF reports whether a checkout may write CRLF line endings for a
+// file with the attributes a under the settings cs: an eol=crlf
+// attribute, or, without an eol attribute, core.autocrlf=true or
+// core.eol=crlf.
+func writesCRLF(a map[string]string, cs conversionSettings) bool {
+	switch a["eol"] {
+	case "lf":
+		return false
+	case "crlf":
+		return true
+	}
+	return a["crlf"] != "input" && cs.crlfOut
+}
+
+// checkoutHashes returns the blob ids of the bytes a checkout writes for
+// each of entries (paths of the worktree dir, whose attributes come from
+// its files and the private index file index), by path. git writes them
+// all at once without touching the disk: `git archive`, which converts
+// each file as a checkout does, of a tree of entries alone (made through
+// a second private index), read as it streams. A file the archive leaves
+// out or changes otherwise (export-ignore, export-subst) is then kept, and
+// so is every file when a filter fails.
+func (s *Survey) checkoutHashes(ctx context.Context, dir, ceiling, index string, entries []indexEntry) (map[string]string, error) {
+	f, err := os.CreateTemp(s.gitDir, "majlis-converted-*.index")
+	if err != nil {
+		return nil, err
+	}
+	tmp := f.Name()
+	f.Close()
+	os.Remove(tmp) // git creates it
+	defer func() { os.Remove(tmp); os.Remove(tmp + ".lock") }()
+	var in strings.Builder
+	for _, e := range entries {
+		fmt.Fprintf(&in, "%s %s\t%s\x00", e.Mode, e.ID, e.Path)
+	}
+	o := cmdOpts{indexFile: tmp, ceiling: ceiling, stdin: []byte(in.String())}
+	if _, err := git(ctx, dir, o, "update-index", "-z", "--index-info"); err != nil {
+		return nil, err
+	}
+	o.stdin = nil
+	res, err := git(ctx, dir, o, "write-tree")
+	if err != nil {
+		return nil, err
+	}
+	tree := strings.TrimSuffix(string(res.stdout), "\n")
+	if !isObjectID(tree) {
+		return nil, unexpected("git write-tree", "%q is not an object id", tree)
+	}
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := git(ctx, dir, cmdOpts{readOnly: true, indexFile: index, ceiling: ceiling, stdout: pw},
+			"archive", "--format=tar", "--worktree-attributes", tree)
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	hashes := map[string]string{}
+	perr := func() error {
+		tr := tar.NewReader(pr)
+		for {
+			h, err := tr.Next()
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if h.Typeflag != tar.TypeReg {
+				continue
+			}
+			var hh hash.Hash = sha1.New()
+			if s.hashLen == 32 {
+				hh = sha256.New()
+			}
+			fmt.Fprintf(hh, "blob %d\x00", h.Size)
+			if _, err := io.Copy(hh, tr); err != nil {
+				return err
+			}
+			hashes[h.Name] = hex.EncodeToString(hh.Sum(nil))
+		}
+	}()
+	if perr == nil {
+		// the rest of the archive's last record
+		_, perr = io.Copy(io.Discard, pr)
+	}
+	pr.CloseWithError(errors.New("read no further")) // git stops, if it still writes
+	gerr := <-done
+	var ge *Error
+	switch {
+	case gerr != nil && errors.As(gerr, &ge) && ctx.Err() == nil:
+		// A filter that failed: every file is kept as it is.
+		return map[string]string{}, nil
+	case gerr != nil:
+		return nil, gerr
+	case perr != nil:
+		return nil, unexpected("git archive", "%v", perr)
+	}
+	return hashes, nil
 }
 
 // converts reports whether git may convert a file with the attributes a
@@ -266,30 +377,43 @@ func converts(a map[string]string, autocrlf bool) bool {
 	return given("text") || given("crlf") || given("eol") || autocrlf
 }
 
-// fileHash is the blob id of the bytes of the file name, as they are.
-func fileHash(name string, hashLen int) (string, error) {
+// fileHash is the blob id of the bytes of the file name, as they are;
+// cr says whether they hold a CR.
+func fileHash(name string, hashLen int) (id string, cr bool, err error) {
 	f, err := os.Open(name)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	var h hash.Hash = sha1.New()
 	if hashLen == 32 {
 		h = sha256.New()
 	}
 	fmt.Fprintf(h, "blob %d\x00", fi.Size())
-	n, err := io.Copy(h, f)
-	if err != nil {
-		return "", err
+	buf := make([]byte, 64<<10)
+	var n int64
+	for {
+		k, err := f.Read(buf)
+		if k > 0 {
+			h.Write(buf[:k])
+			cr = cr || bytes.IndexByte(buf[:k], '\r') >= 0
+			n += int64(k)
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return "", false, err
+		}
 	}
 	if n != fi.Size() {
-		return "", fmt.Errorf("%s: changed while read", name)
+		return "", false, fmt.Errorf("%s: changed while read", name)
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return hex.EncodeToString(h.Sum(nil)), cr, nil
 }
 
 // convertedEntries stores the converted files' bytes and their list as

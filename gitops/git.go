@@ -187,6 +187,10 @@ type cmdOpts struct {
 	// stdin, when set, is the command's standard input (object ids for
 	// cat-file and rev-list, paths for update-index).
 	stdin []byte
+	// stdout, when set, receives the command's standard output as git
+	// writes it (result.stdout is then empty), for output too large to
+	// hold; such a command is never run again.
+	stdout io.Writer
 }
 
 // result is the outcome of a git command that did not fail.
@@ -264,7 +268,7 @@ func git(ctx context.Context, dir string, o cmdOpts, args ...string) (result, er
 	for attempt := 0; ; attempt++ {
 		res, err := gitOnce(ctx, dir, o, args...)
 		var ge *Error
-		if err == nil || attempt >= 100 || !(o.readOnly || o.retryPartial) ||
+		if err == nil || attempt >= 100 || !(o.readOnly || o.retryPartial) || o.stdout != nil ||
 			!errors.As(err, &ge) || !partialWorktreeEntry(ge.Stderr) {
 			return res, err
 		}
@@ -330,6 +334,9 @@ func gitOnce(ctx context.Context, dir string, o cmdOpts, args ...string) (result
 	var stdout bytes.Buffer
 	stderr := &cappedBuffer{max: maxStderr}
 	cmd.Stdout = &stdout
+	if o.stdout != nil {
+		cmd.Stdout = o.stdout
+	}
 	cmd.Stderr = stderr
 	var split *progressSplit
 	if o.progress != nil {
