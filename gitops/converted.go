@@ -174,19 +174,19 @@ var conversionAttributes = []string{"text", "eol", "crlf", "filter", "ident", "w
 
 // findConverted lists the files of the private index file index (just
 // filled by git add) whose bytes on disk a checkout of their blob would
-// not give back, into s.converted. It asks git: `git check-attr` names the
+// not give back (for s.converted). It asks git: `git check-attr` names the
 // files under a conversion (with core.autocrlf on, every file not marked
 // -text), and checkoutHashes what a checkout of each of them writes,
 // compared with the file's bytes.
-func (s *Survey) findConverted(ctx context.Context, dir, ceiling, index string) error {
-	s.converted = nil
+func (s *Survey) findConverted(ctx context.Context, dir, ceiling, index string) ([]unpopulatedFile, error) {
+	var converted []unpopulatedFile
 	data, err := os.ReadFile(index)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	entries, err := regularEntries(ctx, dir, ceiling, index, data, s.hashLen)
 	if err != nil || len(entries) == 0 {
-		return err
+		return nil, err
 	}
 	o := cmdOpts{readOnly: true, indexFile: index, ceiling: ceiling, literalPathspecs: true}
 	var in strings.Builder
@@ -196,12 +196,12 @@ func (s *Survey) findConverted(ctx context.Context, dir, ceiling, index string) 
 	o.stdin = []byte(in.String())
 	res, err := git(ctx, dir, o, append([]string{"check-attr", "-z", "--stdin"}, conversionAttributes...)...)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	attrs := map[string]map[string]string{}
 	f := strings.Split(strings.TrimSuffix(string(res.stdout), "\x00"), "\x00")
 	if len(f)%3 != 0 {
-		return unexpected("git check-attr", "%d fields", len(f))
+		return nil, unexpected("git check-attr", "%d fields", len(f))
 	}
 	for i := 0; i+2 < len(f); i += 3 {
 		if attrs[f[i]] == nil {
@@ -217,6 +217,7 @@ func (s *Survey) findConverted(ctx context.Context, dir, ceiling, index string) 
 	// back as it is: git is not asked about it.
 	var asked []indexEntry
 	raws := map[string]string{}
+	buf := make([]byte, 32<<10)
 	for _, e := range entries {
 		a := attrs[e.Path]
 		if !converts(a, s.conversion.autocrlf) {
@@ -227,9 +228,9 @@ func (s *Survey) findConverted(ctx context.Context, dir, ceiling, index string) 
 		if err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
-		raw, cr, err := fileHash(name, s.hashLen)
+		raw, cr, err := fileHash(name, s.hashLen, buf)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if !cr && eolOnly(a) && !writesCRLF(a, s.conversion) {
 			continue
@@ -238,18 +239,18 @@ func (s *Survey) findConverted(ctx context.Context, dir, ceiling, index string) 
 		asked = append(asked, e)
 	}
 	if len(asked) == 0 {
-		return nil
+		return nil, nil
 	}
 	out, err := s.checkoutHashes(ctx, dir, ceiling, index, asked)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, e := range asked {
 		if out[e.Path] != raws[e.Path] {
-			s.converted = append(s.converted, unpopulatedFile{e.Path, e.Mode})
+			converted = append(converted, unpopulatedFile{e.Path, e.Mode})
 		}
 	}
-	return nil
+	return converted, nil
 }
 
 // eolOnly reports whether the only conversion the attributes a allow is
@@ -378,8 +379,8 @@ func converts(a map[string]string, autocrlf bool) bool {
 }
 
 // fileHash is the blob id of the bytes of the file name, as they are;
-// cr says whether they hold a CR.
-func fileHash(name string, hashLen int) (id string, cr bool, err error) {
+// cr says whether they hold a CR. buf is where it reads them.
+func fileHash(name string, hashLen int, buf []byte) (id string, cr bool, err error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return "", false, err
@@ -394,7 +395,6 @@ func fileHash(name string, hashLen int) (id string, cr bool, err error) {
 		h = sha256.New()
 	}
 	fmt.Fprintf(h, "blob %d\x00", fi.Size())
-	buf := make([]byte, 64<<10)
 	var n int64
 	for {
 		k, err := f.Read(buf)

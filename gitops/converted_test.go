@@ -244,3 +244,26 @@ func TestReplaceNoFollow(t *testing.T) {
 		t.Errorf("the folder holds %d entries, want 4 (a, flink, link, new)", len(entries))
 	}
 }
+
+// An untracked .gitattributes, in no index, still decides how git add
+// stores the files beside it.
+func TestSnapshotUntrackedAttributes(t *testing.T) {
+	t.Parallel()
+	r := fixtures.NewRepo(t)
+	r.WriteFile(".gitattributes", "*.dat text\n")
+	r.WriteFile("img.dat", "\x00\r\n")
+	st, err := WorktreeTree(ctx, r.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Outside != 1 {
+		t.Errorf("WorktreeTree counts %d files outside the tree, want 1", st.Outside)
+	}
+	res, err := Snapshot(ctx, r.Dir, "salvage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"img.dat"}, convertedPaths(t, r, res)); diff != "" {
+		t.Errorf("converted files (-want +got):\n%s", diff)
+	}
+}

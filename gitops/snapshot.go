@@ -125,6 +125,11 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 	// chains below are done, since the meta commit's chain reads the
 	// survey meanwhile.
 	var refused []unpopulatedFile
+	// converted are the files whose bytes a checkout would not give back,
+	// set into the survey once the chains are done (as refused);
+	// convertedDone says they were looked for.
+	var converted []unpopulatedFile
+	var convertedDone bool
 	// The worktree's tree: hidden files made visible in the private index,
 	// then git add -A --sparse (files outside a sparse checkout's cone are
 	// added too, and skip-worktree entries that are absent stay as they
@@ -177,13 +182,26 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 				return err
 			}
 		}
+		// The files whose bytes a checkout would not give back
+		// (converted.go), looked for only where git may convert files at
+		// all, beside the rest (the private index is only read meanwhile).
+		// A .gitattributes among the files added is seen in changes, below.
+		findConverted := func() error {
+			if !sv.mayConvert(func() bool { return false }) {
+				return nil
+			}
+			convertedDone = true
+			var err error
+			converted, err = sv.findConverted(ctx, dir, ceiling, tmpIndex)
+			return err
+		}
 		if parent != "" {
-			return concurrently(writeTree, diff(parent), submodules(len(parent)/2))
+			return concurrently(writeTree, diff(parent), submodules(len(parent)/2), findConverted)
 		}
 		if err := writeTree(); err != nil {
 			return err
 		}
-		return concurrently(diff(emptyTree(len(result.Tree))), submodules(len(result.Tree)/2))
+		return concurrently(diff(emptyTree(len(result.Tree))), submodules(len(result.Tree)/2), findConverted)
 	}
 	// The index commit, as git stash makes it: the index's tree on HEAD.
 	// It is signed and dated as the stand-in is, so that it is named by
@@ -259,13 +277,12 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 	if err := concurrently(chains...); err != nil {
 		return SnapshotResult{}, err
 	}
-	// The files whose bytes a checkout would not give back (converted.go):
-	// looked for only where git may convert files at all.
-	if sv.mayConvert(func() bool { return changesAddAttributes(changes) }) {
-		if err := sv.findConverted(ctx, dir, ceiling, tmpIndex); err != nil {
+	if !convertedDone && changesAddAttributes(changes) {
+		if converted, err = sv.findConverted(ctx, dir, ceiling, tmpIndex); err != nil {
 			return SnapshotResult{}, err
 		}
 	}
+	sv.converted = converted
 	// The files kept that others may not read: their permissions go into
 	// the meta commit (private.go), made again with them when there are
 	// any. Only the files the salvage carries are looked at.

@@ -359,7 +359,7 @@ func WorktreeTree(ctx context.Context, worktree string) (TreeState, error) {
 		return TreeState{}, err
 	}
 	if sv.mayConvert(func() bool { return indexHasAttributes(tmpIndex, sv.hashLen) }) {
-		if err := sv.findConverted(ctx, dir, ceiling, tmpIndex); err != nil {
+		if sv.converted, err = sv.findConverted(ctx, dir, ceiling, tmpIndex); err != nil {
 			return TreeState{}, err
 		}
 	}
