@@ -238,6 +238,18 @@ var worktreeStates = []state{
 		w.ws.WriteExecutable(w.name("src/x-"), "#!/bin/sh\n")
 	}},
 	{"symlink", func(w *world) { w.ws.Symlink("target-"+w.name(""), w.name("src/link-")) }},
+	// Bytes git add converts and a checkout does not give back: CR bytes
+	// in a file marked text (an untracked .gitattributes of its own
+	// folder), and CRLF under core.autocrlf=input (the repository's
+	// config, so the restored workspace has it too).
+	{"CR bytes under a text attribute", func(w *world) {
+		d := w.name("src/text-")
+		w.ws.WriteFiles(map[string]string{d + "/.gitattributes": "*.bin text\n", d + "/f.bin": "a\r\nb\rc\n\x00"})
+	}},
+	{"CRLF edit under core.autocrlf=input", func(w *world) {
+		w.ws.Git("config", "core.autocrlf", "input")
+		w.ws.WriteFile(w.tracked(), "crlf "+w.name("")+"\r\n")
+	}},
 	{"assume-unchanged edit", func(w *world) { w.ws.HideEdit(w.tracked(), "--assume-unchanged", "hidden "+w.name("")+"\n") }},
 	{"skip-worktree edit", func(w *world) { w.ws.HideEdit(w.tracked(), "--skip-worktree", "hidden "+w.name("")+"\n") }},
 	{"outside the sparse cone", func(w *world) {
