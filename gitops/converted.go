@@ -503,13 +503,36 @@ func containsMode(modes []Mode, m Mode) bool {
 // restoreConverted writes the bytes the meta commit meta keeps under
 // convertedPrefix over the files a checkout just wrote at the paths
 // convertedList (whose content is list) names: the bytes that were on
-// disk, where the checkout wrote git's conversion of them. It follows no
-// symbolic link, and replaces only a regular file (or writes one where
+// disk, where the checkout wrote git's conversion of them. Only a path
+// that is a regular file of the salvage tree tree is written (a salvage
+// ref can come from anywhere, and the list could name .git), following no
+// symbolic link and replacing only a regular file (or writing one where
 // there is none).
-func restoreConverted(ctx context.Context, dir, ceiling, meta string, list []byte) (restored int, notRestored []string, err error) {
-	entries, notRestored, err := readKeptFiles(ctx, dir, ceiling, meta, convertedPrefix, convertedList, list, ModeFile, ModeExecutable)
-	if err != nil || len(entries) == 0 {
+func restoreConverted(ctx context.Context, dir, ceiling, meta, tree string, list []byte) (restored int, notRestored []string, err error) {
+	kept, notRestored, err := readKeptFiles(ctx, dir, ceiling, meta, convertedPrefix, convertedList, list, ModeFile, ModeExecutable)
+	if err != nil || len(kept) == 0 {
 		return 0, notRestored, err
+	}
+	res, err := git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling}, "ls-tree", "-r", "-z", "--full-tree", tree)
+	if err != nil {
+		return 0, nil, err
+	}
+	files := map[string]bool{}
+	for _, rec := range strings.Split(strings.TrimSuffix(string(res.stdout), "\x00"), "\x00") {
+		if m, p, ok := strings.Cut(rec, "\t"); ok && (strings.HasPrefix(m, "100644 ") || strings.HasPrefix(m, "100755 ")) {
+			files[p] = true
+		}
+	}
+	var entries []blobFile
+	for _, f := range kept {
+		if !files[f.rel] {
+			notRestored = append(notRestored, convertedList+": "+f.rel+": not a file of the salvage tree")
+			continue
+		}
+		entries = append(entries, f)
+	}
+	if len(entries) == 0 {
+		return 0, notRestored, nil
 	}
 	var in strings.Builder
 	for _, f := range entries {

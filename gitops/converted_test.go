@@ -267,3 +267,62 @@ func TestSnapshotUntrackedAttributes(t *testing.T) {
 		t.Errorf("converted files (-want +got):\n%s", diff)
 	}
 }
+
+// A salvage ref can come from anywhere: restore writes kept bytes only
+// over the regular files of the salvage tree, never over .git.
+func TestRestoreConvertedOnlyTreeFiles(t *testing.T) {
+	t.Parallel()
+	r := fixtures.NewRepo(t)
+	r.WriteFile(".gitattributes", "*.dat text\n")
+	r.Commit("attributes")
+	r.WriteFile("img.dat", "\x00\r\n")
+	res, err := Snapshot(ctx, r.Dir, "salvage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The meta commit again, its list naming .git and a path the tree
+	// does not hold, with the bytes of img.dat.
+	env := []string{"GIT_INDEX_FILE=" + filepath.Join(t.TempDir(), "index")}
+	r.GitEnv(env, "read-tree", res.Layout.Meta+"^{tree}")
+	forged := "100644 0 .git\x00100644 0 absent.dat\x00100644 0 img.dat\x00"
+	f := filepath.Join(t.TempDir(), "list")
+	if err := os.WriteFile(f, []byte(forged), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimSpace(r.Git("hash-object", "-w", f))
+	r.GitEnv(env, "update-index", "--add", "--cacheinfo", "100644,"+id+","+convertedList)
+	tree := strings.TrimSpace(r.GitEnv(env, "write-tree"))
+	l := res.Layout
+	l.Meta = strings.TrimSpace(r.Git("commit-tree", "-m", "forged meta", tree))
+	args := []string{"commit-tree", "-m", l.Message("forged")}
+	for _, p := range l.Parents() {
+		args = append(args, "-p", p)
+	}
+	commit := strings.TrimSpace(r.Git(append(args, res.Tree)...))
+
+	dst := filepath.Join(fixtures.TempDir(t), "restored")
+	if err := AddWorktreeEmpty(ctx, r.Dir, dst, Detached, "", res.Parent, "test"); err != nil {
+		t.Fatal(err)
+	}
+	dotGit, err := os.ReadFile(filepath.Join(dst, ".git"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := RestoreInto(ctx, dst, commit, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dst, ".git")); string(b) != string(dotGit) {
+		t.Errorf(".git holds %q after restore", b)
+	}
+	if _, err := os.Lstat(filepath.Join(dst, "absent.dat")); err == nil {
+		t.Error("absent.dat was written")
+	}
+	if b, _ := os.ReadFile(filepath.Join(dst, "img.dat")); string(b) != "\x00\r\n" {
+		t.Errorf("img.dat holds %q", b)
+	}
+	want := []string{convertedList + ": .git: not a file of the salvage tree", convertedList + ": absent.dat: not a file of the salvage tree"}
+	if diff := cmp.Diff(want, rep.NotRestored); diff != "" {
+		t.Errorf("not restored (-want +got):\n%s", diff)
+	}
+}

@@ -254,7 +254,7 @@ func RestoreInto(ctx context.Context, worktree, commit string, l SalvageLayout) 
 		rep.Restored = append(rep.Restored, "HEAD's reflog")
 	}
 	if list, ok := meta[convertedList]; ok {
-		n, failed, err := restoreConverted(ctx, dir, ceiling, l.Meta, list)
+		n, failed, err := restoreConverted(ctx, dir, ceiling, l.Meta, commit+"^{tree}", list)
 		if err != nil {
 			return rep, err
 		}

@@ -431,6 +431,13 @@ func TestRestoreKeepsFileBytesUnderConversions(t *testing.T) {
 		files:  map[string]string{"a.txt": "one\r\ntwo\r\n", "s.txt": "worktree\r\n"},
 		stored: map[string]string{"a.txt": "one\ntwo\n", "s.txt": "worktree\n"},
 	}, {
+		// git status calls it clean: the file was committed with CRLF,
+		// which git stored as LF. The preview calls the workspace clean;
+		// the salvage made once it is moved aside keeps the bytes.
+		name:  "committed CRLF file, unchanged",
+		setup: attributes("*.txt text\n", map[string]string{"c.txt": "crlf\r\n"}),
+		files: map[string]string{"c.txt": "crlf\r\n"},
+	}, {
 		name:   "untracked CRLF under text=auto",
 		setup:  attributes("* text=auto\n", nil),
 		files:  map[string]string{"crlf.txt": "crlf\r\nfile\r\n", "lf.txt": "lf\n"},
@@ -495,11 +502,12 @@ func TestRestoreKeepsFileBytesUnderConversions(t *testing.T) {
 			ws.WriteFiles(tc.files)
 			staged := ws.Git("ls-files", "-s")
 			_, rec := reclaimAll(t, p, "T-1", w.Path)
-			if rec.SalvageRef == nil {
+			if len(rec.SalvageRefs) == 0 {
 				t.Fatalf("no salvage ref")
 			}
+			ref := rec.SalvageRefs[len(rec.SalvageRefs)-1]
 			for name, want := range tc.stored {
-				if got := repo.Git("show", *rec.SalvageRef+":"+name); got != want {
+				if got := repo.Git("show", ref+":"+name); got != want {
 					t.Errorf("the salvage tree holds %s as %q, want %q", name, got, want)
 				}
 			}
