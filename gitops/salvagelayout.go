@@ -34,9 +34,13 @@ const SalvageVersion = 2
 //     refs' reflogs, config.worktree and info/sparse-checkout; plus
 //     conflicts/<stage>/<path> for each conflicted index entry,
 //     resolve-undo/<stage>/<path> for each stage of a conflict resolved
-//     since (the index's resolve-undo extension), and
+//     since (the index's resolve-undo extension),
 //     majlis/skip-worktree-present listing the skip-worktree files that
-//     were on disk;
+//     were on disk, and the worktree's files kept beside the tree:
+//     majlis/refused/ (names git refuses, refused.go), majlis/converted/
+//     (bytes a checkout would not give back, converted.go),
+//     majlis/unpopulated/ (submodule folders not checked out) and
+//     majlis/private-modes;
 //  5. and on: every commit only the worktree held (Pins), each named in
 //     the message with where it was found.
 //
