@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -229,6 +230,9 @@ func (s *Survey) findConverted(ctx context.Context, dir, ceiling, index string) 
 			continue
 		}
 		raw, cr, err := fileHash(name, s.hashLen, buf)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // deleted since git add, as a concurrent writer may
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -246,7 +250,7 @@ func (s *Survey) findConverted(ctx context.Context, dir, ceiling, index string) 
 		return nil, err
 	}
 	for _, e := range asked {
-		if out[e.Path] != raws[e.Path] {
+		if raw := raws[e.Path]; raw == "" || out[e.Path] != raw {
 			converted = append(converted, unpopulatedFile{e.Path, e.Mode})
 		}
 	}
@@ -379,7 +383,8 @@ func converts(a map[string]string, autocrlf bool) bool {
 }
 
 // fileHash is the blob id of the bytes of the file name, as they are;
-// cr says whether they hold a CR. buf is where it reads them.
+// cr says whether they hold a CR. buf is where it reads them. A file whose
+// size changed while it was read has no id, and counts as holding a CR.
 func fileHash(name string, hashLen int, buf []byte) (id string, cr bool, err error) {
 	f, err := os.Open(name)
 	if err != nil {
@@ -411,7 +416,7 @@ func fileHash(name string, hashLen int, buf []byte) (id string, cr bool, err err
 		}
 	}
 	if n != fi.Size() {
-		return "", false, fmt.Errorf("%s: changed while read", name)
+		return "", true, nil // changed while read: its bytes are kept
 	}
 	return hex.EncodeToString(h.Sum(nil)), cr, nil
 }
