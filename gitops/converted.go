@@ -291,7 +291,7 @@ func writesCRLF(a map[string]string, cs conversionSettings) bool {
 // out or changes otherwise (export-ignore, export-subst) is then kept, and
 // so is every file when a filter fails.
 func (s *Survey) checkoutHashes(ctx context.Context, dir, ceiling, index string, entries []indexEntry) (map[string]string, error) {
-	f, err := os.CreateTemp(s.gitDir, "majlis-converted-*.index")
+	f, err := os.CreateTemp(s.gitDir, "majlis-snapshot-*.converted.index")
 	if err != nil {
 		return nil, err
 	}
