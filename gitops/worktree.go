@@ -45,11 +45,28 @@ type Worktree struct {
 // checkout); the caller, which knows the branch and path were new, cleans
 // up.
 func AddWorktree(ctx context.Context, dir, path, branch, commit, lockReason string) error {
+	return AddWorktreeThen(ctx, dir, path, branch, commit, lockReason, nil)
+}
+
+// AddWorktreeThen is AddWorktree that calls entryMade once git has made
+// the worktree and its entry, and before it returns: when the add runs in
+// steps (stepsThreshold), while git checks the files out and makes the
+// branch, else after git's add. entryMade must not run git, nor change
+// the worktree's files or git's files in its entry (it may add one of its
+// own there: the provider's pin). Its error stops the add as soon as it
+// can (in steps, before the branch is made) and is returned, the worktree
+// left for the caller to remove as after any failure; what entryMade
+// wrote goes with it. An add that fails otherwise returns its own error.
+// A nil entryMade is not called.
+func AddWorktreeThen(ctx context.Context, dir, path, branch, commit, lockReason string, entryMade func() error) error {
 	if branch == "" || commit == "" || path == "" {
 		return errors.New("gitops: AddWorktree needs a path, a branch and a commit")
 	}
+	if entryMade == nil {
+		entryMade = func() error { return nil }
+	}
 	if manyWorktrees(dir, commit) {
-		return addWorktreeInSteps(ctx, dir, path, branch, commit, lockReason)
+		return addWorktreeInSteps(ctx, dir, path, branch, commit, lockReason, entryMade)
 	}
 	o, args := checkoutOpts(ctx)
 	args = append(args, "--lock")
@@ -64,7 +81,7 @@ func AddWorktree(ctx context.Context, dir, path, branch, commit, lockReason stri
 		return err
 	}, func() bool { return removeBranchAt(context.WithoutCancel(ctx), dir, "refs/heads/"+branch, commit) })
 	if err == nil {
-		return nil
+		return entryMade()
 	}
 	err = classify(err, ErrBranchExists, "fatal: a branch named ")
 	err = classify(err, ErrPathExists, "' already exists", "is a missing but already registered worktree", "is a missing but locked worktree")

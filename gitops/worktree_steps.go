@@ -71,9 +71,10 @@ func fullObjectID(s string) bool {
 	return strings.Trim(s, "0123456789abcdef") == ""
 }
 
-// addWorktreeInSteps is AddWorktree in git's own steps (see
-// stepsThreshold), with the same results and the same errors.
-func addWorktreeInSteps(ctx context.Context, dir, path, branch, commit, lockReason string) error {
+// addWorktreeInSteps is AddWorktreeThen in git's own steps (see
+// stepsThreshold), with the same results and the same errors. entryMade
+// runs beside steps 2 to 5, once step 1 has made the entry.
+func addWorktreeInSteps(ctx context.Context, dir, path, branch, commit, lockReason string, entryMade func() error) error {
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(dir, path)
 	}
@@ -102,6 +103,11 @@ func addWorktreeInSteps(ctx context.Context, dir, path, branch, commit, lockReas
 	if err := fpAddDetached.Inject(); err != nil {
 		return err
 	}
+	// The caller's work on the entry runs while git writes the files, and
+	// is waited for before anything else happens to the worktree (the
+	// steps below may remove it).
+	made := make(chan error, 1)
+	go func() { made <- entryMade() }()
 	// 2. The files and the index, in exactly that worktree (its git
 	// directory and work tree named, as git names them for its children).
 	o := cmdOpts{ceiling: filepath.Dir(path)}
@@ -111,7 +117,11 @@ func addWorktreeInSteps(ctx context.Context, dir, path, branch, commit, lockReas
 	} else {
 		reset = append(reset, "--quiet")
 	}
-	if _, err := git(ctx, path, o, reset...); err != nil {
+	_, err = git(ctx, path, o, reset...)
+	if merr := <-made; err == nil {
+		err = merr
+	}
+	if err != nil {
 		return err
 	}
 	return finishSteps(ctx, dir, path, branch, commit, false, hook)

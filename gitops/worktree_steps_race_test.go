@@ -221,7 +221,7 @@ func TestAddWorktreeStepsSamePathRace(t *testing.T) {
 		}()
 		go func() {
 			<-start
-			stepsErr <- addWorktreeInSteps(ctx, repo.CommonDir(), path, fmt.Sprintf("s%02d", round), head, "r")
+			stepsErr <- addWorktreeInSteps(ctx, repo.CommonDir(), path, fmt.Sprintf("s%02d", round), head, "r", func() error { return nil })
 		}()
 		close(start)
 		var e1, e2 error // git's, the steps'

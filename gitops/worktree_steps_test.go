@@ -169,3 +169,80 @@ func TestAddWorktreeInStepsKeepsAMissingWorktreesEntry(t *testing.T) {
 		}
 	}
 }
+
+// TestAddWorktreeThenCallsEntryMade: AddWorktreeThen calls entryMade once
+// git has made the worktree's entry, both ways (git's add, and the steps,
+// where it runs beside the checkout), and returns after it. Its error
+// stops the add (in steps, before the branch is made) and is returned,
+// the worktree left for the caller to remove; it is never called for an
+// add git refuses before making anything.
+func TestAddWorktreeThenCallsEntryMade(t *testing.T) {
+	for _, steps := range []bool{false, true} {
+		t.Run(fmt.Sprintf("steps=%v", steps), func(t *testing.T) {
+			repo := fixtures.NewRepo(t)
+			head := repo.Head()
+			base := fixtures.TempDir(t)
+			if steps {
+				withStepsThreshold(t, 1)
+				if err := AddWorktree(ctx, repo.CommonDir(), filepath.Join(base, "first"), "first", head, "r"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Called once, with the entry there; its file stays in it.
+			path := filepath.Join(base, "made")
+			calls := 0
+			err := AddWorktreeThen(ctx, repo.CommonDir(), path, "made", head, "r", func() error {
+				calls++
+				admin, err := worktreeGitDir(path)
+				if err != nil {
+					return err
+				}
+				return os.WriteFile(filepath.Join(admin, "caller-file"), []byte("x\n"), 0o644)
+			})
+			if err != nil || calls != 1 {
+				t.Fatalf("add: %v, entryMade called %d times", err, calls)
+			}
+			if _, err := os.Stat(filepath.Join(fixtures.AdminDir(t, path), "caller-file")); err != nil {
+				t.Errorf("entryMade's file: %v", err)
+			}
+			if got := strings.TrimSpace(fixtures.Git(t, path, "symbolic-ref", "HEAD")); got != "refs/heads/made" {
+				t.Errorf("HEAD %q after the add", got)
+			}
+			// Its error is the add's, the worktree there for the caller to
+			// remove: with the steps, detached and locked, its branch never
+			// made.
+			boom := errors.New("entry refused")
+			failing := filepath.Join(base, "failing")
+			err = AddWorktreeThen(ctx, repo.CommonDir(), failing, "failing", head, "r", func() error { return boom })
+			if !errors.Is(err, boom) {
+				t.Errorf("entryMade's error: got %v", err)
+			}
+			if _, err := os.Stat(filepath.Join(failing, ".git")); err != nil {
+				t.Errorf("the worktree is not left for the caller: %v", err)
+			}
+			if got := branchExists(repo, "failing"); got == steps {
+				t.Errorf("branch made: %v (steps %v)", got, steps)
+			}
+			// Not called when git refuses before making anything.
+			occupied := filepath.Join(base, "occupied")
+			if err := os.MkdirAll(filepath.Join(occupied, "x"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			calls = 0
+			err = AddWorktreeThen(ctx, repo.CommonDir(), occupied, "fresh", head, "r", func() error { calls++; return nil })
+			if !errors.Is(err, ErrPathExists) || calls != 0 {
+				t.Errorf("occupied path: %v, entryMade called %d times", err, calls)
+			}
+			// A branch that exists: git's add refuses before making
+			// anything; the steps make the entry, call entryMade, then
+			// remove the worktree. Either way the add's error.
+			err = AddWorktreeThen(ctx, repo.CommonDir(), filepath.Join(base, "again"), "made", head, "r", func() error { return nil })
+			if !errors.Is(err, ErrBranchExists) {
+				t.Errorf("existing branch: got %v, want ErrBranchExists", err)
+			}
+			if _, err := os.Lstat(filepath.Join(base, "again")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("a refused add left %s", filepath.Join(base, "again"))
+			}
+		})
+	}
+}

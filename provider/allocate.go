@@ -25,6 +25,9 @@ var (
 	// fpAllocateChecked fires after git's worktrees were checked for
 	// nesting, before the publication lease.
 	fpAllocateChecked = failpoint.New("allocate/checked")
+	// fpAllocatePin fires before the new worktree's entry is pinned: with
+	// many worktrees, while git checks its files out.
+	fpAllocatePin = failpoint.New("allocate/pin")
 )
 
 // publicationTTL bounds how long a crashed publisher can block others
@@ -110,6 +113,10 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 	}
 	args := requestArgs{Op: "allocate", Binding: o.Binding, Base: o.Base, Branch: o.Branch, Path: path,
 		Intent: intent, OwnerPID: o.OwnerPID, AllowNested: o.AllowNested, Checkout: o.CheckoutBranch != ""}
+	// The claims index is read from here on, while git's refs and
+	// worktrees are checked; the records are checked against it under the
+	// lease (prefetchIndex).
+	index := p.prefetchIndex()
 
 	// A retry of an earlier request returns its result or finishes it.
 	if rec, err := p.findRequestClaim(o.Binding, o.RequestID); err != nil {
@@ -195,9 +202,6 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 	if claim.Allocator, err = procid.Of(os.Getpid()); err != nil {
 		return nil, err
 	}
-	// The claims index is read while git's worktrees are checked; the
-	// records are checked against it under the lease (prefetchIndex).
-	index := p.prefetchIndex()
 	var rec *claimRecord
 	for attempt := 1; ; attempt++ {
 		// Git's worktrees, with the ignore rules of those that contain
@@ -595,6 +599,7 @@ func (p *Provider) createWorktree(ctx context.Context, rec *claimRecord, populat
 	reason := lockReason(rec)
 	newBranch := !c.Checkout && !c.Detached
 	var err error
+	pinned := false
 	switch {
 	case populate == nil && c.Checkout && c.Restore == "":
 		err = gitops.AddWorktreeBranch(p.withGitProgress(ctx), c.CommonDir, c.Path, c.Branch, reason)
@@ -612,7 +617,11 @@ func (p *Provider) createWorktree(ctx context.Context, rec *claimRecord, populat
 			}
 		}
 	default:
-		err = gitops.AddWorktree(p.withGitProgress(ctx), c.CommonDir, c.Path, c.Branch, c.Base, reason)
+		// The entry is pinned as soon as git has made it: with many
+		// worktrees, while git checks the files out.
+		err = gitops.AddWorktreeThen(p.withGitProgress(ctx), c.CommonDir, c.Path, c.Branch, c.Base, reason,
+			func() error { return pinEntry(rec) })
+		pinned = err == nil
 	}
 	if err != nil {
 		// A branch or path git reports as existing is someone else's and
@@ -626,7 +635,9 @@ func (p *Provider) createWorktree(ctx context.Context, rec *claimRecord, populat
 		return nil, p.undoAllocation(ctx, rec, err, m)
 	}
 	all := made{worktree: true, branch: newBranch}
-	if err := pinEntry(rec); err != nil {
+	if pinned {
+		// pinned with the add
+	} else if err := pinEntry(rec); err != nil {
 		return nil, p.undoAllocation(ctx, rec, err, all)
 	}
 	id, err := pathid.Lstat(c.Path)
@@ -645,6 +656,9 @@ func (p *Provider) createWorktree(ctx context.Context, rec *claimRecord, populat
 // pinEntry pins the admin entry of the worktree just created for rec with
 // the claim digest (see adminentry.go), before the created event.
 func pinEntry(rec *claimRecord) error {
+	if err := fpAllocatePin.Inject(); err != nil {
+		return err
+	}
 	dir, err := verifyRepository("allocate", rec)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/majlis-dev/majlis/fixtures"
 	"github.com/majlis-dev/majlis/gitops"
@@ -125,5 +126,65 @@ func TestAllocateManyWorktreesKilledMidwayResumes(t *testing.T) {
 	}
 	if rec := crashExec(t, bin, repo.Dir, nil, "workspace", "reclaim", "T-1", "--yes", "--json"); rec.exit != 0 {
 		t.Fatalf("reclaim of the resumed workspace:\n%s", rec)
+	}
+}
+
+// With many worktrees the new entry is pinned while git checks the files
+// out. A pin that fails undoes the allocation (no worktree, branch or
+// path left; the binding free again). A process killed at the pin, once
+// git's checkout beside it has finished, leaves the worktree detached and
+// checked out: a retry with the same request id finishes the allocation.
+func TestAllocateManyWorktreesPinBesideCheckout(t *testing.T) {
+	bin := crashBinary(t)
+	repo, p := manyWorktreesRepo(t)
+	refsBefore := repo.Git("for-each-ref", "--format=%(refname) %(objectname)")
+	run := crashExec(t, bin, repo.Dir, []string{"MAJLIS_FAILPOINTS=allocate/pin=error"}, "workspace", "allocate", "T-1", "--json")
+	if run.exit == 0 {
+		t.Fatalf("the failing pin did not fail the allocation:\n%s", run)
+	}
+	path := filepath.Join(p.reg.WorkspaceRoot, "T-1")
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the undone allocation left %s (%v)", path, err)
+	}
+	if got := repo.Git("for-each-ref", "--format=%(refname) %(objectname)"); got != refsBefore {
+		t.Fatalf("refs after the undone allocation:\n%s\nwant\n%s", got, refsBefore)
+	}
+	if strings.Contains(repo.Git("worktree", "list", "--porcelain"), path) {
+		t.Fatalf("git still lists %s", path)
+	}
+	mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+
+	gate := filepath.Join(t.TempDir(), "gate")
+	proc := crashStart(t, bin, repo.Dir, []string{"MAJLIS_FAILPOINTS=allocate/pin=wait(" + gate + ")"},
+		"workspace", "allocate", "T-2", "--request-id", "req-2", "--json")
+	path = filepath.Join(p.reg.WorkspaceRoot, "T-2")
+	crashWaitFor(t, "the pin's failpoint and the checkout beside it", 60*time.Second, func() bool {
+		if _, err := os.Stat(gate + ".reached"); err != nil {
+			return false
+		}
+		admin := filepath.Join(repo.CommonDir(), "worktrees", "T-2")
+		_, lock := os.Stat(filepath.Join(admin, "index.lock"))
+		_, index := os.Stat(filepath.Join(admin, "index"))
+		return errors.Is(lock, os.ErrNotExist) && index == nil
+	})
+	proc.cmd.Process.Kill()
+	if res := proc.wait(); !res.killed {
+		t.Fatalf("not killed at allocate/pin:\n%s", res)
+	}
+	again := crashExec(t, bin, repo.Dir, nil, "workspace", "allocate", "T-2", "--request-id", "req-2", "--json")
+	if again.exit != 0 {
+		t.Fatalf("the retry of the allocation killed at its pin failed:\n%s", again)
+	}
+	if got := strings.TrimSpace(fixtures.Git(t, path, "symbolic-ref", "HEAD")); got != "refs/heads/majlis/T-2" {
+		t.Fatalf("HEAD of the resumed workspace is %q", got)
+	}
+	if st := fixtures.Git(t, path, "status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Fatalf("the resumed workspace is not clean:\n%s", st)
+	}
+	if pin, err := gitops.WorktreePin(fixtures.AdminDir(t, path)); err != nil || !strings.HasPrefix(pin, "sha256:") {
+		t.Fatalf("pin of the resumed workspace: %q, %v", pin, err)
+	}
+	if doc := crashExec(t, bin, repo.Dir, nil, "doctor", "--json"); doc.exit != 0 || !strings.Contains(doc.stdout, `"ok": true`) {
+		t.Fatalf("doctor after the resumed allocation:\n%s", doc)
 	}
 }
