@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -385,11 +386,27 @@ func (p *Provider) publishClaim(ctx context.Context, claim Claim, args requestAr
 	if err := durable.MkdirAll(dir, 0o755); err != nil {
 		return nil, &Error{Op: "allocate", Binding: claim.Binding, Path: dir, Err: err}
 	}
-	// The journal names the claim before it exists (see journal.go).
-	if err := p.appendJournal(journalEntry{Kind: journalClaim, Binding: claim.Binding, Seq: claim.Seq, Digest: digest, Path: claim.Path}, true); err != nil {
-		return nil, err
+	// The journal names the claim before it exists (see journal.go): the
+	// claim is written beside the journal's line, and named only once the
+	// line is durable.
+	type prepared struct {
+		p   *durable.Prepared
+		err error
 	}
-	if err := durable.Publish(dir, claimName(claim.Seq, "claim"), data); err != nil {
+	ready := make(chan prepared, 1)
+	go func() {
+		pr, err := durable.Prepare(dir, claimName(claim.Seq, "claim"), data)
+		ready <- prepared{pr, err}
+	}()
+	jerr := p.appendJournal(journalEntry{Kind: journalClaim, Binding: claim.Binding, Seq: claim.Seq, Digest: digest, Path: claim.Path}, true)
+	pr := <-ready
+	if jerr != nil || pr.err != nil {
+		if pr.p != nil {
+			pr.p.Discard()
+		}
+		return nil, cmp.Or(jerr, pr.err)
+	}
+	if err := pr.p.Commit(); err != nil {
 		return nil, err
 	}
 	if err := lease.Check(); err != nil {
@@ -600,6 +617,7 @@ func (p *Provider) createWorktree(ctx context.Context, rec *claimRecord, populat
 	newBranch := !c.Checkout && !c.Detached
 	var err error
 	pinned := false
+	var created *preparedEvent // written beside git's checkout, named after it
 	switch {
 	case populate == nil && c.Checkout && c.Restore == "":
 		err = gitops.AddWorktreeBranch(p.withGitProgress(ctx), c.CommonDir, c.Path, c.Branch, reason)
@@ -617,11 +635,24 @@ func (p *Provider) createWorktree(ctx context.Context, rec *claimRecord, populat
 			}
 		}
 	default:
-		// The entry is pinned as soon as git has made it: with many
-		// worktrees, while git checks the files out.
-		err = gitops.AddWorktreeThen(p.withGitProgress(ctx), c.CommonDir, c.Path, c.Branch, c.Base, reason,
-			func() error { return pinEntry(rec) })
+		// The entry is pinned as soon as git has made it, and the created
+		// event written (not yet named): with many worktrees, while git
+		// checks the files out.
+		err = gitops.AddWorktreeThen(p.withGitProgress(ctx), c.CommonDir, c.Path, c.Branch, c.Base, reason, func() error {
+			if err := pinEntry(rec); err != nil {
+				return err
+			}
+			id, err := pathid.Lstat(c.Path)
+			if err != nil {
+				return err
+			}
+			created, err = p.prepareEvent(rec, Event{Kind: EventCreated, Dev: id.Dev, Ino: id.Ino, Head: c.Base})
+			return err
+		})
 		pinned = err == nil
+	}
+	if err != nil && created != nil {
+		created.discard()
 	}
 	if err != nil {
 		// A branch or path git reports as existing is someone else's and
@@ -636,15 +667,15 @@ func (p *Provider) createWorktree(ctx context.Context, rec *claimRecord, populat
 	}
 	all := made{worktree: true, branch: newBranch}
 	if pinned {
-		// pinned with the add
+		// pinned with the add, the created event written
 	} else if err := pinEntry(rec); err != nil {
 		return nil, p.undoAllocation(ctx, rec, err, all)
-	}
-	id, err := pathid.Lstat(c.Path)
-	if err != nil {
+	} else if id, err := pathid.Lstat(c.Path); err != nil {
+		return nil, p.undoAllocation(ctx, rec, err, all)
+	} else if created, err = p.prepareEvent(rec, Event{Kind: EventCreated, Dev: id.Dev, Ino: id.Ino, Head: c.Base}); err != nil {
 		return nil, p.undoAllocation(ctx, rec, err, all)
 	}
-	if _, err := p.publishEvent(rec, Event{Kind: EventCreated, Dev: id.Dev, Ino: id.Ino, Head: c.Base}); err != nil {
+	if _, err := created.commit(); err != nil {
 		return nil, p.undoAllocation(ctx, rec, err, all)
 	}
 	if err := fpAllocateCreated.Inject(); err != nil {

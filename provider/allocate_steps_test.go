@@ -152,7 +152,25 @@ func TestAllocateManyWorktreesPinBesideCheckout(t *testing.T) {
 	if strings.Contains(repo.Git("worktree", "list", "--porcelain"), path) {
 		t.Fatalf("git still lists %s", path)
 	}
+	noTemporaryFiles(t, p.claimsDir("T-1"))
 	mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+
+	// A post-checkout hook that fails ends the add after the pin and the
+	// created event were written: the event is never named, and the
+	// allocation is undone and failed.
+	hook := filepath.Join(repo.CommonDir(), "hooks", "post-checkout")
+	repo.WriteExecutable(".git/hooks/post-checkout", "#!/bin/sh\nexit 3\n")
+	if _, err := p.Allocate(t.Context(), AllocateOptions{Binding: "T-3"}); err == nil {
+		t.Fatal("a failing post-checkout hook did not fail the allocation")
+	}
+	os.Remove(hook)
+	noTemporaryFiles(t, p.claimsDir("T-3"))
+	if recs, _ := p.readBinding("T-3"); len(recs) != 1 || !recs[0].has(EventFailed) || recs[0].has(EventCreated) {
+		t.Fatalf("records of the failed allocation: %+v", recs)
+	}
+	if _, err := os.Lstat(filepath.Join(p.reg.WorkspaceRoot, "T-3")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the failed allocation left its worktree (%v)", err)
+	}
 
 	gate := filepath.Join(t.TempDir(), "gate")
 	proc := crashStart(t, bin, repo.Dir, []string{"MAJLIS_FAILPOINTS=allocate/pin=wait(" + gate + ")"},
@@ -186,5 +204,16 @@ func TestAllocateManyWorktreesPinBesideCheckout(t *testing.T) {
 	}
 	if doc := crashExec(t, bin, repo.Dir, nil, "doctor", "--json"); doc.exit != 0 || !strings.Contains(doc.stdout, `"ok": true`) {
 		t.Fatalf("doctor after the resumed allocation:\n%s", doc)
+	}
+}
+
+// noTemporaryFiles fails the test if dir holds a record being written.
+func noTemporaryFiles(t *testing.T, dir string) {
+	t.Helper()
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			t.Errorf("%s left in %s", e.Name(), dir)
+		}
 	}
 }

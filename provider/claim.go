@@ -355,6 +355,27 @@ func (p *Provider) bindings() ([]string, error) {
 // event that already exists is not an error: events are facts, and a
 // retry may publish the same fact again.
 func (p *Provider) publishEvent(rec *claimRecord, ev Event) (*Event, error) {
+	pe, err := p.prepareEvent(rec, ev)
+	if err != nil {
+		return nil, err
+	}
+	return pe.commit()
+}
+
+// A preparedEvent is an event written and synced, not yet named
+// (durable.Prepare): commit publishes it as publishEvent does, discard
+// drops it.
+type preparedEvent struct {
+	p   *Provider
+	rec *claimRecord
+	ev  Event
+	dir string
+	w   *durable.Prepared
+}
+
+// prepareEvent is the first half of publishEvent, for an event whose
+// content is known before the moment it may be published.
+func (p *Provider) prepareEvent(rec *claimRecord, ev Event) (*preparedEvent, error) {
 	ev.Format, ev.Binding, ev.Seq, ev.ClaimDigest = formatEvent, rec.Claim.Binding, rec.Claim.Seq, rec.Digest
 	if ev.At.IsZero() {
 		ev.At = p.now().UTC()
@@ -364,7 +385,18 @@ func (p *Provider) publishEvent(rec *claimRecord, ev Event) (*Event, error) {
 		return nil, err
 	}
 	dir := p.claimsDir(rec.Claim.Binding)
-	err = durable.Publish(dir, claimName(rec.Claim.Seq, ev.Kind), data)
+	w, err := durable.Prepare(dir, claimName(rec.Claim.Seq, ev.Kind), data)
+	if err != nil {
+		return nil, err
+	}
+	return &preparedEvent{p: p, rec: rec, ev: ev, dir: dir, w: w}, nil
+}
+
+func (pe *preparedEvent) discard() { pe.w.Discard() }
+
+func (pe *preparedEvent) commit() (*Event, error) {
+	p, rec, ev, dir := pe.p, pe.rec, pe.ev, pe.dir
+	err := pe.w.Commit()
 	if errors.Is(err, durable.ErrExists) {
 		var existing Event
 		if _, err := readRecord(filepath.Join(dir, claimName(rec.Claim.Seq, ev.Kind)), "event", formatEvent, &existing); err != nil {

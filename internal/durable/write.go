@@ -89,42 +89,88 @@ func validName(name string) bool {
 }
 
 func write(dir, name string, data []byte, replace bool, opts []Option) error {
+	p, err := prepare(dir, name, data, replace, opts)
+	if err != nil {
+		return err
+	}
+	return p.Commit()
+}
+
+// A Prepared is a durable write made up to its name: the temporary file
+// written and fsynced (Prepare). Commit gives it its name; Discard drops
+// it. Exactly one of the two must follow.
+type Prepared struct {
+	op, dir, name, tmp string
+	replace            bool
+	f                  *os.File
+}
+
+// Prepare is the first half of Publish: it writes and fsyncs data in a
+// temporary file of dir, and the name dir/name does not exist yet (a
+// reader of dir sees only the temporary file, named as this package names
+// them). A caller can so write a record while something else that must
+// come before its name (another write, a check) is done.
+func Prepare(dir, name string, data []byte, opts ...Option) (*Prepared, error) {
+	return prepare(dir, name, data, false, opts)
+}
+
+func prepare(dir, name string, data []byte, replace bool, opts []Option) (*Prepared, error) {
 	o := options{perm: 0o600}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	op := "publish"
+	p := &Prepared{op: "publish", dir: dir, name: name, replace: replace}
 	if replace {
-		op = "replace"
+		p.op = "replace"
 	}
-	target := filepath.Join(dir, name)
 	if !validName(name) {
-		return &Error{Op: op, Path: target, Err: ErrInvalid}
+		return nil, &Error{Op: p.op, Path: filepath.Join(dir, name), Err: ErrInvalid}
 	}
 	f, tmp, err := writeTemp(dir, name, data, o)
 	if err != nil {
-		return &Error{Op: op, Path: tmp, Err: err}
+		return nil, &Error{Op: p.op, Path: tmp, Err: err}
 	}
-	defer os.Remove(tmp)
-	defer f.Close()
-	if replace {
-		err = os.Rename(tmp, target)
+	p.f, p.tmp = f, tmp
+	return p, nil
+}
+
+// Commit gives the prepared write its name as Publish (or Replace) does:
+// no-clobber (ErrExists when the name exists), and the folder fsynced
+// before it returns. The temporary file is gone afterwards, whatever
+// happened.
+func (p *Prepared) Commit() error {
+	defer p.Discard()
+	target := filepath.Join(p.dir, p.name)
+	var err error
+	if p.replace {
+		err = os.Rename(p.tmp, target)
 	} else {
-		err = os.Link(tmp, target)
-		if err != nil && !errors.Is(err, os.ErrExist) && SameFile(f, target) {
+		err = os.Link(p.tmp, target)
+		if err != nil && !errors.Is(err, os.ErrExist) && SameFile(p.f, target) {
 			err = nil // the link happened despite the error
 		}
 	}
 	if errors.Is(err, os.ErrExist) {
-		return &Error{Op: op, Path: target, Err: ErrExists}
+		return &Error{Op: p.op, Path: target, Err: ErrExists}
 	}
 	if err != nil {
-		return &Error{Op: op, Path: target, Err: err}
+		return &Error{Op: p.op, Path: target, Err: err}
 	}
-	if err := SyncDir(dir); err != nil {
-		return &Error{Op: op, Path: dir, Err: err}
+	if err := SyncDir(p.dir); err != nil {
+		return &Error{Op: p.op, Path: p.dir, Err: err}
 	}
 	return nil
+}
+
+// Discard removes the prepared write's temporary file, unnamed. After
+// Commit it does nothing.
+func (p *Prepared) Discard() {
+	if p.f == nil {
+		return
+	}
+	p.f.Close()
+	os.Remove(p.tmp)
+	p.f = nil
 }
 
 // WriteTemp is the first half of a durable write, for callers that keep

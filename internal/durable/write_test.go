@@ -164,3 +164,59 @@ func TestWriteTemp(t *testing.T) {
 		t.Errorf("a temporary-shaped name: %v", err)
 	}
 }
+
+// TestPrepareThenCommitOrDiscard: a prepared write is only a temporary
+// file until Commit names it (no-clobber, as Publish); Discard, or a
+// Commit that meets the name, leaves nothing but what was there.
+func TestPrepareThenCommitOrDiscard(t *testing.T) {
+	dir := t.TempDir()
+	names := func() []string {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range entries {
+			out = append(out, e.Name())
+		}
+		return out
+	}
+	p, err := Prepare(dir, "rec", []byte("one\n"), Perm(0o644))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(); len(got) != 1 || !strings.HasPrefix(got[0], ".rec.") || !strings.HasSuffix(got[0], TempSuffix) {
+		t.Fatalf("prepared: %q, want one temporary file", got)
+	}
+	if err := p.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "rec")); err != nil || string(b) != "one\n" {
+		t.Fatalf("committed: %q, %v", b, err)
+	}
+	if fi, _ := os.Stat(filepath.Join(dir, "rec")); fi.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v, want 0644", fi.Mode().Perm())
+	}
+	p.Discard() // after Commit: nothing
+	again, err := Prepare(dir, "rec", []byte("two\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := again.Commit(); !errors.Is(err, ErrExists) {
+		t.Fatalf("commit over an existing name: %v, want ErrExists", err)
+	}
+	dropped, err := Prepare(dir, "other", []byte("x\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropped.Discard()
+	if got := names(); len(got) != 1 || got[0] != "rec" {
+		t.Fatalf("left: %q, want only rec", got)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "rec")); string(b) != "one\n" {
+		t.Fatalf("rec overwritten: %q", b)
+	}
+	if _, err := Prepare(dir, ".x."+"1"+TempSuffix, nil); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a temporary file's name: %v, want ErrInvalid", err)
+	}
+}
