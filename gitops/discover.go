@@ -100,14 +100,7 @@ func discoveredAt(top, dotgitDir, dotgitFile string) (Repo, bool) {
 	if !validGitDir(gitDir, commonDir) || !owned(top) || !owned(gitDir) || !owned(commonDir) || !plainConfig(commonDir) {
 		return Repo{}, false
 	}
-	r := Repo{Toplevel: top, GitDir: gitDir, CommonDir: commonDir}
-	switch {
-	case !r.Linked():
-		r.MainWorktree = r.Toplevel
-	case filepath.Base(r.CommonDir) == ".git":
-		r.MainWorktree = filepath.Dir(r.CommonDir)
-	}
-	return r, true
+	return newRepo(top, gitDir, commonDir), true
 }
 
 // validGitDir reports whether gitDir is a git directory as git checks one

@@ -74,14 +74,20 @@ func parseDiscover(out []byte) (Repo, error) {
 		}
 		lines[i] = filepath.Clean(l)
 	}
-	r := Repo{Toplevel: lines[0], GitDir: lines[1], CommonDir: lines[2]}
+	return newRepo(lines[0], lines[1], lines[2]), nil
+}
+
+// newRepo is the Repo of a worktree's top level, git directory and common
+// directory, with its main worktree derived as git derives it.
+func newRepo(toplevel, gitDir, commonDir string) Repo {
+	r := Repo{Toplevel: toplevel, GitDir: gitDir, CommonDir: commonDir}
 	switch {
 	case !r.Linked():
 		r.MainWorktree = r.Toplevel
 	case filepath.Base(r.CommonDir) == ".git":
 		r.MainWorktree = filepath.Dir(r.CommonDir)
 	}
-	return r, nil
+	return r
 }
 
 // worktreeGitDir returns the git directory of the worktree whose top level

@@ -37,22 +37,7 @@ func TestAllocateManyWorktreesMidway(t *testing.T) {
 	if run.exit == 0 {
 		t.Fatalf("the injected error did not fail the allocation:\n%s", run)
 	}
-	path := filepath.Join(p.reg.WorkspaceRoot, "T-1")
-	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("the undone allocation left %s (%v)", path, err)
-	}
-	if got := repo.Git("for-each-ref", "--format=%(refname) %(objectname)"); got != refsBefore {
-		t.Fatalf("refs after the undone allocation:\n%s\nwant\n%s", got, refsBefore)
-	}
-	wts, err := gitops.ListWorktrees(t.Context(), repo.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, w := range wts {
-		if w.Path == path {
-			t.Fatalf("git still lists %s: %+v", path, w)
-		}
-	}
+	checkUndone(t, repo, p, "T-1", refsBefore)
 	// The binding is free: the same allocation now succeeds, in steps.
 	ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 	if got := strings.TrimSpace(fixtures.Git(t, ws.Path, "symbolic-ref", "HEAD")); got != "refs/heads/majlis/T-1" {
@@ -71,7 +56,7 @@ func TestAllocateManyWorktreesMidway(t *testing.T) {
 	if !run.killed {
 		t.Fatalf("not killed at gitops/add-detached:\n%s", run)
 	}
-	path = filepath.Join(p.reg.WorkspaceRoot, "T-2")
+	path := filepath.Join(p.reg.WorkspaceRoot, "T-2")
 	mine := filepath.Join(path, "mine.txt")
 	if err := os.WriteFile(mine, []byte("someone's\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -142,16 +127,7 @@ func TestAllocateManyWorktreesPinBesideCheckout(t *testing.T) {
 	if run.exit == 0 {
 		t.Fatalf("the failing pin did not fail the allocation:\n%s", run)
 	}
-	path := filepath.Join(p.reg.WorkspaceRoot, "T-1")
-	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("the undone allocation left %s (%v)", path, err)
-	}
-	if got := repo.Git("for-each-ref", "--format=%(refname) %(objectname)"); got != refsBefore {
-		t.Fatalf("refs after the undone allocation:\n%s\nwant\n%s", got, refsBefore)
-	}
-	if strings.Contains(repo.Git("worktree", "list", "--porcelain"), path) {
-		t.Fatalf("git still lists %s", path)
-	}
+	checkUndone(t, repo, p, "T-1", refsBefore)
 	noTemporaryFiles(t, p.claimsDir("T-1"))
 	mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 
@@ -175,7 +151,7 @@ func TestAllocateManyWorktreesPinBesideCheckout(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "gate")
 	proc := crashStart(t, bin, repo.Dir, []string{"MAJLIS_FAILPOINTS=allocate/pin=wait(" + gate + ")"},
 		"workspace", "allocate", "T-2", "--request-id", "req-2", "--json")
-	path = filepath.Join(p.reg.WorkspaceRoot, "T-2")
+	path := filepath.Join(p.reg.WorkspaceRoot, "T-2")
 	crashWaitFor(t, "the pin's failpoint and the checkout beside it", 60*time.Second, func() bool {
 		if _, err := os.Stat(gate + ".reached"); err != nil {
 			return false
@@ -214,6 +190,28 @@ func noTemporaryFiles(t *testing.T, dir string) {
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".") {
 			t.Errorf("%s left in %s", e.Name(), dir)
+		}
+	}
+}
+
+// checkUndone fails the test unless the allocation of binding was undone:
+// no folder at its path, git's refs as in refsBefore, no worktree listed.
+func checkUndone(t *testing.T, repo *fixtures.Repo, p *Provider, binding, refsBefore string) {
+	t.Helper()
+	path := filepath.Join(p.reg.WorkspaceRoot, binding)
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the undone allocation left %s (%v)", path, err)
+	}
+	if got := repo.Git("for-each-ref", "--format=%(refname) %(objectname)"); got != refsBefore {
+		t.Fatalf("refs after the undone allocation:\n%s\nwant\n%s", got, refsBefore)
+	}
+	wts, err := gitops.ListWorktrees(t.Context(), repo.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range wts {
+		if w.Path == path {
+			t.Fatalf("git still lists %s: %+v", path, w)
 		}
 	}
 }
