@@ -192,15 +192,7 @@ func TestAllocateManyWorktreesKilledInCheckoutResumes(t *testing.T) {
 	if again.exit != 0 {
 		t.Fatalf("the retry of the allocation killed in its checkout failed:\n%s", again)
 	}
-	if got := strings.TrimSpace(fixtures.Git(t, path, "symbolic-ref", "HEAD")); got != "refs/heads/majlis/T-1" {
-		t.Fatalf("HEAD of the resumed workspace is %q", got)
-	}
-	if st := fixtures.Git(t, path, "status", "--porcelain", "--untracked-files=all"); st != "" {
-		t.Fatalf("the resumed workspace is not clean:\n%s", st)
-	}
-	if rec := crashExec(t, bin, repo.Dir, nil, "workspace", "reclaim", "T-1", "--yes", "--json"); rec.exit != 0 {
-		t.Fatalf("reclaim of the resumed workspace:\n%s", rec)
-	}
+	checkResumed(t, bin, repo, path, "T-1", true)
 }
 
 // SIGKILL of the whole process group in the middle of the checkout (git

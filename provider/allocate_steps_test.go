@@ -97,21 +97,10 @@ func TestAllocateManyWorktreesKilledMidwayResumes(t *testing.T) {
 		t.Fatalf("the retry of the allocation killed before its checkout failed:\n%s", again)
 	}
 	path := filepath.Join(p.reg.WorkspaceRoot, "T-1")
-	if got := strings.TrimSpace(fixtures.Git(t, path, "symbolic-ref", "HEAD")); got != "refs/heads/majlis/T-1" {
-		t.Fatalf("HEAD of the resumed workspace is %q", got)
-	}
-	if st := fixtures.Git(t, path, "status", "--porcelain", "--untracked-files=all"); st != "" {
-		t.Fatalf("the resumed workspace is not clean:\n%s", st)
-	}
 	if b, err := os.ReadFile(filepath.Join(path, "f.txt")); err != nil || string(b) != "f\n" {
 		t.Fatalf("f.txt in the resumed workspace: %q, %v", b, err)
 	}
-	if doc := crashExec(t, bin, repo.Dir, nil, "doctor", "--json"); doc.exit != 0 || !strings.Contains(doc.stdout, `"ok": true`) {
-		t.Fatalf("doctor after the resumed allocation:\n%s", doc)
-	}
-	if rec := crashExec(t, bin, repo.Dir, nil, "workspace", "reclaim", "T-1", "--yes", "--json"); rec.exit != 0 {
-		t.Fatalf("reclaim of the resumed workspace:\n%s", rec)
-	}
+	checkResumed(t, bin, repo, path, "T-1", true)
 }
 
 // With many worktrees the new entry is pinned while git checks the files
@@ -169,18 +158,10 @@ func TestAllocateManyWorktreesPinBesideCheckout(t *testing.T) {
 	if again.exit != 0 {
 		t.Fatalf("the retry of the allocation killed at its pin failed:\n%s", again)
 	}
-	if got := strings.TrimSpace(fixtures.Git(t, path, "symbolic-ref", "HEAD")); got != "refs/heads/majlis/T-2" {
-		t.Fatalf("HEAD of the resumed workspace is %q", got)
-	}
-	if st := fixtures.Git(t, path, "status", "--porcelain", "--untracked-files=all"); st != "" {
-		t.Fatalf("the resumed workspace is not clean:\n%s", st)
-	}
 	if pin, err := gitops.WorktreePin(fixtures.AdminDir(t, path)); err != nil || !strings.HasPrefix(pin, "sha256:") {
 		t.Fatalf("pin of the resumed workspace: %q, %v", pin, err)
 	}
-	if doc := crashExec(t, bin, repo.Dir, nil, "doctor", "--json"); doc.exit != 0 || !strings.Contains(doc.stdout, `"ok": true`) {
-		t.Fatalf("doctor after the resumed allocation:\n%s", doc)
-	}
+	checkResumed(t, bin, repo, path, "T-2", false)
 }
 
 // noTemporaryFiles fails the test if dir holds a record being written.
@@ -213,5 +194,27 @@ func checkUndone(t *testing.T, repo *fixtures.Repo, p *Provider, binding, refsBe
 		if w.Path == path {
 			t.Fatalf("git still lists %s: %+v", path, w)
 		}
+	}
+}
+
+// checkResumed fails the test unless the workspace of binding at path,
+// finished by a retry, is an ordinary one: on its branch, clean, doctor
+// ok; with reclaim, reclaimed by the binary.
+func checkResumed(t *testing.T, bin string, repo *fixtures.Repo, path, binding string, reclaim bool) {
+	t.Helper()
+	if got := strings.TrimSpace(fixtures.Git(t, path, "symbolic-ref", "HEAD")); got != "refs/heads/majlis/"+binding {
+		t.Fatalf("HEAD of the resumed workspace is %q", got)
+	}
+	if st := fixtures.Git(t, path, "status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Fatalf("the resumed workspace is not clean:\n%s", st)
+	}
+	if doc := crashExec(t, bin, repo.Dir, nil, "doctor", "--json"); doc.exit != 0 || !strings.Contains(doc.stdout, `"ok": true`) {
+		t.Fatalf("doctor after the resumed allocation:\n%s", doc)
+	}
+	if !reclaim {
+		return
+	}
+	if rec := crashExec(t, bin, repo.Dir, nil, "workspace", "reclaim", binding, "--yes", "--json"); rec.exit != 0 {
+		t.Fatalf("reclaim of the resumed workspace:\n%s", rec)
 	}
 }
