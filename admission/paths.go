@@ -219,25 +219,9 @@ func (c Checkout) key(batch *pathid.Resolver, cwd, raw string, file bool) (strin
 	}
 
 	// rel: raw relative to the root, as written (Confine resolves it).
-	var rel string
-	if filepath.IsAbs(raw) {
-		r, ok, err := c.locate(raw)
-		if err != nil {
-			return refuseErr("cannot tell whether "+raw+" lies in the checkout "+c.Root+": ", err)
-		}
-		if !ok {
-			return refuse(raw+" lies outside the checkout "+c.Root, hintInside)
-		}
-		rel = r
-	} else {
-		base, err := c.base(cwd)
-		if err != nil {
-			return refuseErr("working directory "+cwd+": ", err)
-		}
-		rel = raw
-		if base != "" {
-			rel = base + "/" + raw
-		}
+	rel, err := c.relative(cwd, raw)
+	if err != nil {
+		return "", err
 	}
 
 	if comp, ok := dotGit(rel); ok {
@@ -292,10 +276,53 @@ func (c Checkout) key(batch *pathid.Resolver, cwd, raw string, file bool) (strin
 			"lease a file inside the checkout, or use an intent (intent:DIR/**) for a directory")
 	}
 
+	if err := checkKind(raw, phys, file); err != nil {
+		return "", err
+	}
+	return key, nil
+}
+
+// relative returns raw relative to the checkout's root, as written: an
+// absolute path must lie inside the checkout; a relative one is taken from
+// cwd when cwd lies inside it.
+func (c Checkout) relative(cwd, raw string) (string, error) {
+	refuse := func(reason, hint string) (string, error) {
+		return "", &Error{Op: "path", Path: raw, Reason: reason, Hint: hint, Err: ErrUnsafePath}
+	}
+	if filepath.IsAbs(raw) {
+		r, ok, err := c.locate(raw)
+		if err != nil {
+			reason, hint := describe(err)
+			return refuse("cannot tell whether "+raw+" lies in the checkout "+c.Root+": "+reason, hint)
+		}
+		if !ok {
+			return refuse(raw+" lies outside the checkout "+c.Root, hintInside)
+		}
+		return r, nil
+	}
+	base, err := c.base(cwd)
+	if err != nil {
+		reason, hint := describe(err)
+		return refuse("working directory "+cwd+": "+reason, hint)
+	}
+	if base != "" {
+		return base + "/" + raw, nil
+	}
+	return raw, nil
+}
+
+// checkKind refuses what phys (the resolved form of raw) cannot be leased
+// as: a hard-linked file, a directory for a file lease, a special file, a
+// symbolic link created since it was resolved. A path that does not exist
+// yet is named through its closest existing ancestor, and passes.
+func checkKind(raw, phys string, file bool) error {
+	refuse := func(reason, hint string) error {
+		return &Error{Op: "path", Path: raw, Reason: reason, Hint: hint, Err: ErrUnsafePath}
+	}
 	fi, err := os.Lstat(phys)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return key, nil // not created yet: named through its closest existing ancestor
+		return nil
 	case err != nil:
 		return refuse("cannot read "+phys+": "+errText(phys, err), hintInside)
 	}
@@ -303,7 +330,8 @@ func (c Checkout) key(batch *pathid.Resolver, cwd, raw string, file bool) (strin
 	case mode.IsRegular():
 		n, err := pathid.LinkCount(phys)
 		if err != nil {
-			return refuseErr("cannot count the hard links of "+phys+": ", err)
+			reason, hint := describe(err)
+			return refuse("cannot count the hard links of "+phys+": "+reason, hint)
 		}
 		if n > 1 {
 			return refuse(phys+" is a hard-linked file with "+strconv.FormatUint(n, 10)+" links",
@@ -321,7 +349,7 @@ func (c Checkout) key(batch *pathid.Resolver, cwd, raw string, file bool) (strin
 			return refuse(phys+" is a "+kindOf(mode)+", not a regular file", "lease a regular file")
 		}
 	}
-	return key, nil
+	return nil
 }
 
 // base returns the working directory cwd relative to the checkout root, as
