@@ -62,10 +62,7 @@ func (s *srv) refusal(err error) Refusal {
 	if r.Message == "" {
 		r.Message = err.Error()
 	}
-	if r.Details == nil {
-		r.Details = map[string]any{}
-	}
-	return r
+	return r.clipped()
 }
 
 // httpStatus is the HTTP status of a refusal's exit class.
@@ -233,7 +230,7 @@ func (s *srv) apiRoutes(mux *http.ServeMux) {
 	// another method) gets a JSON refusal, after the guard.
 	mux.Handle("/api/v1/", s.guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": Refusal{Code: "no_route", ExitCode: 2, Details: map[string]any{},
-			Message: "no route " + r.Method + " " + r.URL.Path + " (docs/MCP.md lists the routes)"}})
+			Message: clip("no route "+r.Method+" "+r.URL.Path, maxDetail) + " (docs/MCP.md lists the routes)"}})
 	})))
 }
 

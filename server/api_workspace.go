@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/majlis-dev/majlis/provider"
@@ -180,6 +181,13 @@ func (s *srv) openAt(ctx context.Context, name, dir string) (*provider.Provider,
 		return nil, err
 	}
 	p, err := provider.Open(ctx, abs, s.o.Provider)
+	if errors.Is(err, provider.ErrNotInitialized) {
+		// Every worktree of the server's repository shares its
+		// registration: one that is not registered is another repository.
+		return nil, &provider.Error{Op: "open", Path: abs, Err: provider.ErrRepository,
+			Reason: fmt.Sprintf("%s belongs to another repository (not registered with majlis), this server serves %s", abs, s.p.Repository().ID),
+			Hint:   "name a directory inside a worktree of the server's repository"}
+	}
 	if err != nil {
 		return nil, err
 	}

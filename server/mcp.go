@@ -170,7 +170,7 @@ func structuredRefusals(next mcp.MethodHandler) mcp.MethodHandler {
 			if errors.As(tr.GetError(), &te) {
 				r = te.r
 			} else if err := tr.GetError(); err != nil {
-				r.Message = err.Error()
+				r.Message = clip(err.Error(), maxMessage)
 			}
 			if b, merr := json.Marshal(map[string]any{"error": r}); merr == nil {
 				tr.StructuredContent = json.RawMessage(b)

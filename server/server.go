@@ -262,7 +262,7 @@ func (s *srv) routes() http.Handler {
 			}
 		})))
 	}
-	return mux
+	return s.hostGuard(mux)
 }
 
 // handleLive answers from memory only: no ledger, no git, no lock other
@@ -320,32 +320,6 @@ func (s *srv) handleIndex(w http.ResponseWriter, r *http.Request) {
 		ls = []admission.Lease{}
 	}
 	writeJSON(w, http.StatusOK, &Index{Repository: s.p.Repository(), Workspaces: ws, Leases: ls})
-}
-
-// guard admits a request only from loopback, addressed to this server's
-// own host name (against DNS rebinding), with the bearer token.
-func (s *srv) guard(h http.Handler) http.Handler {
-	_, port, _ := net.SplitHostPort(s.addr)
-	hosts := map[string]bool{"127.0.0.1:" + port: true, "localhost:" + port: true}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host, _, err := net.SplitHostPort(r.RemoteAddr)
-		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
-			writeJSON(w, http.StatusForbidden, errorBody("not_loopback", "requests are accepted from this machine's loopback only"))
-			return
-		}
-		if !hosts[r.Host] {
-			writeJSON(w, http.StatusForbidden, errorBody("bad_host", "the Host header must be 127.0.0.1:"+port+" or localhost:"+port))
-			return
-		}
-		const prefix = "Bearer "
-		a := r.Header.Get("Authorization")
-		if len(a) <= len(prefix) || a[:len(prefix)] != prefix || !equal(a[len(prefix):], s.token) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="majlis"`)
-			writeJSON(w, http.StatusUnauthorized, errorBody("unauthorized", "a bearer token (the server lease's token) is required"))
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
 }
 
 // pooled runs h within the MaxHandlers bound, waiting for a free slot for
