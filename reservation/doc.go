@@ -26,7 +26,10 @@
 //     boot, or the witness lock obtainable and no live process with the
 //     owner's pid and start time. Owners on another host, in another pid
 //     namespace, or whose liveness cannot be read stay blocking. Recovery
-//     retires the lease file only.
+//     retires the lease file only. RecoverDead waives the expiry, for
+//     leases that protect nothing once their owner is dead (the server
+//     lease); a lease that protects files keeps both conditions, since
+//     the children its dead owner started may still be at work on them.
 //   - Every reader validates what it reads: an empty, truncated, unknown,
 //     incomplete or checksum-failing record is malformed, and every
 //     operation on it refuses with an error naming the file. Nothing ever

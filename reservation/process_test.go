@@ -242,7 +242,8 @@ func TestCrashAtEveryStep(t *testing.T) {
 }
 
 // The staleness table: only an expired lease whose owner is proven dead is
-// recovered.
+// recovered; RecoverDead also retires an unexpired one, of a dead owner
+// only.
 func TestStalenessTable(t *testing.T) {
 	boots := []string{"same boot", "other boot", "other machine", "unreadable owner"}
 	owners := []string{"alive", "killed", "pid reused", "other pid namespace", "witness held by grandchild"}
@@ -338,6 +339,24 @@ func TestStalenessTable(t *testing.T) {
 						if b, _ := os.ReadFile(d.leasePath("res")); string(b) != string(data) {
 							t.Errorf("a refused recovery changed the lease")
 						}
+					}
+					if expired {
+						return
+					}
+					// RecoverDead waives the expiry, nothing else.
+					_, err = probe.RecoverDead(t.Context(), "res")
+					switch want = nil; wantLive {
+					case procid.Alive:
+						want = ErrOwnerAlive
+					case procid.Unknown:
+						want = ErrOwnerUnknown
+					}
+					if want == nil && err != nil || want != nil && !errors.Is(err, want) {
+						t.Fatalf("recover dead: %v, want %v", err, want)
+					}
+					_, statErr = os.Stat(d.leasePath("res"))
+					if recovered := errors.Is(statErr, os.ErrNotExist); recovered != (want == nil) {
+						t.Fatalf("unexpired lease recovered = %v, want %v", recovered, want == nil)
 					}
 				})
 			}

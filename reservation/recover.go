@@ -63,6 +63,20 @@ func (d *Dir) Assess(res string) (*Assessment, error) {
 // (the lease was replaced since it was read). Recovery retires the lease
 // file only: never anything the lease protected.
 func (d *Dir) Recover(ctx context.Context, res string) (*Record, error) {
+	return d.recover(ctx, res, true)
+}
+
+// RecoverDead retires the lease of res whose owner is proven dead, expired
+// or not, as Recover does otherwise. It is for leases that protect nothing
+// once their owner has died (the server lease names a process that
+// answers requests, and a dead one answers none): a lease that protects
+// files, whose dead owner's children may still be at work on them, keeps
+// Recover's stricter rule (expired and proven dead).
+func (d *Dir) RecoverDead(ctx context.Context, res string) (*Record, error) {
+	return d.recover(ctx, res, false)
+}
+
+func (d *Dir) recover(ctx context.Context, res string, needExpiry bool) (*Record, error) {
 	if err := checkResource(res); err != nil {
 		return nil, &Error{Op: "recover", Resource: res, Err: err}
 	}
@@ -74,7 +88,7 @@ func (d *Dir) Recover(ctx context.Context, res string) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !first.Expired(d.clock()) {
+	if needExpiry && !first.Expired(d.clock()) {
 		return nil, &Error{Op: "recover", Resource: res, Path: lp, Holder: first, Err: ErrNotExpired,
 			Reason: "it expires at " + first.ExpiresAt.UTC().Format(time.RFC3339)}
 	}
@@ -109,7 +123,7 @@ func (d *Dir) Recover(ctx context.Context, res string) (*Record, error) {
 		return nil, &Error{Op: "recover", Resource: res, Path: lp, Holder: rec, Err: ErrChanged,
 			Reason: "another lease holds the name now"}
 	}
-	if !rec.Expired(d.clock()) {
+	if needExpiry && !rec.Expired(d.clock()) {
 		return nil, &Error{Op: "recover", Resource: res, Path: lp, Holder: rec, Err: ErrNotExpired}
 	}
 	// Take the witness lock ourselves: if it is free the owner has closed

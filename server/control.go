@@ -35,10 +35,10 @@ type StartOptions struct {
 
 // A StartResult says which server Start found or started.
 type StartResult struct {
-	Server    *Status             `json:"server"`
-	Started   bool                `json:"started"`   // this call started it
-	Recovered *reservation.Record `json:"recovered"` // the stale lease it recovered first, or null
-	Log       string              `json:"log"`
+	Server    *Status       `json:"server"`
+	Started   bool          `json:"started"`   // this call started it
+	Recovered *RetiredLease `json:"recovered"` // the stale lease it retired first, or null
+	Log       string        `json:"log"`
 }
 
 // Attach returns the running server, starting one when none runs. It
@@ -64,8 +64,8 @@ func logPath(t Target, o StartOptions) string {
 
 // Start starts the repository's server unless one runs. It holds the
 // start lock across probe, spawn and readiness, so that concurrent starts
-// give one server. It recovers a stale lease whose owner is proven dead
-// (waiting for its expiry, within the timeout), and refuses, touching
+// give one server. It retires at once the lease of a server whose owner
+// is proven dead (expired or not: see retireDead), and refuses, touching
 // nothing, when the leaseholder is alive but unresponsive, answers in
 // another version, or the port answers as someone else.
 func Start(ctx context.Context, t Target, o StartOptions) (*StartResult, error) {
@@ -110,19 +110,15 @@ func Start(ctx context.Context, t Target, o StartOptions) (*StartResult, error) 
 			continue
 		case NotRunning:
 		case StaleLease:
-			rec, err := recoverStale(ctx, leases)
-			if err != nil {
+			if err := retireDead(ctx, leases, res); err != nil {
 				return nil, err
 			}
-			res.Recovered = rec
 			continue
 		case Foreign:
 			if st.Owner == string(procid.Dead) {
-				rec, err := recoverStale(ctx, leases)
-				if err != nil {
+				if err := retireDead(ctx, leases, res); err != nil {
 					return nil, err
 				}
-				res.Recovered = rec
 				continue
 			}
 			return nil, &Error{Op: "start", Status: st, Err: ErrForeign, Reason: st.Reason,
@@ -170,36 +166,6 @@ func startLock(ctx context.Context, leases *reservation.Dir) (unlock func(), err
 			Hint: "retry; 'majlis server status' says what runs"}
 	}
 	return func() { f.Close() }, nil
-}
-
-// recoverStale retires the server lease of a dead owner, waiting for it
-// to expire (expiry alone never proves death; death alone does not let
-// this package's rules retire an unexpired lease).
-func recoverStale(ctx context.Context, leases *reservation.Dir) (*reservation.Record, error) {
-	for {
-		rec, err := leases.Recover(ctx, Resource)
-		switch {
-		case err == nil:
-			return rec, nil
-		case errors.Is(err, reservation.ErrChanged), errors.Is(err, reservation.ErrNotFound):
-			return nil, nil // someone else moved it; probe again
-		case !errors.Is(err, reservation.ErrNotExpired):
-			return nil, err
-		}
-		a, aerr := leases.Assess(Resource)
-		if aerr != nil {
-			return nil, nil
-		}
-		wait := time.Until(a.Record.ExpiresAt) + time.Millisecond
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, &Error{Op: "start", Path: a.Path, Err: ErrStaleLease,
-				Reason: "the dead server's lease expires at " + a.Record.ExpiresAt.UTC().Format(time.RFC3339), Hint: "retry then"}
-		case <-t.C:
-		}
-	}
 }
 
 // spawn starts the server detached (its own session, stdio to the log)

@@ -29,6 +29,7 @@ const (
 	dirEnv    = "MAJLIS_SERVER_TEST_DIR"
 	maxEnv    = "MAJLIS_SERVER_TEST_MAX"
 	fenceEnv  = "MAJLIS_SERVER_TEST_FENCE"
+	ttlEnv    = "MAJLIS_SERVER_TEST_TTL"
 	leaseTTL  = time.Second // of the test servers: stale leases expire fast
 	childWait = 20 * time.Second
 )
@@ -45,11 +46,14 @@ func TestMain(m *testing.M) {
 
 // childServe runs Serve as 'majlis serve' would, ready on --ready-fd.
 func childServe() int {
-	o := Options{Dir: os.Getenv(dirEnv), Version: "test", LeaseTTL: leaseTTL, DebugRoutes: true,
+	o := Options{Dir: os.Getenv(dirEnv), Version: "test", LeaseTTL: leaseTTL, DebugRoutes: true, Classify: testClassify,
 		Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }}
 	o.MaxHandlers, _ = strconv.Atoi(os.Getenv(maxEnv))
 	if d, err := time.ParseDuration(os.Getenv(fenceEnv)); err == nil {
 		o.FenceInterval = d
+	}
+	if d, err := time.ParseDuration(os.Getenv(ttlEnv)); err == nil {
+		o.LeaseTTL = d
 	}
 	for i, a := range os.Args {
 		if a == "--ready-fd" && i+1 < len(os.Args) {

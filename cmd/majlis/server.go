@@ -24,7 +24,7 @@ The probe's states, and the exit status of 'majlis server status':
 
   running           0  the leaseholder answers and is ready
   not-running       5  no server lease (server_not_running)
-  stale-lease       5  the lease's owner is dead; start recovers it (server_stale_lease)
+  stale-lease       5  the lease's owner is dead; start retires it (server_stale_lease)
   starting          4  the leaseholder answers, not ready yet (server_starting)
   unresponsive      4  the leaseholder is alive but does not answer (server_unresponsive)
   foreign           3  the recorded port answers, not as the leaseholder (server_foreign)

@@ -17,8 +17,9 @@ func newServerStartCmd(g *globalOptions) *cobra.Command {
 <git-common-dir>/majlis/server.log) and wait until it is ready. Starts are
 serialized by a start lock held across probe, spawn and readiness, so two
 starts at once give one server. A running server is left as it is ("started":
-false). A stale lease whose owner is proven dead is recovered first (once it
-has expired). An unresponsive leaseholder (exit 4), or a port that answers as
+false). The lease of a server whose owner is proven dead (same machine and
+boot, no process with its pid and start time) is retired at once, expired or
+not, and one new server started. An unresponsive leaseholder (exit 4), or a port that answers as
 someone else while the leaseholder lives (exit 3), is refused: majlis never
 takes over or kills a live server implicitly.`,
 		Example: `  majlis server start
@@ -51,7 +52,7 @@ func (g *globalOptions) startServer(cmd *cobra.Command, attach bool) error {
 	}
 	return g.emit(res, func(w io.Writer) {
 		if res.Recovered != nil {
-			fmt.Fprintf(w, "recovered the stale server lease of pid %d\n", res.Recovered.Owner.PID)
+			fmt.Fprintf(w, "retired the lease of the dead server (pid %d)\n", res.Recovered.Owner.PID)
 		}
 		if res.Started {
 			fmt.Fprint(w, "started: ")

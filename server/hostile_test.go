@@ -1,0 +1,188 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/majlis-dev/majlis/fixtures"
+)
+
+// DNS rebinding: a page whose host name now resolves to 127.0.0.1 sends
+// its own name as Host. Every route refuses it, with or without the
+// token, the open ones (liveness, readiness) included; the literal
+// address and localhost are served, and the Bearer scheme is matched
+// case-insensitively.
+func TestEveryRouteChecksHost(t *testing.T) {
+	t.Parallel()
+	dir, tg := testRepo(t)
+	st := startServer(t, dir, tg)
+	token := leaseToken(t, tg)
+	_, port, _ := net.SplitHostPort(st.Address)
+	routes := []struct{ method, path string }{
+		{"GET", "/api/v1/live?nonce=abc"}, {"GET", "/api/v1/ready"}, {"POST", "/api/v1/shutdown"},
+		{"GET", "/api/v1/"}, {"GET", "/api/v1/workspaces"}, {"POST", "/api/v1/leases/acquire"},
+		{"POST", "/api/v1/heartbeat"}, {"GET", "/api/v1/debug/block"}, {"GET", "/api/v1/nothing"},
+		{"POST", "/mcp"}, {"GET", "/"},
+	}
+	send := func(method, path, auth, host string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, "http://"+st.Address+path, strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, host := range []string{"evil.example:" + port, "attacker.localhost:" + port, "127.0.0.1.nip.io:" + port, "evil.example"} {
+		for _, auth := range []string{"", "Bearer " + token} {
+			for _, r := range routes {
+				code, body := send(r.method, r.path, auth, host)
+				if code != http.StatusForbidden || !strings.Contains(body, `"bad_host"`) || strings.Contains(body, "hmac") {
+					t.Errorf("%s %s Host %s (token %v): %d %s", r.method, r.path, host, auth != "", code, body)
+				}
+			}
+		}
+	}
+	for _, auth := range []string{"bearer " + token, "BEARER  " + token} {
+		if code, body := send("GET", "/api/v1/", auth, "localhost:"+port); code != http.StatusOK {
+			t.Errorf("Authorization %q: %d %s", auth[:8], code, body)
+		}
+	}
+	if code, body := send("GET", "/api/v1/live", "", ""); code != http.StatusOK || !strings.Contains(body, TokenDigest(token)) {
+		t.Errorf("liveness at the literal address: %d %s", code, body)
+	}
+	if s, err := Probe(context.Background(), tg, ProbeOptions{}); err != nil || s.State != Running || s.PID != st.PID {
+		t.Fatalf("after the rebound requests: %v %+v", err, s)
+	}
+}
+
+// A server killed with SIGKILL protects nothing: eight attaches at once
+// right after its death, long before its lease would expire, start
+// exactly one new server and all attach to it; the retired lease is
+// reported without its token.
+func TestDeadServerReplacedAtOnce(t *testing.T) {
+	t.Parallel()
+	dir, tg := testRepo(t)
+	old := startServer(t, dir, tg, ttlEnv+"=1h")
+	oldToken := leaseToken(t, tg)
+	o := mustOwner(t, old)
+	if err := syscall.Kill(o.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitDead(t, o)
+
+	const n = 8
+	res := make([]*StartResult, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res[i], errs[i] = Attach(context.Background(), tg, startOpts(dir, ttlEnv+"=1h"))
+		}()
+	}
+	wg.Wait()
+	started := 0
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("attach %d: %v", i, errs[i])
+		}
+		if res[i].Started {
+			started++
+			t.Cleanup(func() { killOwner(t, mustOwner(t, res[i].Server)) })
+			if res[i].Recovered == nil || res[i].Recovered.Owner.PID != old.PID {
+				t.Errorf("the starter did not report the retired lease: %+v", res[i].Recovered)
+			}
+		}
+	}
+	if started != 1 {
+		t.Fatalf("%d attaches started a server, want exactly 1", started)
+	}
+	for i := range n {
+		if res[i].Server.State != Running || res[i].Server.PID != res[0].Server.PID || res[i].Server.PID == old.PID {
+			t.Errorf("attach %d: %+v (attach 0: pid %d; the dead one: pid %d)", i, res[i].Server, res[0].Server.PID, old.PID)
+		}
+		b, _ := json.Marshal(res[i])
+		if strings.Contains(string(b), oldToken) {
+			t.Errorf("attach %d printed the retired token: %s", i, b)
+		}
+	}
+}
+
+// apiCall sends an authenticated API request to the server at addr and
+// decodes the answer.
+func apiCall(t *testing.T, addr, token, method, path string, body any) (int, map[string]any) {
+	t.Helper()
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(method, "http://"+addr+path, bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatalf("%s %s: %d, not JSON: %.200s", method, path, resp.StatusCode, data)
+	}
+	if len(data) > 16<<10 {
+		t.Errorf("%s %s: an answer of %d bytes", method, path, len(data))
+	}
+	return resp.StatusCode, m
+}
+
+// A checkout of another repository that majlis never registered is a
+// repository mismatch (409), not "not initialized"; input of any size
+// is echoed clipped.
+func TestForeignCheckoutAndHugeInput(t *testing.T) {
+	t.Parallel()
+	dir, tg := testRepo(t)
+	st := startServer(t, dir, tg)
+	token := leaseToken(t, tg)
+	other := fixtures.NewRepo(t).Dir
+	for _, c := range []struct {
+		path string
+		body any
+	}{
+		{"/api/v1/check", CheckRequest{Checkout: other, Holder: "h"}},
+		{"/api/v1/begin", BeginRequest{Task: "T-1", Paths: []string{"src/**"}, Shared: true, Checkout: other}},
+	} {
+		code, m := apiCall(t, st.Address, token, "POST", c.path, c.body)
+		if e := obj(m, "error"); code != http.StatusConflict || e["code"] != "repository_mismatch" {
+			t.Errorf("%s in another, unregistered repository: %d %v", c.path, code, m)
+		}
+	}
+	huge := strings.Repeat("h", 600<<10)
+	code, m := apiCall(t, st.Address, token, "POST", "/api/v1/leases/acquire", AcquireRequest{Holder: huge, Resources: []string{"host:x"}})
+	if e := obj(m, "error"); code != http.StatusBadRequest || e["code"] != "invalid_argument" || !strings.Contains(e["message"].(string), "bytes in all") {
+		t.Errorf("a 600 KB holder: %d %.300v", code, m)
+	}
+}
