@@ -134,6 +134,9 @@ type Error struct {
 	server.Refusal
 }
 
+// Is makes a busy refusal (503, code busy) match server.ErrBusy.
+func (e *Error) Is(target error) bool { return target == server.ErrBusy && e.Code == "busy" }
+
 func (e *Error) Error() string {
 	s := fmt.Sprintf("%s (%s, exit %d)", e.Message, e.Code, e.ExitCode)
 	if h := e.Hint(); h != "" && !strings.Contains(e.Message, h) {

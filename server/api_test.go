@@ -59,7 +59,8 @@ func newAPIEnv(t testing.TB) *apiEnv {
 	}
 	t.Cleanup(func() { adm.Close() })
 	e := &apiEnv{t: t, repo: r, token: newNonce(), now: time.Now()}
-	e.s = &srv{o: Options{Version: "test", Classify: testClassify, Logf: t.Logf}, p: p, adm: adm, token: e.token,
+	e.s = &srv{o: Options{Version: "test", Classify: testClassify, Logf: t.Logf, MaxHandlers: DefaultMaxHandlers,
+		BusyWait: DefaultBusyWait, BodyTimeout: DefaultBodyTimeout}, p: p, adm: adm, token: e.token,
 		sem: make(chan struct{}, DefaultMaxHandlers), stop: make(chan struct{})}
 	e.s.beats = newBeats(DefaultHeartbeatGrace, e.clock, adm, t.Logf)
 	e.s.holder.Store(true)

@@ -19,6 +19,9 @@ var (
 	ErrStartFailed     = errors.New("server: start failed")
 	ErrFenced          = errors.New("server: the server lease is no longer this server's")
 	ErrInvalid         = errors.New("server: invalid argument")
+	// ErrBusy: every handler stayed taken for the bounded wait; nothing
+	// of the request ran (503 busy, with Retry-After).
+	ErrBusy = errors.New("server: busy (every handler taken)")
 )
 
 // An Error reports a refused or failed server operation with its facts.

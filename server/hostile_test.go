@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/majlis-dev/majlis/fixtures"
 )
@@ -131,11 +135,15 @@ func TestDeadServerReplacedAtOnce(t *testing.T) {
 // decodes the answer.
 func apiCall(t *testing.T, addr, token, method, path string, body any) (int, map[string]any) {
 	t.Helper()
-	b, err := json.Marshal(body)
-	if err != nil {
-		t.Fatal(err)
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, "http://"+addr+path, bytes.NewReader(b))
+	req, err := http.NewRequest(method, "http://"+addr+path, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,5 +192,122 @@ func TestForeignCheckoutAndHugeInput(t *testing.T) {
 	code, m := apiCall(t, st.Address, token, "POST", "/api/v1/leases/acquire", AcquireRequest{Holder: huge, Resources: []string{"host:x"}})
 	if e := obj(m, "error"); code != http.StatusBadRequest || e["code"] != "invalid_argument" || !strings.Contains(e["message"].(string), "bytes in all") {
 		t.Errorf("a 600 KB holder: %d %.300v", code, m)
+	}
+}
+
+// waitLive waits until the server at addr answers liveness with a body
+// for which cond holds.
+func waitLive(t *testing.T, addr string, what string, cond func(*Live) bool) *Live {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), childWait)
+	defer cancel()
+	var last *Live
+	if err := waitFor(ctx, func() bool {
+		a, err := askLive(context.Background(), addr, time.Second)
+		if err == nil {
+			last = a.body
+		}
+		return err == nil && cond(a.body)
+	}); err != nil {
+		t.Fatalf("%s: never; last liveness answer %+v", what, last)
+	}
+	return last
+}
+
+// 32 clients (the default pool) send their headers and part of a body,
+// then stall: they hold connections, not handlers, and a well-formed
+// request is served.
+func TestStalledBodiesHoldNoHandler(t *testing.T) {
+	t.Parallel()
+	dir, tg := testRepo(t)
+	st := startServer(t, dir, tg)
+	token := leaseToken(t, tg)
+	const stalled = DefaultMaxHandlers
+	for range stalled {
+		c, err := net.Dial("tcp", st.Address)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		fmt.Fprintf(c, "POST /api/v1/leases/acquire HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
+			"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"holder\": \"st", st.Address, token)
+	}
+	waitLive(t, st.Address, "32 bodies being read", func(l *Live) bool { return l.Reading == stalled })
+	code, m := apiCall(t, st.Address, token, "POST", "/api/v1/leases/acquire", AcquireRequest{Holder: "h", Resources: []string{"host:one"}})
+	if code != http.StatusOK {
+		t.Fatalf("a well-formed request beside %d stalled bodies: %d %v", stalled, code, m)
+	}
+	if l := waitLive(t, st.Address, "liveness", func(*Live) bool { return true }); l.Reading != stalled || l.Busy != 0 {
+		t.Errorf("after: %+v, want %d reading, none busy", l, stalled)
+	}
+}
+
+// serveFailpoints starts the failpoints binary as the server of dir with
+// the given failpoints and serve flags, and kills it when the test ends.
+func serveFailpoints(t *testing.T, dir string, tg Target, failpoints string, flags ...string) *Status {
+	t.Helper()
+	bin := fixtures.FailpointsBinary(t)
+	o := StartOptions{Command: append([]string{bin, "serve", "--repo", dir}, flags...), Timeout: childWait,
+		Env: append(os.Environ(), "MAJLIS_FAILPOINTS="+failpoints), Probe: ProbeOptions{Timeout: 2 * time.Second}}
+	res, err := Start(context.Background(), tg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := mustOwner(t, res.Server)
+	t.Cleanup(func() { killOwner(t, owner) })
+	return res.Server
+}
+
+// 32 calls held in their handlers (a failpoint) fill the pool: the next
+// call is answered 503 busy with Retry-After within the bounded wait,
+// before any effect, while liveness still answers.
+func TestFullPoolAnswersBusy(t *testing.T) {
+	t.Parallel()
+	dir, tg := testRepo(t)
+	gate := filepath.Join(t.TempDir(), "gate")
+	st := serveFailpoints(t, dir, tg, "server/handler=wait("+gate+")", "--busy-wait", "50ms")
+	token := leaseToken(t, tg)
+	var wg sync.WaitGroup
+	codes := make([]int, DefaultMaxHandlers)
+	for i := range DefaultMaxHandlers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("GET", "http://"+st.Address+"/api/v1/leases", nil)
+			req.Header.Set("Authorization", "Bearer "+token)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				codes[i] = resp.StatusCode
+				resp.Body.Close()
+			}
+		}()
+	}
+	waitLive(t, st.Address, "a full pool", func(l *Live) bool { return l.Busy == DefaultMaxHandlers })
+
+	b, _ := json.Marshal(AcquireRequest{Holder: "late", Resources: []string{"host:late"}})
+	req, _ := http.NewRequest("POST", "http://"+st.Address+"/api/v1/leases/acquire", bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" || !strings.Contains(string(body), `"code":"busy"`) {
+		t.Fatalf("a call beside a full pool: %s, Retry-After %q: %s", resp.Status, resp.Header.Get("Retry-After"), body)
+	}
+	if s, err := Probe(context.Background(), tg, ProbeOptions{}); err != nil || s.State != Running || s.Busy != DefaultMaxHandlers {
+		t.Fatalf("liveness with a full pool: %v %+v", err, s)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for i, c := range codes {
+		if c != http.StatusOK {
+			t.Errorf("held call %d: %d", i, c)
+		}
+	}
+	if code, m := apiCall(t, st.Address, token, "GET", "/api/v1/leases?holder=late", nil); code != http.StatusOK || len(m["leases"].([]any)) != 0 {
+		t.Errorf("the busy call had an effect: %d %v", code, m)
 	}
 }

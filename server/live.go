@@ -23,6 +23,8 @@ type Live struct {
 	API         string `json:"api"`          // APIVersion of the server
 	Busy        int    `json:"busy"`         // API handlers running now
 	MaxHandlers int    `json:"max_handlers"` // their bound
+	Waiting     int    `json:"waiting"`      // requests waiting for a handler
+	Reading     int    `json:"reading"`      // requests whose body is being read (they hold no handler)
 }
 
 // TokenDigest is the hex SHA-256 of a lease token.

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,6 +55,17 @@ type Options struct {
 	// HeartbeatTick is how often renewals are due-checked; zero means
 	// DefaultHeartbeatTick.
 	HeartbeatTick time.Duration
+
+	// HeaderTimeout bounds the reading of a request's headers; zero
+	// means DefaultHeaderTimeout.
+	HeaderTimeout time.Duration
+	// BodyTimeout bounds the reading of a request's body, which is read
+	// whole before the request waits for a handler; zero means
+	// DefaultBodyTimeout.
+	BodyTimeout time.Duration
+	// BusyWait is how long a request waits for a free handler before it
+	// is answered 503 busy; zero means DefaultBusyWait.
+	BusyWait time.Duration
 }
 
 // Defaults of Options.
@@ -60,7 +73,13 @@ const (
 	DefaultMaxHandlers   = 32
 	DefaultLeaseTTL      = 30 * time.Second
 	DefaultFenceInterval = time.Second
+	DefaultHeaderTimeout = 5 * time.Second
+	DefaultBodyTimeout   = 10 * time.Second
+	DefaultBusyWait      = 5 * time.Second
 )
+
+// maxHeaderBytes bounds a request's headers (net/http's default is 1 MB).
+const maxHeaderBytes = 64 << 10
 
 // Serve runs the repository's server in the calling process until ctx
 // ends, an authenticated shutdown arrives, or the server lease stops being
@@ -88,6 +107,9 @@ func Serve(ctx context.Context, o Options) error {
 	if o.HeartbeatTick <= 0 {
 		o.HeartbeatTick = DefaultHeartbeatTick
 	}
+	o.HeaderTimeout = orDefault(o.HeaderTimeout, DefaultHeaderTimeout)
+	o.BodyTimeout = orDefault(o.BodyTimeout, DefaultBodyTimeout)
+	o.BusyWait = orDefault(o.BusyWait, DefaultBusyWait)
 	// The server acts for other processes: being its parent (or the
 	// server itself) must not stand in for a lease's token.
 	o.Provider.ServesOthers = true
@@ -128,7 +150,8 @@ func Serve(ctx context.Context, o Options) error {
 	s.holder.Store(true)
 	o.Logf("server for repository %s listening on %s (pid %d, lease generation %d)", id, addr, rec.Owner.PID, rec.Generation)
 
-	hs := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 5 * time.Second, ErrorLog: nil}
+	hs := &http.Server{Handler: s.routes(), ReadHeaderTimeout: o.HeaderTimeout, MaxHeaderBytes: maxHeaderBytes,
+		ErrorLog: log.New(logWriter(o.Logf), "", 0)}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
 
@@ -193,8 +216,11 @@ type srv struct {
 	live   Live // fixed part of the liveness answer
 	holder atomic.Bool
 	ready  atomic.Bool
-	busy   atomic.Int64
+	busy   atomic.Int64 // requests holding a handler
 	sem    chan struct{}
+
+	waiting atomic.Int64 // requests waiting for a handler
+	reading atomic.Int64 // requests whose body is being read
 
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -272,6 +298,8 @@ func (s *srv) handleLive(w http.ResponseWriter, r *http.Request) {
 	l.Holder = s.holder.Load()
 	l.Ready = s.ready.Load()
 	l.Busy = int(s.busy.Load())
+	l.Waiting = int(s.waiting.Load())
+	l.Reading = int(s.reading.Load())
 	if n := r.URL.Query().Get("nonce"); n != "" {
 		if !validNonce(n) {
 			writeJSON(w, http.StatusBadRequest, errorBody("bad_nonce", "nonce: 1 to 128 letters, digits, - or _"))
@@ -322,32 +350,6 @@ func (s *srv) handleIndex(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, &Index{Repository: s.p.Repository(), Workspaces: ws, Leases: ls})
 }
 
-// pooled runs h within the MaxHandlers bound, waiting for a free slot for
-// as long as the request lasts.
-func (s *srv) pooled(h http.HandlerFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case s.sem <- struct{}{}:
-		case <-r.Context().Done():
-			return
-		case <-s.stop:
-			writeJSON(w, http.StatusServiceUnavailable, errorBody("stopping", "the server is stopping"))
-			return
-		}
-		if !s.ready.Load() {
-			<-s.sem
-			writeJSON(w, http.StatusServiceUnavailable, errorBody("starting", "the server is not ready yet; retry once GET /api/v1/ready answers 200"))
-			return
-		}
-		s.busy.Add(1)
-		defer func() {
-			s.busy.Add(-1)
-			<-s.sem
-		}()
-		h(w, r)
-	})
-}
-
 func errorBody(code, msg string) any {
 	return map[string]any{"error": map[string]string{"code": code, "message": msg}}
 }
@@ -362,4 +364,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	w.Write(append(b, '\n'))
+}
+
+// orDefault is d, or def when d is not positive.
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// logWriter passes net/http's own log lines to Logf.
+type logWriter func(format string, args ...any)
+
+func (f logWriter) Write(b []byte) (int, error) {
+	f("%s", strings.TrimRight(string(b), "\n"))
+	return len(b), nil
 }

@@ -293,6 +293,8 @@ var codeTable = []code{
 		Meaning: "a server is starting"},
 	{Code: "server_unresponsive", Exit: ExitHeld, From: []source{srv(server.ErrUnresponsive)},
 		Meaning: "a live server holds the lease but does not answer"},
+	{Code: "busy", Exit: ExitHeld, From: []source{srv(server.ErrBusy)},
+		Meaning: "every handler of the server stayed taken for its bounded wait (HTTP 503, Retry-After); nothing of the request ran: retry"},
 	{Code: "server_foreign", Exit: ExitRefused, From: []source{srv(server.ErrForeign)},
 		Meaning: "the recorded port answers, but not as the leaseholder"},
 	{Code: "server_version_mismatch", Exit: ExitRefused, From: []source{srv(server.ErrVersionMismatch)},

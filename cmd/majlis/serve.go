@@ -16,7 +16,7 @@ func newServeCmd(g *globalOptions) *cobra.Command {
 	var opts server.Options
 	var readyFD int
 	cmd := &cobra.Command{
-		Use:   "serve [--max-handlers N]",
+		Use:   "serve [--max-handlers N] [--busy-wait D]",
 		Short: "Run the repository's server in the foreground",
 		Long: `Run the repository's server in the foreground until it is stopped ('majlis
 server stop', SIGTERM or SIGINT). It listens on 127.0.0.1 on a port the kernel
@@ -27,14 +27,25 @@ second one refuses (exit 4, held).
 
 The liveness route GET /api/v1/live and the readiness route GET /api/v1/ready
 answer at once, however busy the server is; API requests run at most
---max-handlers (or $MAJLIS_MAX_HANDLERS, default 32) at a time, and need the
-bearer token, a loopback peer and the Host 127.0.0.1:PORT or localhost:PORT.
+--max-handlers (or $MAJLIS_MAX_HANDLERS, default 32) at a time, and one that
+finds none free within --busy-wait is answered 503 busy. A request's body is
+read whole, within --body-timeout, before it waits for a handler. Every
+route needs a loopback peer and the Host 127.0.0.1:PORT or localhost:PORT;
+API routes need the bearer token too.
 The server exits at once if its lease stops being its own. Most callers want
 'majlis server start' (detached) or 'majlis server attach' instead.`,
 		Example: `  majlis serve
   MAJLIS_MAX_HANDLERS=8 majlis serve --repo ~/src/app`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, d := range []struct {
+				name string
+				v    time.Duration
+			}{{"busy-wait", opts.BusyWait}, {"header-timeout", opts.HeaderTimeout}, {"body-timeout", opts.BodyTimeout}} {
+				if d.v <= 0 {
+					return &usageError{fmt.Errorf("--%s %v is not a positive duration", d.name, d.v)}
+				}
+			}
 			if cmd.Flags().Changed("max-handlers") {
 				if err := server.CheckMaxHandlers(opts.MaxHandlers); err != nil {
 					return &usageError{err}
@@ -73,6 +84,9 @@ The server exits at once if its lease stops being its own. Most callers want
 	f := cmd.Flags()
 	f.IntVar(&opts.MaxHandlers, "max-handlers", server.DefaultMaxHandlers, "API requests served at once (default $"+server.MaxHandlersEnv+", else 32)")
 	f.IntVar(&readyFD, "ready-fd", 0, "write one line to this descriptor once ready")
+	f.DurationVar(&opts.BusyWait, "busy-wait", server.DefaultBusyWait, "how long a request waits for a free handler before it is answered 503 busy")
+	f.DurationVar(&opts.HeaderTimeout, "header-timeout", server.DefaultHeaderTimeout, "how long a client may take to send a request's headers")
+	f.DurationVar(&opts.BodyTimeout, "body-timeout", server.DefaultBodyTimeout, "how long a client may take to send a request's body")
 	f.BoolVar(&opts.DebugRoutes, "debug-routes", false, "enable the debug routes used by tests and benchmarks")
 	_ = f.MarkHidden("ready-fd")
 	_ = f.MarkHidden("debug-routes")
