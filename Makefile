@@ -10,7 +10,9 @@ STATICCHECK_VERSION ?= v0.8.2
 export GOMODCACHE := $(shell $(GO) env GOMODCACHE)
 export GOCACHE    := $(shell $(GO) env GOCACHE)
 
-.PHONY: all build build-failpoints test test-short lint bench demo install clean
+SHELL := /bin/bash
+
+.PHONY: all build build-failpoints test test-short soak lint bench demo install clean
 
 all: build
 
@@ -22,15 +24,46 @@ build-failpoints:
 	$(GO) build -tags failpoints -o bin/majlis-failpoints ./cmd/majlis
 
 # The README's test command: everything, with the race detector, isolated
-# from the user's git config.
-test:
-	@home=$$(mktemp -d) && trap 'rm -rf "$$home"' EXIT && \
-	HOME=$$home XDG_CONFIG_HOME=$$home/.config XDG_STATE_HOME=$$home/.local/state \
-	GIT_CONFIG_NOSYSTEM=1 $(GO) test -race -count=1 ./...
+# from the user's git config. The slowest packages start first, so that a
+# long one does not begin last; the majlis binary the tests run (built with
+# the failpoints tag) is built once here and shared by every package
+# (MAJLIS_TEST_BIN). scripts/testfmt prints a line per package as it
+# finishes and the slowest tests at the end; the whole JSON is kept in
+# bin/test.json.
+#
+# -timeout is go test's limit for one package's run. No package takes more
+# than about 3 minutes on a 2-core machine with two CPU-bound processes
+# beside it; the limit is ten times that, so a slow machine gives a slow
+# green run, not a red one, and a hung test still ends.
+TEST_TIMEOUT ?= 30m
+TEST_PKGS    ?= ./provider ./admission ./cmd/majlis ./gitops ./client ./server ./...
+TEST_FLAGS   ?=
 
-test-short:
+test: bin/majlis-test
+	@home=$$(mktemp -d) && trap 'rm -rf "$$home"' EXIT && set -o pipefail && \
+	HOME=$$home XDG_CONFIG_HOME=$$home/.config XDG_STATE_HOME=$$home/.local/state \
+	GIT_CONFIG_NOSYSTEM=1 MAJLIS_TEST_BIN=$(CURDIR)/bin/majlis-test \
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) -json $(TEST_PKGS) \
+	| $(GO) run ./scripts/testfmt -save bin/test.json
+
+# The race and crash tests with many more rounds (MAJLIS_TEST_SOAK=1):
+# run before a release. It takes about an hour.
+soak: bin/majlis-test
+	@home=$$(mktemp -d) && trap 'rm -rf "$$home"' EXIT && set -o pipefail && \
+	HOME=$$home XDG_CONFIG_HOME=$$home/.config XDG_STATE_HOME=$$home/.local/state \
+	GIT_CONFIG_NOSYSTEM=1 MAJLIS_TEST_BIN=$(CURDIR)/bin/majlis-test MAJLIS_TEST_SOAK=1 \
+	$(GO) test -race -count=1 -timeout 3h $(TEST_FLAGS) -json $(TEST_PKGS) \
+	| $(GO) run ./scripts/testfmt -save bin/soak.json
+
+# Always rebuilt (go build is quick when nothing changed): a stale binary
+# would test old code.
+.PHONY: bin/majlis-test
+bin/majlis-test:
+	@$(GO) build -tags failpoints -o $@ ./cmd/majlis
+
+test-short: bin/majlis-test
 	@home=$$(mktemp -d) && trap 'rm -rf "$$home"' EXIT && \
-	HOME=$$home GIT_CONFIG_NOSYSTEM=1 $(GO) test -short -count=1 ./...
+	HOME=$$home GIT_CONFIG_NOSYSTEM=1 MAJLIS_TEST_BIN=$(CURDIR)/bin/majlis-test $(GO) test -short -count=1 ./...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

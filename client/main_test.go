@@ -13,24 +13,31 @@ import (
 	"github.com/majlis-dev/majlis/server"
 )
 
-// bin is the majlis binary these tests run, built once into the isolated
-// HOME and put first in $PATH: the client starts servers with it, as it
-// would with an installed majlis.
+// bin is the majlis binary these tests run (fixtures.BuildBinary), put
+// first in $PATH: the client starts servers with it, as it would with an
+// installed majlis.
 var bin string
 
 func TestMain(m *testing.M) {
-	callerHome := os.Getenv("HOME") // where the go command's caches are
 	home, err := fixtures.Isolate()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fixtures:", err)
 		os.Exit(1)
 	}
-	dir := filepath.Join(home, "bin")
+	built, err := fixtures.BuildBinary()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	// The client starts 'majlis' from $PATH, as it would an installed one.
+	dir := filepath.Join(home, "path")
 	bin = filepath.Join(dir, "majlis")
-	build := exec.Command("go", "build", "-o", bin, "github.com/majlis-dev/majlis/cmd/majlis")
-	build.Env = append(os.Environ(), "HOME="+callerHome)
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build ./cmd/majlis: %v\n%s", err, out)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := os.Symlink(built, bin); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	os.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
