@@ -20,6 +20,7 @@ func countEvents(t *testing.T, e *env, kind string) int {
 }
 
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.main.WriteFiles(map[string]string{"src/old.go": "x\n", "docs/a.md": "a\n", "keep.txt": "k\n"})
@@ -91,6 +92,7 @@ func TestCheck(t *testing.T) {
 }
 
 func TestPolicy(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	p, err := e.s.Policy(ctx)

@@ -11,6 +11,7 @@ import (
 
 // The SQLite ledgers are the backend the conformance suite describes.
 func TestConformanceSQLite(t *testing.T) {
+	t.Parallel()
 	admissiontest.Run(t, func(t *testing.T, stateDir string, now func() time.Time) admission.Backend {
 		// One host ledger per repository (each test is a host of its
 		// own), the same one when the suite opens the backend again.

@@ -12,6 +12,7 @@ import (
 // CheckLedger finds what doctor must report, and changes no byte of a
 // ledger it refuses.
 func TestCheckLedger(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := t.Context()
 	absent := filepath.Join(dir, "absent.db")

@@ -17,6 +17,7 @@ import (
 )
 
 func TestOpenNotInitialized(t *testing.T) {
+	t.Parallel()
 	repo := fixtures.NewRepo(t)
 	state := filepath.Join(repo.CommonDir(), "majlis")
 	_, err := Open(context.Background(), state, Options{HostLedger: filepath.Join(t.TempDir(), "host.db")})
@@ -27,6 +28,7 @@ func TestOpenNotInitialized(t *testing.T) {
 }
 
 func TestPragmas(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, l := range []*ledger{e.s.repo, func() *ledger { l, _ := e.s.hostLedger(context.Background(), true); return l }()} {
 		for pragma, want := range map[string]string{"journal_mode": "wal", "synchronous": "2", "foreign_keys": "1", "busy_timeout": "10000"} {
@@ -51,6 +53,7 @@ func TestPragmas(t *testing.T) {
 // unknown schema version or kind, refuses with ErrMalformed naming the
 // file, and the file is left as it was.
 func TestMalformedLedger(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	setup := func(t *testing.T) (*env, string) {
 		e := newEnv(t)
@@ -120,6 +123,7 @@ func TestMalformedLedger(t *testing.T) {
 }
 
 func TestMalformedHostLedger(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	garbage := []byte("this is not a ledger\n")
 	if err := os.WriteFile(e.host, garbage, 0o600); err != nil {
@@ -191,6 +195,7 @@ func TestHostLedgerPath(t *testing.T) {
 
 // A busy timeout given as an option is the one every connection uses.
 func TestBusyTimeoutOption(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	s, err := Open(t.Context(), e.state, Options{HostLedger: e.host, BusyTimeout: 1500 * time.Millisecond})
 	if err != nil {
@@ -209,6 +214,7 @@ func TestBusyTimeoutOption(t *testing.T) {
 // TestHostLedgerCreatedPrivate: the host ledger's folder is created 0700,
 // and only when a host resource is first admitted.
 func TestHostLedgerCreatedPrivate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.s.Close()
 	e.host = filepath.Join(t.TempDir(), "state", "majlis", "host.db")
@@ -227,6 +233,7 @@ func TestHostLedgerCreatedPrivate(t *testing.T) {
 
 // TestJSONShapes pins the JSON fields the CLI prints.
 func TestJSONShapes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.mustAcquire("a", e.linked.Dir, "intent:src/**")
 	res := e.mustAcquire("b", "", "file:src/a.go", "host:port:1")

@@ -24,6 +24,9 @@ const childEnv = "MAJLIS_ADMISSION_TEST_CHILD"
 
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(childEnv); mode != "" {
+		if m, ok := isRacer(mode); ok {
+			os.Exit(runRacer(m))
+		}
 		os.Exit(runChild(mode))
 	}
 	fixtures.Main(m)
@@ -51,37 +54,15 @@ func errCode(err error) string {
 
 // runChild runs a helper mode:
 //   - sleep: print "ready" and block until stdin closes (a live owner).
-//   - open: once MAJLIS_START exists, open the repository ledger at
-//     MAJLIS_LEDGER, print a childResult.
 //   - acquire: acquire MAJLIS_RESOURCES (comma-separated) for
 //     MAJLIS_HOLDER in MAJLIS_CHECKOUT, print a childResult. With
 //     MAJLIS_CRASH_AT set, the process kills itself (SIGKILL) at that
-//     failpoint; MAJLIS_START names a file whose existence starts it;
-//     MAJLIS_NOW (RFC 3339) fixes its clock.
+//     failpoint; MAJLIS_NOW (RFC 3339) fixes its clock.
 func runChild(mode string) int {
 	switch mode {
 	case "sleep":
 		fmt.Println("ready")
 		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
-		return 0
-	case "open":
-		// Wait for the start file, then open the ledger once.
-		start := os.Getenv("MAJLIS_START")
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
-			if _, err := os.Stat(start); err == nil || time.Now().After(deadline) {
-				break
-			}
-		}
-		l, err := openLedger(context.Background(), os.Getenv("MAJLIS_LEDGER"), kindRepository, 0)
-		if err == nil {
-			err = l.close()
-		}
-		r := childResult{OK: err == nil}
-		if err != nil {
-			r.Code, r.Err = errCode(err), err.Error()
-		}
-		b, _ := json.Marshal(r)
-		fmt.Println(string(b))
 		return 0
 	case "acquire":
 		if at := os.Getenv("MAJLIS_CRASH_AT"); at != "" {
@@ -103,13 +84,6 @@ func runChild(mode string) int {
 			return 1
 		}
 		defer s.Close()
-		if start := os.Getenv("MAJLIS_START"); start != "" {
-			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
-				if _, err := os.Stat(start); err == nil || time.Now().After(deadline) {
-					break
-				}
-			}
-		}
 		if os.Getenv("MAJLIS_RELEASE") != "" {
 			// Release the holder's leases without a token.
 			_, err = s.Release(ctx, ReleaseRequest{Holder: os.Getenv("MAJLIS_HOLDER")})

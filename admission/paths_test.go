@@ -134,6 +134,7 @@ func checkUnsafe(t *testing.T, err error, raw string, reasons ...string) {
 }
 
 func TestKey(t *testing.T) {
+	t.Parallel()
 	base, c := testCheckout(t)
 	root := c.Root
 	tests := []struct {
@@ -274,6 +275,7 @@ func TestKey(t *testing.T) {
 // simulated on this case-keeping one: spellings differing only in case get
 // one key, and .git is recognised in any case.
 func TestKeyFold(t *testing.T) {
+	t.Parallel()
 	_, c := testCheckout(t)
 	c.Fold = true
 	tests := []struct {
@@ -311,6 +313,7 @@ func TestKeyFold(t *testing.T) {
 // TestKeyLinkedWorktree checks a checkout whose .git is a file, as in a
 // linked worktree, including a second name for it.
 func TestKeyLinkedWorktree(t *testing.T) {
+	t.Parallel()
 	root := physTempDir(t)
 	makeTree(t, root, ".git", "src/a.go", "alt => .git")
 	c, err := OpenCheckout(root)
@@ -331,6 +334,7 @@ func TestKeyLinkedWorktree(t *testing.T) {
 }
 
 func TestKeyZeroCheckout(t *testing.T) {
+	t.Parallel()
 	_, err := Checkout{}.Key("", "src/a.go", true)
 	checkUnsafe(t, err, "src/a.go", "not an absolute path")
 }
@@ -338,6 +342,7 @@ func TestKeyZeroCheckout(t *testing.T) {
 // TestKeyRootMoved checks that a checkout whose root was replaced by a
 // symlink after it was opened refuses instead of naming files elsewhere.
 func TestKeyRootMoved(t *testing.T) {
+	t.Parallel()
 	base, c := testCheckout(t)
 	if err := os.Rename(c.Root, base+"/moved"); err != nil {
 		t.Fatal(err)
@@ -350,6 +355,7 @@ func TestKeyRootMoved(t *testing.T) {
 }
 
 func TestKeyErrorMessage(t *testing.T) {
+	t.Parallel()
 	_, c := testCheckout(t)
 	_, err := c.Key("", "hard1", true)
 	want := "path: unsafe path: " + c.Root + "/hard1 is a hard-linked file with 2 links; " +
@@ -360,6 +366,7 @@ func TestKeyErrorMessage(t *testing.T) {
 }
 
 func TestOpenCheckout(t *testing.T) {
+	t.Parallel()
 	base := physTempDir(t)
 	makeTree(t, base,
 		"repo/.git/HEAD",
@@ -422,6 +429,7 @@ func entries(t *testing.T, dir string) []string {
 }
 
 func TestOpenCheckoutUnwritable(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() == 0 {
 		t.Skip("root writes into read-only directories")
 	}
@@ -440,6 +448,7 @@ func TestOpenCheckoutUnwritable(t *testing.T) {
 // folding file system simulated by an lstat that finds ".git" under
 // ".GIT", and the cases where it must defer to a probe file.
 func TestCaseFolds(t *testing.T) {
+	t.Parallel()
 	folding := func(name string) (fs.FileInfo, error) {
 		return os.Lstat(strings.Replace(name, ".GIT", ".git", 1))
 	}

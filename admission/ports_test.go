@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/majlis-dev/majlis/fixtures"
 )
 
 // freeWindow returns the first port of n consecutive ports, at or above
@@ -49,6 +50,7 @@ func setRange(t *testing.T, e *env, lo, hi int) {
 // reported in Ports; when the range is exhausted the request is refused
 // with ErrNoFreePort and nothing changes; a released port is picked again.
 func TestAutoPortAllocation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	lo := freeWindow(t, 3)
 	setRange(t, e, lo, lo+2)
@@ -109,6 +111,7 @@ func TestAutoPortAllocation(t *testing.T) {
 // A port an explicit host:port:N lease holds is skipped, and so is one
 // that another program listens on, on 127.0.0.1 or on ::1.
 func TestAutoPortSkipsHeldAndListening(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	lo := freeWindow(t, 2)
 	setRange(t, e, lo, lo+1)
@@ -149,6 +152,7 @@ func TestAutoPortSkipsHeldAndListening(t *testing.T) {
 // Without IPv6 the ::1 bind fails with "cannot assign" or "not
 // supported": 127.0.0.1 alone decides. A ::1 port in use is busy.
 func TestIPv6Unavailable(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		err  error
 		want bool
@@ -166,6 +170,7 @@ func TestIPv6Unavailable(t *testing.T) {
 
 // The policy key port_range takes LO-HI only.
 func TestPortRangePolicy(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	p, err := e.s.Policy(ctx)
@@ -191,23 +196,19 @@ func TestPortRangePolicy(t *testing.T) {
 // larger than what they ask, in rounds that keep the earlier grants: every
 // process is granted, and every live lease names a distinct port.
 func TestAutoPortRace(t *testing.T) {
-	const procs, rounds = 16, 4
+	t.Parallel()
+	const procs = 16
+	rounds := fixtures.Rounds(4, 20)
 	e := newEnv(t)
 	lo := freeWindow(t, procs*rounds+4)
 	setRange(t, e, lo, lo+procs*rounds+3)
+	racers := startRacers(t, procs, "acquire", e)
 	for round := range rounds {
-		start := filepath.Join(t.TempDir(), "start")
-		var children []*child
-		for i := range procs {
-			children = append(children, startChild(t, "acquire", "MAJLIS_STATE="+e.state, "MAJLIS_HOST="+e.host,
-				"MAJLIS_CHECKOUT="+e.main.Dir, fmt.Sprintf("MAJLIS_HOLDER=racer-%d-%d", round, i),
-				"MAJLIS_RESOURCES=host:port:auto", "MAJLIS_START="+start, "MAJLIS_NOW="+e.clock.Now().Format(time.RFC3339Nano)))
-		}
-		if err := os.WriteFile(start, nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range children {
-			if r, _ := c.result(t); !r.OK {
+		results := race(t, racers, func(i int) racerJob {
+			return racerJob{Holder: fmt.Sprintf("racer-%d-%d", round, i), Checkout: e.main.Dir, Resources: []string{"host:port:auto"}}
+		})
+		for _, r := range results {
+			if !r.OK {
 				t.Errorf("round %d: a racer failed: %+v", round, r)
 			}
 		}
@@ -228,6 +229,7 @@ func TestAutoPortRace(t *testing.T) {
 // A retry with the same request id returns the ports granted the first
 // time, and grants nothing new.
 func TestAutoPortReplay(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	lo := freeWindow(t, 4)
 	setRange(t, e, lo, lo+3)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 // committed; then the caller believes it holds nothing while a lease it
 // never learns of stands (and, expired, quarantines the file).
 func TestCommitOutcomeSurvivesCancel(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	db := e.s.repo.db
 	// One connection, so that the commit hook below is on the one the
@@ -104,6 +104,7 @@ func TestPanicInTransactionReleasesLock(t *testing.T) {
 // through the outer checkout gave one physical file two keys in two
 // checkouts, so two holders were granted it at once.
 func TestNestedWorktreeIsNotThisCheckout(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	nested := e.main.AddWorktree(e.main.Path("wts/feature"), "feature")
 	e.mustAcquire("b", nested.Dir, "file:src/a.go")
@@ -144,6 +145,7 @@ func TestNestedWorktreeIsNotThisCheckout(t *testing.T) {
 // or a tracked directory replaced by a link into a leased one, passed as
 // covered.
 func TestCheckDoesNotFollowSymlinks(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.main.WriteFiles(map[string]string{"src/a.go": "a\n", "lib/x.go": "x\n"})
@@ -183,6 +185,7 @@ func TestCheckDoesNotFollowSymlinks(t *testing.T) {
 // admission meeting them turned them into a grant after the holder had let
 // go. Release settles them first, and the replay grants nothing.
 func TestReleaseSettlesDeadAdmission(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	resources := []string{"host:port:9", "file:src/a.go"}
@@ -239,6 +242,7 @@ func TestReleaseSettlesDeadAdmission(t *testing.T) {
 // it, or got it back as its own active lease, and its edits were covered
 // again, without a release, a resolve or a dead owner.
 func TestClockBackDoesNotLiftQuarantine(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	q := quarantine(t, e, 0)
@@ -274,6 +278,7 @@ func TestClockBackDoesNotLiftQuarantine(t *testing.T) {
 // whose pid now belongs to another, live process (another start time) is
 // settled as abandoned, not held forever.
 func TestPendingAdmitterPIDReused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	crashAcquire(t, e, "admission/host-pending", "dead", "", "host:port:9", "file:src/a.go")
 	sleeper := startSleeper(t)
@@ -303,22 +308,16 @@ func TestPendingAdmitterPIDReused(t *testing.T) {
 // TestPendingCleanupRace: processes racing for a name whose pending row
 // was left by a dead admitter settle it once; exactly one wins.
 func TestPendingCleanupRace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	crashAcquire(t, e, "admission/host-pending", "dead", "", "host:port:9", "file:src/a.go")
-	start := filepath.Join(t.TempDir(), "start")
-	var children []*child
-	for i := range 8 {
-		children = append(children, startChild(t, "acquire", "MAJLIS_STATE="+e.state, "MAJLIS_HOST="+e.host,
-			"MAJLIS_CHECKOUT="+e.main.Dir, "MAJLIS_HOLDER=racer-"+string(rune('a'+i)),
-			"MAJLIS_RESOURCES=host:port:9,file:src/"+string(rune('a'+i))+".go", "MAJLIS_START="+start,
-			"MAJLIS_NOW="+e.clock.Now().Format(time.RFC3339Nano)))
-	}
-	if err := os.WriteFile(start, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	racers := startRacers(t, 8, "acquire", e)
 	won := 0
-	for _, c := range children {
-		switch r, _ := c.result(t); {
+	for _, r := range race(t, racers, func(i int) racerJob {
+		return racerJob{Holder: "racer-" + string(rune('a'+i)), Checkout: e.main.Dir,
+			Resources: []string{"host:port:9", "file:src/" + string(rune('a'+i)) + ".go"}}
+	}) {
+		switch {
 		case r.OK:
 			won++
 		case r.Code != "held":
@@ -335,6 +334,7 @@ func TestPendingCleanupRace(t *testing.T) {
 // work, whatever else the request holds; the host ledger is not even
 // created (the conformance suite checks the rest).
 func TestUnsafePathTouchesNoLedger(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.main.Symlink("/etc", "out")
 	_, err := e.acquire("a", "", "host:port:1", "file:out/passwd")

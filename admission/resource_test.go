@@ -7,6 +7,7 @@ import (
 )
 
 func TestParseResource(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in      string
 		want    Resource
@@ -64,6 +65,7 @@ func TestParseResource(t *testing.T) {
 }
 
 func TestOverlaps(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		a    string
 		aSub bool

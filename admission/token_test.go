@@ -17,6 +17,7 @@ import (
 // work; --force works without it and is recorded, in the event log and in
 // the lease as List shows it.
 func TestLeaseTokens(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	res, err := e.s.Acquire(ctx, AcquireRequest{Holder: "A-4", Checkout: e.main.Dir, Resources: []string{"file:src/a.go", "host:port:3000"}})
@@ -80,6 +81,7 @@ func TestLeaseTokens(t *testing.T) {
 // TestLeaseTokenRetry: a retry with the same request id must present the
 // same token; a supplied token is accepted and needed.
 func TestLeaseTokenRetry(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	const tok = "client-token-0123456789abcdef"
@@ -115,6 +117,7 @@ func TestLeaseTokenRetry(t *testing.T) {
 // cannot, until the owner is proven dead, and then its lease is reported
 // recoverable, not held, and anyone may release it.
 func TestLeaseOwnerProcess(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	if _, err := e.s.Acquire(ctx, AcquireRequest{Holder: "self", Checkout: e.main.Dir, Resources: []string{"file:s"}, OwnerPID: os.Getpid()}); err != nil {
@@ -164,6 +167,7 @@ func TestLeaseOwnerProcess(t *testing.T) {
 // tokens: it is upgraded in place (the token columns added), its leases
 // are kept, and one granted before tokens is released by its holder name.
 func TestLedgerMigration(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, RepositoryLedgerName)
 	db, err := sql.Open("sqlite", dsn(path, DefaultBusyTimeout))
@@ -215,6 +219,7 @@ func TestLedgerMigration(t *testing.T) {
 // releases without the token; a process that is not (the child again, for
 // a lease owned by an unrelated running process) cannot.
 func TestLeaseOwnerDescendantReleases(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	sleeper := startSleeper(t)
@@ -244,6 +249,7 @@ func TestLeaseOwnerDescendantReleases(t *testing.T) {
 // leases) grants nothing to its own process tree: a lease owned by this
 // very process still needs its token to be renewed or released there.
 func TestServesOthersNeedsTheToken(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	srv, err := Open(ctx, e.state, Options{HostLedger: e.host, Now: e.clock.Now, ServesOthers: true})

@@ -2,8 +2,6 @@ package admission
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -48,6 +46,7 @@ func eventKinds(t *testing.T, l *ledger) []string {
 // TestMixedDeniedInRepositoryPhase: the host rows of a request refused by
 // the repository ledger are gone afterwards.
 func TestMixedDeniedInRepositoryPhase(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.mustAcquire("a", "", "file:src/a.go")
 	_, err := e.acquire("b", "", "host:port:9", "file:src/a.go")
@@ -65,6 +64,7 @@ func TestMixedDeniedInRepositoryPhase(t *testing.T) {
 // TestMixedGrant: a mixed set is granted in both ledgers, host rows
 // confirmed.
 func TestMixedGrant(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	res := e.mustAcquire("a", "", "file:src/a.go", "host:port:9", "intent:docs/**")
 	if len(res.Leases) != 3 || res.Leases[1].Scope != ScopeHost || res.Leases[1].State != StateActive {
@@ -135,6 +135,7 @@ func crashAcquire(t *testing.T, e *env, at, holder, request string, resources ..
 // rows and its repository transaction leaves pending rows that grant
 // nothing; the next admission meeting them deletes them.
 func TestCrashAfterHostPending(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	crashAcquire(t, e, "admission/host-pending", "dead", "", "host:port:9", "file:src/a.go")
 	if rows := hostRows(t, e); len(rows) != 1 || rows[0] != "port:9 dead pending" {
@@ -162,6 +163,7 @@ func TestCrashAfterHostPending(t *testing.T) {
 // transaction committed leaves pending host rows; the next admission
 // meeting them grants them, and the request is held.
 func TestCrashAfterRepositoryCommit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	crashAcquire(t, e, "admission/repo-committed", "dead", "", "host:port:9", "file:src/a.go")
 	if rows := hostRows(t, e); len(rows) != 1 || rows[0] != "port:9 dead pending" {
@@ -180,6 +182,7 @@ func TestCrashAfterRepositoryCommit(t *testing.T) {
 // TestCrashResumedByRequestID: a retry with the request id of a crashed
 // two-phase admission returns its result and confirms its host rows.
 func TestCrashResumedByRequestID(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	crashAcquire(t, e, "admission/repo-committed", "a", "req-9", "host:port:9", "file:src/a.go")
 	res, err := e.s.Acquire(context.Background(), AcquireRequest{Token: testToken, Holder: "a", Checkout: e.main.Dir,
@@ -204,6 +207,7 @@ func TestCrashResumedByRequestID(t *testing.T) {
 // TestCrashInTransaction: a child killed with SIGKILL inside the admission
 // transaction leaves no grant, in either ledger.
 func TestCrashInTransaction(t *testing.T) {
+	t.Parallel()
 	for _, resources := range [][]string{{"file:src/a.go", "intent:docs/**"}, {"host:port:9"}, {"host:port:9", "file:src/a.go"}} {
 		t.Run(strings.Join(resources, ","), func(t *testing.T) {
 			e := newEnv(t)
@@ -224,20 +228,13 @@ func TestCrashInTransaction(t *testing.T) {
 // TestHostSingletonRace: 16 processes race for one host name; exactly one
 // wins and the 15 others are refused as held.
 func TestHostSingletonRace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
-	start := filepath.Join(t.TempDir(), "start")
-	var children []*child
-	for i := range 16 {
-		children = append(children, startChild(t, "acquire", "MAJLIS_STATE="+e.state, "MAJLIS_HOST="+e.host,
-			"MAJLIS_CHECKOUT="+e.main.Dir, "MAJLIS_HOLDER=racer-"+string(rune('a'+i)),
-			"MAJLIS_RESOURCES=host:port:3000", "MAJLIS_START="+start, "MAJLIS_NOW="+e.clock.Now().Format(time.RFC3339Nano)))
-	}
-	if err := os.WriteFile(start, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	racers := startRacers(t, 16, "acquire", e)
 	won, held := 0, 0
-	for _, c := range children {
-		r, _ := c.result(t)
+	for _, r := range race(t, racers, func(i int) racerJob {
+		return racerJob{Holder: "racer-" + string(rune('a'+i)), Checkout: e.main.Dir, Resources: []string{"host:port:3000"}}
+	}) {
 		switch {
 		case r.OK:
 			won++

@@ -381,10 +381,7 @@ func TestAddWorktreeStepsAtRealThreshold(t *testing.T) {
 	repo.Symlink("a.txt", "link")
 	commit := repo.Commit("files")
 	repo.WriteExecutable(".git/hooks/post-checkout", hookRecorder(log))
-	others := fixtures.TempDir(t)
-	for i := range stepsThreshold - 1 {
-		repo.Git("worktree", "add", "--quiet", "--detach", "--no-checkout", filepath.Join(others, fmt.Sprintf("w%03d", i)), "HEAD")
-	}
+	repo.AddWorktreeEntries(fixtures.TempDir(t), stepsThreshold-1, commit)
 	parent := filepath.Join(fixtures.TempDir(t), "with space ünï")
 	p1 := filepath.Join(parent, "plainwt")
 	if manyWorktrees(repo.CommonDir(), commit) {

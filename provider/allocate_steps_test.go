@@ -2,7 +2,6 @@ package provider
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,10 +17,7 @@ import (
 func manyWorktreesRepo(t *testing.T) (*fixtures.Repo, *Provider) {
 	t.Helper()
 	repo, p := newProvider(t)
-	others := fixtures.TempDir(t)
-	for i := range 260 {
-		repo.Git("worktree", "add", "--quiet", "--detach", "--no-checkout", filepath.Join(others, fmt.Sprintf("w%03d", i)), "HEAD")
-	}
+	repo.AddWorktreeEntries(fixtures.TempDir(t), 260, repo.Head())
 	return repo, p
 }
 

@@ -59,7 +59,10 @@ func Run(t *testing.T, open Factory) {
 		{"Policy", testPolicy},
 		{"PropertyNoConflictingGrants", testPropertyNoConflictingGrants},
 	} {
-		t.Run(c.name, func(t *testing.T) { c.f(t, open) })
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each test has a repository and ledgers of its own
+			c.f(t, open)
+		})
 	}
 }
 

@@ -30,6 +30,7 @@ func testPropertyNoConflictingGrants(t *testing.T, open Factory) {
 		{SameCheckoutConflict: admission.Warn, CrossWorktreeOverlap: admission.Block, EnforcementGap: admission.Warn},
 	} {
 		t.Run(fmt.Sprintf("%s-%s", pol.SameCheckoutConflict, pol.CrossWorktreeOverlap), func(t *testing.T) {
+			t.Parallel()
 			seed := rand.Uint64()
 			t.Logf("seed %d", seed)
 			runProperty(t, open, pol, rand.New(rand.NewPCG(seed, seed^0x5eed)), steps)
