@@ -15,6 +15,7 @@ import (
 // directory at the path with the same identity and no pin of another
 // claim still counts as the reclaimed workspace, which keeps it a peer.
 func TestAbsentNowTellsReusedInodesApart(t *testing.T) {
+	t.Parallel()
 	_, p := newProvider(t)
 	ws, err := p.Allocate(t.Context(), AllocateOptions{Binding: "T-1"})
 	if err != nil {

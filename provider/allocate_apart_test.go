@@ -108,6 +108,7 @@ func newAliasLayout(t *testing.T) *aliasLayout {
 // worktree apartFrom proves apart is one the full check would refuse or
 // clear. That is, the new code refuses at least everything the old did.
 func TestApartFromSkipsNoWorktreeTheFullCheckRefuses(t *testing.T) {
+	t.Parallel()
 	l := newAliasLayout(t)
 	worktrees, err := gitops.WorktreePaths(t.Context(), l.p.reg.CommonDir)
 	if err != nil {
@@ -145,6 +146,7 @@ func TestApartFromSkipsNoWorktreeTheFullCheckRefuses(t *testing.T) {
 // worktree, also one registered through a link to a folder not made yet;
 // the refusal leaves nothing: no folder, no worktree, no workspace.
 func TestAllocateRefusesPathInsideGitWorktreeUnderAnyName(t *testing.T) {
+	t.Parallel()
 	l := newAliasLayout(t)
 	n := 0
 	try := func(path string) error {
@@ -195,6 +197,7 @@ func TestAllocateRefusesPathInsideGitWorktreeUnderAnyName(t *testing.T) {
 // does not list as a worktree) is a worktree like the others to the
 // nesting check, under another name too.
 func TestAllocateRefusesPathInsideSeparateMainWorktreeByLink(t *testing.T) {
+	t.Parallel()
 	main, _ := separateGitDir(t)
 	if _, err := Init(t.Context(), main, InitOptions{}); err != nil {
 		t.Fatal(err)
@@ -233,6 +236,7 @@ func TestAllocateRefusesPathInsideSeparateMainWorktreeByLink(t *testing.T) {
 // inside the path once it is made; a missing worktree that the path
 // contains by name is refused, and so is this one.
 func TestAllocateRefusesPathAroundWorktreeThroughDanglingLink(t *testing.T) {
+	t.Parallel()
 	repo, p := newProvider(t)
 	root := t.TempDir()
 	if err := os.Mkdir(filepath.Join(root, "real"), 0o755); err != nil {
@@ -262,6 +266,7 @@ func TestAllocateRefusesPathAroundWorktreeThroughDanglingLink(t *testing.T) {
 // another process), a worktree inside it under another name is not
 // proven apart: the full check sees it.
 func TestApartFromProvesNothingOnceThePathExists(t *testing.T) {
+	t.Parallel()
 	repo, _ := newProvider(t)
 	root := t.TempDir()
 	path := filepath.Join(root, "new")

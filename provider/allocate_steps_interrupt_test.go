@@ -75,6 +75,7 @@ func ctrlC(t *testing.T, bin, dir, gate string, group bool, env []string, args .
 // undone, nothing of it is left, no lock file, and the binding can be
 // allocated again.
 func TestAllocateManyWorktreesCtrlC(t *testing.T) {
+	t.Parallel()
 	bin := crashBinary(t)
 	for _, tc := range []struct {
 		name  string
@@ -185,6 +186,7 @@ func killDuringCheckout(t *testing.T, bin string, repo *fixtures.Repo, p *Provid
 // with the claim's reason. A retry with the same request id finishes the
 // add (as a retry after git's own add, which finishes on its own).
 func TestAllocateManyWorktreesKilledInCheckoutResumes(t *testing.T) {
+	t.Parallel()
 	bin := crashBinary(t)
 	repo, p := manyWorktreesRepo(t)
 	path := killDuringCheckout(t, bin, repo, p, false)
@@ -199,6 +201,7 @@ func TestAllocateManyWorktreesKilledInCheckoutResumes(t *testing.T) {
 // killed too): the checkout is cut short, and a retry refuses to guess,
 // names the path, says how to free it, and changes nothing.
 func TestAllocateManyWorktreesKilledInCheckoutWithGit(t *testing.T) {
+	t.Parallel()
 	bin := crashBinary(t)
 	repo, p := manyWorktreesRepo(t)
 	path := killDuringCheckout(t, bin, repo, p, true)

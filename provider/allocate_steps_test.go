@@ -26,6 +26,7 @@ func manyWorktreesRepo(t *testing.T) (*fixtures.Repo, *Provider) {
 // undo removes that worktree and the new branch, and the claim is failed,
 // so the binding can be allocated again. One killed there is left alone.
 func TestAllocateManyWorktreesMidway(t *testing.T) {
+	t.Parallel()
 	bin := crashBinary(t)
 	repo, p := manyWorktreesRepo(t)
 	refsBefore := repo.Git("for-each-ref", "--format=%(refname) %(objectname)")
@@ -79,6 +80,7 @@ func TestAllocateManyWorktreesMidway(t *testing.T) {
 // majlis, finishes on its own). Then list, doctor and reclaim see an
 // ordinary workspace.
 func TestAllocateManyWorktreesKilledMidwayResumes(t *testing.T) {
+	t.Parallel()
 	bin := crashBinary(t)
 	repo, p := manyWorktreesRepo(t)
 	repo.WriteFile("f.txt", "f\n")
@@ -105,6 +107,7 @@ func TestAllocateManyWorktreesKilledMidwayResumes(t *testing.T) {
 // git's checkout beside it has finished, leaves the worktree detached and
 // checked out: a retry with the same request id finishes the allocation.
 func TestAllocateManyWorktreesPinBesideCheckout(t *testing.T) {
+	t.Parallel()
 	bin := crashBinary(t)
 	repo, p := manyWorktreesRepo(t)
 	refsBefore := repo.Git("for-each-ref", "--format=%(refname) %(objectname)")

@@ -43,6 +43,7 @@ func worktreeCount(t *testing.T, repo *fixtures.Repo) int {
 }
 
 func TestInitIsIdempotentFromAnyWorktree(t *testing.T) {
+	t.Parallel()
 	repo, p := newProvider(t)
 	ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 	again, err := Init(t.Context(), ws.Path, InitOptions{}) // from the linked worktree
@@ -61,6 +62,7 @@ func TestInitIsIdempotentFromAnyWorktree(t *testing.T) {
 }
 
 func TestAllocatePublishesClaimThenWorktree(t *testing.T) {
+	t.Parallel()
 	repo, p := newProvider(t)
 	ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1", Intent: []string{"src/auth/**", "go.mod"}})
 	recs, err := p.readBinding("T-1")
@@ -87,6 +89,7 @@ func TestAllocatePublishesClaimThenWorktree(t *testing.T) {
 // A failure after the claim leaves no worktree, directory or branch, marks
 // the claim failed and frees the binding.
 func TestAllocateFailureLeavesNothing(t *testing.T) {
+	t.Parallel()
 	repo, p := newProvider(t)
 	hook := filepath.Join(repo.CommonDir(), "hooks", "post-checkout")
 	os.MkdirAll(filepath.Dir(hook), 0o755)
@@ -121,6 +124,7 @@ func TestAllocateFailureLeavesNothing(t *testing.T) {
 // While a reclaim reservation is held, allocation refuses a path inside its
 // target; unrelated allocations proceed.
 func TestAllocateRefusesReservedTarget(t *testing.T) {
+	t.Parallel()
 	_, p := newProvider(t)
 	target := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 	l, err := p.leases.Acquire(t.Context(), reservation.Request{Resource: reclaimPrefix + "T-1", Purpose: "reclaim", TTL: time.Minute,
@@ -143,6 +147,7 @@ func TestAllocateRefusesReservedTarget(t *testing.T) {
 }
 
 func TestAllocateRefusesOverlapWithClaims(t *testing.T) {
+	t.Parallel()
 	_, p := newProvider(t)
 	a := mustAllocate(t, p, AllocateOptions{Binding: "A"})
 	for _, tc := range []struct {
@@ -178,6 +183,7 @@ func TestAllocateRefusesOverlapWithClaims(t *testing.T) {
 // Eight processes allocating eight bindings all succeed; eight allocating
 // one binding: exactly one succeeds, the others are refused as live.
 func TestConcurrentAllocations(t *testing.T) {
+	t.Parallel()
 	t.Run("different bindings", func(t *testing.T) {
 		repo, p := newProvider(t)
 		var kids []*child
@@ -226,6 +232,7 @@ func TestConcurrentAllocations(t *testing.T) {
 // An allocator killed after publishing its claim blocks the binding; a
 // retry with its request id finishes the allocation.
 func TestInterruptedAllocationResumes(t *testing.T) {
+	t.Parallel()
 	repo, p := newProvider(t)
 	path := filepath.Join(p.reg.WorkspaceRoot, "T-1")
 	k := startChild(t, "claim-and-die", "MAJLIS_REPO="+repo.Dir, "MAJLIS_BINDING=T-1", "MAJLIS_PATH="+path,
@@ -260,6 +267,7 @@ func TestInterruptedAllocationResumes(t *testing.T) {
 // refuse when it is not (no journal, no majlis lock on git's entry). An
 // entry among the bindings that is no binding at all still refuses both.
 func TestMalformedInventory(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		damage func(t *testing.T, p *Provider)
@@ -352,6 +360,7 @@ func FuzzUnsealClaim(f *testing.F) {
 // claim, or whose allocator dies, never deletes or moves that branch:
 // majlis did not create it.
 func TestCheckoutBranchIsNeverDeleted(t *testing.T) {
+	t.Parallel()
 	repo, p := newProvider(t)
 	repo.Git("branch", "feature")
 	repo.Git("commit", "-q", "--allow-empty", "-m", "second")
@@ -396,6 +405,7 @@ func TestCheckoutBranchIsNeverDeleted(t *testing.T) {
 // worktree on its branch with no index (git writes it last): a retry
 // refuses to call that allocation finished, and leaves it as it is.
 func TestInterruptedCheckoutNotFinished(t *testing.T) {
+	t.Parallel()
 	repo, p := newProvider(t)
 	path := filepath.Join(p.reg.WorkspaceRoot, "T-1")
 	k := startChild(t, "claim-and-die", "MAJLIS_REPO="+repo.Dir, "MAJLIS_BINDING=T-1", "MAJLIS_PATH="+path,
@@ -431,6 +441,7 @@ func TestInterruptedCheckoutNotFinished(t *testing.T) {
 // path, which does not exist yet. A worktree whose folder is gone and one
 // elsewhere do not stop an allocation.
 func TestAllocateRefusesPathInsideGitWorktreeByAnotherName(t *testing.T) {
+	t.Parallel()
 	repo, p := newProvider(t)
 	root := t.TempDir()
 	real := filepath.Join(root, "real")

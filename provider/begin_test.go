@@ -40,6 +40,7 @@ func mustBegin(t *testing.T, p *Provider, o BeginOptions) *BeginResult {
 }
 
 func TestBegin(t *testing.T) {
+	t.Parallel()
 	repo, p := newProvider(t)
 
 	// A workspace, and its intent leases in its checkout.
@@ -88,6 +89,7 @@ func TestBegin(t *testing.T) {
 }
 
 func TestBeginRefusedAfterAllocationResumes(t *testing.T) {
+	t.Parallel()
 	_, p := newProvider(t)
 	svc := openAdmission(t, p)
 	mustBegin(t, p, BeginOptions{Task: "T-1", Paths: []string{"src/**"}})
@@ -144,6 +146,7 @@ func TestBeginRefusedAfterAllocationResumes(t *testing.T) {
 }
 
 func TestBeginRefusesBadArgumentsBeforeAllocating(t *testing.T) {
+	t.Parallel()
 	repo, p := newProvider(t)
 	for _, o := range []BeginOptions{
 		{Task: "T-1"},
@@ -180,6 +183,7 @@ func TestBeginRefusesBadArgumentsBeforeAllocating(t *testing.T) {
 }
 
 func TestCheckFindsTheHolder(t *testing.T) {
+	t.Parallel()
 	repo, p := newProvider(t)
 	t1 := mustBegin(t, p, BeginOptions{Task: "T-1", Paths: []string{"src/**"}})
 	os.MkdirAll(filepath.Join(t1.Workspace.Path, "src"), 0o755)

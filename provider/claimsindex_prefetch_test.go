@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/majlis-dev/majlis/fixtures"
 	"github.com/majlis-dev/majlis/internal/procid"
 )
 
@@ -71,12 +72,13 @@ func publishThrough(t *testing.T, p *Provider, binding, path, base string, index
 // binding the index holds. The stale index must read as the records do,
 // and a claim inside the changed binding's path must be refused.
 func TestPrefetchedIndexNamesEveryPeer(t *testing.T) {
+	t.Parallel()
 	repo, p := newProvider(t)
 	head := repo.Head()
 	root := t.TempDir()
-	const rounds = 50
-	var live []string
-	for i := range rounds / 25 {
+	rounds := fixtures.Rounds(25, 200)
+	var live []string // released one by one, every 25th round
+	for i := range max(2, rounds/25) {
 		b := fmt.Sprintf("L-%02d", i)
 		mustAllocate(t, p, AllocateOptions{Binding: b, Path: filepath.Join(root, b)})
 		live = append(live, b)
@@ -133,6 +135,7 @@ func TestPrefetchedIndexNamesEveryPeer(t *testing.T) {
 // the lease; then another process publishes into them. The stale index
 // reads as the records do, and claims inside the new ones are refused.
 func TestPrefetchedIndexAcrossCompaction(t *testing.T) {
+	t.Parallel()
 	bin := crashBinary(t)
 	repo, p := newProvider(t)
 	head := repo.Head()
@@ -194,13 +197,14 @@ func TestPrefetchedIndexAcrossCompaction(t *testing.T) {
 // created (so no git worktree shows it: only the claims do). Every one
 // is refused as nested, and leaves no folder.
 func TestAllocateSeesClaimPublishedAfterItsIndexRead(t *testing.T) {
+	t.Parallel()
 	bin := crashBinary(t)
 	repo, p := newProvider(t)
 	head := repo.Head()
 	root := t.TempDir()
 	mustAllocate(t, p, AllocateOptions{Binding: "warm", Path: filepath.Join(root, "warm")})
 	settleIndex(t, p)
-	const rounds = 50
+	rounds := fixtures.Rounds(20, 200)
 	for r := range rounds {
 		outer := filepath.Join(root, fmt.Sprintf("o-%02d", r))
 		path := filepath.Join(outer, "inner")

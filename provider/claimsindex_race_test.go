@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/majlis-dev/majlis/fixtures"
 )
 
 // Another process allocates workspaces nested in a target, one after
@@ -17,10 +19,11 @@ import (
 // target), and every claim the index gives is the claim on disk. Both
 // processes write the index.
 func TestClaimsIndexCrossProcess(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("allocates and reclaims dozens of workspaces across processes")
 	}
-	const rounds = 50
+	rounds := fixtures.Rounds(25, 200)
 	repo, p := newProvider(t)
 	outer := mustAllocate(t, p, AllocateOptions{Binding: "outer"})
 	progress := filepath.Join(t.TempDir(), "progress")
@@ -108,6 +111,7 @@ func TestClaimsIndexCrossProcess(t *testing.T) {
 // place: the next reader reads the claim from its records and writes an
 // index that holds it.
 func TestClaimsIndexCrash(t *testing.T) {
+	t.Parallel()
 	bin := crashBinary(t)
 	repo, p := newProvider(t)
 	mustAllocate(t, p, AllocateOptions{Binding: "A"})

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/majlis-dev/majlis/fixtures"
 )
 
 // The claims index's slack (readers let up to indexSlack bindings differ
@@ -17,10 +19,11 @@ import (
 // peer check must name every workspace the records name: a binding the
 // index does not hold as it is must come from its records.
 func TestClaimsIndexSlackCrossProcess(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("allocates dozens of workspaces across processes")
 	}
-	const rounds, perChild = 60, 30
+	rounds, perChild := fixtures.Rounds(30, 240), 30
 	repo, p := newProvider(t)
 	outer := mustAllocate(t, p, AllocateOptions{Binding: "outer"})
 	// Bindings of this process, reclaimed: the index holds them, and the

@@ -54,6 +54,7 @@ func fillAll(t *testing.T, v reflect.Value, n *int) {
 // The index's codec carries every field of claims and events: one added
 // to Claim, reservation.Owner or Event and not to the codec fails here.
 func TestClaimsIndexCodecComplete(t *testing.T) {
+	t.Parallel()
 	var c Claim
 	var e Event
 	n := 0
@@ -143,6 +144,7 @@ func sameAsRecords(t *testing.T, p *Provider) {
 // The index returns exactly what the records hold, and follows every
 // change to them: a new event, a new binding, a record rewritten in place.
 func TestClaimsIndexFollowsRecords(t *testing.T) {
+	t.Parallel()
 	p, _ := indexedRepo(t)
 	sameAsRecords(t, p)
 	if _, err := p.Release(t.Context(), "inner", ""); err != nil {
@@ -252,6 +254,7 @@ func forgeIndex(t *testing.T, saved []byte, change func([]*indexBinding) []*inde
 // Whatever is wrong with the index, a reclaim never proceeds past an
 // overlapping retained peer, and nothing of either workspace changes.
 func TestClaimsIndexNeverHidesAPeer(t *testing.T) {
+	t.Parallel()
 	for name, damage := range indexDamage {
 		t.Run(name, func(t *testing.T) {
 			var p *Provider
@@ -334,6 +337,7 @@ func FuzzDecodeClaimsIndex(f *testing.F) {
 // A checksum is not all: an index whose checksum is right but whose
 // content is not a valid index is refused too.
 func TestClaimsIndexDecoderRefuses(t *testing.T) {
+	t.Parallel()
 	withCRC := func(body string) []byte {
 		b := []byte(claimsIndexMagic + body)
 		return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, indexCRC))
@@ -356,6 +360,7 @@ func TestClaimsIndexDecoderRefuses(t *testing.T) {
 // (writing one costs about thirty bindings' reads); past the slack the
 // next reader writes one. Either way a reader gets what the records hold.
 func TestClaimsIndexSlack(t *testing.T) {
+	t.Parallel()
 	p, _ := indexedRepo(t)
 	settleIndex(t, p)
 	p.eagerIndex = false

@@ -79,6 +79,7 @@ func asJSON(t *testing.T, v any) string {
 // before for what stays, the next claim number follows on, and a retry of
 // a request whose claim was compacted answers as it did before.
 func TestGCCompactsRecords(t *testing.T) {
+	t.Parallel()
 	_, p := newProvider(t)
 	ctx := t.Context()
 	// T-1: #1 creates majlis/T-1, #2 to #5 check it out again; each
@@ -386,6 +387,7 @@ func TestGCCompactCrash(t *testing.T) {
 // (gc paused there) is never lost: gc finds the folder changed, undoes its
 // staging and leaves the binding's records where they are.
 func TestGCCompactRacesAllocation(t *testing.T) {
+	t.Parallel()
 	bin := crashBinary(t)
 	repo, p := newProvider(t)
 	mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
@@ -434,6 +436,7 @@ func TestGCCompactRacesAllocation(t *testing.T) {
 // while another process compacts them, never fail and never see a binding
 // without the records that stay.
 func TestGCCompactReaders(t *testing.T) {
+	t.Parallel()
 	bin := crashBinary(t)
 	repo, p := newProvider(t)
 	const bindings = 12

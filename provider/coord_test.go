@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/majlis-dev/majlis/admission"
+	"github.com/majlis-dev/majlis/fixtures"
 )
 
 // TestAdmissionRefusesCheckoutBeingReclaimed pauses a reclaim after its
@@ -24,6 +25,7 @@ import (
 // reclaiming, naming the reservation), and the reclaim then finishes with
 // no lease granted in the checkout it removed.
 func TestAdmissionRefusesCheckoutBeingReclaimed(t *testing.T) {
+	t.Parallel()
 	bin := crashBinary(t)
 	for _, point := range []string{"reclaim/reserved", "reclaim/before-move"} {
 		t.Run(strings.ReplaceAll(point, "/", "-"), func(t *testing.T) {
@@ -61,13 +63,14 @@ func TestAdmissionRefusesCheckoutBeingReclaimed(t *testing.T) {
 // reservation exists): never both. A lease granted must have stopped the
 // reclaim; a reclaim that removed the workspace must have refused the lease.
 func TestAdmissionRacesReclaim(t *testing.T) {
+	t.Parallel()
 	_, p := newProvider(t)
 	svc, err := p.Admission(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer svc.Close()
-	const rounds = 50
+	rounds := fixtures.Rounds(20, 200)
 	granted, reclaimed := 0, 0
 	for i := range rounds {
 		binding := fmt.Sprintf("R-%d", i)
@@ -123,6 +126,7 @@ func TestAdmissionRacesReclaim(t *testing.T) {
 // reclaim still refuses (the host ledger is read); and a host ledger
 // that cannot be read refuses, it never means "no leases".
 func TestLivenessReadsHostLedgerWithoutRepositoryLedger(t *testing.T) {
+	t.Parallel()
 	repo, _ := newProvider(t)
 	host := filepath.Join(t.TempDir(), "host.db")
 	p, err := Open(t.Context(), repo.Dir, Options{HostLedger: host})
@@ -180,6 +184,7 @@ func TestLivenessReadsHostLedgerWithoutRepositoryLedger(t *testing.T) {
 // TestReleaseEndsOwnerPidLiveness allocates a workspace with a live owner
 // process, releases it, and reclaims it while that process still runs.
 func TestReleaseEndsOwnerPidLiveness(t *testing.T) {
+	t.Parallel()
 	_, p := newProvider(t)
 	owner := exec.Command("sleep", "600")
 	if err := owner.Start(); err != nil {
@@ -205,10 +210,11 @@ func TestReleaseEndsOwnerPidLiveness(t *testing.T) {
 // with `allocate Q --path p/sub` (no --allow-nested), as two processes:
 // never both.
 func TestRacingAllocationsNeverNest(t *testing.T) {
+	t.Parallel()
 	bin := crashBinary(t)
 	repo, p := newProvider(t)
 	root := filepath.Join(filepath.Dir(repo.Dir), "nest")
-	const rounds = 50
+	rounds := fixtures.Rounds(20, 200)
 	outer, inner := 0, 0
 	for i := range rounds {
 		path := filepath.Join(root, fmt.Sprintf("p%d", i))
@@ -239,6 +245,7 @@ func TestRacingAllocationsNeverNest(t *testing.T) {
 // p/sub` after it checked git's worktrees and before it publishes, while
 // P is allocated at p and created: Q is refused.
 func TestAllocationInsideWorkspaceCreatedMeanwhile(t *testing.T) {
+	t.Parallel()
 	bin := crashBinary(t)
 	repo, p := newProvider(t)
 	path := filepath.Join(filepath.Dir(repo.Dir), "p")
@@ -259,6 +266,7 @@ func TestAllocationInsideWorkspaceCreatedMeanwhile(t *testing.T) {
 // the agent runs; once it is dead, its leases are released without their
 // token (recoverable) and the workspace is reclaimed.
 func TestBeginOwnerPid(t *testing.T) {
+	t.Parallel()
 	_, p := newProvider(t)
 	agent := exec.Command("sleep", "600")
 	if err := agent.Start(); err != nil {

@@ -100,6 +100,7 @@ func listed(t *testing.T, p *Provider) map[string]*Workspace {
 }
 
 func TestDamageStaysLocal(t *testing.T) {
+	t.Parallel()
 	for _, tc := range damageModes {
 		t.Run(tc.name, func(t *testing.T) {
 			repo, p := peerProvider(t)
@@ -176,6 +177,7 @@ func TestDamageStaysLocal(t *testing.T) {
 // know blocks allocation and reclaim (fail closed), naming the file; git's
 // admin entry with majlis's lock reason alone is enough to locate it.
 func TestDamageUnlocated(t *testing.T) {
+	t.Parallel()
 	for _, locked := range []bool{false, true} {
 		name := "unlocated"
 		if locked {
@@ -231,6 +233,7 @@ func TestDamageUnlocated(t *testing.T) {
 // A damaged binding's place known only from the journal (its worktree gone
 // and pruned) still keeps an allocation off it: never fewer peers.
 func TestDamagedPlaceIsNotAllocated(t *testing.T) {
+	t.Parallel()
 	repo, p := peerProvider(t)
 	a := mustAllocate(t, p, AllocateOptions{Binding: "A"})
 	repo.Git("worktree", "unlock", a.Path)
@@ -339,6 +342,7 @@ func FuzzDamagedClaim(f *testing.F) {
 
 // A damaged request record refuses only a retry with that request id.
 func TestDamagedRequestStaysLocal(t *testing.T) {
+	t.Parallel()
 	_, p := peerProvider(t)
 	mustAllocate(t, p, AllocateOptions{Binding: "A", RequestID: "req-a"})
 	dir, name := p.requestPath("req-a")
@@ -365,6 +369,7 @@ func TestDamagedRequestStaysLocal(t *testing.T) {
 // With gone set, A's worktree is removed and pruned first, so git lists it
 // no more: only A's records (damaged) know its place.
 func TestDamagedPeerInsideTargetRefuses(t *testing.T) {
+	t.Parallel()
 	for _, mode := range damageModes {
 		for _, gone := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/gone=%v", mode.name, gone), func(t *testing.T) {

@@ -24,6 +24,7 @@ func findingCodes(rep *DoctorReport) map[string]Finding {
 // record aside after salvaging the workspace, then rebuilds the journal,
 // each only after the preview's digest is confirmed.
 func TestDoctorAndRepair(t *testing.T) {
+	t.Parallel()
 	repo, p := peerProvider(t)
 	healthy, err := p.Doctor(t.Context())
 	if err != nil || !healthy.OK || len(healthy.Findings) != 0 {
@@ -89,6 +90,7 @@ func TestDoctorAndRepair(t *testing.T) {
 }
 
 func TestDoctorJournalRebuild(t *testing.T) {
+	t.Parallel()
 	_, p := peerProvider(t)
 	mustAllocate(t, p, AllocateOptions{Binding: "A"})
 	mustAllocate(t, p, AllocateOptions{Binding: "B"})
@@ -113,6 +115,7 @@ func TestDoctorJournalRebuild(t *testing.T) {
 }
 
 func TestDoctorDamagedRegistration(t *testing.T) {
+	t.Parallel()
 	repo, p := newProvider(t)
 	rewrite(t, filepath.Join(p.stateDir, "repository.json"), func(b []byte) []byte { return b[:5] })
 	if _, err := Open(t.Context(), repo.Dir, Options{}); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "repository.json") {
@@ -131,6 +134,7 @@ func TestDoctorDamagedRegistration(t *testing.T) {
 // it, and --repair retires the lease file only (claims, worktree and refs
 // as they were).
 func TestDoctorRetiresDeadReservation(t *testing.T) {
+	t.Parallel()
 	bin := crashBinary(t)
 	s := newCrashScene(t)
 	crash := crashExec(t, bin, s.repo.Dir, []string{envvar.ReservationTTL + "=2s", failpoint.EnvVar + "=reclaim/before-move=crash"},
@@ -177,6 +181,7 @@ func TestDoctorRetiresDeadReservation(t *testing.T) {
 // The claims folder holds something majlis did not write: doctor says so,
 // and calls no lock orphaned for want of the claims.
 func TestDoctorUnexpectedEntry(t *testing.T) {
+	t.Parallel()
 	_, p := peerProvider(t)
 	mustAllocate(t, p, AllocateOptions{Binding: "A"})
 	f := filepath.Join(p.stateDir, "claims", ".DS_Store")
@@ -200,6 +205,7 @@ func TestDoctorUnexpectedEntry(t *testing.T) {
 }
 
 func TestDoctorDamagedLedger(t *testing.T) {
+	t.Parallel()
 	_, p := peerProvider(t)
 	f := filepath.Join(p.stateDir, "admission.db")
 	if err := os.WriteFile(f, []byte("not a database\n"), 0o644); err != nil {
@@ -220,6 +226,7 @@ func TestDoctorDamagedLedger(t *testing.T) {
 // A retry of a repair with the same request id returns the recorded result
 // and does nothing again; another confirmation with that id is refused.
 func TestRepairRequestID(t *testing.T) {
+	t.Parallel()
 	_, p := peerProvider(t)
 	mustAllocate(t, p, AllocateOptions{Binding: "A"})
 	if err := os.Remove(p.journalPath()); err != nil {
@@ -250,6 +257,7 @@ func TestRepairRequestID(t *testing.T) {
 
 // docs/doctor.md describes every finding code doctor can report.
 func TestDoctorCodesDocumented(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile(filepath.Join("..", "docs", "doctor.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -269,6 +277,7 @@ func TestDoctorCodesDocumented(t *testing.T) {
 // A workspace whose directory was replaced, and one whose directory is
 // gone: doctor names each, and changes nothing.
 func TestDoctorWorkspaceIdentity(t *testing.T) {
+	t.Parallel()
 	repo, p := peerProvider(t)
 	a := mustAllocate(t, p, AllocateOptions{Binding: "A"})
 	b := mustAllocate(t, p, AllocateOptions{Binding: "B"})
@@ -299,6 +308,7 @@ func TestDoctorWorkspaceIdentity(t *testing.T) {
 // The damaged record changed after the preview: the confirmation is stale,
 // and nothing is salvaged or moved.
 func TestRepairStaleAfterChange(t *testing.T) {
+	t.Parallel()
 	repo, p := peerProvider(t)
 	a := mustAllocate(t, p, AllocateOptions{Binding: "A"})
 	peerDirty(t, a.Path)

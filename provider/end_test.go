@@ -11,6 +11,7 @@ import (
 // there is none; again, it is harmless. A task that never held anything
 // is not found, and nothing changes.
 func TestEndShared(t *testing.T) {
+	t.Parallel()
 	_, p := newProvider(t)
 	b := mustBegin(t, p, BeginOptions{Task: "S-1", Paths: []string{"docs/**"}, Shared: true})
 	if b.Workspace != nil || len(b.Leases) != 1 {
@@ -54,6 +55,7 @@ func TestEndShared(t *testing.T) {
 // A task with a workspace ends as before: leases, then the workspace,
 // whose files stay.
 func TestEndWorkspace(t *testing.T) {
+	t.Parallel()
 	_, p := newProvider(t)
 	b := mustBegin(t, p, BeginOptions{Task: "T-1", Paths: []string{"src/**"}})
 	res, err := p.End(t.Context(), EndOptions{Binding: "T-1", Token: b.Token})

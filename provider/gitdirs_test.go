@@ -38,6 +38,7 @@ func bareWithWorktree(t *testing.T) (bare string, wt string, p *Provider) {
 // not), inside majlis's state or an admin entry, is refused before
 // anything is made, and every later command still works.
 func TestAllocateRefusesPathsInsideGitDirs(t *testing.T) {
+	t.Parallel()
 	bare, _, p := bareWithWorktree(t)
 	repo, q := newProvider(t)
 	cases := []struct {
@@ -86,6 +87,7 @@ func separateGitDir(t *testing.T) (main, gitdir string) {
 // inside it is refused from any worktree, a workspace inside it that it
 // does not ignore cannot be reclaimed, and the preview lists it.
 func TestSeparateGitDirMainWorktreeIsAPeer(t *testing.T) {
+	t.Parallel()
 	main, gitdir := separateGitDir(t)
 	if _, err := Init(t.Context(), main, InitOptions{}); err != nil {
 		t.Fatal(err)
@@ -133,6 +135,7 @@ func TestSeparateGitDirMainWorktreeIsAPeer(t *testing.T) {
 // every peer refuse rather than miss it; init from a linked worktree of
 // such a repository refuses with what to do.
 func TestSeparateGitDirOldRegistration(t *testing.T) {
+	t.Parallel()
 	main, gitdir := separateGitDir(t)
 	linked := filepath.Join(filepath.Dir(main), "linked")
 	fixtures.Git(t, main, "worktree", "add", "-q", linked)
@@ -190,6 +193,7 @@ func TestSeparateGitDirOldRegistration(t *testing.T) {
 // ignored folder are nested repositories: the reclaim refuses and leaves
 // them.
 func TestBareRepositoryInIgnoredFolderIsAPeer(t *testing.T) {
+	t.Parallel()
 	repo, p := peerProvider(t)
 	src := fixtures.NewRepo(t)
 	for _, kind := range []string{"bare", "gitdir"} {
@@ -223,6 +227,7 @@ func TestBareRepositoryInIgnoredFolderIsAPeer(t *testing.T) {
 // TestBareRepositoryAsRepoRefuses: majlis run in a bare repository
 // refuses with a usage error that says what to do.
 func TestBareRepositoryAsRepoRefuses(t *testing.T) {
+	t.Parallel()
 	bare, _, _ := bareWithWorktree(t)
 	for _, f := range []func() error{
 		func() error { _, err := Init(t.Context(), bare, InitOptions{WorkspaceRoot: t.TempDir()}); return err },

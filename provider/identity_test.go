@@ -98,6 +98,7 @@ func refuseEverywhere(t *testing.T, p *Provider, binding string, want error) *Er
 // none) is refused before any effect, naming the setting; once the setting
 // is gone, reclaim goes ahead and the main worktree keeps its work.
 func TestReclaimWorktreeConfigMismatch(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, key string
 		value     func(repo *fixtures.Repo, other string) string
@@ -162,6 +163,7 @@ func cmpLines(a, b []string) string {
 // The setting can appear after the preview, or during the reclaim: the
 // checks before every step see it.
 func TestReclaimWorktreeConfigRechecked(t *testing.T) {
+	t.Parallel()
 	repo, p, target := identityScene(t)
 	pv, err := p.PreviewReclaim(t.Context(), "T-1")
 	if err != nil {
@@ -193,6 +195,7 @@ func TestReclaimWorktreeConfigRechecked(t *testing.T) {
 // Allocation pins git's admin entry with the claim digest and locks it
 // with majlis's exact reason.
 func TestAllocatePinsAdminEntry(t *testing.T) {
+	t.Parallel()
 	_, p := newProvider(t)
 	ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 	admin := fixtures.AdminDir(t, ws.Path)
@@ -209,6 +212,7 @@ func TestAllocatePinsAdminEntry(t *testing.T) {
 // pruned its entry (same entry name; with a file system that reuses inode
 // numbers, the same inode too) is not the workspace: it has no pin.
 func TestReclaimReAddedWorktree(t *testing.T) {
+	t.Parallel()
 	for _, sameDir := range []bool{true, false} {
 		t.Run(fmt.Sprintf("same directory %v", sameDir), func(t *testing.T) {
 			repo, p, target := identityScene(t)
@@ -258,6 +262,7 @@ func TestReclaimReAddedWorktree(t *testing.T) {
 // not: reclaim and forget refuse (locked), and say how to hand the
 // workspace back.
 func TestReclaimForeignLock(t *testing.T) {
+	t.Parallel()
 	for _, reason := range []string{"user: keep this", ""} {
 		t.Run(fmt.Sprintf("directory present, reason %q", reason), func(t *testing.T) {
 			repo, p, target := identityScene(t)
@@ -336,6 +341,7 @@ func TestReclaimForeignLock(t *testing.T) {
 // entry, so a worktree added later at the path cannot carry it) and every
 // other check passes. The preview says so; a refusal pins nothing.
 func TestReclaimWorkspaceWithoutPin(t *testing.T) {
+	t.Parallel()
 	unpin := func(t *testing.T, target *Workspace) string {
 		admin := fixtures.AdminDir(t, target.Path)
 		if err := os.Remove(filepath.Join(admin, "majlis-claim")); err != nil {
@@ -423,6 +429,7 @@ func TestReclaimWorkspaceWithoutPin(t *testing.T) {
 
 // A pin with another claim's digest is another workspace's entry.
 func TestReclaimPinOfAnotherClaim(t *testing.T) {
+	t.Parallel()
 	repo, p, target := identityScene(t)
 	admin := fixtures.AdminDir(t, target.Path)
 	if err := os.WriteFile(filepath.Join(admin, "majlis-claim"), []byte("sha256:"+strings.Repeat("1", 64)+"\n"), 0o644); err != nil {
@@ -437,6 +444,7 @@ func TestReclaimPinOfAnotherClaim(t *testing.T) {
 // ignores for linked worktrees) and a separate git dir are no mismatch:
 // their workspaces are reclaimed as any other.
 func TestReclaimBareAndSeparateGitDir(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		make func(t *testing.T) string // returns a directory of the repository
@@ -524,6 +532,7 @@ func TestReclaimIgnoresCallersGitEnvironment(t *testing.T) {
 // rewritten to match (a `git worktree repair` gone wrong, or a hand edit):
 // the .git file and the back-pointer agree, but the entry has no pin.
 func TestReclaimCrossLinkedEntry(t *testing.T) {
+	t.Parallel()
 	repo, p, target := identityScene(t)
 	sibling := repo.NewWorktree("sibling")
 	sibling.WriteFile("sibling-notes.txt", "the sibling's work\n")
@@ -546,6 +555,7 @@ func TestReclaimCrossLinkedEntry(t *testing.T) {
 // The checks before every destructive step see a lock or a lost pin that
 // appeared after the reclaim began.
 func TestReclaimRecheckSeesLockAndPin(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		change func(t *testing.T, repo *fixtures.Repo, target *Workspace)

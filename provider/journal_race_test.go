@@ -13,6 +13,7 @@ import (
 // "unusable", which sent a damaged binding's locator, and every check
 // that needs it, to a refusal.)
 func TestJournalReadDuringAllocations(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("allocates workspaces in another process")
 	}

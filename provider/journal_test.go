@@ -13,6 +13,7 @@ import (
 )
 
 func TestJournalRoundTrip(t *testing.T) {
+	t.Parallel()
 	entries := []journalEntry{
 		{Kind: journalClaim, Binding: "T-1", Seq: 1, Digest: "sha256:ab", Path: "/w/T-1"},
 		{Kind: journalClaim, Binding: "odd", Seq: 2, Digest: "sha256:cd", Path: "/w/a\tb\nc \"d\" é"},
@@ -73,6 +74,7 @@ func FuzzDecodeJournal(f *testing.F) {
 // A new repository starts a journal, allocation and reclaim append to it,
 // and the fast check uses it.
 func TestJournalFollowsClaims(t *testing.T) {
+	t.Parallel()
 	repo, p := newProvider(t)
 	mustAllocate(t, p, AllocateOptions{Binding: "A"})
 	mustAllocate(t, p, AllocateOptions{Binding: "B"})
@@ -97,6 +99,7 @@ func TestJournalFollowsClaims(t *testing.T) {
 // binding folder appeared beside it) makes the fast check fall back to the
 // full one, which still sees the overlapping peer.
 func TestJournalIncompleteFallsBack(t *testing.T) {
+	t.Parallel()
 	for _, damage := range []string{"removed", "torn", "binding missing"} {
 		t.Run(damage, func(t *testing.T) {
 			_, p := newProvider(t)
@@ -160,6 +163,7 @@ func TestJournalIncompleteFallsBack(t *testing.T) {
 // not wait for a reader; the preview, which only reads the journal, falls
 // back to the claim records.
 func TestJournalFIFORefuses(t *testing.T) {
+	t.Parallel()
 	_, p := newProvider(t)
 	mustAllocate(t, p, AllocateOptions{Binding: "A"})
 	journal := filepath.Join(p.StateDir(), journalName)

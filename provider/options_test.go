@@ -10,6 +10,7 @@ import (
 // accepts reach what they configure: the clock the records, the TTL the
 // reclaim reservation.
 func TestOpenOptions(t *testing.T) {
+	t.Parallel()
 	repo, _ := newProvider(t)
 	for _, ttl := range []time.Duration{-time.Second, time.Millisecond, MinReservationTTL - 1, MaxReservationTTL + 1} {
 		if p, err := Open(t.Context(), repo.Dir, Options{ReservationTTL: ttl}); !errors.Is(err, ErrInvalidArgument) {

@@ -9,6 +9,7 @@ import (
 
 // judgePeers decides from the collected facts alone.
 func TestJudgePeers(t *testing.T) {
+	t.Parallel()
 	inside := pathid.Overlap{Relation: pathid.AContainsB, Form: pathid.FormLexical, A: "/w/t", B: "/w/t/in"}
 	around := pathid.Overlap{Relation: pathid.BContainsA, Form: pathid.FormLexical, A: "/w/t", B: "/w"}
 	same := pathid.Overlap{Relation: pathid.Equal, Form: pathid.FormPhysical, A: "/w/t", B: "/x/t"}

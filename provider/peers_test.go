@@ -253,6 +253,7 @@ func peerReclaimed(t *testing.T, p *Provider, repo *fixtures.Repo, ws *Workspace
 // elsewhere. Each refuses with peer_overlap naming the peer, before any
 // effect, the preview included.
 func TestReclaimRefusesNestedPeers(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		kind string
@@ -312,6 +313,7 @@ func TestReclaimRefusesNestedPeers(t *testing.T) {
 // A target inside an ancestor peer is allowed only where that peer ignores
 // it.
 func TestReclaimAncestorPeers(t *testing.T) {
+	t.Parallel()
 	t.Run("inside the main worktree, which ignores it", func(t *testing.T) {
 		repo, p := peerProvider(t)
 		repo.WriteGitignore("build/", "*.log", ".worktrees/")
@@ -438,6 +440,7 @@ func TestReclaimAncestorPeers(t *testing.T) {
 // A peer reached through another name is still found: the overlap is
 // judged physically, not on the path strings.
 func TestReclaimAliasedPeers(t *testing.T) {
+	t.Parallel()
 	t.Run("peer allocated through a symlink to the target", func(t *testing.T) {
 		repo, p := peerProvider(t)
 		target := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
@@ -517,6 +520,7 @@ func peerSwapCase(s string) string {
 // event plus a current attestation that its directory is gone does. A
 // claim whose allocation failed (and was undone) is no peer.
 func TestReclaimReleasedAndGonePeers(t *testing.T) {
+	t.Parallel()
 	t.Run("released but present", func(t *testing.T) {
 		repo, p := peerProvider(t)
 		target := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
@@ -610,6 +614,7 @@ func TestReclaimReleasedAndGonePeers(t *testing.T) {
 // the digest is confirmed or --yes skips the comparison); a non-overlapping
 // one makes the confirmation stale.
 func TestReclaimPeerPublishedAfterPreview(t *testing.T) {
+	t.Parallel()
 	t.Run("nested", func(t *testing.T) {
 		repo, p := peerProvider(t)
 		target := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
@@ -674,6 +679,7 @@ func peerCurrent(t *testing.T, p *Provider, binding string) *claimRecord {
 // Workspaces beside the target, sharing its repository, are peers that do
 // not overlap: the reclaim proceeds and leaves them exactly as they were.
 func TestReclaimSiblingsAreNotPeers(t *testing.T) {
+	t.Parallel()
 	repo, p := peerProvider(t)
 	a := mustAllocate(t, p, AllocateOptions{Binding: "A"})
 	target := mustAllocate(t, p, AllocateOptions{Binding: "B"})
@@ -733,6 +739,7 @@ func TestReclaimSiblingsAreNotPeers(t *testing.T) {
 // Authority: a live owner, a replaced directory, a foreign repository and
 // a malformed inventory each refuse before any effect.
 func TestReclaimAuthority(t *testing.T) {
+	t.Parallel()
 	t.Run("owner alive, then dead", func(t *testing.T) {
 		repo, p := peerProvider(t)
 		owner := exec.Command("sleep", "600")
@@ -866,6 +873,7 @@ func TestReclaimAuthority(t *testing.T) {
 // A damaged record of ANOTHER workspace no longer refuses: damage stays
 // local (damage_test.go).
 func TestReclaimMalformedInventory(t *testing.T) {
+	t.Parallel()
 	claimFile := func(p *Provider, binding string) string {
 		return filepath.Join(p.claimsDir(binding), claimName(1, "claim"))
 	}
@@ -954,6 +962,7 @@ func TestReclaimMalformedInventory(t *testing.T) {
 // Confirmation: none refuses; a digest that no longer matches refuses; a
 // dirty submodule refuses unless its work is salvaged too.
 func TestReclaimConfirmation(t *testing.T) {
+	t.Parallel()
 	t.Run("unconfirmed", func(t *testing.T) {
 		repo, p := peerProvider(t)
 		target := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
@@ -1036,6 +1045,7 @@ func submoduleWorkspace(t *testing.T) (*fixtures.Repo, *Provider, *Workspace) {
 }
 
 func TestReclaimDirtySubmodule(t *testing.T) {
+	t.Parallel()
 	repo, p, target := submoduleWorkspace(t)
 	var err error
 	ws := &fixtures.Repo{T: t, Dir: target.Path}
@@ -1104,6 +1114,7 @@ func TestReclaimDirtySubmodule(t *testing.T) {
 // a link into the worktree's modules) is not the workspace's: it stays a
 // peer and refuses.
 func TestReclaimForeignRepoAtSubmodulePath(t *testing.T) {
+	t.Parallel()
 	_, p, target := submoduleWorkspace(t)
 	fixtures.InitRepo(t, filepath.Join(target.Path, "lib"))
 	_, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true})
@@ -1114,6 +1125,7 @@ func TestReclaimForeignRepoAtSubmodulePath(t *testing.T) {
 // names, the salvage ref's exact content, the records, the reservation,
 // the binding allocatable again, and a request-id retry that does nothing.
 func TestReclaimSuccessPath(t *testing.T) {
+	t.Parallel()
 	repo, p := peerProvider(t)
 	repo.WriteFiles(map[string]string{"keep.txt": "kept\n", "gone.txt": "deleted in the workspace\n", "staged.txt": "old\n"})
 	for i, name := range fixtures.OddNames() {

@@ -72,6 +72,7 @@ func FuzzDecodePreviewSummary(f *testing.F) {
 }
 
 func TestDiffSummaries(t *testing.T) {
+	t.Parallel()
 	old := testSummary()
 	cur := testSummary()
 	cur.Files = []summaryFile{{Path: "a.txt", State: "tracked M."}, {Path: "b.txt", State: "untracked"},
@@ -107,6 +108,7 @@ func TestDiffSummaries(t *testing.T) {
 // Summaries are kept for a day at most, the newest previewKeep per
 // binding; abandoned temporary files go once old.
 func TestPrunePreviews(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	now := time.Now()
 	var want []string
@@ -152,6 +154,7 @@ func TestPrunePreviews(t *testing.T) {
 }
 
 func TestCheckDigest(t *testing.T) {
+	t.Parallel()
 	for d, ok := range map[string]bool{
 		"sha256:" + strings.Repeat("0a", 32):        true,
 		"sha256:" + strings.Repeat("0A", 32):        false,

@@ -618,6 +618,7 @@ func TestReclaimCrashMatrix(t *testing.T) {
 // lets it go on), the second runs then. The second is refused as held (exit 4, naming the first as the
 // holder), the first finishes; nothing is salvaged twice.
 func TestConcurrentReclaimsOfOneBinding(t *testing.T) {
+	t.Parallel()
 	bin := crashBinary(t)
 	s := newCrashScene(t)
 	peers := s.capturePeers(t)
@@ -670,6 +671,7 @@ func TestConcurrentReclaimsOfOneBinding(t *testing.T) {
 // event. While the reservation is held, allocations inside the target are
 // refused and the others proceed.
 func TestReclaimRacesAllocations(t *testing.T) {
+	t.Parallel()
 	bin := crashBinary(t)
 	for _, tc := range []struct {
 		name      string
@@ -833,6 +835,7 @@ func gitWorktreeRace(r crashRun) bool {
 // reclaim then finishes it. (Refusals before expiry:
 // TestRetryBeforeExpiryIsRefused.)
 func TestRecoverCrashedReclaimCLI(t *testing.T) {
+	t.Parallel()
 	bin := crashBinary(t)
 	s := newCrashScene(t)
 	ttl := []string{envvar.ReservationTTL + "=3s"}
@@ -926,6 +929,7 @@ func TestRecoverCrashedReclaimCLI(t *testing.T) {
 // a retry of the reclaim is refused as held and `workspace recover`
 // as not_expired, each naming the dead owner, and neither changes anything.
 func TestRetryBeforeExpiryIsRefused(t *testing.T) {
+	t.Parallel()
 	bin := crashBinary(t)
 	s := newCrashScene(t)
 	ttl := []string{envvar.ReservationTTL + "=10m"}

@@ -12,6 +12,7 @@ import (
 // (or none) lets the operation run, and the same id with other arguments
 // refuses.
 func TestReplay(t *testing.T) {
+	t.Parallel()
 	_, p := newProvider(t)
 	args := requestArgs{Op: "salvage", Binding: "T-1", Message: "m"}
 	ref := "refs/majlis/salvage/T-1/1"

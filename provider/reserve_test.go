@@ -28,6 +28,7 @@ import (
 // (or, moved, in its trash folder, recorded), and once the other owner
 // lets go, a retry finishes and every file is on a salvage ref.
 func TestLostReservationStopsReclaim(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		point    string
 		salvaged bool // the first salvage was made before the loss

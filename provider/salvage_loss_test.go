@@ -42,6 +42,7 @@ func mustReach(t *testing.T, repo *fixtures.Repo, what, id string) {
 }
 
 func TestReclaimKeepsCommitsOnlyTheWorkspaceHolds(t *testing.T) {
+	t.Parallel()
 	for name, make := range map[string]func(ws *fixtures.Repo) string{
 		"detached HEAD": func(ws *fixtures.Repo) string { return ws.DetachedCommit("d.txt", "detached\n") },
 		"refs/worktree": func(ws *fixtures.Repo) string {
@@ -74,6 +75,7 @@ func TestReclaimKeepsCommitsOnlyTheWorkspaceHolds(t *testing.T) {
 }
 
 func TestReclaimKeepsThePartiallyStagedVersion(t *testing.T) {
+	t.Parallel()
 	repo, p := newProvider(t)
 	w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 	ws := &fixtures.Repo{T: t, Dir: w.Path}
@@ -89,6 +91,7 @@ func TestReclaimKeepsThePartiallyStagedVersion(t *testing.T) {
 }
 
 func TestReclaimKeepsHiddenEdits(t *testing.T) {
+	t.Parallel()
 	for _, flag := range []string{"--assume-unchanged", "--skip-worktree"} {
 		t.Run(flag, func(t *testing.T) {
 			repo, p := newProvider(t)
@@ -122,6 +125,7 @@ func TestReclaimKeepsHiddenEdits(t *testing.T) {
 // entry, which git never refreshes while the flag is set; reclaim must
 // still salvage the edit and restore must put it back, flag and all.
 func TestRestoreKeepsStatCleanHiddenEdit(t *testing.T) {
+	t.Parallel()
 	for _, flag := range []string{"--assume-unchanged", "--skip-worktree"} {
 		t.Run(flag, func(t *testing.T) {
 			repo, p := newProvider(t)
@@ -163,6 +167,7 @@ func TestRestoreKeepsStatCleanHiddenEdit(t *testing.T) {
 }
 
 func TestReclaimKeepsSubmoduleTagsAndStashes(t *testing.T) {
+	t.Parallel()
 	repo, p, target := submoduleWorkspace(t)
 	ws := &fixtures.Repo{T: t, Dir: target.Path}
 	ws.Git("-c", "protocol.file.allow=always", "submodule", "--quiet", "update", "--init")
@@ -180,6 +185,7 @@ func TestReclaimKeepsSubmoduleTagsAndStashes(t *testing.T) {
 }
 
 func TestReclaimSparseCheckout(t *testing.T) {
+	t.Parallel()
 	repo, p := newProvider(t)
 	w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 	ws := &fixtures.Repo{T: t, Dir: w.Path}
@@ -199,6 +205,7 @@ func TestReclaimSparseCheckout(t *testing.T) {
 // with its request id marks the claim failed (nothing of the salvage is
 // touched, no branch is deleted), and a new restore then succeeds.
 func TestInterruptedRestore(t *testing.T) {
+	t.Parallel()
 	repo, p := newProvider(t)
 	w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 	ws := &fixtures.Repo{T: t, Dir: w.Path}
@@ -234,6 +241,7 @@ func TestInterruptedRestore(t *testing.T) {
 // blobs only the index holds: the salvage must keep them, and the restored
 // workspace must recreate the conflict after a gc.
 func TestReclaimKeepsResolveUndo(t *testing.T) {
+	t.Parallel()
 	for _, split := range []bool{false, true} {
 		t.Run(fmt.Sprintf("split=%v", split), func(t *testing.T) { reclaimKeepsResolveUndo(t, split) })
 	}
@@ -282,6 +290,7 @@ func reclaimKeepsResolveUndo(t *testing.T, split bool) {
 // A split index (core.splitIndex) without a sparse checkout restores
 // whole, and the restore says nothing about a sparse cone.
 func TestRestoreSplitIndexReportsNoSparseLoss(t *testing.T) {
+	t.Parallel()
 	_, p := newProvider(t)
 	w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 	ws := &fixtures.Repo{T: t, Dir: w.Path}
@@ -305,6 +314,7 @@ func TestRestoreSplitIndexReportsNoSparseLoss(t *testing.T) {
 // entry, which the removal deletes: a workspace holding nothing else is
 // not clean, and a restore brings them back.
 func TestReclaimKeepsWorktreeConfigAlone(t *testing.T) {
+	t.Parallel()
 	for name, set := range map[string]func(ws *fixtures.Repo){
 		"config.worktree": func(ws *fixtures.Repo) {
 			ws.Git("config", "extensions.worktreeConfig", "true")
@@ -337,6 +347,7 @@ func TestReclaimKeepsWorktreeConfigAlone(t *testing.T) {
 // core.fsmonitor would run programs in the restored workspace. The others
 // are reported, and stay in the salvage.
 func TestRestoreDropsSettingsThatRunPrograms(t *testing.T) {
+	t.Parallel()
 	_, p := newProvider(t)
 	w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 	ws := &fixtures.Repo{T: t, Dir: w.Path}
@@ -360,6 +371,7 @@ func TestRestoreDropsSettingsThatRunPrograms(t *testing.T) {
 // binding's (a ref copied or moved by hand) is refused: restoring it would
 // give the workspace the other binding's files and branch.
 func TestRestoreRefusesAnotherBindingsSalvage(t *testing.T) {
+	t.Parallel()
 	repo, p := newProvider(t)
 	for _, b := range []string{"T-1", "T-9"} {
 		w := mustAllocate(t, p, AllocateOptions{Binding: b})
@@ -388,6 +400,7 @@ func TestRestoreRefusesAnotherBindingsSalvage(t *testing.T) {
 // CRLF text file under text=auto comes back LF. What a reclaim deletes
 // must come back byte for byte.
 func TestRestoreKeepsUntrackedFileBytesUnderTextAttributes(t *testing.T) {
+	t.Parallel()
 	_, p := newProvider(t)
 	w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 	ws := &fixtures.Repo{T: t, Dir: w.Path}
@@ -415,6 +428,7 @@ func TestRestoreKeepsUntrackedFileBytesUnderTextAttributes(t *testing.T) {
 // deletes, then restores. Every file comes back byte for byte, the index
 // as git had staged it, and the salvage tree still shows what git stores.
 func TestRestoreKeepsFileBytesUnderConversions(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		// setup is run in the workspace and commits what it needs; files

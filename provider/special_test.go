@@ -14,6 +14,7 @@ import (
 // too), are named by the preview, covered by its digest, and counted by
 // the reclaim that deletes them.
 func TestPreviewNamesSpecialFiles(t *testing.T) {
+	t.Parallel()
 	repo, p := newProvider(t)
 	repo.WriteGitignore("build/")
 	repo.Commit("ignore build")

@@ -63,11 +63,9 @@ func blobID(content string) string {
 // (nothing is at the old path: the writer does not create folders, so its
 // writes fail once the workspace is moved). Zero lost. No failpoints.
 func TestReclaimConcurrentWriter(t *testing.T) {
+	t.Parallel()
 	repo, p := newProvider(t)
-	rounds, workers := 50, 2
-	if testing.Short() {
-		rounds = 5
-	}
+	rounds, workers := fixtures.Rounds(20, 200), 2
 	var mu sync.Mutex
 	lostTotal, second := 0, 0
 	var wg sync.WaitGroup
@@ -184,6 +182,7 @@ func writerRound(t *testing.T, repo *fixtures.Repo, p *Provider, binding string)
 // is as it was, and git's entry of it too; T-1, where it was moved, is
 // untouched; no trash is left.
 func TestReclaimSwapBeforeMove(t *testing.T) {
+	t.Parallel()
 	bin := crashBinary(t)
 	s := newCrashScene(t)
 	pause, reached, release := crashPause(t, "reclaim/before-move")
@@ -244,6 +243,7 @@ func TestReclaimSwapBeforeMove(t *testing.T) {
 // TestReclaimTrashStates: workspaces in states git allows, each moved into
 // the trash and deleted, or refused with nothing changed.
 func TestReclaimTrashStates(t *testing.T) {
+	t.Parallel()
 	t.Run("checked-out submodule", func(t *testing.T) {
 		repo, p, target := submoduleWorkspace(t)
 		ws := &fixtures.Repo{T: t, Dir: target.Path}
@@ -331,6 +331,7 @@ func TestReclaimTrashStates(t *testing.T) {
 // included, and the index); a later reclaim kept for a moment is purged
 // by the next reclaim of another workspace, git's entry with it.
 func TestReclaimKeepTrash(t *testing.T) {
+	t.Parallel()
 	repo, p := peerProvider(t)
 	target := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 	peerDirty(t, target.Path)
@@ -423,6 +424,7 @@ func TestReclaimKeepTrash(t *testing.T) {
 // right after the rename) is someone else's: the reclaim finishes, leaves
 // it as it is and reports it.
 func TestReclaimPathReoccupied(t *testing.T) {
+	t.Parallel()
 	bin := crashBinary(t)
 	s := newCrashScene(t)
 	pause, reached, release := crashPause(t, "reclaim/moved")
@@ -466,6 +468,7 @@ func TestReclaimPathReoccupied(t *testing.T) {
 // after that is finished by a retry that keeps it, whatever the retry's
 // own flags; then restore --from-trash brings T-1 back with its files.
 func TestReclaimKeepTrashCrash(t *testing.T) {
+	t.Parallel()
 	bin := crashBinary(t)
 	s := newCrashScene(t)
 	ttl := []string{envvar.ReservationTTL + "=2s"}
@@ -509,6 +512,7 @@ func TestReclaimKeepTrashCrash(t *testing.T) {
 // rename, and is never copied: preview and reclaim refuse (cross_device)
 // before any effect. Needs the right to mount; skipped otherwise.
 func TestReclaimBindMount(t *testing.T) {
+	t.Parallel()
 	repo, p := peerProvider(t)
 	target := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 	peerDirty(t, target.Path)
@@ -538,6 +542,7 @@ func TestReclaimBindMount(t *testing.T) {
 // (cross_device), the mounted files are untouched, and once unmounted a
 // retry finishes. Needs the right to mount; skipped otherwise.
 func TestReclaimStopsAtMountInside(t *testing.T) {
+	t.Parallel()
 	_, p := peerProvider(t)
 	target := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 	data := filepath.Join(t.TempDir(), "data")
@@ -592,6 +597,7 @@ func TestReclaimStopsAtMountInside(t *testing.T) {
 // one. The retry deletes nothing: it refuses (identity_drift) naming both
 // the path and the trash folder, and the directory there is untouched.
 func TestReclaimRetryFindsForeignTrash(t *testing.T) {
+	t.Parallel()
 	bin := crashBinary(t)
 	s := newCrashScene(t)
 	ttl := []string{envvar.ReservationTTL + "=2s"}

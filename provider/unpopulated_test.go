@@ -14,6 +14,7 @@ import (
 // snapshot catches those written once the workspace is in its trash, and
 // restore brings them back; with nothing new, no second salvage is made.
 func TestReclaimKeepsFilesInUnpopulatedSubmodule(t *testing.T) {
+	t.Parallel()
 	for _, late := range []bool{false, true} {
 		t.Run(map[bool]string{false: "nothing new", true: "written in the trash"}[late], func(t *testing.T) {
 			_, p, target := submoduleWorkspace(t)
