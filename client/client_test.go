@@ -31,6 +31,7 @@ func refusal(t *testing.T, err error, code string, exit int) *client.Error {
 }
 
 func TestNoServer(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t)
 	_, err := client.New(context.Background(), client.Options{Dir: dir})
 	if !errors.Is(err, client.ErrNoServer) || !strings.Contains(err.Error(), "majlis server start") {
@@ -41,6 +42,7 @@ func TestNoServer(t *testing.T) {
 // TestEndToEndHTTP drives the built binary's server through the client:
 // every route once, and the refusals with the CLI's own codes.
 func TestEndToEndHTTP(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := newRepo(t)
 	c, err := client.New(ctx, client.Options{Dir: dir, Start: true})
@@ -149,6 +151,7 @@ func TestEndToEndHTTP(t *testing.T) {
 // TestGuard: the binary's server refuses a request without the token, with
 // a wrong one, and with a Host that is not its own loopback address.
 func TestGuard(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := newRepo(t)
 	c, err := client.New(ctx, client.Options{Dir: dir, Start: true})
@@ -186,6 +189,7 @@ func TestGuard(t *testing.T) {
 // TestEndToEndStdio runs 'majlis mcp' as an MCP client would and calls
 // the tools through it.
 func TestEndToEndStdio(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := newRepo(t)
 	cmd := exec.Command(bin, "mcp", "--repo", dir)
@@ -242,6 +246,7 @@ func TestEndToEndStdio(t *testing.T) {
 // TestConcurrentAllocate: 8 agents allocate at once through one server,
 // each its own workspace.
 func TestConcurrentAllocate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := newRepo(t)
 	c, err := client.New(ctx, client.Options{Dir: dir, Start: true})
@@ -284,6 +289,7 @@ func TestConcurrentAllocate(t *testing.T) {
 // as CLI processes beside it: exactly one wins, every other is refused
 // with held (exit 4).
 func TestPortRace(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := newRepo(t)
 	c, err := client.New(ctx, client.Options{Dir: dir, Start: true})
@@ -355,6 +361,7 @@ func TestPortRace(t *testing.T) {
 // the server and 4 as CLI processes: exactly one workspace, every other
 // agent refused with binding_live (exit 4) and nothing left behind.
 func TestBindingRace(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := newRepo(t)
 	c, err := client.New(ctx, client.Options{Dir: dir, Start: true})
@@ -432,6 +439,7 @@ func TestBindingRace(t *testing.T) {
 // with --json for the same command; a refusal's hint alone (details.hint,
 // and the end of the message) is in each one's words.
 func TestSameJSONAsCLI(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := newRepo(t)
 	c, err := client.New(ctx, client.Options{Dir: dir, Start: true})
@@ -504,6 +512,7 @@ func TestSameJSONAsCLI(t *testing.T) {
 // TestStdioSurvivesRestart: 'majlis mcp' finds the repository's server
 // again (starting it) when the one it used was stopped.
 func TestStdioSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := newRepo(t)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "test"}, nil).Connect(ctx,

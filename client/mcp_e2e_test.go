@@ -25,6 +25,7 @@ var cliWords = regexp.MustCompile(`--[a-z]|'majlis |MAJLIS_`)
 // reclaim confirmed, the work kept on its salvage ref; a shared task
 // begun and ended; and every refusal's hint in the tools' words.
 func TestAgentWorkflowStdio(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := newRepo(t)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "test"}, nil).Connect(ctx,
@@ -136,6 +137,7 @@ func TestAgentWorkflowStdio(t *testing.T) {
 
 // Over HTTP, the Go client's refusals name the routes and fields.
 func TestRefusalWordsHTTP(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := newRepo(t)
 	c, err := client.New(ctx, client.Options{Dir: dir, Start: true})

@@ -47,6 +47,7 @@ func checkDiscoverAgrees(t *testing.T, cases []discoverCase) {
 // command can start in: the ordinary ones are answered without git and
 // exactly as git answers; every unusual one is left to git.
 func TestDiscoverInProcessAgreesWithGit(t *testing.T) {
+	t.Parallel()
 	main := fixtures.NewRepo(t)
 	main.Mkdir("sub/deeper")
 	linked := main.AddWorktree(filepath.Join(fixtures.TempDir(t), "linked worktree"), "feature")

@@ -13,6 +13,7 @@ import (
 // A file-system monitor that missed an edit must not hide it from the
 // salvage or the preview's status: majlis reads the files itself.
 func TestStaleFSMonitorHidesNothing(t *testing.T) {
+	t.Parallel()
 	r := fixtures.NewRepo(t)
 	r.WriteFile("a.txt", "a\n")
 	r.Commit("a")
@@ -28,6 +29,7 @@ func TestStaleFSMonitorHidesNothing(t *testing.T) {
 // file whose size and modification time match its index entry; an edit
 // that kept both must still be salvaged.
 func TestEditKeepingSizeAndTimeIsSeen(t *testing.T) {
+	t.Parallel()
 	r := fixtures.NewRepo(t)
 	r.WriteFile("a.txt", "aaaa\n")
 	r.Commit("a")

@@ -61,6 +61,7 @@ func TestEnvironmentIsolation(t *testing.T) {
 }
 
 func TestErrorMessage(t *testing.T) {
+	t.Parallel()
 	e := &Error{Dir: "/r", Args: []string{"update-ref", "refs/x", "a b", ""}, ExitCode: 128, Stderr: "fatal: nope", Err: ErrRefExists}
 	want := `git in /r failed with exit status 128: fatal: nope`
 	if e.Error() != want {
@@ -94,6 +95,7 @@ func TestCanceledContext(t *testing.T) {
 }
 
 func TestShellQuote(t *testing.T) {
+	t.Parallel()
 	tests := map[string][]string{
 		`git status`:                      {"git", "status"},
 		`git -C "/a b" x`:                 {"git", "-C", "/a b", "x"},
@@ -109,6 +111,7 @@ func TestShellQuote(t *testing.T) {
 }
 
 func TestPartialWorktreeEntryIsRecognised(t *testing.T) {
+	t.Parallel()
 	for msg, want := range map[string]bool{
 		"fatal: failed to read worktrees/T-a/commondir: Success":                            true,
 		"fatal: failed to read /tmp/x/repo/.git/worktrees/T-a/commondir: No such file":      true,
@@ -122,6 +125,7 @@ func TestPartialWorktreeEntryIsRecognised(t *testing.T) {
 }
 
 func TestSubmodulesInProcessAgreesWithGit(t *testing.T) {
+	t.Parallel()
 	lib := fixtures.NewRepo(t)
 	repo := fixtures.NewRepoAt(t, filepath.Join(fixtures.TempDir(t), "app"))
 	repo.AddSubmodule("lib", lib)

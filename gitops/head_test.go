@@ -14,6 +14,7 @@ import (
 // overrides a stale packed one, a branch naming an annotated tag, a
 // detached HEAD, and an unborn branch (no answer).
 func TestWorktreeHeadAgreesWithGit(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	repo := fixtures.NewRepo(t)
 	first := repo.Head()

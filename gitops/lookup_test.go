@@ -203,6 +203,7 @@ func TestOpenReaderOutsideRepository(t *testing.T) {
 }
 
 func TestParseRefList(t *testing.T) {
+	t.Parallel()
 	const a = "78ab8055022746ff01257016035ce28d7608104d"
 	tests := []struct {
 		in   string

@@ -54,6 +54,7 @@ func TestAddWorktreeProgress(t *testing.T) {
 }
 
 func TestProgressSplit(t *testing.T) {
+	t.Parallel()
 	var meter, rest bytes.Buffer
 	s := &progressSplit{progress: &meter, rest: &rest}
 	for _, chunk := range []string{"Preparing worktree (new branch 'x')\nUpdat", "ing files:  50% (1/2)\rUpdating files: 100% (2/2)\r",

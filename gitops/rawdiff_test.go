@@ -7,6 +7,7 @@ import (
 )
 
 func TestParseRawDiff(t *testing.T) {
+	t.Parallel()
 	const a = "78ab8055022746ff01257016035ce28d7608104d"
 	const z = "0000000000000000000000000000000000000000"
 	tests := []struct {

@@ -94,6 +94,7 @@ func TestDiscoverFailures(t *testing.T) {
 }
 
 func TestParseDiscover(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		out  string

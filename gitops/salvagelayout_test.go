@@ -53,6 +53,7 @@ func TestPlaceholderID(t *testing.T) {
 }
 
 func TestSalvageLayoutRoundTrip(t *testing.T) {
+	t.Parallel()
 	for i, l := range testLayouts {
 		for _, msg := range []string{"majlis salvage", "majlis reclaim\n\nMajlis-Binding: T-1\nMajlis-Path: /x\n"} {
 			raw := rawCommit(l.Parents(), l.Message(msg))
@@ -207,6 +208,7 @@ func FuzzObjectIDs(f *testing.F) {
 }
 
 func TestObjectIDs(t *testing.T) {
+	t.Parallel()
 	got := objectIDs([]byte(id('a') + " " + id('b') + "\t" + id('c') + "x " + strings.Repeat("d", 41) + " " + strings.Repeat("e", 64) + "\n"))
 	want := []string{id('a'), id('b'), strings.Repeat("e", 64)}
 	if diff := cmp.Diff(want, got); diff != "" {

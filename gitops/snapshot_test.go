@@ -666,6 +666,7 @@ func TestSnapshotHiddenEditStatClean(t *testing.T) {
 // stash is shared by every worktree and an entry goes when anyone drops
 // it, so the commit is still pinned (salvaged), not taken as kept.
 func TestSurveyPinsCommitOnlyAStashReaches(t *testing.T) {
+	t.Parallel()
 	repo := fixtures.NewRepo(t)
 	wt := repo.NewWorktree("wt")
 	wt.Git("checkout", "--detach")

@@ -12,6 +12,7 @@ import (
 // git passes special files by without a word; SpecialFiles finds them
 // wherever a deletion of the worktree would reach.
 func TestSpecialFiles(t *testing.T) {
+	t.Parallel()
 	r := fixtures.NewRepo(t)
 	r.WriteGitignore("build/")
 	r.WriteFile("a.txt", "a\n")

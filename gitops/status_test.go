@@ -234,6 +234,7 @@ func TestReadStatusSubmodules(t *testing.T) {
 }
 
 func TestParseStatus(t *testing.T) {
+	t.Parallel()
 	const a = "78ab8055022746ff01257016035ce28d7608104d"
 	const b = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 	ordinary := "1 .M N... 100644 100644 100644 " + a + " " + a + " "

@@ -128,6 +128,7 @@ func TestDeleteTree(t *testing.T) {
 // is not deleted with it: DeleteTree refuses at the mount, and what is
 // mounted there is untouched. Needs the right to mount; skipped otherwise.
 func TestDeleteTreeStopsAtMounts(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("bind mounts need root")
 	}

@@ -9,6 +9,7 @@ import (
 // writeNoFollow writes below its folder only: never through a symbolic
 // link, never over an existing file.
 func TestWriteNoFollow(t *testing.T) {
+	t.Parallel()
 	dir, outside := t.TempDir(), t.TempDir()
 	if err := os.Symlink(outside, filepath.Join(dir, "link")); err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 // lexically would move a ".." after a link to another folder, one the
 // nesting checks would then take the worktree to be in.
 func TestWorktreePathsKeepUncleanNames(t *testing.T) {
+	t.Parallel()
 	repo := fixtures.NewRepo(t)
 	base := fixtures.TempDir(t)
 	if err := os.MkdirAll(filepath.Join(base, "real", "a", "b"), 0o755); err != nil {

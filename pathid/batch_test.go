@@ -11,6 +11,7 @@ import (
 // A Resolver answers exactly as Resolve does, identities included, for
 // every kind of path, whatever order the batch takes them in.
 func TestResolverAgreesWithResolve(t *testing.T) {
+	t.Parallel()
 	root := overlapLayout(t)
 	layout(t, root, "chain -> alias", "loop1 -> loop2", "loop2 -> loop1", "ws/up -> ..")
 	paths := []string{
@@ -44,6 +45,7 @@ func TestResolverAgreesWithResolve(t *testing.T) {
 // batch keeps the answer the batch first saw, which is why a Resolver
 // serves one check only.
 func TestResolverLooksOnce(t *testing.T) {
+	t.Parallel()
 	root := overlapLayout(t)
 	r := NewResolver()
 	if _, err := r.Resolve(filepath.Join(root, "later", "x")); err != nil {

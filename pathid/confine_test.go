@@ -13,6 +13,7 @@ import (
 )
 
 func TestConfine(t *testing.T) {
+	t.Parallel()
 	base := tempDir(t)
 	root := filepath.Join(base, "root")
 	src := filepath.Join(root, "src")
@@ -122,6 +123,7 @@ func TestConfineRelativeRoot(t *testing.T) {
 // A refusal names the path, the root and the offending symlink, and says
 // what to do.
 func TestConfineErrorExplains(t *testing.T) {
+	t.Parallel()
 	base := tempDir(t)
 	root := filepath.Join(base, "root")
 	layout(t, base, "outside/", "root/escape -> ../outside")

@@ -8,6 +8,7 @@ import (
 )
 
 func TestErrorMessages(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		err   *Error
@@ -61,6 +62,7 @@ func TestErrorMessages(t *testing.T) {
 
 // Every sentinel says what to do about it.
 func TestEverySentinelHasAHint(t *testing.T) {
+	t.Parallel()
 	for _, s := range []error{ErrInvalidPath, ErrTraversal, ErrNotConfined, ErrDanglingSymlink, ErrSymlinkLoop, ErrUnresolvable, ErrNotRegular, ErrNoIdentity} {
 		if hint(s) == "" {
 			t.Errorf("no hint for %v", s)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestStatAndLstat(t *testing.T) {
+	t.Parallel()
 	dir := tempDir(t)
 	layout(t, dir, "file", "other", "sub/", "link -> file", "dirlink -> sub")
 	p := func(s string) string { return filepath.Join(dir, s) }
@@ -67,6 +68,7 @@ func (fakeInfo) IsDir() bool        { return false }
 func (fakeInfo) Sys() any           { return nil }
 
 func TestFileIDOf(t *testing.T) {
+	t.Parallel()
 	dir := tempDir(t)
 	fi, err := os.Stat(dir)
 	if err != nil {
@@ -85,6 +87,7 @@ func TestFileIDOf(t *testing.T) {
 }
 
 func TestLinkCount(t *testing.T) {
+	t.Parallel()
 	dir := tempDir(t)
 	layout(t, dir, "single", "linked", "sub/", "symlink -> linked")
 	if err := os.Link(filepath.Join(dir, "linked"), filepath.Join(dir, "sub/alias")); err != nil {
@@ -114,6 +117,7 @@ func TestLinkCount(t *testing.T) {
 }
 
 func TestCaseInsensitive(t *testing.T) {
+	t.Parallel()
 	dir := tempDir(t)
 	got, err := CaseInsensitive(dir)
 	checkErr(t, err)
@@ -150,6 +154,7 @@ func TestCaseInsensitive(t *testing.T) {
 }
 
 func TestSwapCase(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{".pathid-CaseProbe-123": ".PATHID-cASEpROBE-123", "é-Ab": "é-aB", "": ""} {
 		if got := swapCase(in); got != want {
 			t.Errorf("swapCase(%q) = %q, want %q", in, got, want)

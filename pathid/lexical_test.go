@@ -8,6 +8,7 @@ import (
 )
 
 func TestLexicalFrom(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, base, path string
 		want             string
@@ -62,6 +63,7 @@ func TestLexicalUsesWorkingDirectory(t *testing.T) {
 }
 
 func TestRelate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		a, b string
 		want Relation
@@ -108,6 +110,7 @@ func TestRelate(t *testing.T) {
 }
 
 func TestRelationOverlapping(t *testing.T) {
+	t.Parallel()
 	for r, want := range map[Relation]bool{Unknown: true, Disjoint: false, Equal: true, AContainsB: true, BContainsA: true} {
 		if got := r.Overlapping(); got != want {
 			t.Errorf("%v.Overlapping() = %v, want %v", r, got, want)

@@ -12,6 +12,7 @@ import (
 // TestCompareBindMount checks the identity form against a real bind mount,
 // where the process is allowed to make one (root, or CAP_SYS_ADMIN).
 func TestCompareBindMount(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("bind mounts need root; TestCompareByIdentity covers the logic")
 	}

@@ -26,6 +26,7 @@ func overlapLayout(t testing.TB) string {
 }
 
 func TestCompare(t *testing.T) {
+	t.Parallel()
 	root := overlapLayout(t)
 	ws := filepath.Join(root, "ws")
 	p := func(s string) string { return filepath.Join(root, s) }
@@ -103,6 +104,7 @@ func TestCompareRelativePaths(t *testing.T) {
 // symlink connects. Tests cannot always mount, so the walk's lstat is
 // faked here (and a real bind mount is tried in the Linux-only test).
 func TestCompareByIdentity(t *testing.T) {
+	t.Parallel()
 	root := overlapLayout(t)
 	mnt, src := filepath.Join(root, "wsx"), filepath.Join(root, "other")
 	srcInfo, err := os.Lstat(src)
@@ -150,6 +152,7 @@ func TestCompareByIdentity(t *testing.T) {
 }
 
 func TestResolve(t *testing.T) {
+	t.Parallel()
 	root := overlapLayout(t)
 	ws := filepath.Join(root, "ws")
 	tests := []struct {
@@ -208,6 +211,7 @@ func TestResolve(t *testing.T) {
 }
 
 func TestOverlapString(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		o    Overlap
 		want string

@@ -10,6 +10,7 @@ import (
 // where the target will be; it agrees with Physical wherever Physical
 // answers, and still refuses what no creation can settle.
 func TestPhysicalAhead(t *testing.T) {
+	t.Parallel()
 	root := physicalLayout(t)
 	for _, tc := range []struct {
 		in, want string

@@ -33,6 +33,7 @@ func physicalLayout(t *testing.T) string {
 }
 
 func TestPhysicalFrom(t *testing.T) {
+	t.Parallel()
 	root := physicalLayout(t)
 	real := filepath.Join(root, "real")
 	tests := []struct {
@@ -92,6 +93,7 @@ func TestPhysicalFrom(t *testing.T) {
 // For paths that exist, the physical form must agree with the standard
 // library's own resolution.
 func TestPhysicalAgreesWithEvalSymlinks(t *testing.T) {
+	t.Parallel()
 	root := physicalLayout(t)
 	for _, p := range []string{"real", "abs/sub", "chain1", "real/sub/up", "real/sub/up/sub/up/file", "tofile", "deep/.."} {
 		want, err := filepath.EvalSymlinks(filepath.Join(root, p))
@@ -132,6 +134,7 @@ func TestPhysicalUsesWorkingDirectory(t *testing.T) {
 // that the path is absent. Tests run as root here, so the permission error
 // is injected.
 func TestPhysicalReturnsOSErrors(t *testing.T) {
+	t.Parallel()
 	root := physicalLayout(t)
 	denied := filepath.Join(root, "real")
 	w := newWalker("resolve", "rel/new")
@@ -156,6 +159,7 @@ func TestPhysicalReturnsOSErrors(t *testing.T) {
 }
 
 func TestPhysicalPermissionDenied(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() == 0 {
 		t.Skip("root bypasses permission checks; TestPhysicalReturnsOSErrors injects the error instead")
 	}

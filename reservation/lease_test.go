@@ -28,6 +28,7 @@ func mustAcquire(t *testing.T, d *Dir, r Request) *Lease {
 }
 
 func TestAcquireInspectRelease(t *testing.T) {
+	t.Parallel()
 	d := openTestDir(t)
 	l := mustAcquire(t, d, req("res"))
 	rec := l.Record()
@@ -66,6 +67,7 @@ func TestAcquireInspectRelease(t *testing.T) {
 }
 
 func TestHeldCarriesHolderFacts(t *testing.T) {
+	t.Parallel()
 	d := openTestDir(t)
 	l := mustAcquire(t, d, req("res"))
 	_, err := d.Acquire(t.Context(), req("res"))
@@ -85,6 +87,7 @@ func TestHeldCarriesHolderFacts(t *testing.T) {
 }
 
 func TestGenerationsGrowAcrossRelease(t *testing.T) {
+	t.Parallel()
 	d := openTestDir(t)
 	for want := uint64(1); want <= 5; want++ {
 		l := mustAcquire(t, d, req("res"))
@@ -102,6 +105,7 @@ func TestGenerationsGrowAcrossRelease(t *testing.T) {
 }
 
 func TestReleaseRefusals(t *testing.T) {
+	t.Parallel()
 	d := openTestDir(t)
 	l1 := mustAcquire(t, d, req("res"))
 
@@ -139,6 +143,7 @@ func TestReleaseRefusals(t *testing.T) {
 }
 
 func TestRenewAfterLeaseLost(t *testing.T) {
+	t.Parallel()
 	d := openTestDir(t)
 	l1 := mustAcquire(t, d, req("res"))
 	// Someone removed the lease by hand and another grant took the name.
@@ -163,6 +168,7 @@ func TestRenewAfterLeaseLost(t *testing.T) {
 }
 
 func TestRenew(t *testing.T) {
+	t.Parallel()
 	d := openTestDir(t)
 	l := mustAcquire(t, d, req("res"))
 	before := l.Record()
@@ -195,6 +201,7 @@ func TestRenew(t *testing.T) {
 }
 
 func TestAcquireWaitsForRelease(t *testing.T) {
+	t.Parallel()
 	d := openTestDir(t)
 	holder := mustAcquire(t, d, req("res"))
 
@@ -231,6 +238,7 @@ func TestAcquireWaitsForRelease(t *testing.T) {
 }
 
 func TestAcquireWaitGivesUp(t *testing.T) {
+	t.Parallel()
 	d := openTestDir(t)
 	holder := mustAcquire(t, d, req("res"))
 	r := req("res")
@@ -244,6 +252,7 @@ func TestAcquireWaitGivesUp(t *testing.T) {
 }
 
 func TestInvalidRequests(t *testing.T) {
+	t.Parallel()
 	d := openTestDir(t)
 	for _, r := range []Request{
 		{Resource: "", Purpose: "p", TTL: time.Minute},
@@ -273,6 +282,7 @@ func TestInvalidRequests(t *testing.T) {
 }
 
 func TestUntrustedFilesystems(t *testing.T) {
+	t.Parallel()
 	for magic, name := range untrustedFS {
 		if err := fsTypeError(magic); err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s (%#x) accepted: %v", name, magic, err)
@@ -290,6 +300,7 @@ func TestUntrustedFilesystems(t *testing.T) {
 }
 
 func TestSweepRemovesOnlyAbandonedTemps(t *testing.T) {
+	t.Parallel()
 	d := openTestDir(t)
 	abandoned := filepath.Join(d.path, ".res.0123456789abcdef.tmp")
 	if err := os.WriteFile(abandoned, []byte("partial"), 0o600); err != nil {

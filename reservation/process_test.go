@@ -21,6 +21,7 @@ func childEnvFor(d *Dir, res string, extra ...string) []string {
 // with the winner's facts, no temporary file remains, and generations only
 // grow.
 func TestRaceManyProcesses(t *testing.T) {
+	t.Parallel()
 	const procs = 8
 	rounds := 60
 	if testing.Short() {
@@ -78,6 +79,7 @@ func TestRaceManyProcesses(t *testing.T) {
 }
 
 func TestForkedChildCannotRelease(t *testing.T) {
+	t.Parallel()
 	d := openTestDir(t)
 	l := mustAcquire(t, d, req("res"))
 	k := startChild(t, "forked-release", childEnvFor(d, "res"), l.f)
@@ -120,6 +122,7 @@ func skewed(t *testing.T, d *Dir, skew time.Duration) *Dir {
 }
 
 func TestCrashWhileHolding(t *testing.T) {
+	t.Parallel()
 	d := openTestDir(t)
 	dead := holdAndKill(t, d, "res", time.Minute)
 
@@ -163,6 +166,7 @@ func TestCrashWhileHolding(t *testing.T) {
 // or a complete one, at most one stray temporary file that a sweep
 // removes, recovery once expired, and generations that still grow.
 func TestCrashAtEveryStep(t *testing.T) {
+	t.Parallel()
 	steps := []struct{ op, step string }{
 		{"acquire", "acquire/locked"},
 		{"acquire", "acquire/temp-created"},
@@ -245,6 +249,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 // recovered; RecoverDead also retires an unexpired one, of a dead owner
 // only.
 func TestStalenessTable(t *testing.T) {
+	t.Parallel()
 	boots := []string{"same boot", "other boot", "other machine", "unreadable owner"}
 	owners := []string{"alive", "killed", "pid reused", "other pid namespace", "witness held by grandchild"}
 	expect := func(boot, owner string) procid.Liveness {
@@ -366,6 +371,7 @@ func TestStalenessTable(t *testing.T) {
 
 // Two recoverers of one dead lease: exactly one retires it.
 func TestConcurrentRecoverers(t *testing.T) {
+	t.Parallel()
 	rounds := 8
 	if testing.Short() {
 		rounds = 3
@@ -401,6 +407,7 @@ func TestConcurrentRecoverers(t *testing.T) {
 // recoverer while a fresh owner acquired the name, never retires the fresh
 // lease.
 func TestRecoverNeverRetiresAFreshLease(t *testing.T) {
+	t.Parallel()
 	d := openTestDir(t)
 	holdAndKill(t, d, "res", time.Minute)
 

@@ -71,6 +71,7 @@ func mutateLease(t *testing.T, f func(m map[string]any)) []byte {
 }
 
 func TestRecordRoundTrip(t *testing.T) {
+	t.Parallel()
 	want := sampleRecord()
 	got, err := decodeRecord(mustEncode(t, want))
 	if err != nil {
@@ -82,6 +83,7 @@ func TestRecordRoundTrip(t *testing.T) {
 }
 
 func TestDecodeRefusesMalformed(t *testing.T) {
+	t.Parallel()
 	valid := mustEncode(t, sampleRecord())
 	flipped := bytes.Clone(valid)
 	flipped[bytes.Index(flipped, []byte(`"generation":7`))+len(`"generation":`)] = '8'
@@ -147,6 +149,7 @@ func TestDecodeRefusesMalformed(t *testing.T) {
 // Every operation on a malformed lease refuses with ErrMalformed, names
 // the file, and changes nothing.
 func TestMalformedLeaseRefusesEverything(t *testing.T) {
+	t.Parallel()
 	d := openTestDir(t)
 	lp := d.leasePath("res")
 	garbage := []string{"", "{", `{"lease":{},"sha256":"00"}`, string(mustEncode(t, sampleRecord()))} // last: resource mismatch
@@ -197,6 +200,7 @@ func TestMalformedLeaseRefusesEverything(t *testing.T) {
 // the file and leaves it as it is. Opening a FIFO to read it would block
 // until someone writes to it: the operation would hang instead of refusing.
 func TestNonRegularLeaseRefusesEverything(t *testing.T) {
+	t.Parallel()
 	kinds := map[string]func(t *testing.T, d *Dir, lp string){
 		"fifo": func(t *testing.T, d *Dir, lp string) {
 			if err := unix.Mkfifo(lp, 0o600); err != nil {

@@ -19,6 +19,7 @@ func closed(ch <-chan struct{}) bool {
 
 // A session renews its lease on disk while it lasts.
 func TestSessionRenews(t *testing.T) {
+	t.Parallel()
 	d := openTestDir(t)
 	l := mustAcquire(t, d, req("res"))
 	s, err := NewSession(l, 300*time.Millisecond)
@@ -46,6 +47,7 @@ func TestSessionRenews(t *testing.T) {
 // Done is closed, Err says why (ErrNotOwner), and a context from Context
 // is cancelled with that cause.
 func TestSessionLostAtRenewal(t *testing.T) {
+	t.Parallel()
 	d := openTestDir(t)
 	l := mustAcquire(t, d, req("res"))
 	s, err := NewSession(l, 300*time.Millisecond)
@@ -95,6 +97,7 @@ func TestSessionLostAtRenewal(t *testing.T) {
 // Check sees a loss before the next renewal would, and ends the session
 // at once.
 func TestSessionLostAtCheck(t *testing.T) {
+	t.Parallel()
 	d := openTestDir(t)
 	l := mustAcquire(t, d, req("res"))
 	s, err := NewSession(l, time.Hour) // no renewal during the test
@@ -122,6 +125,7 @@ func TestSessionLostAtCheck(t *testing.T) {
 // Closing ends the session without losing the lease; Release releases
 // it, once.
 func TestSessionClose(t *testing.T) {
+	t.Parallel()
 	d := openTestDir(t)
 	l := mustAcquire(t, d, req("res"))
 	s, err := NewSession(l, time.Minute)

@@ -30,6 +30,7 @@ var sentinelPackages = []string{"provider", "admission", "reservation", "gitops"
 // Every exported sentinel (var ErrX = errors.New("...")) of those packages
 // is in the code table exactly once.
 func TestCodeTableHasEverySentinel(t *testing.T) {
+	t.Parallel()
 	inTable := map[string]int{} // message -> times listed
 	for _, c := range codeTable {
 		for _, s := range c.From {
@@ -116,6 +117,7 @@ func sentinelsOf(t *testing.T, dir string) map[string]string {
 // No code is listed twice, every code is snake_case with a meaning, every
 // row has a way to be reached, and a hint's conditions are well formed.
 func TestCodeTableIsWellFormed(t *testing.T) {
+	t.Parallel()
 	seen := map[string]bool{}
 	snake := regexp.MustCompile(`^[a-z]+(_[a-z]+)*$`)
 	cond := regexp.MustCompile(`^[a-z_]+(=[a-z_]+)?$`)
@@ -148,6 +150,7 @@ func TestCodeTableIsWellFormed(t *testing.T) {
 
 // The help topic lists every code of the table under its exit status.
 func TestExitCodesHelpListsEveryCode(t *testing.T) {
+	t.Parallel()
 	_, list, ok := strings.Cut(exitCodesHelp(), "The codes, by\nexit status:\n")
 	if !ok {
 		t.Fatal("exit-codes help has no list of codes")
@@ -192,6 +195,7 @@ func TestExitCodesHelpListsEveryCode(t *testing.T) {
 // docs/MCP.md (the server's) are generated from the table; run `go test
 // ./cmd/majlis -run TestDocsListEveryCode -update` after changing it.
 func TestDocsListEveryCode(t *testing.T) {
+	t.Parallel()
 	for doc, s := range map[string]surface{"cli.md": surfaceCLI, "MCP.md": surfaceAPI} {
 		path := filepath.Join("..", "..", "docs", doc)
 		raw, err := os.ReadFile(path)
@@ -222,6 +226,7 @@ func TestDocsListEveryCode(t *testing.T) {
 
 // A hint names what the user can do; the table fills in its facts.
 func TestCLIHints(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		code    string
 		details map[string]any
@@ -251,6 +256,7 @@ func TestCLIHints(t *testing.T) {
 // command line names its commands and flags (docs/design.md). A hint
 // string of provider or admission that names one fails here.
 func TestLibraryHintsNameNoFlags(t *testing.T) {
+	t.Parallel()
 	flagOrCommand := regexp.MustCompile(`--[a-z]|'majlis [a-z]|majlis (init|workspace|lease|doctor|policy|check|begin|server) `)
 	gitCommand := regexp.MustCompile(`git [a-z][^'"]*`) // git's own flags are the user's to type
 	for _, pkg := range []string{"provider", "admission"} {
@@ -277,6 +283,7 @@ func TestLibraryHintsNameNoFlags(t *testing.T) {
 // fields and operations, never a flag, an environment variable or a
 // majlis command line. Each row is walked with facts that select it.
 func TestHintsSpeakEachSurface(t *testing.T) {
+	t.Parallel()
 	cliOnly := regexp.MustCompile(`--[a-z]|'majlis |MAJLIS_|\$MAJLIS`)
 	for _, c := range codeTable {
 		// The meaning is both surfaces' (docs/cli.md and docs/MCP.md).
@@ -343,6 +350,7 @@ func TestHintsSpeakEachSurface(t *testing.T) {
 // The server's hints name operations as each surface does: the tool over
 // MCP, the route with the binding over HTTP.
 func TestAPIHints(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		code      string
 		details   map[string]any

@@ -9,6 +9,7 @@ import (
 )
 
 func TestFitLines(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"short\n", "short\n"},
 		{"salvage  one two three four\n", "salvage  one two three four\n"},

@@ -17,6 +17,7 @@ import (
 // it (another process, stopped exactly there by the failpoint gc/checked):
 // gc puts it back at the same tip and reports it skipped.
 func TestGCPutsBackABranchTakenMeanwhile(t *testing.T) {
+	t.Parallel()
 	bin := failpointsBinary(t)
 	repo := fixtures.NewRepo(t)
 	env := []string{admission.HostLedgerEnv + "=" + filepath.Join(t.TempDir(), "host.db")}

@@ -158,6 +158,7 @@ var goldenPatterns = []struct {
 // failure envelope has some: named after the command path
 // (workspace_reclaim_preview.json starts with workspace_reclaim).
 func TestGoldenCoversEveryCommand(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob(filepath.Join(goldenDir, "*.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -203,6 +204,7 @@ func TestGoldenCoversEveryCommand(t *testing.T) {
 // reservation once it has expired (a one-second TTL) and its owner is
 // proven dead.
 func TestGoldenRecover(t *testing.T) {
+	t.Parallel()
 	bin := failpointsBinary(t)
 	work := fixtures.TempDir(t)
 	repo := fixtures.NewRepoAt(t, filepath.Join(work, "app"))

@@ -11,6 +11,7 @@ import (
 // Every command's --help has a one-line summary, a paragraph and examples
 // (docs/design.md, "Conventions").
 func TestEveryCommandHasHelp(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	root := newRootCmd(&globalOptions{Stdout: &out, Stderr: &out})
 	var walk func(c *cobra.Command)

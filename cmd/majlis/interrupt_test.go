@@ -89,6 +89,7 @@ func noIndexLock(t *testing.T, commonDir string) {
 }
 
 func TestInterruptAllocateUndoes(t *testing.T) {
+	t.Parallel()
 	bin := failpointsBinary(t)
 	for _, tc := range []struct {
 		sig  syscall.Signal
@@ -123,6 +124,7 @@ func TestInterruptAllocateUndoes(t *testing.T) {
 }
 
 func TestInterruptReclaimResumes(t *testing.T) {
+	t.Parallel()
 	bin := failpointsBinary(t)
 	for _, fp := range []string{"reclaim/salvaged", "reclaim/moved"} {
 		t.Run(strings.ReplaceAll(fp, "/", "-"), func(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 // fields may be added, never renamed or removed. This test pins them; add
 // new fields to the lists, never delete from them.
 func TestJSONFieldsArePinned(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		v    any
 		want []string

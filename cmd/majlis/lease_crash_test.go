@@ -69,6 +69,7 @@ func (r binRun) leases(t *testing.T) []admission.Lease {
 }
 
 func TestLeaseAcquireCrash(t *testing.T) {
+	t.Parallel()
 	bin := failpointsBinary(t)
 	if r := majlisRun(t, bin, t.TempDir(), nil, "debug", "failpoints", "--json"); !strings.Contains(r.stdout, `"enabled": true`) ||
 		!strings.Contains(r.stdout, `"admission/in-transaction"`) {

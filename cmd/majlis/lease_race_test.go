@@ -19,6 +19,7 @@ import (
 // one host singleton: exactly one is granted (exit 0), fifteen are refused
 // with exit 4 and code held, and the ledger holds one live lease, theirs.
 func TestHostSingletonRaceCLI(t *testing.T) {
+	t.Parallel()
 	bin := failpointsBinary(t) // any build of the binary does; this one is built already
 	env := []string{admission.HostLedgerEnv + "=" + filepath.Join(t.TempDir(), "host.db")}
 	repos := []*fixtures.Repo{fixtures.NewRepo(t), fixtures.NewRepo(t)}
@@ -82,6 +83,7 @@ func jsonCode(stdout, code string) bool {
 // rounds (96 grants, the last ones from a range with 8 ports to spare)
 // keep it to seconds. MAJLIS_PORT_RACE_ROUNDS=50 runs the longer version.
 func TestAutoPortRaceCLI(t *testing.T) {
+	t.Parallel()
 	bin := failpointsBinary(t)
 	env := []string{admission.HostLedgerEnv + "=" + filepath.Join(t.TempDir(), "host.db")}
 	repos := []*fixtures.Repo{fixtures.NewRepo(t), fixtures.NewRepo(t)}

@@ -61,6 +61,7 @@ func (i isolated) Run() int {
 // scripts never touch the real ~/.local/state, and the repositories of one
 // script share it, as the repositories of one machine do.
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("testdata", "script"),
 		RequireExplicitExec: true,

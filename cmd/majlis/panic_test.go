@@ -33,6 +33,7 @@ func (r binRun) jsonError(t *testing.T) (code string, details map[string]any) {
 }
 
 func TestPanicIsAnInternalError(t *testing.T) {
+	t.Parallel()
 	bin := failpointsBinary(t)
 	repo := fixtures.NewRepo(t)
 	env := []string{admission.HostLedgerEnv + "=" + filepath.Join(t.TempDir(), "host.db")}
@@ -87,6 +88,7 @@ func TestPanicIsAnInternalError(t *testing.T) {
 // A MAJLIS_FAILPOINTS that names no failpoint or no action is a usage
 // error when the command starts, not a silent no-op or a failure half way.
 func TestFailpointsVariableIsValidated(t *testing.T) {
+	t.Parallel()
 	bin := failpointsBinary(t)
 	dir := t.TempDir()
 	for _, spec := range []string{"no-such/point=crash", "reclaim/reserved=explode", "reclaim/reserved", "reclaim/reserved=sleep(soon)"} {

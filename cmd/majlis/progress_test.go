@@ -13,6 +13,7 @@ import (
 // cut to fit 100 columns, and cleared when the operation ends; nothing is
 // drawn for an operation that ends before.
 func TestProgressLine(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	pl := newProgressLine(&b, 0)
 	pl.update(provider.Progress{Op: "reclaim", Binding: "T-1", Step: "salvaging 3 changed files"})

@@ -68,6 +68,7 @@ func runOnTerminal(t *testing.T, bin, dir string, args ...string) (stdout, stder
 // the workspace out, on stderr only; with --json not at all, unless
 // --progress asks for it.
 func TestAllocateGitProgressOnTerminal(t *testing.T) {
+	t.Parallel()
 	bin := failpointsBinary(t)
 	repo := fixtures.NewRepo(t)
 	for i := range 40 {

@@ -23,6 +23,7 @@ func sample() *testRecord {
 
 // The layout is on disk: it must never change.
 func TestSealLayout(t *testing.T) {
+	t.Parallel()
 	data, digest, err := Seal("test", sample())
 	if err != nil {
 		t.Fatal(err)
@@ -55,6 +56,7 @@ func TestSealLayout(t *testing.T) {
 }
 
 func TestUnsealRefuses(t *testing.T) {
+	t.Parallel()
 	valid, _, _ := Seal("test", sample())
 	reseal := func(body string) []byte {
 		sum := sha256.Sum256([]byte(body))

@@ -12,6 +12,7 @@ import (
 )
 
 func TestPublishNeverOverwrites(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := Publish(dir, "claim.json", []byte("first")); err != nil {
 		t.Fatal(err)
@@ -44,6 +45,7 @@ func TestPublishNeverOverwrites(t *testing.T) {
 }
 
 func TestPublishRaceHasOneWinner(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var wg sync.WaitGroup
 	wins := make(chan int, 16)
@@ -72,6 +74,7 @@ func TestPublishRaceHasOneWinner(t *testing.T) {
 
 // Messages users see are the ones the lease package wrote before.
 func TestErrorText(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := Publish(dir, "x", nil); err != nil {
 		t.Fatal(err)
@@ -89,6 +92,7 @@ func TestErrorText(t *testing.T) {
 }
 
 func TestPermAndReplaceAreDurableFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := Publish(dir, "hook", []byte("#!/bin/sh\n"), Perm(0o755)); err != nil {
 		t.Fatal(err)
@@ -110,6 +114,7 @@ func TestPermAndReplaceAreDurableFiles(t *testing.T) {
 }
 
 func TestMkdirAll(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	dir := filepath.Join(base, "a", "b", "c")
 	if err := MkdirAll(dir, 0o755); err != nil {
@@ -135,6 +140,7 @@ func TestMkdirAll(t *testing.T) {
 // WriteTemp leaves a complete, locked temporary file named for sweepers:
 // .<name>.<16 hex digits>.tmp.
 func TestWriteTemp(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	called := false
 	f, tmp, err := WriteTemp(dir, "res", []byte("data"), func() { called = true })
@@ -169,6 +175,7 @@ func TestWriteTemp(t *testing.T) {
 // file until Commit names it (no-clobber, as Publish); Discard, or a
 // Commit that meets the name, leaves nothing but what was there.
 func TestPrepareThenCommitOrDiscard(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	names := func() []string {
 		entries, err := os.ReadDir(dir)

@@ -43,6 +43,7 @@ func TestDuration(t *testing.T) {
 }
 
 func TestFormat(t *testing.T) {
+	t.Parallel()
 	for d, want := range map[time.Duration]string{
 		time.Second: "1s", 90 * time.Second: "1m30s", 2 * time.Minute: "2m", 24 * time.Hour: "24h",
 		90 * time.Minute: "1h30m", time.Hour + time.Second: "1h0m1s", 1500 * time.Millisecond: "1.5s",

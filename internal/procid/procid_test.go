@@ -7,6 +7,7 @@ import (
 )
 
 func TestIsSelfOrAncestor(t *testing.T) {
+	t.Parallel()
 	self, err := Of(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +45,7 @@ func TestIsSelfOrAncestor(t *testing.T) {
 // held by another process, a boot that has ended. Another machine or pid
 // namespace is Unknown, never Dead.
 func TestJudge(t *testing.T) {
+	t.Parallel()
 	self, err := Self()
 	if err != nil {
 		t.Fatal(err)
@@ -113,6 +115,7 @@ func FuzzParseStat(f *testing.F) {
 }
 
 func TestParseStat(t *testing.T) {
+	t.Parallel()
 	info, err := parseStat(4242, []byte("4242 (a) b) c) S 17 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10 18446744073709551615\n"))
 	if err != nil {
 		t.Fatal(err)

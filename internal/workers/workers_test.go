@@ -6,6 +6,7 @@ import (
 )
 
 func TestEachCallsEveryIndexOnce(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{0, 1, 2, 7, 1000} {
 		calls := make([]atomic.Int32, n)
 		Each(n, 2, func(i int) { calls[i].Add(1) })
