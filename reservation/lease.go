@@ -262,11 +262,15 @@ func (l *Lease) Check() error {
 	return l.checkLocked("verify", true)
 }
 
-// checkLocked verifies ownership. With full it also reads the record back
-// and compares tokens; without, the inode comparison decides, which is
-// conclusive for a caller holding the side lock: a lease file is never
-// rewritten in place, so the name linking to the witness's inode means it
-// holds this grant's record.
+// checkLocked verifies ownership. It compares first, without opening
+// anything, the file the lease name links to with the witness this Lease
+// holds open: a lease file is never rewritten in place, so another file
+// there means the lease is not ours (ErrNotOwner), and an error reading
+// the name (not its absence) is returned as it is, telling "cannot read
+// the lease now" from "the lease is not mine". That comparison is
+// conclusive for a caller holding the side lock; with full, the record
+// is also read back and its token compared (against a rewrite in place
+// by hand), which needs a descriptor.
 func (l *Lease) checkLocked(op string, full bool) error {
 	lp := l.dir.leasePath(l.rec.Resource)
 	fail := func(reason string) error {
@@ -278,17 +282,30 @@ func (l *Lease) checkLocked(op string, full bool) error {
 	if pid := os.Getpid(); pid != l.pid || pid != l.rec.Owner.PID {
 		return fail(fmt.Sprintf("the lease belongs to pid %d, not this process (pid %d)", l.rec.Owner.PID, pid))
 	}
-	if !full {
-		fi, err := os.Lstat(lp)
-		if errors.Is(err, os.ErrNotExist) {
-			return fail("the lease file is gone (released or recovered by another process)")
-		}
-		if err != nil {
-			return &Error{Op: op, Resource: l.rec.Resource, Path: lp, Err: err}
-		}
-		if wi, err := l.f.Stat(); err != nil || !os.SameFile(wi, fi) {
+	fi, err := os.Lstat(lp)
+	if errors.Is(err, os.ErrNotExist) {
+		return fail("the lease file is gone (released or recovered by another process)")
+	}
+	if err != nil {
+		return &Error{Op: op, Resource: l.rec.Resource, Path: lp, Err: err}
+	}
+	wi, err := l.f.Stat()
+	if err != nil {
+		return &Error{Op: op, Resource: l.rec.Resource, Path: lp, Err: err}
+	}
+	if !os.SameFile(wi, fi) {
+		if !full {
 			return fail("the lease was lost: the lease file is not the one this owner holds")
 		}
+		// Read who holds it now, for the message; failing that, the
+		// identity comparison alone decides.
+		if disk, _, err := l.dir.readFile(op, l.rec.Resource, lp); err == nil && disk.Token != l.rec.Token {
+			return &Error{Op: op, Resource: l.rec.Resource, Path: lp, Holder: disk,
+				Reason: "the lease was lost: another grant holds the resource now", Err: ErrNotOwner}
+		}
+		return fail("the lease file was replaced")
+	}
+	if !full {
 		return nil
 	}
 	disk, _, err := l.dir.readFile(op, l.rec.Resource, lp)
@@ -301,9 +318,6 @@ func (l *Lease) checkLocked(op string, full bool) error {
 	if disk.Token != l.rec.Token {
 		return &Error{Op: op, Resource: l.rec.Resource, Path: lp, Holder: disk,
 			Reason: "the lease was lost: another grant holds the resource now", Err: ErrNotOwner}
-	}
-	if !sameFile(l.f, lp) {
-		return fail("the lease file was replaced")
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"time"
 )
 
@@ -96,6 +97,11 @@ func handle[Req, Res any](a *api, fill func(r *http.Request, req *Req) error, op
 		var res Res
 		if err == nil {
 			res, err = op(r.Context(), req)
+		}
+		if rf, ok := a.stopped(r.Context(), err); ok {
+			w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": rf})
+			return
 		}
 		if err != nil {
 			rf := a.refusal(err)
@@ -241,6 +247,20 @@ func (s *srv) apiRoutes(mux *http.ServeMux) {
 type api struct {
 	s       *srv
 	surface Surface
+}
+
+// stopped is the refusal of an operation that failed because the server
+// stopped it (its work context was cancelled by a stop): code stopping,
+// 503. It stopped at a safe point, as on Ctrl-C at the command line, and
+// released what it held (a reclaim its reservation), so retrying it with
+// the same request id resumes it.
+func (a *api) stopped(ctx context.Context, err error) (Refusal, bool) {
+	if err == nil || ctx.Err() == nil || !a.s.stopping.Load() {
+		return Refusal{}, false
+	}
+	return Refusal{Code: "stopping", ExitCode: 4, Details: map[string]any{"reason": clip(err.Error(), maxDetail), "retry_after": retryAfter},
+		Message: "the server stopped while this call ran: the call stopped at a safe point and released what it held " +
+			"(nothing is lost); retry it with the same request_id once a server runs"}, true
 }
 
 // refusal is err's Refusal as a's callers see it.

@@ -59,9 +59,11 @@ func newAPIEnv(t testing.TB) *apiEnv {
 	}
 	t.Cleanup(func() { adm.Close() })
 	e := &apiEnv{t: t, repo: r, token: newNonce(), now: time.Now()}
-	e.s = &srv{o: Options{Version: "test", Classify: testClassify, Logf: t.Logf, MaxHandlers: DefaultMaxHandlers,
-		BusyWait: DefaultBusyWait, BodyTimeout: DefaultBodyTimeout}, p: p, adm: adm, token: e.token,
-		sem: make(chan struct{}, DefaultMaxHandlers), stop: make(chan struct{})}
+	o, err := Options{Version: "test", Classify: testClassify, Logf: t.Logf}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.s = &srv{o: o, p: p, adm: adm, token: e.token, sem: make(chan struct{}, o.MaxHandlers), stop: make(chan struct{})}
 	e.s.beats = newBeats(DefaultHeartbeatGrace, e.clock, adm, t.Logf)
 	e.s.holder.Store(true)
 	e.s.ready.Store(true)

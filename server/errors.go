@@ -22,6 +22,9 @@ var (
 	// ErrBusy: every handler stayed taken for the bounded wait; nothing
 	// of the request ran (503 busy, with Retry-After).
 	ErrBusy = errors.New("server: busy (every handler taken)")
+	// ErrStopping: the server is stopping; a call under way was stopped
+	// at a safe point and released what it held (503 stopping).
+	ErrStopping = errors.New("server: stopping")
 )
 
 // An Error reports a refused or failed server operation with its facts.

@@ -4,19 +4,24 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/majlis-dev/majlis/fixtures"
+	"github.com/majlis-dev/majlis/reservation"
 )
 
 // DNS rebinding: a page whose host name now resolves to 127.0.0.1 sends
@@ -309,5 +314,164 @@ func TestFullPoolAnswersBusy(t *testing.T) {
 	}
 	if code, m := apiCall(t, st.Address, token, "GET", "/api/v1/leases?holder=late", nil); code != http.StatusOK || len(m["leases"].([]any)) != 0 {
 		t.Errorf("the busy call had an effect: %d %v", code, m)
+	}
+}
+
+// leaseRecord reads the current server lease.
+func leaseRecord(t *testing.T, tg Target) *reservation.Record {
+	t.Helper()
+	d, err := reservation.Open(leaseDir(tg.StateDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	rec, err := d.Inspect(Resource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// Idle connections beyond the descriptor limit of the server (a helper
+// process whose hard RLIMIT_NOFILE is lowered to 128): the server closes
+// the oldest instead of running out of descriptors, answers liveness,
+// and keeps renewing its lease.
+func TestIdleConnectionsPastTheDescriptorLimit(t *testing.T) {
+	t.Parallel()
+	const limit, flood = 128, 300
+	dir, tg := testRepo(t)
+	st := startServer(t, dir, tg, nofileEnv+"="+strconv.Itoa(limit), fenceEnv+"=5ms")
+	before := leaseRecord(t, tg)
+	var closed atomic.Int64
+	for range flood {
+		c, err := net.Dial("tcp", st.Address)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		go func() {
+			var b [1]byte
+			c.Read(b[:]) // returns once the server closes it
+			closed.Add(1)
+		}()
+	}
+	l := waitLive(t, st.Address, "the flood's oldest connections closed", func(l *Live) bool {
+		return closed.Load() >= flood-int64(l.MaxConnections)
+	})
+	if l.MaxConnections > limit/2 || l.Connections > l.MaxConnections || !l.Holder {
+		t.Fatalf("liveness after the flood: %+v", l)
+	}
+	// Renewed twice since: its fence checks (every 5 ms) and renewals
+	// found descriptors throughout.
+	ctx, cancel := context.WithTimeout(context.Background(), childWait)
+	defer cancel()
+	seen := map[time.Time]bool{before.RenewedAt: true}
+	if err := waitFor(ctx, func() bool {
+		seen[leaseRecord(t, tg).RenewedAt] = true
+		return len(seen) >= 3
+	}); err != nil {
+		t.Fatalf("the lease was not renewed after the flood: %v", seen)
+	}
+	if rec := leaseRecord(t, tg); rec.Token != before.Token || rec.Owner.PID != st.PID {
+		t.Fatalf("the lease changed hands: %+v", rec)
+	}
+	if s, err := Probe(context.Background(), tg, ProbeOptions{}); err != nil || s.State != Running || s.PID != st.PID {
+		t.Fatalf("after the flood: %v %+v", err, s)
+	}
+}
+
+// A stop while a reclaim runs: the reclaim stops at its next safe point,
+// its reservation is released by its owner (never recovered), the caller
+// gets 503 stopping instead of an empty reply, and a retry with the same
+// request id on the next server finishes it with nothing lost.
+func TestStopDuringReclaim(t *testing.T) {
+	t.Parallel()
+	dir, tg := testRepo(t)
+	gate := filepath.Join(t.TempDir(), "gate")
+	st := serveFailpoints(t, dir, tg, "reclaim/salvaged=wait("+gate+")")
+	token := leaseToken(t, tg)
+	code, m := apiCall(t, st.Address, token, "POST", "/api/v1/workspaces", AllocateRequest{Binding: "S-1"})
+	if code != http.StatusOK {
+		t.Fatalf("allocate: %d %v", code, m)
+	}
+	ws := obj(m, "workspace")["path"].(string)
+	if err := os.WriteFile(filepath.Join(ws, "work.txt"), []byte("uncommitted\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, m = apiCall(t, st.Address, token, "POST", "/api/v1/workspaces/S-1/reclaim/preview", nil)
+	if code != http.StatusOK {
+		t.Fatalf("preview: %d %v", code, m)
+	}
+	digest := obj(m, "preview")["digest"].(string)
+	reclaim := ReclaimRequest{Confirm: digest, RequestID: "rq-stop"}
+	type answer struct {
+		code int
+		body []byte
+		err  error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		b, _ := json.Marshal(reclaim)
+		req, _ := http.NewRequest("POST", "http://"+st.Address+"/api/v1/workspaces/S-1/reclaim", bytes.NewReader(b))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- answer{err: err}
+			return
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- answer{resp.StatusCode, body, err}
+	}()
+	waitFile(t, gate+".reached")
+	stopped := make(chan error, 1)
+	go func() {
+		res, err := Stop(context.Background(), tg, StopOptions{Timeout: childWait})
+		if err == nil && !res.Stopped {
+			err = fmt.Errorf("not stopped: %+v", res)
+		}
+		stopped <- err
+	}()
+	waitLive(t, st.Address, "the stop under way", func(l *Live) bool { return !l.Ready })
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := <-done
+	if a.err != nil || a.code != http.StatusServiceUnavailable || !strings.Contains(string(a.body), `"code":"stopping"`) {
+		t.Fatalf("the reclaim a stop cut: %d %s %v", a.code, a.body, a.err)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	leases := leaseDir(tg.StateDir)
+	if _, err := os.Stat(filepath.Join(leases, "reclaim.S-1.lease")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the reclaim reservation is still held after the stop: %v", err)
+	}
+	if retired, _ := filepath.Glob(filepath.Join(leases, "retired", "reclaim.S-1.*")); len(retired) != 0 {
+		t.Fatalf("the reservation was recovered, not released by its owner: %v", retired)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "work.txt")); err != nil {
+		t.Fatalf("the workspace lost its file before the salvage was used: %v", err)
+	}
+
+	st = startServer(t, dir, tg)
+	code, m = apiCall(t, st.Address, leaseToken(t, tg), "POST", "/api/v1/workspaces/S-1/reclaim", reclaim)
+	if code != http.StatusOK || obj(m, "reclaim")["removed"] != true {
+		t.Fatalf("the retry with the same request id: %d %v", code, m)
+	}
+	ref, _ := obj(m, "reclaim")["salvage_ref"].(string)
+	out, err := exec.Command("git", "-C", dir, "show", ref+":work.txt").CombinedOutput()
+	if err != nil || string(out) != "uncommitted\n" {
+		t.Fatalf("the salvage %q lost the uncommitted file: %v %s", ref, err, out)
+	}
+}
+
+// waitFile waits until name exists.
+func waitFile(t *testing.T, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), childWait)
+	defer cancel()
+	if err := waitFor(ctx, func() bool { _, err := os.Stat(name); return err == nil }); err != nil {
+		t.Fatalf("%s never appeared", name)
 	}
 }

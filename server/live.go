@@ -25,6 +25,9 @@ type Live struct {
 	MaxHandlers int    `json:"max_handlers"` // their bound
 	Waiting     int    `json:"waiting"`      // requests waiting for a handler
 	Reading     int    `json:"reading"`      // requests whose body is being read (they hold no handler)
+	// Connections are the open connections, MaxConnections their cap.
+	Connections    int `json:"connections"`
+	MaxConnections int `json:"max_connections"`
 }
 
 // TokenDigest is the hex SHA-256 of a lease token.

@@ -20,6 +20,7 @@ import (
 	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/majlis-dev/majlis/reservation"
+	"golang.org/x/sys/unix"
 )
 
 // The test binary re-runs itself as a server (or as a plain process that
@@ -30,6 +31,7 @@ const (
 	maxEnv    = "MAJLIS_SERVER_TEST_MAX"
 	fenceEnv  = "MAJLIS_SERVER_TEST_FENCE"
 	ttlEnv    = "MAJLIS_SERVER_TEST_TTL"
+	nofileEnv = "MAJLIS_SERVER_TEST_NOFILE" // lowers RLIMIT_NOFILE, hard limit included
 	leaseTTL  = time.Second // of the test servers: stale leases expire fast
 	childWait = 20 * time.Second
 )
@@ -46,6 +48,13 @@ func TestMain(m *testing.M) {
 
 // childServe runs Serve as 'majlis serve' would, ready on --ready-fd.
 func childServe() int {
+	if n, err := strconv.ParseUint(os.Getenv(nofileEnv), 10, 64); err == nil {
+		// Go raised the soft limit to the hard one at start: lower both.
+		if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: n, Max: n}); err != nil {
+			fmt.Fprintln(os.Stderr, "setrlimit:", err)
+			return 1
+		}
+	}
 	o := Options{Dir: os.Getenv(dirEnv), Version: "test", LeaseTTL: leaseTTL, DebugRoutes: true, Classify: testClassify,
 		Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }}
 	o.MaxHandlers, _ = strconv.Atoi(os.Getenv(maxEnv))

@@ -103,10 +103,12 @@ func newMCPServer(a *api, version string) *mcp.Server {
 			if in.Confirm == "" {
 				return nil, nil, a.toolError(usage("confirm is required: the digest of workspace_reclaim_preview"))
 			}
+			ctx, cancel := a.s.workContext(ctx)
+			defer cancel()
 			res, err := a.reclaim(ctx, &ReclaimRequest{Binding: in.Binding, Confirm: in.Confirm, SalvageSubmodules: in.SalvageSubmodules,
 				KeepTrash: in.KeepTrash, RequestID: in.RequestID})
 			if err != nil {
-				return nil, nil, a.toolError(err)
+				return nil, nil, a.toolErrorIn(ctx, err)
 			}
 			return nil, res, nil
 		})
@@ -135,10 +137,12 @@ func newMCPServer(a *api, version string) *mcp.Server {
 func tool[In, Out any](srv *mcp.Server, a *api, name, desc string, f func(context.Context, *In) (Out, error)) {
 	mcp.AddTool(srv, &mcp.Tool{Name: name, Description: desc + refusalNote, Annotations: toolAnnotations[name]},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+			ctx, cancel := a.s.workContext(ctx)
+			defer cancel()
 			out, err := f(ctx, &in)
 			if err != nil {
 				var zero Out
-				return nil, zero, a.toolError(err)
+				return nil, zero, a.toolErrorIn(ctx, err)
 			}
 			return nil, out, nil
 		})
@@ -156,6 +160,15 @@ func (e *toolError) Error() string {
 }
 
 func (a *api) toolError(err error) error { return &toolError{a.refusal(err)} }
+
+// toolErrorIn is toolError of an operation run with ctx: one the server
+// stopped is refused with the code stopping.
+func (a *api) toolErrorIn(ctx context.Context, err error) error {
+	if rf, ok := a.stopped(ctx, err); ok {
+		return &toolError{rf}
+	}
+	return a.toolError(err)
+}
 
 // structuredRefusals gives a tool error its structured content: the
 // refusal object, as the HTTP API returns it.

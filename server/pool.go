@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -57,22 +58,52 @@ func (s *srv) pooled(h http.HandlerFunc) http.Handler {
 			writeJSON(w, http.StatusServiceUnavailable, errorBody("stopping", "the server is stopping; nothing of this request ran"))
 			return
 		}
-		if !s.ready.Load() {
+		if !s.ready.Load() && !s.stopping.Load() {
 			<-s.sem
 			writeJSON(w, http.StatusServiceUnavailable, errorBody("starting", "the server is not ready yet; retry once GET /api/v1/ready answers 200"))
+			return
+		}
+		if !s.enter() {
+			<-s.sem
+			writeJSON(w, http.StatusServiceUnavailable, errorBody("stopping", "the server is stopping; nothing of this request ran"))
 			return
 		}
 		s.busy.Add(1)
 		defer func() {
 			s.busy.Add(-1)
 			<-s.sem
+			s.inflight.Done()
 		}()
+		ctx, cancel := s.workContext(r.Context())
+		defer cancel()
 		if err := fpHandler.Inject(); err != nil {
 			writeJSON(w, http.StatusInternalServerError, errorBody("internal", err.Error()))
 			return
 		}
-		h(w, r)
+		h(w, r.WithContext(ctx))
 	})
+}
+
+// enter admits a handler unless the server is stopping; the handler
+// calls s.inflight.Done when it ends.
+func (s *srv) enter() bool {
+	s.lifeMu.Lock()
+	defer s.lifeMu.Unlock()
+	if s.stopping.Load() {
+		return false
+	}
+	s.inflight.Add(1)
+	return true
+}
+
+// workContext is ctx, also cancelled when the server stops (s.work).
+func (s *srv) workContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	if s.work == nil {
+		return ctx, cancel
+	}
+	stop := context.AfterFunc(s.work, cancel)
+	return ctx, func() { stop(); cancel() }
 }
 
 // readBody reads the request's body whole, under BodyTimeout and within

@@ -295,6 +295,8 @@ var codeTable = []code{
 		Meaning: "a live server holds the lease but does not answer"},
 	{Code: "busy", Exit: ExitHeld, From: []source{srv(server.ErrBusy)},
 		Meaning: "every handler of the server stayed taken for its bounded wait (HTTP 503, Retry-After); nothing of the request ran: retry"},
+	{Code: "stopping", Exit: ExitHeld, From: []source{srv(server.ErrStopping)},
+		Meaning: "the server is stopping (HTTP 503): a call under way stopped at a safe point and released what it held; retry it with the same request id once a server runs"},
 	{Code: "server_foreign", Exit: ExitRefused, From: []source{srv(server.ErrForeign)},
 		Meaning: "the recorded port answers, but not as the leaseholder"},
 	{Code: "server_version_mismatch", Exit: ExitRefused, From: []source{srv(server.ErrVersionMismatch)},

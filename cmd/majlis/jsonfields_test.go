@@ -90,7 +90,7 @@ func TestJSONFieldsArePinned(t *testing.T) {
 			"reason", "repository", "start_time", "status", "version"}},
 		"server_start": {server.StartResult{}, []string{"log", "recovered", "server", "started"}},
 		"server_stop":  {server.StopResult{}, []string{"server", "signals", "stopped"}},
-		"server_live": {server.Live{}, []string{"api", "busy", "hmac", "holder", "max_handlers", "nonce", "pid", "reading", "ready",
+		"server_live": {server.Live{}, []string{"api", "busy", "connections", "hmac", "holder", "max_connections", "max_handlers", "nonce", "pid", "reading", "ready",
 			"repository", "start_time", "token_sha256", "version", "waiting"}},
 
 		// details.changed of preview_stale.

@@ -41,10 +41,13 @@ The server exits at once if its lease stops being its own. Most callers want
 			for _, d := range []struct {
 				name string
 				v    time.Duration
-			}{{"busy-wait", opts.BusyWait}, {"header-timeout", opts.HeaderTimeout}, {"body-timeout", opts.BodyTimeout}} {
+			}{{"busy-wait", opts.BusyWait}, {"header-timeout", opts.HeaderTimeout}, {"body-timeout", opts.BodyTimeout}, {"idle-timeout", opts.IdleTimeout}} {
 				if d.v <= 0 {
 					return &usageError{fmt.Errorf("--%s %v is not a positive duration", d.name, d.v)}
 				}
+			}
+			if opts.MaxConns < 0 {
+				return &usageError{fmt.Errorf("--max-conns %d is negative", opts.MaxConns)}
 			}
 			if cmd.Flags().Changed("max-handlers") {
 				if err := server.CheckMaxHandlers(opts.MaxHandlers); err != nil {
@@ -87,6 +90,8 @@ The server exits at once if its lease stops being its own. Most callers want
 	f.DurationVar(&opts.BusyWait, "busy-wait", server.DefaultBusyWait, "how long a request waits for a free handler before it is answered 503 busy")
 	f.DurationVar(&opts.HeaderTimeout, "header-timeout", server.DefaultHeaderTimeout, "how long a client may take to send a request's headers")
 	f.DurationVar(&opts.BodyTimeout, "body-timeout", server.DefaultBodyTimeout, "how long a client may take to send a request's body")
+	f.DurationVar(&opts.IdleTimeout, "idle-timeout", server.DefaultIdleTimeout, "close a connection idle this long between requests")
+	f.IntVar(&opts.MaxConns, "max-conns", 0, "open connections at most; at the cap the oldest unauthenticated one is closed (default half the descriptor limit, at most 1024)")
 	f.BoolVar(&opts.DebugRoutes, "debug-routes", false, "enable the debug routes used by tests and benchmarks")
 	_ = f.MarkHidden("ready-fd")
 	_ = f.MarkHidden("debug-routes")
