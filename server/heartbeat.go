@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -13,8 +14,13 @@ import (
 // (or calls the heartbeat tool) asks the server to keep that holder's
 // active leases renewed for as long as heartbeats keep coming. Each
 // heartbeat renews them at once, with the token (so a heartbeat without
-// the right token refuses, as a renew would); between heartbeats the
-// server renews them every third of their TTL. Once no heartbeat has come
+// the right token refuses, as a renew would, and a refused heartbeat
+// changes nothing: whoever can call the API cannot stop the renewal of
+// another holder's leases). Between heartbeats the server renews them a
+// third of their TTL after the last renewal; it looks every
+// HeartbeatTick, at most a third of the smallest TTL a heartbeat may ask
+// (MinHeartbeatTTL), so a lease is renewed at the latest two thirds into
+// its TTL and never expires while heartbeats come. Once no heartbeat has come
 // for longer than the grace period, the server stops renewing and forgets
 // the holder: the leases then expire as usual (and are quarantined, since
 // expiry does not prove the writer stopped). Nothing here depends on an
@@ -24,7 +30,10 @@ import (
 // Defaults of the heartbeat options.
 const (
 	DefaultHeartbeatGrace = time.Minute
-	DefaultHeartbeatTick  = 5 * time.Second
+	DefaultHeartbeatTick  = time.Second
+	// DefaultMinHeartbeatTTL is the smallest TTL a heartbeat may ask
+	// for (a whole number of seconds): a smaller one is refused.
+	DefaultMinHeartbeatTTL = 3 * time.Second
 )
 
 // Heartbeat is what a heartbeat did.
@@ -68,6 +77,12 @@ func (a *api) heartbeat(ctx context.Context, q *HeartbeatRequest) (*HeartbeatRes
 	if ttl == 0 {
 		ttl = admission.DefaultTTL
 	}
+	if min := a.s.o.MinHeartbeatTTL; ttl < min {
+		return nil, &admission.Error{Op: "heartbeat", Err: admission.ErrInvalid,
+			Reason:  fmt.Sprintf("ttl %v is below the heartbeat's floor of %v", ttl, min),
+			Hint:    fmt.Sprintf("send a ttl of %v or more", min),
+			Details: map[string]any{"argument": "ttl", "min_ttl": min.String()}}
+	}
 	hb, err := a.s.beats.beat(ctx, q.Holder, q.Token, ttl)
 	if err != nil {
 		return nil, err
@@ -76,11 +91,12 @@ func (a *api) heartbeat(ctx context.Context, q *HeartbeatRequest) (*HeartbeatRes
 }
 
 // beat renews the holder's leases now and keeps renewing them until
-// grace passes without another beat.
+// grace passes without another beat. A beat that is refused (a wrong
+// token, no lease) changes nothing, the renewal of the holder's leases
+// by an earlier beat included.
 func (b *beats) beat(ctx context.Context, holder, token string, ttl time.Duration) (*Heartbeat, error) {
-	res, err := b.renew(ctx, admission.RenewRequest{Holder: holder, Token: token, TTL: ttl})
+	res, err := b.renewLeases(ctx, holder, token, ttl)
 	if err != nil {
-		b.forget(holder)
 		return nil, err
 	}
 	now := b.now()
@@ -96,6 +112,12 @@ func (b *beats) beat(ctx context.Context, holder, token string, ttl time.Duratio
 		hb.Warnings = []admission.Warning{}
 	}
 	return hb, nil
+}
+
+// renewLeases renews the holder's active leases for ttl with its token:
+// the one way heartbeats renew, at a beat and in the sweep.
+func (b *beats) renewLeases(ctx context.Context, holder, token string, ttl time.Duration) (*admission.RenewResult, error) {
+	return b.renew(ctx, admission.RenewRequest{Holder: holder, Token: token, TTL: ttl})
 }
 
 // forget stops renewing holder's leases (they were released).
@@ -139,7 +161,7 @@ func (b *beats) sweep(ctx context.Context) {
 	}
 	b.mu.Unlock()
 	for _, d := range todo {
-		_, err := b.renew(ctx, admission.RenewRequest{Holder: d.holder, Token: d.bt.token, TTL: d.bt.ttl})
+		_, err := b.renewLeases(ctx, d.holder, d.bt.token, d.bt.ttl)
 		b.mu.Lock()
 		cur := b.m[d.holder]
 		switch {

@@ -475,3 +475,49 @@ func waitFile(t *testing.T, name string) {
 		t.Fatalf("%s never appeared", name)
 	}
 }
+
+// A heartbeat refused for a wrong token changes nothing: the holder's
+// lease, kept renewed by its own heartbeat, is still renewed past its
+// TTL. A TTL below the floor is refused.
+func TestWrongTokenHeartbeatChangesNothing(t *testing.T) {
+	t.Parallel()
+	dir, tg := testRepo(t)
+	st := startServer(t, dir, tg, minHBEnv+"=1s")
+	tok := leaseToken(t, tg)
+	code, m := apiCall(t, st.Address, tok, "POST", "/api/v1/leases/acquire", AcquireRequest{Holder: "hb", Resources: []string{"host:hb"}, TTL: "1s"})
+	if code != http.StatusOK {
+		t.Fatalf("acquire: %d %v", code, m)
+	}
+	token := m["token"].(string)
+	code, m = apiCall(t, st.Address, tok, "POST", "/api/v1/heartbeat", HeartbeatRequest{Holder: "hb", Token: token, TTL: "1s"})
+	if code != http.StatusOK {
+		t.Fatalf("heartbeat: %d %v", code, m)
+	}
+	first := expiry(t, obj(m, "heartbeat")["leases"].([]any)[0])
+	code, m = apiCall(t, st.Address, tok, "POST", "/api/v1/heartbeat", HeartbeatRequest{Holder: "hb", Token: "mlt_wrong_token_0123456789", TTL: "1s"})
+	if e := obj(m, "error"); code != http.StatusConflict || e["code"] != "token_required" {
+		t.Fatalf("a heartbeat with a wrong token: %d %v", code, m)
+	}
+	code, m = apiCall(t, st.Address, tok, "POST", "/api/v1/heartbeat", HeartbeatRequest{Holder: "hb", Token: token, TTL: "999ms"})
+	if e := obj(m, "error"); code != http.StatusBadRequest || e["code"] != "invalid_argument" {
+		t.Fatalf("a heartbeat TTL below the floor: %d %v", code, m)
+	}
+	// Renewed after its first expiry passed (both times are the server's).
+	ctx, cancel := context.WithTimeout(context.Background(), childWait)
+	defer cancel()
+	var last map[string]any
+	if err := waitFor(ctx, func() bool {
+		code, m := apiCall(t, st.Address, tok, "GET", "/api/v1/leases?holder=hb", nil)
+		ls, _ := m["leases"].([]any)
+		if code != http.StatusOK || len(ls) != 1 {
+			t.Fatalf("leases of hb: %d %v", code, m)
+		}
+		last = ls[0].(map[string]any)
+		if last["state"] != "active" {
+			t.Fatalf("the lease is %v after a refused heartbeat: %v", last["state"], last)
+		}
+		return expiry(t, last).After(first.Add(time.Second))
+	}); err != nil {
+		t.Fatalf("the lease was not renewed past its first expiry %v: %v", first, last)
+	}
+}

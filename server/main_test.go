@@ -32,6 +32,7 @@ const (
 	fenceEnv  = "MAJLIS_SERVER_TEST_FENCE"
 	ttlEnv    = "MAJLIS_SERVER_TEST_TTL"
 	nofileEnv = "MAJLIS_SERVER_TEST_NOFILE" // lowers RLIMIT_NOFILE, hard limit included
+	minHBEnv  = "MAJLIS_SERVER_TEST_MIN_HEARTBEAT_TTL"
 	leaseTTL  = time.Second // of the test servers: stale leases expire fast
 	childWait = 20 * time.Second
 )
@@ -63,6 +64,9 @@ func childServe() int {
 	}
 	if d, err := time.ParseDuration(os.Getenv(ttlEnv)); err == nil {
 		o.LeaseTTL = d
+	}
+	if d, err := time.ParseDuration(os.Getenv(minHBEnv)); err == nil {
+		o.MinHeartbeatTTL = d
 	}
 	for i, a := range os.Args {
 		if a == "--ready-fd" && i+1 < len(os.Args) {

@@ -41,8 +41,11 @@ type Options struct {
 	// leases are still renewed; zero means DefaultHeartbeatGrace.
 	HeartbeatGrace time.Duration
 	// HeartbeatTick is how often renewals are due-checked; zero means
-	// DefaultHeartbeatTick.
+	// DefaultHeartbeatTick. It is cut to a third of MinHeartbeatTTL.
 	HeartbeatTick time.Duration
+	// MinHeartbeatTTL is the smallest TTL a heartbeat may ask for; zero
+	// means DefaultMinHeartbeatTTL.
+	MinHeartbeatTTL time.Duration
 
 	// HeaderTimeout bounds the reading of a request's headers; zero
 	// means DefaultHeaderTimeout.
@@ -94,7 +97,8 @@ func (o Options) withDefaults() (Options, error) {
 	o.LeaseTTL = orDefault(o.LeaseTTL, DefaultLeaseTTL)
 	o.FenceInterval = orDefault(o.FenceInterval, DefaultFenceInterval)
 	o.HeartbeatGrace = orDefault(o.HeartbeatGrace, DefaultHeartbeatGrace)
-	o.HeartbeatTick = orDefault(o.HeartbeatTick, DefaultHeartbeatTick)
+	o.MinHeartbeatTTL = orDefault(o.MinHeartbeatTTL, DefaultMinHeartbeatTTL)
+	o.HeartbeatTick = min(orDefault(o.HeartbeatTick, DefaultHeartbeatTick), o.MinHeartbeatTTL/3)
 	o.HeaderTimeout = orDefault(o.HeaderTimeout, DefaultHeaderTimeout)
 	o.BodyTimeout = orDefault(o.BodyTimeout, DefaultBodyTimeout)
 	o.BusyWait = orDefault(o.BusyWait, DefaultBusyWait)
