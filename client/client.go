@@ -45,6 +45,10 @@ type Options struct {
 	Version string
 	// StartTimeout bounds a start; zero means 15s.
 	StartTimeout time.Duration
+	// UnresponsiveAfter is how long BridgeMCP waits for a server that
+	// stopped answering its liveness route before it answers the calls
+	// under way there itself; zero means DefaultUnresponsiveAfter.
+	UnresponsiveAfter time.Duration
 }
 
 // A Client calls one repository's server. It is safe for concurrent use.

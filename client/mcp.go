@@ -1,44 +1,69 @@
 package client
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// BridgeMCP relays MCP messages between local (stdio, for 'majlis mcp')
-// and the server's MCP endpoint, until local ends or ctx does. Every
-// message goes through unchanged: the tools, their schemas and their
-// refusals are the server's. The endpoint is sessionless, so when the
-// server cannot be reached (it was stopped or restarted) the bridge finds
-// the repository's server again, as New does (starting one if the client
-// was made with Start), and sends the message there; a call that still
-// cannot be delivered is answered with a JSON-RPC error, so the agent is
-// never left waiting.
-func (c *Client) BridgeMCP(ctx context.Context, local mcp.Transport) error {
+// BridgeMCP relays MCP messages between in and out (newline-delimited
+// JSON-RPC, the stdio transport of 'majlis mcp') and the server's MCP
+// endpoint, until in ends (after the calls under way are answered) or ctx
+// does. Every message goes through unchanged: the tools, their schemas and
+// their refusals are the server's. The bridge answers by itself only:
+//
+//   - a line that is not JSON: -32700 (parse error), and it goes on;
+//     valid JSON that is not a JSON-RPC message (a batch included): -32600;
+//   - a call it could not deliver: the endpoint is sessionless, so when
+//     the server cannot be reached (stopped, restarted) the bridge finds
+//     the repository's server again, as New does (starting one if the
+//     client was made with Start), and sends the call there; if that
+//     fails too, or the server answered busy, it answers -32603 saying
+//     that nothing of the call ran;
+//   - a call under way on a server that stops answering its liveness
+//     route for Options.UnresponsiveAfter (never merely because the call
+//     is slow: a reclaim may take minutes while liveness answers): -32603
+//     saying whether the call may have taken effect (it reached the
+//     server) and that a retry with the same request_id returns its
+//     result or finishes it.
+//
+// So an agent is never left waiting for an answer.
+func (c *Client) BridgeMCP(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	lc, err := local.Connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer lc.Close()
-	b := &bridge{ctx: ctx, lc: lc, done: make(chan error, 1), pending: map[jsonrpc.ID]bool{}}
+	b := &bridge{ctx: ctx, out: out, done: make(chan error, 1), pending: map[jsonrpc.ID]*mcpCall{},
+		after: orDefault(c.opts.UnresponsiveAfter, DefaultUnresponsiveAfter)}
 	b.settled = sync.NewCond(&b.pmu)
 	if err := b.attach(c); err != nil {
 		return err
 	}
 	defer b.close()
+	go b.watch()
 
 	var wg sync.WaitGroup
 	go func() { // local -> server, each message on its own request
+		r := bufio.NewReaderSize(in, 64<<10)
 		for {
-			m, err := lc.Read(ctx)
-			if err != nil {
+			line, err := readLine(r, maxLine)
+			if len(bytes.TrimSpace(line)) > 0 || errors.Is(err, errLineTooLong) {
+				if m, cl := b.local(line, errors.Is(err, errLineTooLong)); m != nil {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						b.forward(m, cl)
+					}()
+				}
+			}
+			if err != nil && !errors.Is(err, errLineTooLong) {
 				// The client said all it had to say: answer the calls
 				// under way first (echo REQUESTS | majlis mcp).
 				if errors.Is(err, io.EOF) {
@@ -47,17 +72,9 @@ func (c *Client) BridgeMCP(ctx context.Context, local mcp.Transport) error {
 				b.finish(err)
 				return
 			}
-			if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
-				b.pend(req.ID, true)
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				b.forward(m)
-			}()
 		}
 	}()
-	err = <-b.done
+	err := <-b.done
 	cancel()
 	wg.Wait()
 	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
@@ -66,18 +83,26 @@ func (c *Client) BridgeMCP(ctx context.Context, local mcp.Transport) error {
 	return err
 }
 
-// A bridge is one relay: the local connection and the current remote one.
+// DefaultUnresponsiveAfter is Options.UnresponsiveAfter's default.
+const DefaultUnresponsiveAfter = 3 * time.Second
+
+// maxLine bounds a message from the local side: the server takes no
+// larger request body.
+const maxLine = 1 << 20
+
+// A bridge is one relay: the local side and the current remote one.
 type bridge struct {
-	ctx  context.Context
-	lc   mcp.Connection
-	done chan error
+	ctx   context.Context
+	out   io.Writer
+	done  chan error
+	after time.Duration
 
 	wmu sync.Mutex // one writer at a time on the local side
 	rmu sync.Mutex // one reconnection at a time
 
 	pmu     sync.Mutex
-	pending map[jsonrpc.ID]bool // calls not answered yet
-	settled *sync.Cond          // broadcast when pending shrinks
+	pending map[jsonrpc.ID]*mcpCall // calls not answered yet
+	settled *sync.Cond              // broadcast when pending shrinks
 
 	mu     sync.Mutex
 	c      *Client
@@ -92,30 +117,104 @@ func (b *bridge) finish(err error) {
 	}
 }
 
-func (b *bridge) writeLocal(m jsonrpc.Message) error {
+// emit writes one line to the local side.
+func (b *bridge) emit(data []byte) error {
 	b.wmu.Lock()
-	err := b.lc.Write(b.ctx, m)
-	b.wmu.Unlock()
-	if r, ok := m.(*jsonrpc.Response); ok {
-		b.pend(r.ID, false)
+	defer b.wmu.Unlock()
+	_, err := b.out.Write(append(data, '\n'))
+	return err
+}
+
+// local decodes one line from the local side. A line that is no JSON-RPC
+// message is answered at once and yields nil; a call is recorded as
+// pending.
+func (b *bridge) local(line []byte, tooLong bool) (jsonrpc.Message, *mcpCall) {
+	if tooLong {
+		b.reject(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("majlis mcp: a message longer than %d bytes was skipped", maxLine))
+		return nil, nil
+	}
+	m, err := jsonrpc.DecodeMessage(line)
+	if err != nil {
+		if !json.Valid(line) {
+			b.reject(nil, jsonrpc.CodeParseError, "majlis mcp: parse error: the line is not JSON: "+clip(err.Error()))
+			return nil, nil
+		}
+		var probe struct {
+			ID json.RawMessage `json:"id"`
+		}
+		_ = json.Unmarshal(line, &probe)
+		b.reject(probe.ID, jsonrpc.CodeInvalidRequest, "majlis mcp: not a JSON-RPC 2.0 request, notification or response (batches are not supported): "+clip(err.Error()))
+		return nil, nil
+	}
+	req, ok := m.(*jsonrpc.Request)
+	if !ok || !req.IsCall() {
+		return m, nil
+	}
+	cl := &mcpCall{id: req.ID, requestID: requestIDOf(req)}
+	b.pmu.Lock()
+	b.pending[req.ID] = cl
+	b.pmu.Unlock()
+	return m, cl
+}
+
+// reject answers a message the bridge cannot relay; id is its raw id, or
+// nil for null.
+func (b *bridge) reject(id json.RawMessage, code int64, msg string) {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	data, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
+	if err := b.emit(data); err != nil {
+		b.finish(err)
+	}
+}
+
+// settle answers the call id with write, unless it was answered
+// already: only its first answer (the server's, or the bridge's own) is
+// written. The call stays pending until the answer is written, so that
+// drain never lets the bridge end before it.
+func (b *bridge) settle(id jsonrpc.ID, write func() error) error {
+	b.pmu.Lock()
+	cl, ok := b.pending[id]
+	if ok && cl.answered {
+		ok = false
+	}
+	if ok {
+		cl.answered = true
+	}
+	b.pmu.Unlock()
+	if !ok {
+		return nil
+	}
+	err := write()
+	b.pmu.Lock()
+	delete(b.pending, id)
+	b.settled.Broadcast()
+	b.pmu.Unlock()
+	cl.mu.Lock()
+	cancel := cl.cancel
+	cl.mu.Unlock()
+	if cancel != nil {
+		cancel() // its request and answer are done with
 	}
 	return err
 }
 
-// pend records a call sent (on) or answered (off).
-func (b *bridge) pend(id jsonrpc.ID, on bool) {
-	b.pmu.Lock()
-	defer b.pmu.Unlock()
-	if on {
-		b.pending[id] = true
-		return
+// relay writes a message of the server to the local side, unless it
+// answers a call the bridge already answered.
+func (b *bridge) relay(m jsonrpc.Message) error {
+	data, err := jsonrpc.EncodeMessage(m)
+	if err != nil {
+		return err
 	}
-	delete(b.pending, id)
-	b.settled.Broadcast()
+	if r, ok := m.(*jsonrpc.Response); ok {
+		return b.settle(r.ID, func() error { return b.emit(data) })
+	}
+	return b.emit(data)
 }
 
 // drain waits until every call sent has been answered (an answer that
-// cannot come is answered with an error by forward), or ctx ends.
+// cannot come is given by the bridge), or ctx ends.
 func (b *bridge) drain() {
 	stop := context.AfterFunc(b.ctx, func() {
 		b.pmu.Lock()
@@ -132,7 +231,8 @@ func (b *bridge) drain() {
 
 // attach connects to c's MCP endpoint and relays what it answers.
 func (b *bridge) attach(c *Client) error {
-	rc, err := (&mcp.StreamableClientTransport{Endpoint: c.MCPEndpoint(), HTTPClient: c.hc,
+	hc := &tapClient{next: c.hc.Transport}
+	rc, err := (&mcp.StreamableClientTransport{Endpoint: c.MCPEndpoint(), HTTPClient: hc.client(),
 		DisableStandaloneSSE: true, MaxRetries: -1}).Connect(b.ctx)
 	if err != nil {
 		return err
@@ -149,7 +249,7 @@ func (b *bridge) attach(c *Client) error {
 			if err != nil {
 				return // closed, or broken: the next message reconnects
 			}
-			if err := b.writeLocal(m); err != nil {
+			if err := b.relay(m); err != nil {
 				b.finish(err)
 				return
 			}
@@ -164,24 +264,33 @@ func (b *bridge) current() (*Client, mcp.Connection) {
 	return b.c, b.rc
 }
 
-// forward sends m to the server, finding it again once if it cannot be
-// reached.
-func (b *bridge) forward(m jsonrpc.Message) {
+// forward sends m to the server. A call that did not reach it is sent
+// again to the repository's server, found again; one that still fails is
+// answered by the bridge.
+func (b *bridge) forward(m jsonrpc.Message, cl *mcpCall) {
+	ctx := b.ctx
+	if cl != nil {
+		// Cancelled once the call is settled, not before: the SDK reads
+		// the answer's body after Write returns.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(context.WithValue(b.ctx, callKey{}, cl))
+		cl.start(cancel)
+	}
 	c, rc := b.current()
-	err := rc.Write(b.ctx, m)
-	if err != nil && b.ctx.Err() == nil {
+	cl.sentTo(c.conn)
+	err := rc.Write(ctx, m)
+	if err != nil && ctx.Err() == nil && !cl.reached() {
+		cl.sentTo(nil) // not judged while the server is found again
 		if _, rerr := b.reconnect(c); rerr == nil {
-			_, rc = b.current()
-			err = rc.Write(b.ctx, m)
+			c, rc = b.current()
+			cl.sentTo(c.conn)
+			err = rc.Write(ctx, m)
 		} else {
 			err = rerr
 		}
 	}
-	if err != nil && b.ctx.Err() == nil {
-		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
-			_ = b.writeLocal(&jsonrpc.Response{ID: req.ID,
-				Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "majlis mcp: the repository's server could not be reached: " + err.Error()}})
-		}
+	if err != nil && ctx.Err() == nil && cl != nil {
+		b.fail(cl, err)
 	}
 }
 
@@ -217,4 +326,45 @@ func (b *bridge) close() {
 	if b.c != nil {
 		b.c.Close()
 	}
+}
+
+// clip shortens an error echoed to the local side.
+func clip(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "..."
+	}
+	return s
+}
+
+// errLineTooLong: a line longer than the limit, skipped whole.
+var errLineTooLong = errors.New("line too long")
+
+// readLine reads one line of at most max bytes; a longer one is read to
+// its end and skipped (errLineTooLong).
+func readLine(r *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	long := false
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !long {
+			line = append(line, chunk...)
+			if len(line) > max+1 {
+				long, line = true, nil
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if long && err == nil {
+			return nil, errLineTooLong
+		}
+		return line, err
+	}
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
 }

@@ -117,3 +117,22 @@ func (b *bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // BaseURL is http://ADDRESS, the prefix of every route.
 func (c *Conn) BaseURL() string { return "http://" + c.Status.Address }
+
+// Alive asks the server's liveness route, on a fresh connection with a
+// fresh nonce, whether the leaseholder still answers as itself; it
+// returns nil when it does, within timeout.
+func (c *Conn) Alive(ctx context.Context, timeout time.Duration) error {
+	lc, err := dialLive(ctx, c.Status.Address, timeout)
+	if err != nil {
+		return err
+	}
+	defer lc.Close()
+	a, err := lc.live()
+	if err != nil {
+		return err
+	}
+	if why := compare(a.body, c.rec, c.repo, a.nonce); why != "" {
+		return &Error{Op: "connect", Err: ErrForeign, Reason: why}
+	}
+	return nil
+}

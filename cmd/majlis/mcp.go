@@ -1,15 +1,17 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"time"
 
 	"github.com/majlis-dev/majlis/client"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 )
 
 func newMCPCmd(g *globalOptions) *cobra.Command {
-	return &cobra.Command{
+	var after time.Duration
+	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve majlis's MCP tools to an agent on stdin and stdout",
 		Long: `Serve the MCP tools of the repository's server (begin_task, end_task,
@@ -19,6 +21,13 @@ none runs (as 'majlis server start'), and relays every message to the
 server's /mcp endpoint unchanged. The tools, their schemas and their
 refusals are the server's; see docs/MCP.md for them and for how to register
 majlis with an MCP client.
+
+A line that is not JSON is answered with a parse error (-32700) and the
+bridge goes on. A call is never left unanswered: one that cannot be
+delivered, or that runs on a server that stops answering its liveness route
+for --unresponsive-after, is answered with a JSON-RPC error (-32603) that
+says whether it may have taken effect; a slow call on a server that answers
+(a long reclaim) is waited for.
 
 It runs until stdin ends. The server keeps running afterwards, for the next
 agent; 'majlis server stop' stops it.`,
@@ -30,17 +39,19 @@ agent; 'majlis server stop' stops it.`,
 			if err != nil {
 				return err
 			}
-			c, err := client.New(cmd.Context(), client.Options{Dir: g.Repo, Start: true, Command: argv, Version: version})
+			if after <= 0 {
+				return &usageError{fmt.Errorf("--unresponsive-after %v is not a positive duration", after)}
+			}
+			c, err := client.New(cmd.Context(), client.Options{Dir: g.Repo, Start: true, Command: argv, Version: version,
+				UnresponsiveAfter: after})
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			return c.BridgeMCP(cmd.Context(), &mcp.IOTransport{Reader: os.Stdin, Writer: nopCloser{os.Stdout}})
+			return c.BridgeMCP(cmd.Context(), os.Stdin, os.Stdout)
 		},
 	}
+	cmd.Flags().DurationVar(&after, "unresponsive-after", client.DefaultUnresponsiveAfter,
+		"answer a call under way once the server has not answered its liveness route for this long")
+	return cmd
 }
-
-// nopCloser keeps stdout open when the bridge closes its side.
-type nopCloser struct{ *os.File }
-
-func (nopCloser) Close() error { return nil }
