@@ -34,28 +34,7 @@ func (s *srv) pooled(h http.HandlerFunc) http.Handler {
 		if !s.readBody(w, r) {
 			return
 		}
-		s.waiting.Add(1)
-		t := time.NewTimer(s.o.BusyWait)
-		select {
-		case s.sem <- struct{}{}:
-			t.Stop()
-			s.waiting.Add(-1)
-		case <-t.C:
-			s.waiting.Add(-1)
-			w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
-			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": Refusal{Code: "busy", ExitCode: 4,
-				Details: map[string]any{"max_handlers": s.o.MaxHandlers, "waited": s.o.BusyWait.String(), "retry_after": retryAfter},
-				Message: fmt.Sprintf("the server is busy: all %d handlers stayed taken for %s; nothing of this request ran; retry in %d s",
-					s.o.MaxHandlers, s.o.BusyWait, retryAfter)}})
-			return
-		case <-r.Context().Done():
-			t.Stop()
-			s.waiting.Add(-1)
-			return
-		case <-s.stop:
-			t.Stop()
-			s.waiting.Add(-1)
-			writeJSON(w, http.StatusServiceUnavailable, errorBody("stopping", "the server is stopping; nothing of this request ran"))
+		if !s.takeSlot(w, r) {
 			return
 		}
 		if !s.ready.Load() && !s.stopping.Load() {
@@ -82,6 +61,35 @@ func (s *srv) pooled(h http.HandlerFunc) http.Handler {
 		}
 		h(w, r.WithContext(ctx))
 	})
+}
+
+// takeSlot takes a handler slot, waiting at most BusyWait; it answers
+// and returns false when none frees (503 busy), the request ends, or the
+// server stops.
+func (s *srv) takeSlot(w http.ResponseWriter, r *http.Request) bool {
+	select {
+	case s.sem <- struct{}{}:
+		return true // a free slot: no timer
+	default:
+	}
+	s.waiting.Add(1)
+	defer s.waiting.Add(-1)
+	t := time.NewTimer(s.o.BusyWait)
+	defer t.Stop()
+	select {
+	case s.sem <- struct{}{}:
+		return true
+	case <-t.C:
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": Refusal{Code: "busy", ExitCode: 4,
+			Details: map[string]any{"max_handlers": s.o.MaxHandlers, "waited": s.o.BusyWait.String(), "retry_after": retryAfter},
+			Message: fmt.Sprintf("the server is busy: all %d handlers stayed taken for %s; nothing of this request ran; retry in %d s",
+				s.o.MaxHandlers, s.o.BusyWait, retryAfter)}})
+	case <-r.Context().Done():
+	case <-s.stop:
+		writeJSON(w, http.StatusServiceUnavailable, errorBody("stopping", "the server is stopping; nothing of this request ran"))
+	}
+	return false
 }
 
 // enter admits a handler unless the server is stopping; the handler
