@@ -74,22 +74,13 @@ func (c *Conn) HTTPClient() *http.Client {
 			if addr != c.Status.Address {
 				return nil, fmt.Errorf("server: refusing to connect to %s, not the server's %s", addr, c.Status.Address)
 			}
-			lc, err := dialLive(ctx, addr, 5*time.Second)
+			lc, err := dialProven(ctx, addr, ConnectTimeout, c.rec, c.repo)
 			if err != nil {
 				return nil, err
 			}
-			a, err := lc.live()
-			if err == nil {
-				if why := compare(a.body, c.rec, c.repo, a.nonce); why != "" {
-					err = &Error{Op: "connect", Err: ErrForeign, Reason: why + "; the token was not sent"}
-				}
-			}
-			if err == nil && lc.br.Buffered() > 0 {
-				err = &Error{Op: "connect", Err: ErrForeign, Reason: "the liveness answer was followed by unasked bytes"}
-			}
-			if err != nil {
+			if lc.br.Buffered() > 0 {
 				lc.Close()
-				return nil, err
+				return nil, &Error{Op: "connect", Err: ErrForeign, Reason: "the liveness answer was followed by unasked bytes"}
 			}
 			if err := lc.SetDeadline(time.Time{}); err != nil {
 				lc.Close()
@@ -122,17 +113,35 @@ func (c *Conn) BaseURL() string { return "http://" + c.Status.Address }
 // fresh nonce, whether the leaseholder still answers as itself; it
 // returns nil when it does, within timeout.
 func (c *Conn) Alive(ctx context.Context, timeout time.Duration) error {
-	lc, err := dialLive(ctx, c.Status.Address, timeout)
+	lc, err := dialProven(ctx, c.Status.Address, timeout, c.rec, c.repo)
 	if err != nil {
 		return err
 	}
-	defer lc.Close()
+	return lc.Close()
+}
+
+// ConnectTimeout bounds the connection to a server and its liveness
+// check, before an API request is sent on it.
+const ConnectTimeout = 5 * time.Second
+
+// dialProven dials addr and asks its liveness route on that connection,
+// which it returns only once the answer proves that the peer holds rec's
+// token (an *Error wrapping ErrForeign otherwise): only then may the
+// token be sent on it.
+func dialProven(ctx context.Context, addr string, timeout time.Duration, rec *reservation.Record, repo string) (*liveConn, error) {
+	lc, err := dialLive(ctx, addr, timeout)
+	if err != nil {
+		return nil, err
+	}
 	a, err := lc.live()
+	if err == nil {
+		if why := compare(a.body, rec, repo, a.nonce); why != "" {
+			err = &Error{Op: "connect", Err: ErrForeign, Reason: why + "; the token was not sent"}
+		}
+	}
 	if err != nil {
-		return err
+		lc.Close()
+		return nil, err
 	}
-	if why := compare(a.body, c.rec, c.repo, a.nonce); why != "" {
-		return &Error{Op: "connect", Err: ErrForeign, Reason: why}
-	}
-	return nil
+	return lc, nil
 }

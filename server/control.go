@@ -343,18 +343,11 @@ func gone(leases *reservation.Dir, rec *reservation.Record) bool {
 // is asked first on the same connection, and the token is sent only once
 // the answer there proves the peer holds it.
 func requestShutdown(ctx context.Context, addr string, rec *reservation.Record, repo string) error {
-	lc, err := dialLive(ctx, addr, 2*time.Second)
+	lc, err := dialProven(ctx, addr, 2*time.Second, rec, repo)
 	if err != nil {
 		return err
 	}
 	defer lc.Close()
-	a, err := lc.live()
-	if err != nil {
-		return err
-	}
-	if why := compare(a.body, rec, repo, a.nonce); why != "" {
-		return fmt.Errorf("%w: %s; the token was not sent", ErrForeign, why)
-	}
 	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/api/v1/shutdown", nil)
 	if err != nil {
 		return err

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/fixtures"
-	"github.com/majlis-dev/majlis/reservation"
 )
 
 // DNS rebinding: a page whose host name now resolves to 127.0.0.1 sends
@@ -315,21 +314,6 @@ func TestFullPoolAnswersBusy(t *testing.T) {
 	if code, m := apiCall(t, st.Address, token, "GET", "/api/v1/leases?holder=late", nil); code != http.StatusOK || len(m["leases"].([]any)) != 0 {
 		t.Errorf("the busy call had an effect: %d %v", code, m)
 	}
-}
-
-// leaseRecord reads the current server lease.
-func leaseRecord(t *testing.T, tg Target) *reservation.Record {
-	t.Helper()
-	d, err := reservation.Open(leaseDir(tg.StateDir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	rec, err := d.Inspect(Resource)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rec
 }
 
 // Idle connections beyond the descriptor limit of the server (a helper

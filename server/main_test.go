@@ -222,6 +222,12 @@ func writeLease(t *testing.T, tg Target, rec reservation.Record) {
 // leaseToken reads the token of the current server lease.
 func leaseToken(t testing.TB, tg Target) string {
 	t.Helper()
+	return leaseRecord(t, tg).Token
+}
+
+// leaseRecord reads the current server lease.
+func leaseRecord(t testing.TB, tg Target) *reservation.Record {
+	t.Helper()
 	d, err := reservation.Open(leaseDir(tg.StateDir))
 	if err != nil {
 		t.Fatal(err)
@@ -231,7 +237,7 @@ func leaseToken(t testing.TB, tg Target) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rec.Token
+	return rec
 }
 
 // get sends an API request to addr with the given token and Host.

@@ -61,6 +61,7 @@ func Serve(ctx context.Context, o Options) error {
 			Version: o.Version, API: APIVersion, MaxHandlers: o.MaxHandlers, MaxConnections: o.MaxConns},
 	}
 	s.work, s.stopWork = context.WithCancel(context.WithoutCancel(ctx))
+	defer s.stopWork()
 	s.holder.Store(true)
 	o.Logf("server for repository %s listening on %s (pid %d, lease generation %d)", id, addr, rec.Owner.PID, rec.Generation)
 
