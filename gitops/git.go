@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -324,12 +325,12 @@ func gitOnce(ctx context.Context, dir string, o cmdOpts, args ...string) (result
 	if o.stdin != nil {
 		cmd.Stdin = bytes.NewReader(o.stdin)
 	}
-	// Interrupt rather than kill on cancellation: git removes its lock
-	// files (index.lock, ref locks) on SIGINT, but not on SIGKILL. Then
-	// wait for it to exit, however long that takes: a WaitDelay would
+	// Stop rather than kill on cancellation (stopChild): git removes its
+	// lock files (index.lock, ref locks) on SIGTERM, but not on SIGKILL.
+	// Then wait for it to exit, however long that takes: a WaitDelay would
 	// SIGKILL it once expired. (A person who cannot wait presses Ctrl-C
-	// again, which ends majlis and, on a terminal, git with it: by SIGINT.)
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	// again, which ends majlis and, on a terminal, git with it.)
+	cmd.Cancel = func() error { return stopChild(cmd.Process) }
 	cmd.WaitDelay = 0
 	var stdout bytes.Buffer
 	stderr := &cappedBuffer{max: maxStderr}
@@ -368,6 +369,14 @@ func gitOnce(ctx context.Context, dir string, o cmdOpts, args ...string) (result
 	}
 	return result{}, e
 }
+
+// stopChild asks a child (git, or a hook it would run) to end, by SIGTERM,
+// on which git removes its lock files and exits as on SIGINT. Not SIGINT:
+// a process that a shell without job control started in the background
+// (a script's 'majlis serve &') inherits SIGINT ignored, and so does every
+// child it starts; git would never see the interruption, and majlis would
+// wait for it for ever.
+func stopChild(p *os.Process) error { return p.Signal(syscall.SIGTERM) }
 
 // caseSensitive reports whether the directory holding the worktree's top
 // level tells names apart by case, without writing to it: every worktree

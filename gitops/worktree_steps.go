@@ -270,7 +270,7 @@ func runPostCheckout(ctx context.Context, path, commit string, lookUp func() (st
 	run := func(name string, argv ...string) error {
 		cmd := exec.CommandContext(ctx, name, argv...)
 		cmd.Dir, cmd.Env = path, env
-		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+		cmd.Cancel = func() error { return stopChild(cmd.Process) }
 		cmd.Stdout, cmd.Stderr = out, out
 		return cmd.Run()
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -156,6 +157,11 @@ func TestAddWorktreeInStepsLeavesNoProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("cancelled", func(t *testing.T) {
+		// As in a process a shell started in the background: SIGINT is
+		// ignored, and so it is in every child. The cancelled lookup must
+		// end all the same.
+		signal.Ignore(os.Interrupt)
+		defer signal.Reset(os.Interrupt)
 		cctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		type outcome struct {
@@ -176,7 +182,12 @@ func TestAddWorktreeInStepsLeavesNoProcess(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 		cancel()
-		o := <-done
+		var o outcome
+		select {
+		case o = <-done:
+		case <-time.After(time.Minute):
+			t.Fatal("a cancelled add still waits for its hook lookup a minute later")
+		}
 		if o.err == nil {
 			t.Fatal("a cancelled add succeeded while its hook lookup was held")
 		}
