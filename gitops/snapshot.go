@@ -85,6 +85,19 @@ type SnapshotResult struct {
 // A concurrent writer in the worktree is not stopped; what it writes while
 // Snapshot runs may or may not be captured.
 func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, error) {
+	return snapshot(ctx, worktree, message, HeadState{})
+}
+
+// SnapshotKept is Snapshot of a kept trash folder whose HEAD majlis
+// detached from a branch (DetachHead): while HEAD is still detached at
+// the commit the branch was at then (from.Commit), the salvage names
+// from.Branch as its branch, as a snapshot taken before the detach would
+// have, so that a restore of it puts the workspace back on its branch.
+func SnapshotKept(ctx context.Context, worktree, message string, from HeadState) (SnapshotResult, error) {
+	return snapshot(ctx, worktree, message, from)
+}
+
+func snapshot(ctx context.Context, worktree, message string, from HeadState) (SnapshotResult, error) {
 	sw, err := surveyWorktree(ctx, worktree, "snapshot")
 	if err != nil {
 		return SnapshotResult{}, err
@@ -332,6 +345,9 @@ func Snapshot(ctx context.Context, worktree, message string) (SnapshotResult, er
 
 	layout := SalvageLayout{Version: SalvageVersion, Head: parent, Branch: sv.Branch, Index: result.Index,
 		Untracked: result.Untracked, Meta: result.Meta}
+	if sv.Branch == "" && from.Branch != "" && parent != "" && parent == from.Commit {
+		layout.Branch = from.Branch
+	}
 	seen := map[string]bool{parent: true}
 	for _, p := range sv.Pins {
 		if !seen[p.Commit] {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/majlis-dev/majlis/internal/failpoint"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,6 +20,10 @@ import (
 // link planted inside cannot send a deletion elsewhere. Like the
 // destructive functions, they do no safety checks of their own beyond the
 // directory identity their callers pass: callers verify first.
+
+// gitops/delete-partial: DeleteTree has deleted about half of the
+// top level of a tree (tests kill it there to leave a half-deleted tree).
+var fpDeletePartial = failpoint.New("gitops/delete-partial")
 
 // A DirIdentity is the device and inode of a directory, as recorded when
 // it was created.
@@ -138,13 +143,18 @@ func emptyDir(fd int, path string, top bool) error {
 			return &os.PathError{Op: "empty", Path: path, Err: errors.New("entries keep appearing")}
 		}
 		var dotgit fs.DirEntry
-		for _, e := range entries {
+		for i, e := range entries {
 			if top && e.Name() == ".git" {
 				dotgit = e
 				continue
 			}
 			if err := removeEntry(fd, path, e); err != nil {
 				return err
+			}
+			if top && pass == 0 && i == len(entries)/2 {
+				if err := fpDeletePartial.Inject(); err != nil {
+					return err
+				}
 			}
 		}
 		if dotgit != nil {
