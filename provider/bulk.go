@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -53,7 +54,9 @@ type BulkOptions struct {
 	Select            string // SelectReleased or SelectDead
 	Confirm           string // the digest of the bulk preview the user saw
 	SalvageSubmodules bool
-	KeepTrash         time.Duration
+	// KeepTrash and DeleteTrash are those of each reclaim (ReclaimOptions).
+	KeepTrash   time.Duration
+	DeleteTrash bool
 	// RequestID makes the bulk reclaim resumable: a retry with it finishes
 	// the set the first attempt confirmed (each workspace under
 	// RequestID/<binding>), or returns the recorded result.
@@ -321,7 +324,7 @@ func (bp *BulkPreview) describe() string {
 // others of the set, reclaimed meanwhile, are gone from it); then Reclaim
 // confirms that preview's own digest, with all its checks.
 func (p *Provider) bulkOne(ctx context.Context, o BulkOptions, plan *bulkPlan, b, digest string) (*ReclaimResult, error) {
-	ro := ReclaimOptions{Binding: b, SalvageSubmodules: o.SalvageSubmodules, KeepTrash: o.KeepTrash}
+	ro := ReclaimOptions{Binding: b, SalvageSubmodules: o.SalvageSubmodules, KeepTrash: o.KeepTrash, DeleteTrash: o.DeleteTrash}
 	if o.RequestID != "" {
 		ro.RequestID = o.RequestID + "/" + b
 		if _, err := p.readRequest(ro.RequestID); err == nil {
@@ -335,6 +338,19 @@ func (p *Provider) bulkOne(ctx context.Context, o BulkOptions, plan *bulkPlan, b
 	paths := map[string]bool{}
 	for _, path := range plan.Paths {
 		paths[path] = true
+	}
+	// The others of the set reclaimed meanwhile may wait in their kept
+	// trash folders, beside their paths: those peers are theirs too.
+	dirs := map[string]bool{}
+	for _, path := range plan.Paths {
+		dirs[filepath.Dir(path)] = true
+	}
+	for _, peer := range pv.Peers {
+		if b := trashBinding(peer.Path); b != "" && dirs[filepath.Dir(peer.Path)] {
+			if _, ok := plan.Items[b]; ok {
+				paths[peer.Path] = true
+			}
+		}
 	}
 	if now := pv.digestWithout(paths); now != digest {
 		return nil, &Error{Op: "reclaim", Binding: b, Path: pv.Path, Err: ErrPreviewStale,

@@ -79,13 +79,19 @@ type Claim struct {
 	Checkout bool `json:"checkout,omitempty"`
 	Detached bool `json:"detached,omitempty"`
 	// Restore is the salvage ref a restore fills the worktree from.
-	Restore     string       `json:"restore,omitempty"`
-	Intent      []string     `json:"intent"`
-	OwnerPID    int          `json:"owner_pid"`        // 0: none recorded
-	OwnerStart  uint64       `json:"owner_start_time"` // start time of OwnerPID
-	AllowNested bool         `json:"allow_nested"`
-	Allocator   procid.Owner `json:"allocator"`
-	CreatedAt   time.Time    `json:"created_at"`
+	Restore string `json:"restore,omitempty"`
+	// FromTrash is the trash folder a restore --from-trash moved the
+	// workspace back from; DetachedFrom, the branch its HEAD stayed
+	// detached from because the branch had moved since the reclaim (the
+	// claim is then Detached).
+	FromTrash    string       `json:"from_trash,omitempty"`
+	DetachedFrom string       `json:"detached_from,omitempty"`
+	Intent       []string     `json:"intent"`
+	OwnerPID     int          `json:"owner_pid"`        // 0: none recorded
+	OwnerStart   uint64       `json:"owner_start_time"` // start time of OwnerPID
+	AllowNested  bool         `json:"allow_nested"`
+	Allocator    procid.Owner `json:"allocator"`
+	CreatedAt    time.Time    `json:"created_at"`
 }
 
 func (c *Claim) check() error {
@@ -99,7 +105,7 @@ func (c *Claim) check() error {
 		return errors.New("incomplete claim")
 	case c.Checkout && c.Detached:
 		return errors.New("a claim cannot both check out a branch and detach")
-	case c.Detached && c.Restore == "":
+	case c.Detached && c.Restore == "" && c.FromTrash == "":
 		return errors.New("only a restore detaches")
 	case !filepath.IsAbs(c.Path) || !filepath.IsAbs(c.PhysicalPath):
 		return errors.New("claim paths must be absolute")
@@ -122,7 +128,12 @@ const (
 	// EventChecked: the moved workspace was verified in the trash and
 	// salvaged again (its salvage_ref names the second salvage, if any).
 	EventChecked = "checked"
-	// EventPurged: a trash folder kept after the reclaim was deleted.
+	// EventPurging: a purge of a kept trash folder salvaged what changed
+	// in it (its salvage_ref, if anything did) and is about to delete it
+	// (purge.go); its reason says why it goes.
+	EventPurging = "purging"
+	// EventPurged: a trash folder kept after the reclaim was deleted (or
+	// moved back by restore --from-trash: its reason says so).
 	EventPurged = "purged"
 )
 
@@ -146,6 +157,9 @@ type Event struct {
 	TrashPath  string     `json:"trash_path,omitempty"`
 	AdminEntry string     `json:"admin_entry,omitempty"`
 	KeepUntil  *time.Time `json:"keep_until,omitempty"`
+	// Branch (checked, reclaimed) is the branch a kept trash's HEAD was
+	// detached from, at Head, so that the trash does not hold it.
+	Branch string `json:"branch,omitempty"`
 }
 
 func (e *Event) check() error {
@@ -158,7 +172,7 @@ func (e *Event) check() error {
 		if !filepath.IsAbs(e.TrashPath) || !filepath.IsAbs(e.AdminEntry) {
 			return errors.New("moved event without its trash folder and admin entry")
 		}
-	case EventFailed, EventReleased, EventReclaimed, EventSalvaged, EventChecked, EventPurged:
+	case EventFailed, EventReleased, EventReclaimed, EventSalvaged, EventChecked, EventPurging, EventPurged:
 	default:
 		return fmt.Errorf("unknown event kind %q", e.Kind)
 	}

@@ -55,6 +55,8 @@ func (w *ixWriter) claim(c *Claim) {
 	w.boolean(c.Checkout)
 	w.boolean(c.Detached)
 	w.str(c.Restore)
+	w.str(c.FromTrash)
+	w.str(c.DetachedFrom)
 	if c.Intent == nil {
 		w.uvarint(0)
 	} else {
@@ -94,6 +96,7 @@ func (w *ixWriter) event(e *Event) {
 	if e.KeepUntil != nil {
 		w.time(*e.KeepUntil)
 	}
+	w.str(e.Branch)
 }
 
 // An ixReader decodes what ixWriter wrote. The first error sticks: every
@@ -223,6 +226,8 @@ func (r *ixReader) claim() *Claim {
 	c.Checkout = r.boolean()
 	c.Detached = r.boolean()
 	c.Restore = r.str()
+	c.FromTrash = r.str()
+	c.DetachedFrom = r.str()
 	if n := r.count(); n > 0 {
 		c.Intent = make([]string, 0, n-1)
 		for range n - 1 {
@@ -262,5 +267,6 @@ func (r *ixReader) event() *Event {
 		t := r.time()
 		e.KeepUntil = &t
 	}
+	e.Branch = r.str()
 	return e
 }

@@ -58,6 +58,8 @@ func reclaimYes(t *testing.T, p *Provider, binding string, o ...ReclaimOptions) 
 		ro = o[0]
 		ro.Binding, ro.Yes = binding, true
 	}
+	// The trash is deleted at once unless the test keeps it.
+	ro.DeleteTrash = ro.KeepTrash == 0
 	res, err := p.Reclaim(t.Context(), ro)
 	if err != nil {
 		t.Fatalf("reclaim %s: %v", binding, err)

@@ -34,6 +34,8 @@ const (
 	FindingReservationDead      = "reservation_dead_owner"   // a lease whose owner is proven dead and which expired
 	FindingReservationDamaged   = "reservation_damaged"      // a lease file that cannot be read
 	FindingCompactionUnfinished = "compaction_unfinished"    // a gc was interrupted while it compacted a binding's records
+	FindingTrashHalfPurged      = "trash_half_purged"        // a purge of a kept trash folder began and did not finish
+	FindingTrashUnreadable      = "trash_unreadable"         // the kept trash cannot be listed (its policy is damaged)
 )
 
 // allFindingCodes lists every finding code, for the test that keeps
@@ -42,7 +44,7 @@ var allFindingCodes = []string{FindingRegistrationDamaged, FindingRecordDamaged,
 	FindingStateUnexpected, FindingRequestDamaged, FindingJournalMissing, FindingJournalUnusable,
 	FindingJournalMismatch, FindingLedgerDamaged, FindingLockOrphaned, FindingEntryMissing,
 	FindingEntryUnpinned, FindingWorkspaceMissing, FindingWorkspaceReplaced, FindingReservationDead, FindingReservationDamaged,
-	FindingCompactionUnfinished}
+	FindingCompactionUnfinished, FindingTrashHalfPurged, FindingTrashUnreadable}
 
 // Severities of findings.
 const (
@@ -70,6 +72,9 @@ type DoctorReport struct {
 	OK        bool      `json:"ok"` // no finding at all
 	Checked   []string  `json:"checked"`
 	Findings  []Finding `json:"findings"`
+	// Trash lists every kept trash folder (the undo window), with its age
+	// and size: information, not a finding.
+	Trash []KeptTrash `json:"trash"`
 }
 
 // Doctor examines the repository containing dir, changing nothing. It
@@ -81,7 +86,7 @@ func Doctor(ctx context.Context, dir string, opts Options) (*DoctorReport, error
 		return nil, err
 	}
 	state := filepath.Join(repo.CommonDir, "majlis")
-	rep := &DoctorReport{CommonDir: repo.CommonDir, StateDir: state, Checked: []string{"registration"}, Findings: []Finding{}}
+	rep := &DoctorReport{CommonDir: repo.CommonDir, StateDir: state, Checked: []string{"registration"}, Findings: []Finding{}, Trash: []KeptTrash{}}
 	if _, err := readRegistration(state); err != nil {
 		if !errors.Is(err, ErrMalformed) {
 			return nil, err
@@ -102,7 +107,8 @@ func Doctor(ctx context.Context, dir string, opts Options) (*DoctorReport, error
 
 // Doctor examines the repository p is open on, changing nothing.
 func (p *Provider) Doctor(ctx context.Context) (*DoctorReport, error) {
-	rep := &DoctorReport{CommonDir: p.reg.CommonDir, StateDir: p.stateDir, Checked: []string{"registration"}, Findings: []Finding{}}
+	rep := &DoctorReport{CommonDir: p.reg.CommonDir, StateDir: p.stateDir, Checked: []string{"registration"}, Findings: []Finding{},
+		Trash: []KeptTrash{}}
 	add := func(f Finding) { rep.Findings = append(rep.Findings, f) }
 
 	// The claims folder: every record decodes and validates.
@@ -142,6 +148,10 @@ func (p *Provider) Doctor(ctx context.Context) (*DoctorReport, error) {
 	rep.Checked = append(rep.Checked, "reservations")
 	if err := p.checkReservations(add); err != nil {
 		return nil, err
+	}
+	rep.Checked = append(rep.Checked, "trash")
+	if inv != nil {
+		rep.Trash = p.checkTrash(inv, add)
 	}
 	rep.OK = len(rep.Findings) == 0
 	return rep, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/majlis-dev/majlis/admission"
 )
@@ -34,7 +35,20 @@ type EndResult struct {
 	Reclaimed    *ReclaimResult `json:"reclaimed,omitempty"`
 	Preview      *Preview       `json:"preview,omitempty"`
 	NotReclaimed error          `json:"-"`
+	// Ignored says what became of the ignored files (and FIFOs, sockets,
+	// devices) salvage does not keep, with --reclaim: IgnoredNone, or
+	// IgnoredKept (reclaimed: they wait in the kept trash folder, which
+	// restore --from-trash brings back), or IgnoredLeft (not reclaimed:
+	// the policy keeps no trash, so a reclaim would delete them).
+	Ignored string `json:"ignored,omitempty"`
 }
+
+// What end --reclaim did with ignored files (EndResult.Ignored).
+const (
+	IgnoredNone = "none"
+	IgnoredKept = "kept_in_trash"
+	IgnoredLeft = "not_reclaimed"
+)
 
 // End finishes the task of o.Binding in one call: it releases every lease
 // the task holds (as lease release --holder BINDING does), then releases
@@ -110,7 +124,33 @@ func (p *Provider) End(ctx context.Context, o EndOptions) (*EndResult, error) {
 			Hint:   "preview its reclaim to see what would be salvaged, then confirm it"}
 		return res, nil
 	}
-	r, err := p.Reclaim(ctx, ReclaimOptions{Binding: o.Binding, Confirm: pv.Digest, RequestID: sub("reclaim")})
+	// Files salvage does not keep make a workspace clean for end only
+	// while the trash is kept: then they wait there for the undo window.
+	res.Ignored = IgnoredNone
+	if n := pv.IgnoredFiles + pv.SpecialFiles; n > 0 {
+		keep, err := p.keepFor(ReclaimOptions{Binding: o.Binding})
+		if err != nil {
+			return nil, err
+		}
+		if in := trashInside(pv.Path, pv.PhysicalPath, pv.Peers); in != "" && keep > 0 {
+			res.Ignored = IgnoredLeft
+			res.NotReclaimed = &Error{Op: "end", Binding: o.Binding, Path: pv.Path, Peer: in, Err: ErrUnconfirmed,
+				Reason: fmt.Sprintf("it holds %s that salvage does not keep (%s), and its trash folder would lie inside %s, so it would not be kept: a reclaim would delete them",
+					nounCount(n, "ignored or special file", "ignored or special files"), strings.Join(firstIgnored(pv, 3), ", "), in),
+				Hint: "move what you need out of it, then reclaim it"}
+			return res, nil
+		}
+		if keep == 0 {
+			res.Ignored = IgnoredLeft
+			res.NotReclaimed = &Error{Op: "end", Binding: o.Binding, Path: pv.Path, Err: ErrUnconfirmed,
+				Reason: fmt.Sprintf("it holds %s that salvage does not keep (%s), and the policy keeps no trash (trash.keep 0): a reclaim would delete them",
+					nounCount(n, "ignored or special file", "ignored or special files"), strings.Join(firstIgnored(pv, 3), ", ")),
+				Hint: "move what you need out of it, then reclaim it; or have the policy keep the trash (its key trash.keep)"}
+			return res, nil
+		}
+		res.Ignored = IgnoredKept
+	}
+	r, err := p.Reclaim(ctx, ReclaimOptions{Binding: o.Binding, Confirm: pv.Digest, RequestID: sub("reclaim"), requireKeep: res.Ignored == IgnoredKept})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err
@@ -120,4 +160,22 @@ func (p *Provider) End(ctx context.Context, o EndOptions) (*EndResult, error) {
 	}
 	res.Reclaimed = r
 	return res, nil
+}
+
+// firstIgnored names up to n of the files a preview lists as not salvaged.
+func firstIgnored(pv *Preview, n int) []string {
+	var out []string
+	for _, f := range pv.IgnoredPaths {
+		if len(out) == n {
+			break
+		}
+		out = append(out, f)
+	}
+	for _, f := range pv.SpecialPaths {
+		if len(out) == n {
+			break
+		}
+		out = append(out, f.Path)
+	}
+	return out
 }

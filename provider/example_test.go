@@ -131,8 +131,10 @@ func ExampleProvider_Salvage() {
 }
 
 // A reclaim is previewed first; confirming the preview's digest lets it
-// proceed only if nothing changed since. It salvages, moves the workspace
-// into a trash folder, and deletes it; the branch is kept.
+// proceed only if nothing changed since. It salvages and moves the
+// workspace into a trash folder, kept for the undo window (the policy's
+// trash.keep, a day by default: RestoreFromTrash undoes the reclaim); a
+// purge (PurgeDue) deletes it afterwards. The branch is kept.
 func ExampleProvider_Reclaim() {
 	dir, cleanup := exampleRepository()
 	defer cleanup()
@@ -169,7 +171,7 @@ func ExampleProvider_Reclaim() {
 	// will move
 	// will resalvage
 	// will delete-trash
-	// done [salvage move delete-trash]
+	// done [salvage move keep-trash]
 	// work kept on refs/majlis/salvage/T-14/1 and branch majlis/T-14
 	// workspace removed: true
 }

@@ -98,11 +98,14 @@ type GCRef struct {
 	Reason  string `json:"reason"`
 }
 
-// A GCTrash is a kept trash folder gc deletes.
+// A GCTrash is a kept trash folder gc deletes (after salvaging what
+// changed in it, purge.go), and why (a Due* word).
 type GCTrash struct {
 	Binding   string    `json:"binding"`
+	Seq       int       `json:"seq"`
 	Path      string    `json:"path"`
 	KeptUntil time.Time `json:"kept_until"`
+	Due       string    `json:"due"`
 }
 
 // A GCPlan is what gc would delete; its digest pins it.
@@ -113,6 +116,9 @@ type GCPlan struct {
 	SalvageRefs  []GCRef    `json:"salvage_refs"`
 	DeletedTips  []GCRef    `json:"deleted_tips"`
 	Trash        []GCTrash  `json:"trash"`
+	// TrashKept lists every kept trash folder, due or not, with its age
+	// and size (not covered by the digest: ages change by the second).
+	TrashKept []KeptTrash `json:"trash_kept"`
 	// Records are the records gc compacts, by binding and number.
 	Records    []GCRecord `json:"records"`
 	SalvageAge string     `json:"salvage_age"`
@@ -167,14 +173,14 @@ func (p *Provider) PreviewGC(ctx context.Context, o GCOptions) (*GCPlan, error) 
 	if err := p.gcDeleted(ctx, reader, o.DeletedAge, plan); err != nil {
 		return nil, err
 	}
-	now := p.now()
-	for _, recs := range all {
-		for _, r := range recs {
-			ev, mv := r.Events[EventReclaimed], r.Events[EventMoved]
-			if ev == nil || mv == nil || ev.TrashPath == "" || ev.KeepUntil == nil || now.Before(*ev.KeepUntil) || r.has(EventPurged) {
-				continue
-			}
-			plan.Trash = append(plan.Trash, GCTrash{Binding: r.Claim.Binding, Path: ev.TrashPath, KeptUntil: ev.KeepUntil.UTC()})
+	tp, err := p.TrashPolicy()
+	if err != nil {
+		return nil, err
+	}
+	kept := p.keptTrash(all, tp, true)
+	for _, k := range kept {
+		if k.Due != "" {
+			plan.Trash = append(plan.Trash, GCTrash{Binding: k.Binding, Seq: k.Seq, Path: k.Path, KeptUntil: k.KeptUntil, Due: k.Due})
 		}
 	}
 	if err := p.gcRecords(ctx, reader, all, o.RecordAge, plan); err != nil {
@@ -183,6 +189,7 @@ func (p *Provider) PreviewGC(ctx context.Context, o GCOptions) (*GCPlan, error) 
 	h := sha256.New()
 	json.NewEncoder(h).Encode(plan)
 	plan.Digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	plan.TrashKept = kept
 	return plan, nil
 }
 
@@ -537,34 +544,19 @@ func (p *Provider) GC(ctx context.Context, o GCOptions) (*GCResult, error) {
 			*list.done = append(*list.done, r)
 		}
 	}
-	if len(plan.Trash) > 0 {
-		all, err := p.readAllBindings()
-		if err != nil {
-			return nil, err
-		}
-		byPath := map[string]*claimRecord{}
-		for _, recs := range all {
-			for _, r := range recs {
-				if ev := r.Events[EventReclaimed]; ev != nil && ev.TrashPath != "" {
-					byPath[ev.TrashPath] = r
-				}
+	for _, t := range plan.Trash {
+		if _, err := p.purgeKept(ctx, t.Binding, t.Seq, t.Due); err != nil {
+			if ctx.Err() != nil {
+				return nil, err
 			}
-		}
-		for _, t := range plan.Trash {
-			r := byPath[t.Path]
-			if r == nil || r.Events[EventMoved] == nil {
-				skip(t.Path, t.Binding, "its record changed since the preview")
-				continue
-			}
-			if err := p.purgeOne(ctx, r, r.Events[EventMoved], false); err != nil {
-				if ctx.Err() != nil {
-					return nil, err
-				}
+			if errors.Is(err, errPurgeGone) {
+				skip(t.Path, t.Binding, "purged or restored since the preview")
+			} else {
 				skip(t.Path, t.Binding, err.Error())
-				continue
 			}
-			res.Trash = append(res.Trash, t)
+			continue
 		}
+		res.Trash = append(res.Trash, t)
 	}
 	// Records last: a record is compacted only once its trash is gone.
 	if err := p.finishCompactions(ctx); err != nil {

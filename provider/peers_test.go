@@ -330,7 +330,7 @@ func TestReclaimAncestorPeers(t *testing.T) {
 			t.Fatalf("main worktree peer %+v, want a non-overlapping one that ignores the target; peers %+v", main, pv.Peers)
 		}
 		mainBefore := peerTree(t, repo.Dir)
-		res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Confirm: pv.Digest})
+		res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Confirm: pv.Digest, DeleteTrash: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1181,7 +1181,7 @@ func TestReclaimSuccessPath(t *testing.T) {
 	if diff := cmp.Diff([]string{"salvage", "move", "resalvage", "delete-trash"}, steps); diff != "" {
 		t.Errorf("preview steps (-want +got):\n%s", diff)
 	}
-	res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Confirm: pv.Digest, RequestID: "rc-1"})
+	res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Confirm: pv.Digest, RequestID: "rc-1", DeleteTrash: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,9 +32,16 @@ type ReclaimOptions struct {
 	SalvageSubmodules bool   // salvage dirty submodules too, instead of refusing
 	RequestID         string
 	// KeepTrash, when positive, keeps the moved workspace in its trash
-	// folder for this long instead of deleting it; the next reclaim after
-	// that deletes it.
-	KeepTrash time.Duration
+	// folder for this long (the undo window: restore --from-trash puts it
+	// back) instead of the policy's trash.keep; zero means the policy's.
+	// A purge deletes it afterwards (purge.go). DeleteTrash deletes it at
+	// once instead, whatever the policy says (--keep-trash 0).
+	KeepTrash   time.Duration
+	DeleteTrash bool
+	// requireKeep (end --reclaim of a workspace with ignored files)
+	// refuses, before anything is done, a reclaim whose trash would not
+	// be kept.
+	requireKeep bool
 }
 
 // A ReclaimResult reports a finished reclaim. Its JSON is part of the CLI
@@ -56,11 +63,15 @@ type ReclaimResult struct {
 	// (--keep-trash): the workspace's directory is there until then.
 	TrashPath      string     `json:"trash_path,omitempty"`
 	TrashKeptUntil *time.Time `json:"trash_kept_until,omitempty"`
+	// TrashNotKept says why the trash folder was deleted at once although
+	// the policy (or --keep-trash) keeps trash: it would lie inside
+	// another workspace or worktree.
+	TrashNotKept string `json:"trash_not_kept,omitempty"`
 	// PathOccupied reports that something appeared at the workspace's path
 	// after the move: someone else's, left alone.
 	PathOccupied bool `json:"path_occupied,omitempty"`
-	// TrashPurged lists kept trash folders, of any workspace, that had
-	// expired and that this reclaim deleted.
+	// TrashPurged is always empty: a reclaim no longer deletes other
+	// workspaces' kept trash in its own time (PurgeDue does, after it).
 	TrashPurged []string `json:"trash_purged,omitempty"`
 	// PinnedOnFirstContact reports that the workspace, allocated before
 	// majlis pinned admin entries, was pinned by this reclaim.
@@ -186,6 +197,10 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 		return nil, &Error{Op: "reclaim", Binding: o.Binding, Err: ErrUnconfirmed,
 			Hint: "preview the reclaim, then confirm its digest"}
 	}
+	// How long the trash is kept is settled before anything is done.
+	if o.KeepTrash, err = p.keepFor(o); err != nil {
+		return nil, err
+	}
 	if rec.has(EventMoved) {
 		// An interrupted reclaim moved (or was about to move) the
 		// workspace into its trash folder: finish from there.
@@ -242,13 +257,7 @@ func (p *Provider) reclaimHeld(ctx context.Context, rec *claimRecord, entry *adm
 	if err := p.inject(ctx, fpReclaimReserved); err != nil {
 		return nil, err
 	}
-	res, err := p.reclaimReserved(ctx, rec, entry, lease, o)
-	if err != nil {
-		return nil, err
-	}
-	// Kept trash whose time is up goes with the next reclaim.
-	res.TrashPurged = p.purgeExpiredTrash(ctx, rec)
-	return res, nil
+	return p.reclaimReserved(ctx, rec, entry, lease, o)
 }
 
 func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, entry *adminEntry, lease *reservation.Session, o ReclaimOptions) (*ReclaimResult, error) {
@@ -272,6 +281,14 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, entry 
 	}
 	if err := checkMovable(rec); err != nil {
 		return nil, err
+	}
+	if in := trashInside(c.Path, c.PhysicalPath, pv.Peers); in != "" && o.KeepTrash > 0 {
+		if o.requireKeep {
+			return nil, &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Peer: in, Err: ErrUnconfirmed,
+				Reason: "its trash folder would lie inside " + in + ", so it would not be kept, and what salvage does not keep (ignored files) would be deleted"}
+		}
+		o.KeepTrash = 0
+		res.TrashNotKept = "its trash folder would lie inside " + in + ", whose reclaim a kept trash would block"
 	}
 	// A workspace allocated before majlis pinned admin entries is pinned
 	// now, before any step: the checks that follow then require the pin,

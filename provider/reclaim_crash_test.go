@@ -192,6 +192,11 @@ func newCrashScene(t *testing.T) *crashScene {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
+	// These tests are of the deletion: the repository keeps no trash
+	// (policy trash.keep 0), as a reclaim with --keep-trash 0 would.
+	if _, err := p.SetTrashPolicy(PolicyTrashKeep, "0"); err != nil {
+		t.Fatal(err)
+	}
 	s := &crashScene{repo: repo, p: p,
 		work: map[string]string{
 			"src/app.go":          "package app // changed in T-1\n", // modified tracked file

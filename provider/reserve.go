@@ -25,15 +25,27 @@ const reclaimPrefix = "reclaim."
 // released. A reservation whose owner is proven dead (and which has
 // expired) is recovered first.
 func (p *Provider) reserve(ctx context.Context, rec *claimRecord, requestID string) (*reservation.Session, error) {
+	return p.reserveAt(ctx, rec, requestID, "reclaim", rec.Claim.Path, rec.Claim.PhysicalPath)
+}
+
+// reservePurge registers the binding's reservation for the purge of its
+// kept trash folder at trash: the reservation covers that folder, not the
+// workspace's path, where the binding may have a live workspace again
+// whose leases and allocations it must not block.
+func (p *Provider) reservePurge(ctx context.Context, rec *claimRecord, trash string) (*reservation.Session, error) {
+	return p.reserveAt(ctx, rec, "", "purge", trash, trash)
+}
+
+func (p *Provider) reserveAt(ctx context.Context, rec *claimRecord, requestID, purpose, path, physical string) (*reservation.Session, error) {
 	c := rec.Claim
-	pub, err := p.publicationLease(ctx, "reclaim "+c.Binding)
+	pub, err := p.publicationLease(ctx, purpose+" "+c.Binding)
 	if err != nil {
 		return nil, err
 	}
 	defer pub.Release()
-	req := reservation.Request{Resource: reclaimPrefix + c.Binding, Purpose: "reclaim", TTL: p.ttl,
+	req := reservation.Request{Resource: reclaimPrefix + c.Binding, Purpose: purpose, TTL: p.ttl,
 		AuthorityDigest: rec.Digest,
-		Metadata:        map[string]string{"binding": c.Binding, "request_id": requestID, "path": c.Path, "physical_path": c.PhysicalPath}}
+		Metadata:        map[string]string{"binding": c.Binding, "request_id": requestID, "path": path, "physical_path": physical}}
 	l, err := p.leases.Acquire(ctx, req)
 	if errors.Is(err, reservation.ErrHeld) {
 		if old, rerr := p.leases.Recover(ctx, req.Resource); rerr == nil {

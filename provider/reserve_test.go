@@ -91,7 +91,7 @@ func TestLostReservationStopsReclaim(t *testing.T) {
 					t.Error("the reclaim's context was not cancelled after its reservation was lost")
 				}
 			}
-			_, err = p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true})
+			_, err = p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true, DeleteTrash: true})
 			p.hook = nil
 			if other == nil {
 				t.Fatalf("the reclaim never reached %s: %v", tc.point, err)
@@ -135,7 +135,7 @@ func TestLostReservationStopsReclaim(t *testing.T) {
 			if err := other.release(); err != nil {
 				t.Fatal(err)
 			}
-			res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true})
+			res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true, DeleteTrash: true})
 			if err != nil {
 				t.Fatalf("retry: %v", err)
 			}

@@ -296,22 +296,40 @@ func roundTrip(t *testing.T, seed uint64) {
 		w.sub.Git("checkout", "--quiet", "-b", "work")
 	}
 	var res *RestoreResult
-	do := func(s state) { w.log = append(w.log, s.name); s.apply(w) }
 	for range rng.IntN(4) {
-		do(historyStates[rng.IntN(len(historyStates))])
+		w.do(historyStates[rng.IntN(len(historyStates))])
 	}
 	if rng.IntN(2) == 0 {
-		do(operationStates[rng.IntN(len(operationStates))])
+		w.do(operationStates[rng.IntN(len(operationStates))])
 	}
 	for range rng.IntN(6) {
-		do(worktreeStates[rng.IntN(len(worktreeStates))])
+		w.do(worktreeStates[rng.IntN(len(worktreeStates))])
 	}
+	// What happens to the kept trash (the undo window): nothing, or
+	// someone edits and commits in it before its purge, or its branch
+	// moves before restore --from-trash.
+	then := []string{"restore the salvage", "edit the kept trash, purge it, restore the salvage", "move the branch, restore from the trash"}[rng.IntN(3)]
+	w.log = append(w.log, "then: "+then)
 	t.Logf("states: %s", strings.Join(w.log, ", "))
 
 	before := observe(t, w.ws, w.sub)
-	rec, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true, SalvageSubmodules: true})
+	ro := ReclaimOptions{Binding: "T-1", Yes: true, SalvageSubmodules: true}
+	if strings.HasPrefix(then, "edit") {
+		ro.KeepTrash = time.Nanosecond // due at once
+	}
+	rec, err := p.Reclaim(t.Context(), ro)
 	if err != nil {
 		t.Fatalf("reclaim: %v", err)
+	}
+	switch {
+	case rec.TrashPath == "":
+		t.Fatalf("the reclaim kept no trash: %+v", rec)
+	case strings.HasPrefix(then, "edit"):
+		roundTripPurge(t, w, p, rec)
+		return
+	case strings.HasPrefix(then, "move") && before.view["HEAD symbolic"] == "refs/heads/"+w0.Branch:
+		roundTripBranchMoved(t, w, p, before)
+		return
 	}
 	if rec.SalvageRef == nil {
 		// Nothing to keep: the workspace was clean, on its branch, which
@@ -340,6 +358,106 @@ func roundTrip(t *testing.T, seed uint64) {
 		if !after.objects[id] {
 			t.Errorf("object %s was reachable before the reclaim, not after the restore", id)
 		}
+	}
+}
+
+func (w *world) do(s state) { w.log = append(w.log, s.name); s.apply(w) }
+
+// roundTripPurge: someone opens the kept trash folder and makes more
+// states there (on its detached HEAD); its purge must salvage them all:
+// the latest salvage restores the trash as it was before the purge.
+func roundTripPurge(t *testing.T, w *world, p *Provider, rec *ReclaimResult) {
+	w.ws, w.sub, w.log = &fixtures.Repo{T: t, Dir: rec.TrashPath}, nil, nil
+	// The history states want a clean tree, which the trash rarely is:
+	// here a commit takes what is staged, on the detached HEAD.
+	for range w.rng.IntN(5) {
+		if w.rng.IntN(3) == 0 {
+			w.do(trashCommit)
+			continue
+		}
+		w.do(worktreeStates[w.rng.IntN(len(worktreeStates))])
+	}
+	t.Logf("in the kept trash: %s", strings.Join(w.log, ", "))
+	before := observe(t, w.ws, nil)
+	// A HEAD majlis detached, still where it was, stands for its branch.
+	if r, err := p.claimOf("T-1", 1); err == nil {
+		if ev := r.Events[EventReclaimed]; ev.Branch != "" && before.view["HEAD symbolic"] == "detached" && before.view["HEAD"] == ev.Head {
+			before.view["HEAD symbolic"] = ev.Branch
+		}
+	}
+	purged, err := p.PurgeDue(t.Context())
+	if err != nil || len(purged.Purged) != 1 || len(purged.Left) != 0 {
+		t.Fatalf("purge: %+v, %v", purged, err)
+	}
+	if _, err := os.Lstat(rec.TrashPath); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the trash is still there after its purge: %v", err)
+	}
+	if purged.Purged[0].SalvageRef == "" && rec.SalvageRef == nil {
+		// Clean and untouched: its branch holds everything.
+		after := observe(t, w.repo, nil)
+		for id := range before.objects {
+			if !after.objects[id] {
+				t.Errorf("object %s was reachable before the purge, not after", id)
+			}
+		}
+		return
+	}
+	res, err := p.Restore(t.Context(), RestoreOptions{Binding: "T-1"})
+	if err != nil {
+		t.Fatalf("restore after the purge: %v", err)
+	}
+	after := observe(t, &fixtures.Repo{T: t, Dir: res.Workspace.Path}, nil)
+	if diff := cmp.Diff(before.view, after.view); diff != "" {
+		t.Errorf("restored workspace differs from the trash before its purge (-before +after):\n%s", diff)
+	}
+	for id := range before.objects {
+		if !after.objects[id] {
+			t.Errorf("object %s was reachable before the purge, not after the restore", id)
+		}
+	}
+}
+
+// trashCommit commits what is staged in a kept trash folder, and a new
+// file, on its detached HEAD.
+var trashCommit = state{"commit in the kept trash", func(w *world) {
+	p := w.name("src/in-trash-")
+	w.ws.WriteFile(p, "committed in the kept trash\n")
+	w.ws.Git("add", "--", p)
+	// Refused while a conflict is unresolved: the file stays staged.
+	w.ws.TryGit("commit", "-q", "--no-verify", "-m", "made in the kept trash")
+}}
+
+// roundTripBranchMoved: the workspace's branch moves (a commit made on it
+// in another worktree) while it waits in its kept trash; restore
+// --from-trash gives it back on a detached HEAD where it was, everything
+// else as it was, and leaves the branch where it moved to.
+func roundTripBranchMoved(t *testing.T, w *world, p *Provider, before observation) {
+	branch := strings.TrimPrefix(before.view["HEAD symbolic"], "refs/heads/")
+	other := &fixtures.Repo{T: t, Dir: filepath.Join(fixtures.TempDir(t), "other")}
+	w.repo.Git("worktree", "add", "-q", other.Dir, branch)
+	other.WriteFile("moved-elsewhere.txt", "a commit on the branch, made elsewhere\n")
+	moved := other.Commit("moved the branch")
+	w.repo.Git("worktree", "remove", "--force", other.Dir)
+	ws, err := p.RestoreFromTrash(t.Context(), "T-1", "")
+	if err != nil {
+		t.Fatalf("restore --from-trash: %v", err)
+	}
+	if ws.Branch != "" || ws.DetachedFrom != branch {
+		t.Errorf("restored on %q, detached from %q; want a detached HEAD naming %s", ws.Branch, ws.DetachedFrom, branch)
+	}
+	after := observe(t, w.ws, w.sub)
+	want := before.view
+	want["HEAD symbolic"] = "detached"
+	if diff := cmp.Diff(want, after.view); diff != "" {
+		t.Errorf("restored workspace differs (-before +after):\n%s", diff)
+	}
+	for id := range before.objects {
+		if !after.objects[id] {
+			t.Errorf("object %s was reachable before the reclaim, not after the restore", id)
+		}
+	}
+	if got := w.repo.RevParse("refs/heads/" + branch); got != moved {
+		t.Errorf("branch %s is at %s, want %s", branch, got, moved)
 	}
 }
 

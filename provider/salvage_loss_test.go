@@ -24,7 +24,7 @@ func reclaimAll(t *testing.T, p *Provider, binding, path string) (*Preview, *Rec
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: binding, Confirm: pv.Digest, SalvageSubmodules: true})
+	res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: binding, Confirm: pv.Digest, SalvageSubmodules: true, DeleteTrash: true})
 	if err != nil {
 		t.Fatalf("reclaim: %v", err)
 	}

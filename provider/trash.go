@@ -57,6 +57,24 @@ func newTrashPath(c *Claim) (string, error) {
 	return filepath.Join(filepath.Dir(c.Path), name), nil
 }
 
+// trashBinding returns the binding whose trash folder path names
+// (newTrashPath's form), or "".
+func trashBinding(path string) string {
+	rest, ok := strings.CutPrefix(filepath.Base(path), trashPrefix)
+	if !ok {
+		return ""
+	}
+	i := strings.LastIndexByte(rest, '.')
+	if i < 0 {
+		return ""
+	}
+	j := strings.LastIndexByte(rest[:i], '.')
+	if j <= 0 {
+		return ""
+	}
+	return rest[:j]
+}
+
 // adminAside is where git's admin entry of a claim's workspace is moved to
 // be deleted (see gitops.DropWorktreeEntry): in the state folder, on the
 // file system of the common dir.
@@ -148,7 +166,6 @@ func (p *Provider) reclaimMoved(ctx context.Context, rec *claimRecord, o Reclaim
 	if res, err = p.finishMoved(ctx, rec, ev, lease, o, res, inTrash, false); err != nil {
 		return nil, true, err
 	}
-	res.TrashPurged = p.purgeExpiredTrash(ctx, rec)
 	if o.RequestID != "" {
 		if err := p.recordRequest(o.RequestID, args, res); err != nil {
 			return nil, true, err
@@ -215,6 +232,9 @@ func (p *Provider) finishMoved(ctx context.Context, rec *claimRecord, ev *Event,
 		if o.KeepTrash > 0 {
 			until := p.now().UTC().Add(o.KeepTrash)
 			checked.KeepUntil = &until
+			if checked.Branch, checked.Head, err = keptHead(ctx, trash); err != nil {
+				return nil, err
+			}
 		}
 		if _, err := p.publishEvent(rec, checked); err != nil {
 			return nil, err
@@ -230,6 +250,11 @@ func (p *Provider) finishMoved(ctx context.Context, rec *claimRecord, ev *Event,
 
 	reclaimed := Event{Kind: EventReclaimed}
 	if ck := rec.Events[EventChecked]; ck != nil && ck.KeepUntil != nil && inTrash {
+		// Kept: its HEAD lets go of the branch (keep.go).
+		var err error
+		if reclaimed.Branch, reclaimed.Head, err = detachKept(ctx, trash, ck); err != nil {
+			return nil, err
+		}
 		until := *ck.KeepUntil
 		reclaimed.TrashPath, reclaimed.KeepUntil = trash, &until
 		res.TrashPath, res.TrashKeptUntil = trash, &until
@@ -467,62 +492,6 @@ func (p *Provider) deleteTrash(rec *claimRecord, ev *Event) error {
 			Hint: "a retry of the reclaim with the same request id finishes the deletion", Details: map[string]any{"resumable": true}}
 	}
 	return nil
-}
-
-// purgeExpiredTrash deletes the trash folders that reclaims kept
-// (--keep-trash) and whose time is up, of any workspace of the
-// repository, each under its binding's reclaim reservation (held names
-// the binding whose reservation the caller, reclaiming self, holds), and records each
-// with a purged event. A trash folder that is not the directory allocated,
-// or whose git entry is not the workspace's own, is left: it is reported
-// by the next reclaim again, never deleted. It returns the folders
-// deleted.
-func (p *Provider) purgeExpiredTrash(ctx context.Context, self *claimRecord) []string {
-	held := map[string]bool{self.Claim.Binding: true}
-	all, err := p.readAllBindings()
-	if err != nil {
-		return nil
-	}
-	now := p.now()
-	var purged []string
-	for _, recs := range all {
-		for _, r := range recs {
-			ev, mv := r.Events[EventReclaimed], r.Events[EventMoved]
-			if r.Digest == self.Digest || ev == nil || mv == nil || ev.TrashPath == "" || ev.KeepUntil == nil || now.Before(*ev.KeepUntil) || r.has(EventPurged) {
-				continue
-			}
-			if err := p.purgeOne(ctx, r, mv, held[r.Claim.Binding]); err == nil {
-				purged = append(purged, ev.TrashPath)
-			}
-		}
-	}
-	return purged
-}
-
-func (p *Provider) purgeOne(ctx context.Context, r *claimRecord, mv *Event, held bool) error {
-	if !held {
-		lease, err := p.reserve(ctx, r, "")
-		if err != nil {
-			return err
-		}
-		defer lease.Release()
-	}
-	// Restored meanwhile (workspace restore --from-trash), under the same
-	// reservation: nothing to do.
-	if again, err := p.readBinding(r.Claim.Binding); err != nil {
-		return err
-	} else {
-		for _, a := range again {
-			if a.Claim.Seq == r.Claim.Seq && a.has(EventPurged) {
-				return errors.New("already purged or restored")
-			}
-		}
-	}
-	if err := p.deleteTrash(r, mv); err != nil {
-		return err
-	}
-	_, err := p.publishEvent(r, Event{Kind: EventPurged, TrashPath: mv.TrashPath})
-	return err
 }
 
 // movedPreview is the preview of a workspace that an interrupted reclaim

@@ -147,7 +147,7 @@ func writerRound(t *testing.T, repo *fixtures.Repo, p *Provider, binding string)
 		}
 		time.Sleep(time.Millisecond)
 	}
-	res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: binding, Yes: true})
+	res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: binding, Yes: true, DeleteTrash: true})
 	close(stop)
 	<-done
 	if err != nil {
@@ -252,7 +252,7 @@ func TestReclaimTrashStates(t *testing.T) {
 		sub.WriteFile("local.txt", "committed only here\n")
 		local := sub.Commit("local only")
 		admin := fixtures.AdminDir(t, target.Path)
-		res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true})
+		res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true, DeleteTrash: true})
 		if err != nil {
 			t.Fatalf("reclaim: %v", err)
 		}
@@ -307,7 +307,7 @@ func TestReclaimTrashStates(t *testing.T) {
 		}
 		target := mustAllocate(t, p, AllocateOptions{Binding: "T-1", Path: filepath.Join(link, "T-1")})
 		peerDirty(t, target.Path)
-		res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true})
+		res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true, DeleteTrash: true})
 		if err != nil {
 			t.Fatalf("reclaim: %v", err)
 		}
@@ -390,20 +390,30 @@ func TestReclaimKeepTrash(t *testing.T) {
 		t.Errorf("trash left after the restore: %v", left)
 	}
 
-	// Kept for a moment only: the next reclaim (of another workspace)
-	// deletes it.
+	// Kept for a moment only: the next purge deletes it, and a reclaim
+	// of another workspace leaves it to the purge.
 	res, err = p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true, KeepTrash: time.Nanosecond})
 	if err != nil {
 		t.Fatalf("second reclaim of T-1: %v", err)
 	}
 	kept := res.TrashPath
 	mustAllocate(t, p, AllocateOptions{Binding: "T-2"})
-	res2, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-2", Yes: true})
+	res2, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-2", Yes: true, DeleteTrash: true})
 	if err != nil {
 		t.Fatalf("reclaim of T-2: %v", err)
 	}
-	if diff := cmp.Diff([]string{kept}, res2.TrashPurged); diff != "" {
-		t.Errorf("purged (-want +got):\n%s", diff)
+	if len(res2.TrashPurged) != 0 {
+		t.Errorf("the reclaim of T-2 purged %v in its own time", res2.TrashPurged)
+	}
+	if _, err := os.Lstat(kept); err != nil {
+		t.Errorf("the kept trash went with another reclaim: %v", err)
+	}
+	purged, err := p.PurgeDue(t.Context())
+	if err != nil {
+		t.Fatalf("purge: %v", err)
+	}
+	if len(purged.Purged) != 1 || purged.Purged[0].Path != kept || purged.Purged[0].Due != DueExpired || len(purged.Left) != 0 {
+		t.Errorf("purge: %+v, want %s purged as expired", purged, kept)
 	}
 	if left := trashLeft(t, p, filepath.Dir(target.Path)); len(left) > 0 {
 		t.Errorf("trash left after the purge: %v", left)
@@ -566,7 +576,7 @@ func TestReclaimStopsAtMountInside(t *testing.T) {
 			exec.Command("umount", "-l", m).Run()
 		}
 	})
-	_, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true, RequestID: "R"})
+	_, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true, RequestID: "R", DeleteTrash: true})
 	if !errors.Is(err, ErrCrossDevice) {
 		t.Fatalf("reclaim of a workspace with a mount inside: %v, want ErrCrossDevice", err)
 	}
@@ -581,7 +591,7 @@ func TestReclaimStopsAtMountInside(t *testing.T) {
 	if out, err := exec.Command("umount", mounted).CombinedOutput(); err != nil {
 		t.Fatalf("umount %s: %v %s", mounted, err, out)
 	}
-	if _, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true, RequestID: "R"}); err != nil {
+	if _, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true, RequestID: "R", DeleteTrash: true}); err != nil {
 		t.Fatalf("retry after unmounting: %v", err)
 	}
 	if b, err := os.ReadFile(filepath.Join(data, "precious")); err != nil || string(b) != "keep\n" {

@@ -44,10 +44,21 @@ type Workspace struct {
 	// TrashPath and TrashKeptUntil name the trash folder a reclaim kept
 	// (--keep-trash) while it is there: workspace restore --from-trash
 	// puts it back.
-	TrashPath      string         `json:"trash_path,omitempty"`
-	TrashKeptUntil *time.Time     `json:"trash_kept_until,omitempty"`
-	Dirty          *bool          `json:"dirty,omitempty"`   // show only
-	Changes        *gitops.Counts `json:"changes,omitempty"` // show only
+	TrashPath      string     `json:"trash_path,omitempty"`
+	TrashKeptUntil *time.Time `json:"trash_kept_until,omitempty"`
+	// TrashSizeBytes is the disk space the kept trash folder takes;
+	// TrashHalfPurged, that a purge of it began and did not finish (it may
+	// be half deleted; restore --from-trash refuses it).
+	TrashSizeBytes  *int64 `json:"trash_size_bytes,omitempty"`
+	TrashHalfPurged bool   `json:"trash_half_purged,omitempty"`
+	// TrashPurgedAt and TrashPurged say when the kept trash folder went,
+	// and why: expired, max_bytes or min_free (purged early for space),
+	// or that restore --from-trash moved it back.
+	TrashPurgedAt *time.Time     `json:"trash_purged_at,omitempty"`
+	TrashPurged   string         `json:"trash_purged,omitempty"`
+	DetachedFrom  string         `json:"detached_from,omitempty"`
+	Dirty         *bool          `json:"dirty,omitempty"`   // show only
+	Changes       *gitops.Counts `json:"changes,omitempty"` // show only
 	// DirtySubmodules lists submodules with changes salvage cannot capture (show only).
 	DirtySubmodules []string `json:"dirty_submodules,omitempty"`
 	// Damage, for state damaged only: which file, why, and where the
@@ -86,7 +97,7 @@ func (p *Provider) render(ctx context.Context, reader *gitops.Reader, reclaiming
 	w := &Workspace{
 		ID: shortDigest(rec.Digest), Binding: c.Binding, Path: c.Path, PhysicalPath: c.PhysicalPath,
 		Branch: c.Branch, Base: c.Base, ClaimDigest: rec.Digest, CreatedAt: c.CreatedAt,
-		Intent: c.Intent, RequestID: c.RequestID, OwnerPID: c.OwnerPID, State: StateActive,
+		Intent: c.Intent, RequestID: c.RequestID, OwnerPID: c.OwnerPID, State: StateActive, DetachedFrom: c.DetachedFrom,
 	}
 	if ev := rec.Events[EventReleased]; ev != nil {
 		t := ev.At
@@ -96,7 +107,14 @@ func (p *Provider) render(ctx context.Context, reader *gitops.Reader, reclaiming
 		t := ev.At
 		w.ReclaimedAt, w.State, w.SalvageRef = &t, StateReclaimed, ev.SalvageRef
 		if ev.TrashPath != "" && !rec.has(EventPurged) {
-			w.TrashPath, w.TrashKeptUntil = ev.TrashPath, ev.KeepUntil
+			w.TrashPath, w.TrashKeptUntil, w.TrashHalfPurged = ev.TrashPath, ev.KeepUntil, rec.has(EventPurging)
+			if n, err := p.trashSize(ev.TrashPath); err == nil {
+				w.TrashSizeBytes = &n
+			}
+		}
+		if pg := rec.Events[EventPurged]; pg != nil && ev.TrashPath != "" {
+			t := pg.At
+			w.TrashPurgedAt, w.TrashPurged = &t, pg.Reason
 		}
 		return w, nil
 	}

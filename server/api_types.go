@@ -60,7 +60,7 @@ type ReclaimRequest struct {
 	Confirm           string `json:"confirm,omitempty" jsonschema:"the digest of the preview to carry out (sha256:...)"`
 	Yes               bool   `json:"yes,omitempty" jsonschema:"proceed without comparing with a preview (the safety checks still run)"`
 	SalvageSubmodules bool   `json:"salvage_submodules,omitempty" jsonschema:"salvage dirty submodules too, instead of refusing"`
-	KeepTrash         string `json:"keep_trash,omitempty" jsonschema:"keep the moved workspace in its trash folder this long (a Go duration)"`
+	KeepTrash         string `json:"keep_trash,omitempty" jsonschema:"keep the moved workspace in its trash folder this long (a Go duration; 0 deletes it at once) instead of the policy's trash.keep (default 24h)"`
 	RequestID         string `json:"request_id,omitempty" jsonschema:"idempotency key"`
 }
 

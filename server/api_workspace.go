@@ -82,7 +82,7 @@ func (a *api) reclaim(ctx context.Context, q *ReclaimRequest) (*ReclaimResult, e
 			Hint:   "ask for the preview ({tool:workspace_reclaim_preview}), check it, and send its digest as confirm"}
 	}
 	res, err := a.s.p.Reclaim(ctx, provider.ReclaimOptions{Binding: q.Binding, Confirm: q.Confirm, Yes: q.Yes,
-		SalvageSubmodules: q.SalvageSubmodules, KeepTrash: keep, RequestID: q.RequestID})
+		SalvageSubmodules: q.SalvageSubmodules, KeepTrash: keep, DeleteTrash: q.KeepTrash != "" && keep == 0, RequestID: q.RequestID})
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ type ReclaimToolInput struct {
 	Binding           string `json:"binding" jsonschema:"the workspace's binding (task id)"`
 	Confirm           string `json:"confirm" jsonschema:"the digest returned by workspace_reclaim_preview (sha256:...)"`
 	SalvageSubmodules bool   `json:"salvage_submodules,omitempty" jsonschema:"salvage dirty submodules too, instead of refusing"`
-	KeepTrash         string `json:"keep_trash,omitempty" jsonschema:"keep the moved workspace in its trash folder this long (a Go duration), so that workspace_restore with from_trash can undo the reclaim"`
+	KeepTrash         string `json:"keep_trash,omitempty" jsonschema:"keep the moved workspace in its trash folder this long (a Go duration; 0 deletes it at once) instead of the policy's trash.keep (default 24h); until then workspace_restore with from_trash undoes the reclaim"`
 	RequestID         string `json:"request_id,omitempty" jsonschema:"idempotency key"`
 }
 
@@ -98,7 +98,7 @@ func newMCPServer(a *api, version string) *mcp.Server {
 		a.salvage)
 	tool(srv, a, "workspace_reclaim_preview", `Preview a reclaim: what would be salvaged (with why), moved and deleted, which peers were checked, and a digest of it all. Changes nothing. Show it to whoever decides, then pass its digest as confirm to workspace_reclaim. Refused with workspace_live (exit 4) while the task's process runs or it holds leases (end_task first), peer_overlap (exit 3) when another workspace overlaps it, not_found (exit 5) when the binding has no workspace.`,
 		a.preview)
-	mcp.AddTool(srv, &mcp.Tool{Name: "workspace_reclaim", Annotations: toolAnnotations["workspace_reclaim"], Description: `Reclaim a workspace after previewing it: salvage everything its removal would lose, move it aside and delete it; the branch is kept. confirm must be the digest workspace_reclaim_preview returned: if anything changed since, it refuses with preview_stale (exit 3, details say what changed) and nothing happens; preview again and decide again. The result names the salvage ref; workspace_restore brings the work back. Also refused with workspace_live (exit 4) while its task holds leases or its process runs (end_task first), peer_overlap (exit 3) when another workspace overlaps it; usage (exit 2) for a confirm that is not a digest.` + refusalNote},
+	mcp.AddTool(srv, &mcp.Tool{Name: "workspace_reclaim", Annotations: toolAnnotations["workspace_reclaim"], Description: `Reclaim a workspace after previewing it: salvage everything its removal would lose and move it aside into its trash folder, kept for the undo window (the policy's trash.keep, default 24h; keep_trash overrides it) and purged afterwards; the branch is kept. confirm must be the digest workspace_reclaim_preview returned: if anything changed since, it refuses with preview_stale (exit 3, details say what changed) and nothing happens; preview again and decide again. The result names the salvage ref; workspace_restore brings the work back. Also refused with workspace_live (exit 4) while its task holds leases or its process runs (end_task first), peer_overlap (exit 3) when another workspace overlaps it; usage (exit 2) for a confirm that is not a digest.` + refusalNote},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ReclaimToolInput) (*mcp.CallToolResult, *ReclaimResult, error) {
 			if in.Confirm == "" {
 				return nil, nil, a.toolError(usage("confirm is required: the digest of workspace_reclaim_preview"))

@@ -64,6 +64,9 @@ type Options struct {
 	// carries no authenticated request is closed for each new one. Zero
 	// means half the descriptor limit, at most DefaultMaxConns.
 	MaxConns int
+	// PurgeInterval is how often the kept trash that is due is purged in
+	// the background (purge.go); zero means DefaultPurgeInterval.
+	PurgeInterval time.Duration
 }
 
 // Defaults of Options.
@@ -103,6 +106,7 @@ func (o Options) withDefaults() (Options, error) {
 	o.BodyTimeout = orDefault(o.BodyTimeout, DefaultBodyTimeout)
 	o.BusyWait = orDefault(o.BusyWait, DefaultBusyWait)
 	o.IdleTimeout = orDefault(o.IdleTimeout, DefaultIdleTimeout)
+	o.PurgeInterval = orDefault(o.PurgeInterval, DefaultPurgeInterval)
 	// The server acts for other processes: being its parent (or the
 	// server itself) must not stand in for a lease's token.
 	o.Provider.ServesOthers = true

@@ -83,6 +83,10 @@ func Serve(ctx context.Context, o Options) error {
 	bctx, bcancel := context.WithCancel(ctx)
 	defer bcancel()
 	go s.beats.run(bctx, o.HeartbeatTick)
+	// The background purge stops before the provider closes.
+	purged := make(chan struct{})
+	go func() { defer close(purged); purgeLoop(bctx, p, o.PurgeInterval, o.Logf) }()
+	defer func() { bcancel(); <-purged }()
 	s.ready.Store(true)
 	if o.Ready != nil {
 		o.Ready(addr)

@@ -233,6 +233,8 @@ var codeTable = []code{
 	{Code: "interrupted", Exit: ExitRefused, From: []source{prov(provider.ErrInterrupted)},
 		Meaning: "an earlier operation on it was interrupted (exit 3); this one, by Ctrl-C or SIGTERM, exits 130 or 143 with the same code (details.signal, and details.request_id to resume it)",
 		Hints: []hint{
+			{When: "half_purged", Text: "its work is salvaged: 'majlis workspace restore {binding}' restores the latest salvage; 'majlis gc --purge-due' finishes the purge",
+				API: "its work is salvaged: restore the latest salvage ({tool:workspace_restore} without from_trash)"},
 			{When: "op=restore", Text: "run 'majlis workspace restore {binding}' again with a new --request-id", API: "restore it again ({tool:workspace_restore}) with a new request_id"},
 			{When: "resumable", Text: "retry with the same --request-id to see the result", API: "retry with the same request_id to see the result"},
 		}},

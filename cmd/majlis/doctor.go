@@ -81,6 +81,13 @@ re-checked immediately before it runs. docs/doctor.md describes every code.`,
 }
 
 func renderDoctor(w io.Writer, rep *provider.DoctorReport) {
+	renderDoctorFindings(w, rep)
+	for _, k := range rep.Trash {
+		fmt.Fprintf(w, "kept trash %s\n", keptLine(k))
+	}
+}
+
+func renderDoctorFindings(w io.Writer, rep *provider.DoctorReport) {
 	if rep.OK {
 		fmt.Fprintf(w, "no problems found (checked %d areas of %s)\n", len(rep.Checked), rep.StateDir)
 		return

@@ -24,6 +24,10 @@ salvage in it, reclaims it (confirmed with that preview's digest, with all of
 reclaim's checks). A workspace with work in it, or one a reclaim refuses, is
 left where it is: the result says why under "not_reclaimed" (exit 0), and
 'majlis workspace reclaim TASK --preview' shows what a reclaim would keep.
+Ignored files (an .env, a local database) are not salvaged: end reclaims a
+workspace holding them only while the policy keeps the trash (trash.keep,
+default 24h), where they wait for the undo window, and "ignored" says so
+(kept_in_trash); with trash.keep 0 it leaves the workspace (not_reclaimed).
 
 A task without a workspace (begun with --shared, or whose workspace was
 reclaimed) ends too: its leases are released, "workspace" is null, and
@@ -61,7 +65,7 @@ says so. A lease granted with a lease token is released only with it
 				return withRequestID(err, opts.RequestID, generated)
 			}
 			out := endBody{Binding: res.Binding, Leases: res.Leases, Workspace: res.Workspace, Reclaimed: res.Reclaimed,
-				Preview: res.Preview, BindingFrom: bindingFrom(fromCwd)}
+				Preview: res.Preview, BindingFrom: bindingFrom(fromCwd), Ignored: res.Ignored}
 			if res.NotReclaimed != nil {
 				out.NotReclaimed = errorObject(res.NotReclaimed)
 			}
@@ -74,6 +78,9 @@ says so. A lease granted with a lease token is released only with it
 				switch {
 				case res.Reclaimed != nil:
 					renderReclaim(w, res.Reclaimed)
+					if res.Ignored == provider.IgnoredKept && res.Reclaimed.TrashKeptUntil != nil {
+						fmt.Fprintf(w, "its ignored files wait in the trash folder until then: 'majlis workspace restore %s --from-trash' brings them back\n", res.Binding)
+					}
 				case res.NotReclaimed != nil:
 					fmt.Fprintf(w, "not reclaimed: %v\n", res.NotReclaimed)
 				default:

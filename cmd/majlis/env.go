@@ -30,6 +30,9 @@ func checkEnvironment() error {
 	if err := failpoint.Check(); err != nil {
 		return err
 	}
+	if err := checkBackgroundPurge(); err != nil {
+		return err
+	}
 	if h := os.Getenv(holderEnv); h != "" {
 		if err := admission.CheckHolder(h); err != nil {
 			return &envvar.Error{Name: holderEnv, Value: h, Reason: "not a holder name",

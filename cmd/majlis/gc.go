@@ -11,9 +11,9 @@ import (
 
 func newGCCmd(g *globalOptions) *cobra.Command {
 	var opts provider.GCOptions
-	var preview bool
+	var preview, purgeDue bool
 	cmd := &cobra.Command{
-		Use:   "gc [--preview | --confirm DIGEST]",
+		Use:   "gc [--preview | --confirm DIGEST | --purge-due]",
 		Short: "Delete what majlis left behind and no longer needs, after a preview",
 		Long: `Delete what majlis left behind and no longer needs. --preview lists all of it
 with a digest and changes nothing; --confirm DIGEST deletes exactly that, each
@@ -34,7 +34,14 @@ reported under "skipped").
                 reclaim leaves two); salvages older than --salvage-age of
                 workspaces that are gone, but the newest of each.
   deleted tips  refs/majlis/deleted/... kept longer than --deleted-age.
-  trash         trash folders a reclaim kept (--keep-trash) past their time.
+  trash         trash folders a reclaim kept for the undo window that are due:
+                their time is up (trash.keep, or --keep-trash), a purge of
+                them was interrupted, or they go early, oldest first, because
+                the kept trash is larger than trash.max_bytes or the free
+                space is below trash.min_free. Each is salvaged again first
+                (what changed in it since the reclaim goes to a salvage ref);
+                one whose salvage fails is left whole. The preview lists
+                every kept trash folder with its age and size.
   records       the records of workspaces reclaimed (or allocations failed)
                 longer than --record-age ago are compacted: moved, whole,
                 out of the folder every command reads, into the state
@@ -44,10 +51,16 @@ reported under "skipped").
                 salvage still exists.
 
 Without --preview or --confirm, on a terminal gc shows the preview and asks
-(y or yes proceeds); without a terminal it refuses (exit 3, unconfirmed).`,
+(y or yes proceeds); without a terminal it refuses (exit 3, unconfirmed).
+
+--purge-due purges the kept trash that is due now, and nothing else, without
+a preview: the policy decided it, and each is salvaged first. It is what the
+server does in the background, and what a reclaim starts once its result is
+written when no server runs.`,
 		Example: `  majlis gc --preview
   majlis gc --confirm sha256:4f1c...
-  majlis gc --preview --json | jq '.gc_preview.branches[].branch'`,
+  majlis gc --preview --json | jq '.gc_preview.branches[].branch'
+  majlis gc --purge-due`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.SalvageAge < 0 || opts.DeletedAge < 0 || opts.RecordAge < 0 {
@@ -55,6 +68,9 @@ Without --preview or --confirm, on a terminal gc shows the preview and asks
 			}
 			if preview && opts.Confirm != "" {
 				return &usageError{fmt.Errorf("--preview cannot be combined with --confirm")}
+			}
+			if purgeDue && (preview || opts.Confirm != "") {
+				return &usageError{fmt.Errorf("--purge-due cannot be combined with --preview or --confirm")}
 			}
 			if cmd.Flags().Changed("confirm") {
 				if err := provider.CheckDigest(opts.Confirm); err != nil {
@@ -66,6 +82,13 @@ Without --preview or --confirm, on a terminal gc shows the preview and asks
 				return err
 			}
 			defer p.Close()
+			if purgeDue {
+				res, err := p.PurgeDue(cmd.Context())
+				if err != nil {
+					return err
+				}
+				return g.emit(purgeJSON{Purge: res}, func(w io.Writer) { renderPurge(w, res) })
+			}
 			if preview || opts.Confirm == "" {
 				plan, err := p.PreviewGC(cmd.Context(), opts)
 				if err != nil {
@@ -99,7 +122,7 @@ Without --preview or --confirm, on a terminal gc shows the preview and asks
 					fmt.Fprintf(w, "deleted %s: %s\n", r.Ref, r.Reason)
 				}
 				for _, t := range res.Trash {
-					fmt.Fprintf(w, "deleted the trash folder %s of %s\n", humanPath(t.Path), t.Binding)
+					fmt.Fprintf(w, "deleted the trash folder %s of %s (%s)\n", humanPath(t.Path), t.Binding, dueWords(t.Due))
 				}
 				for _, c := range countRecords(res.Records) {
 					fmt.Fprintf(w, "compacted %s of %s\n", plural(c.n, "old record", "old records"), c.binding)
@@ -116,6 +139,7 @@ Without --preview or --confirm, on a terminal gc shows the preview and asks
 	}
 	f := cmd.Flags()
 	f.BoolVar(&preview, "preview", false, "list what gc would delete, with a digest; change nothing")
+	f.BoolVar(&purgeDue, "purge-due", false, "purge the kept trash that is due now (each salvaged first), and nothing else")
 	f.StringVar(&opts.Confirm, "confirm", "", "delete exactly what the preview with this digest listed")
 	f.DurationVar(&opts.SalvageAge, "salvage-age", provider.DefaultSalvageAge, "prune salvages of gone workspaces older than this (the newest of each is kept)")
 	f.DurationVar(&opts.DeletedAge, "deleted-age", provider.DefaultDeletedAge, "keep the tips of deleted branches this long")
@@ -137,8 +161,12 @@ func renderGCPlan(w io.Writer, plan *provider.GCPlan) {
 	for _, r := range plan.DeletedTips {
 		fmt.Fprintf(tw, "delete kept tip\t%s: %s\n", r.Ref, r.Reason)
 	}
-	for _, t := range plan.Trash {
-		fmt.Fprintf(tw, "delete trash\t%s (of %s, kept until %s)\n", humanPath(t.Path), t.Binding, t.KeptUntil.Format("2006-01-02 15:04"))
+	for _, k := range plan.TrashKept {
+		what := "kept trash"
+		if k.Due != "" {
+			what = "delete trash"
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", what, keptLine(k))
 	}
 	for _, c := range countRecords(plan.Records) {
 		fmt.Fprintf(tw, "compact records\t%s of %s (%s)\n", plural(c.n, "old record", "old records"), c.binding, seqRuns(c.seqs))

@@ -140,7 +140,7 @@ func TestInterruptReclaimResumes(t *testing.T) {
 				t.Fatal(err)
 			}
 			// No request id given: one is made up and named in the error.
-			r := interruptAt(t, bin, repo.Dir, env, fp, syscall.SIGINT, "workspace", "reclaim", "T-1", "--yes", "--json")
+			r := interruptAt(t, bin, repo.Dir, env, fp, syscall.SIGINT, "workspace", "reclaim", "T-1", "--yes", "--keep-trash", "0", "--json")
 			if r.exit != 130 {
 				t.Fatalf("exit %d, want 130\n%s", r.exit, r)
 			}
@@ -155,7 +155,7 @@ func TestInterruptReclaimResumes(t *testing.T) {
 				t.Fatalf("the salvage does not hold the work: %q %v", out, err)
 			}
 			// The same request id resumes and finishes it.
-			r = majlisRun(t, bin, repo.Dir, env, "workspace", "reclaim", "T-1", "--yes", "--request-id", id, "--json")
+			r = majlisRun(t, bin, repo.Dir, env, "workspace", "reclaim", "T-1", "--yes", "--keep-trash", "0", "--request-id", id, "--json")
 			if r.exit != 0 || !strings.Contains(r.stdout, `"removed": true`) {
 				t.Fatalf("resuming with %s: %s", id, r)
 			}
@@ -166,7 +166,7 @@ func TestInterruptReclaimResumes(t *testing.T) {
 				t.Errorf("git still lists the workspace:\n%s", out)
 			}
 			// Again: the recorded result.
-			if r2 := majlisRun(t, bin, repo.Dir, env, "workspace", "reclaim", "T-1", "--yes", "--request-id", id, "--json"); r2.exit != 0 {
+			if r2 := majlisRun(t, bin, repo.Dir, env, "workspace", "reclaim", "T-1", "--yes", "--keep-trash", "0", "--request-id", id, "--json"); r2.exit != 0 {
 				t.Fatalf("replaying %s: %s", id, r2)
 			}
 		})

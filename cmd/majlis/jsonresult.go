@@ -87,7 +87,9 @@ type leaseJSON struct {
 
 // policyJSON is the result of policy show and policy set.
 type policyJSON struct {
-	Policy admission.PolicySet `json:"policy"`
+	Policy *provider.PolicyView `json:"policy"`
+	// Sources says where each value comes from: default or repository.
+	Sources map[string]string `json:"sources"`
 }
 
 // hookJSON is the result of hook install.

@@ -64,6 +64,8 @@ type endBody struct {
 	Preview      *provider.Preview       `json:"preview,omitempty"`
 	NotReclaimed *errorBody              `json:"not_reclaimed,omitempty"`
 	BindingFrom  string                  `json:"binding_from,omitempty"`
+	// Ignored (with --reclaim): none, kept_in_trash or not_reclaimed.
+	Ignored string `json:"ignored,omitempty"`
 }
 
 // gcPreviewJSON is the result of gc --preview.

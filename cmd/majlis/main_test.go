@@ -79,6 +79,7 @@ func TestScripts(t *testing.T) {
 			// would; lease_tokens.txtar unsets it to see tokens generated.
 			e.Setenv("MAJLIS_LEASE_TOKEN", "script-lease-token-0123456789")
 			e.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+			e.Setenv("MAJLIS_BACKGROUND_PURGE", "0")
 			e.Setenv("GIT_TERMINAL_PROMPT", "0")
 			e.Setenv("LC_ALL", "C")
 			e.Setenv("TZ", "UTC")

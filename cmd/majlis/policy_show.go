@@ -15,16 +15,16 @@ func newPolicyShowCmd(g *globalOptions) *cobra.Command {
   majlis policy show --json | jq -r .policy.enforcement_gap`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			svc, err := g.openAdmission(cmd.Context())
+			p, err := g.openProvider(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer svc.Close()
-			pol, err := svc.Policy(cmd.Context())
+			defer p.Close()
+			pol, err := p.Policy(cmd.Context())
 			if err != nil {
 				return err
 			}
-			return g.emit(policyJSON{Policy: pol}, func(w io.Writer) { renderPolicy(w, pol) })
+			return g.emit(policyJSON{Policy: pol, Sources: pol.Sources}, func(w io.Writer) { renderPolicy(w, pol) })
 		},
 	}
 }

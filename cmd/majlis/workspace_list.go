@@ -5,6 +5,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/spf13/cobra"
@@ -116,10 +117,43 @@ func pathCell(ws *provider.Workspace) string {
 	switch {
 	case ws.Damage != nil:
 		return "damaged record (majlis doctor)"
+	case ws.State == provider.StateReclaimed && ws.TrashPath != "":
+		return trashCell(ws)
 	case ws.State == provider.StateReclaimed && ws.SalvageRef != "":
-		return "salvaged to " + ws.SalvageRef
+		return "salvaged to " + ws.SalvageRef + purgedNote(ws)
 	case ws.State == provider.StateReclaimed:
-		return "-"
+		return "-" + purgedNote(ws)
 	}
 	return humanPath(ws.Path)
+}
+
+// trashCell describes a kept trash folder: how old, how large, until
+// when (its path, long, is in --json and in majlis gc --preview).
+func trashCell(ws *provider.Workspace) string {
+	s := "kept in its trash folder"
+	var facts []string
+	if ws.ReclaimedAt != nil {
+		facts = append(facts, time.Since(*ws.ReclaimedAt).Truncate(time.Second).String()+" old")
+	}
+	if ws.TrashSizeBytes != nil {
+		facts = append(facts, byteSize(*ws.TrashSizeBytes))
+	}
+	if ws.TrashKeptUntil != nil {
+		facts = append(facts, "until "+ws.TrashKeptUntil.Local().Format("2006-01-02 15:04"))
+	}
+	if ws.TrashHalfPurged {
+		facts = append(facts, "half purged: majlis gc --purge-due finishes it")
+	}
+	if len(facts) > 0 {
+		s += " (" + strings.Join(facts, ", ") + ")"
+	}
+	return s
+}
+
+// purgedNote says when a kept trash folder was purged early for space.
+func purgedNote(ws *provider.Workspace) string {
+	if ws.TrashPurged == provider.DueBudget || ws.TrashPurged == provider.DueSpace {
+		return "; trash purged early: " + dueWords(ws.TrashPurged)
+	}
+	return ""
 }

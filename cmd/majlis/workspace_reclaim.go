@@ -27,11 +27,15 @@ per-worktree refs, an interrupted operation, hidden edits; see 'majlis
 workspace salvage --help') to refs/majlis/salvage/BINDING/<n>, move the
 directory with one rename into a trash folder beside it (nothing destructive
 ever runs on the workspace's path), check it there and salvage anything
-written meanwhile to a second ref, then delete the trash. The branch is
-kept; 'majlis workspace restore BINDING' brings the workspace back from the
-salvage. --keep-trash D keeps the trash folder for D instead ('majlis
-workspace restore BINDING --from-trash' undoes the reclaim until then); the
-next reclaim after that deletes it.
+written meanwhile to a second ref, then keep the trash folder for the undo
+window: the policy's trash.keep (default 24h; see 'majlis policy --help'),
+or D with --keep-trash D. Until then 'majlis workspace restore BINDING
+--from-trash' undoes the reclaim, ignored files included; afterwards a purge
+(the server in the background, 'majlis gc', or this command once its result
+is written) salvages what changed in it and deletes it. --keep-trash 0
+deletes the trash folder at once. The branch is kept (the kept trash folder
+lets go of it: its HEAD is detached); 'majlis workspace restore BINDING'
+brings the workspace back from the salvage.
 
 --preview shows what would be salvaged and why (each pinned commit with where
 it was found, hidden edits, the ignored files that will be deleted), moved
@@ -64,6 +68,9 @@ is free, and refuses with identity_drift). See docs/reclaim.md.`,
 			if opts.KeepTrash < 0 {
 				return &usageError{fmt.Errorf("--keep-trash must not be negative")}
 			}
+			// --keep-trash 0 deletes at once; without the flag the policy
+			// decides.
+			opts.DeleteTrash = cmd.Flags().Changed("keep-trash") && opts.KeepTrash == 0
 			if preview && (opts.Yes || opts.Confirm != "") {
 				return &usageError{fmt.Errorf("--preview cannot be combined with --confirm or --yes")}
 			}
@@ -129,7 +136,9 @@ is free, and refuses with identity_drift). See docs/reclaim.md.`,
 			if err != nil {
 				return withRequestID(err, opts.RequestID, generated)
 			}
-			return g.emit(reclaimJSON{Reclaim: res, BindingFrom: bindingFrom(fromCwd)}, func(w io.Writer) { renderReclaim(w, res) })
+			err = g.emit(reclaimJSON{Reclaim: res, BindingFrom: bindingFrom(fromCwd)}, func(w io.Writer) { renderReclaim(w, res) })
+			g.purgeAfter(cmd.Context(), p)
+			return err
 		},
 	}
 	f := cmd.Flags()
@@ -140,7 +149,7 @@ is free, and refuses with identity_drift). See docs/reclaim.md.`,
 	f.BoolVar(&opts.Yes, "yes", false, "proceed without comparing with a preview (the safety checks still run)")
 	f.BoolVar(&opts.SalvageSubmodules, "salvage-submodules", false, "salvage dirty submodules too, instead of refusing")
 	f.StringVar(&opts.RequestID, "request-id", "", "idempotency key: a retry returns the recorded result or resumes")
-	f.DurationVar(&opts.KeepTrash, "keep-trash", 0, "keep the moved workspace in its trash folder this long (a Go duration) instead of deleting it")
+	f.DurationVar(&opts.KeepTrash, "keep-trash", 0, "keep the moved workspace in its trash folder this long (a Go duration; 0 deletes it at once) instead of the policy's trash.keep")
 	return cmd
 }
 

@@ -48,7 +48,7 @@ func runBulkReclaim(cmd *cobra.Command, g *globalOptions, p *provider.Provider, 
 		opts.RequestID = newRequestID("reclaim-" + sel)
 	}
 	res, err := p.BulkReclaim(ctx, provider.BulkOptions{Select: sel, Confirm: opts.Confirm,
-		SalvageSubmodules: opts.SalvageSubmodules, KeepTrash: opts.KeepTrash, RequestID: opts.RequestID})
+		SalvageSubmodules: opts.SalvageSubmodules, KeepTrash: opts.KeepTrash, DeleteTrash: opts.DeleteTrash, RequestID: opts.RequestID})
 	if err != nil {
 		return withRequestID(err, opts.RequestID, generated)
 	}
@@ -77,6 +77,7 @@ func runBulkReclaim(cmd *cobra.Command, g *globalOptions, p *provider.Provider, 
 	}); err != nil {
 		return err
 	}
+	g.purgeAfter(ctx, p)
 	if first != nil {
 		return &resultError{code: classify(first).exit, err: first}
 	}

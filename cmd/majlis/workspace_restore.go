@@ -34,11 +34,18 @@ refused (exit 3, branch_exists) if it has moved: majlis never moves a branch.
 --branch NAME creates a new branch at the salvage's HEAD instead. A path that
 exists is refused (exit 3, path_exists).
 
---from-trash undoes a reclaim whose trash folder was kept (workspace reclaim
---keep-trash D) and not yet deleted: the directory itself is moved back to its
-path with one rename (never replacing anything), git's entry of it is pointed
-there again, and a new claim of BINDING takes it over; the result is then
-{"workspace": WORKSPACE}. It takes none of --salvage, --path and --branch.`,
+--from-trash undoes a reclaim whose trash folder is still kept (the undo
+window: the policy's trash.keep, default 24h, or reclaim --keep-trash D):
+the directory itself is moved back to its path with one rename (never
+replacing anything), with everything it held, ignored files included; git's
+entry of it is pointed there again, and a new claim of BINDING takes it over;
+the result is then {"workspace": WORKSPACE}. The trash of any earlier claim of
+BINDING is found. Its HEAD goes back on its branch when the branch has not
+moved; otherwise it stays detached at the commit the workspace was on, and
+"detached_from" names the branch (majlis never moves a branch, nor leaves
+files under a branch they do not match). A trash folder a purge began to
+delete is refused (exit 3, interrupted): its work is on the salvage refs. It
+takes none of --salvage, --path and --branch.`,
 		Example: `  majlis workspace restore T-14
   majlis workspace restore T-14 --salvage 2 --path /tmp/T-14-again --json
   majlis workspace restore T-14 --branch T-14-retry
@@ -60,6 +67,14 @@ there again, and a new claim of BINDING takes it over; the result is then
 					return err
 				}
 				return g.emit(workspaceJSON{Workspace: ws}, func(w io.Writer) {
+					if ws.Branch == "" {
+						fmt.Fprintf(w, "restored %s at %s from its trash folder, on a detached HEAD", ws.Binding, humanPath(ws.Path))
+						if ws.DetachedFrom != "" {
+							fmt.Fprintf(w, ": branch %s moved or went since the reclaim, or is checked out elsewhere (majlis never moves a branch)", ws.DetachedFrom)
+						}
+						fmt.Fprintln(w)
+						return
+					}
 					fmt.Fprintf(w, "restored %s at %s from its trash folder (branch %s)\n", ws.Binding, humanPath(ws.Path), ws.Branch)
 				})
 			}

@@ -4,3 +4,10 @@ package envvar
 // expiry of reclaim reservations (provider.Options.ReservationTTL): a Go
 // duration. Tests set it to seconds to exercise dead-owner recovery.
 const ReservationTTL = "MAJLIS_RESERVATION_TTL"
+
+// BackgroundPurge names the variable the majlis command reads to decide
+// whether a reclaim starts, once its result is written, a detached
+// `majlis gc --purge-due` for the kept trash that is due: "0" turns that
+// off (tests do, so that no process outlives them); unset, empty or "1"
+// leaves it on.
+const BackgroundPurge = "MAJLIS_BACKGROUND_PURGE"

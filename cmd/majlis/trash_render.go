@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/majlis-dev/majlis/provider"
+)
+
+// purgeJSON is the result of gc --purge-due.
+type purgeJSON struct {
+	Purge *provider.PurgeResult `json:"purge"`
+}
+
+// renderPurge says what a purge of the due trash did.
+func renderPurge(w io.Writer, res *provider.PurgeResult) {
+	for _, t := range res.Purged {
+		fmt.Fprintf(w, "deleted the trash folder %s of %s (%s)", humanPath(t.Path), t.Binding, dueWords(t.Due))
+		if t.SalvageRef != "" {
+			fmt.Fprintf(w, "; what changed in it since the reclaim is on %s", t.SalvageRef)
+		}
+		fmt.Fprintln(w)
+	}
+	for _, t := range res.Left {
+		fmt.Fprintf(w, "left the trash folder %s of %s: %s\n", humanPath(t.Path), t.Binding, t.Reason)
+	}
+	if len(res.Purged)+len(res.Left) == 0 {
+		fmt.Fprintln(w, "no kept trash is due")
+	}
+}
+
+// keptLine describes a kept trash folder on one line.
+func keptLine(k provider.KeptTrash) string {
+	size := "size unknown"
+	if k.SizeBytes >= 0 {
+		size = byteSize(k.SizeBytes)
+	}
+	s := fmt.Sprintf("%s (of %s, reclaimed %s ago, %s, kept until %s)", humanPath(k.Path), k.Binding, k.Age, size, k.KeptUntil.Format("2006-01-02 15:04"))
+	if k.Due != "" {
+		s += ": " + dueWords(k.Due)
+	}
+	return s
+}
+
+// dueWords says why a kept trash goes.
+func dueWords(due string) string {
+	switch due {
+	case provider.DueExpired:
+		return "its time is up"
+	case provider.DueBudget:
+		return "early: the kept trash is larger than trash.max_bytes, oldest first"
+	case provider.DueSpace:
+		return "early: the free disk space is below trash.min_free, oldest first"
+	case provider.DueInterrupted:
+		return "finishing a purge that was interrupted"
+	}
+	return due
+}
+
+// byteSize renders a size for people: 1.5 GiB, 320.0 MiB, 80 B.
+func byteSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -1,0 +1,30 @@
+package provider
+
+import "fmt"
+
+// checkTrash lists every kept trash folder for doctor, with its age and
+// size, and reports a purge that began and did not finish: the folder
+// may be half deleted (restore --from-trash refuses it), its work is
+// salvaged, and a purge finishes it.
+func (p *Provider) checkTrash(inv *inventory, add func(Finding)) []KeptTrash {
+	tp, err := p.TrashPolicy()
+	if err != nil {
+		add(Finding{Code: FindingTrashUnreadable, Severity: SeverityError, Message: err.Error(),
+			Fix: "reclaim and purge refuse until it is fixed: set the key again with majlis policy set (see docs/reclaim.md, \"The undo window\")"})
+		return []KeptTrash{}
+	}
+	kept := p.keptTrash(inv.good, tp, true)
+	for _, k := range kept {
+		if !k.HalfPurged {
+			continue
+		}
+		where := "its work is on the salvage refs of " + k.Binding
+		if n := len(k.SalvageRefs); n > 0 {
+			where = fmt.Sprintf("its work is on %s", k.SalvageRefs[n-1])
+		}
+		add(Finding{Code: FindingTrashHalfPurged, Severity: SeverityWarning, Binding: k.Binding, Path: k.Path,
+			Message: fmt.Sprintf("a purge of the kept trash folder %s of %s began and did not finish: the folder may be half deleted, and restore --from-trash refuses it", k.Path, k.Binding),
+			Fix:     "majlis gc --purge-due finishes the purge (" + where + "; majlis workspace restore " + k.Binding + " restores the latest)"})
+	}
+	return kept
+}

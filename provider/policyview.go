@@ -1,0 +1,92 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/majlis-dev/majlis/admission"
+)
+
+// A PolicyView is the repository's whole policy: admission's keys (what
+// lease conflicts and enforcement gaps get, package admission) and the
+// trash's (trashpolicy.go). Its JSON is part of the CLI contract.
+type PolicyView struct {
+	admission.PolicySet
+	TrashKeep     string `json:"trash.keep"`
+	TrashMaxBytes string `json:"trash.max_bytes"`
+	TrashMinFree  string `json:"trash.min_free"`
+	// Sources says where each key's value comes from: SourceDefault or
+	// SourceRepository (set with majlis policy set).
+	Sources map[string]string `json:"-"`
+}
+
+// PolicyKeys lists every key of the repository's policy.
+func PolicyKeys() []string { return append(admission.PolicyKeys(), TrashPolicyKeys()...) }
+
+// Policy reads the repository's whole policy. An admission key whose
+// value is its default is reported as coming from the default.
+func (p *Provider) Policy(ctx context.Context) (*PolicyView, error) {
+	svc, err := p.admission(ctx)
+	if err != nil {
+		return nil, err
+	}
+	set, err := svc.Policy(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tp, err := p.TrashPolicy()
+	if err != nil {
+		return nil, err
+	}
+	v := &PolicyView{PolicySet: set, TrashKeep: tp.Values[PolicyTrashKeep], TrashMaxBytes: tp.Values[PolicyTrashMaxBytes],
+		TrashMinFree: tp.Values[PolicyTrashMinFree], Sources: map[string]string{}}
+	def := admission.DefaultPolicy()
+	for _, k := range admission.PolicyKeys() {
+		v.Sources[k] = SourceRepository
+		if set.Setting(k) == def.Setting(k) {
+			v.Sources[k] = SourceDefault
+		}
+	}
+	for k, src := range tp.Sources {
+		v.Sources[k] = src
+	}
+	return v, nil
+}
+
+// Setting returns the value of any key as text ("" for an unknown key).
+func (v *PolicyView) Setting(key string) string {
+	switch key {
+	case PolicyTrashKeep:
+		return v.TrashKeep
+	case PolicyTrashMaxBytes:
+		return v.TrashMaxBytes
+	case PolicyTrashMinFree:
+		return v.TrashMinFree
+	}
+	return v.PolicySet.Setting(key)
+}
+
+// SetPolicy sets key to value: a trash key in its own record, any other in
+// the admission ledger (admission.Service.SetPolicy). An unknown key or a
+// value it does not take refuses, naming every key.
+func (p *Provider) SetPolicy(ctx context.Context, key, value string) (*PolicyView, error) {
+	if isTrashKey(key) {
+		if _, err := p.SetTrashPolicy(key, value); err != nil {
+			return nil, err
+		}
+		return p.Policy(ctx)
+	}
+	svc, err := p.admission(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := svc.SetPolicy(ctx, key, value); err != nil {
+		var ae *admission.Error
+		if errors.As(err, &ae) && strings.HasPrefix(ae.Hint, "keys: ") {
+			ae.Hint = "keys: " + strings.Join(PolicyKeys(), ", ")
+		}
+		return nil, err
+	}
+	return p.Policy(ctx)
+}

@@ -1,0 +1,439 @@
+package provider
+
+// The purge of a kept trash folder. A reclaim keeps the workspace in its
+// trash folder for the undo window (trashpolicy.go); the folder is a
+// worktree git lists, and a person can open it, edit and commit there. So
+// a purge never deletes what it has not salvaged, however long after the
+// reclaim it runs:
+//
+//  1. under the binding's reservation, it checks that the folder is still
+//     the workspace (the directory allocated, whose git entry carries
+//     majlis's pin and points at it);
+//  2. snapshots it again, and stores the snapshot on a salvage ref when it
+//     holds anything the reclaim's last salvage does not (files, index,
+//     HEAD, per-worktree refs and reflogs, an operation's state);
+//  3. records that the purge started (the purging event, naming that
+//     salvage and why the trash goes): from then on the folder may be half
+//     deleted, so restore --from-trash refuses it and a retry only
+//     finishes the deletion;
+//  4. deletes the folder (by file descriptor, by identity), then git's
+//     entry of it;
+//  5. records the purged event.
+//
+// A salvage that fails (a full disk) stops the purge before step 3: the
+// folder stays whole, and the failure is reported.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/internal/failpoint"
+	"github.com/majlis-dev/majlis/pathid"
+)
+
+var (
+	fpPurgeSalvaged = failpoint.New("purge/salvaged") // the purge's salvage stored, the purge not yet recorded
+	fpPurgeStarted  = failpoint.New("purge/started")  // the purging event published, nothing deleted yet
+	fpPurgeDeleted  = failpoint.New("purge/deleted")  // the trash folder deleted, git's entry not yet
+	fpPurgeDropped  = failpoint.New("purge/dropped")  // git's entry deleted, the purged event not yet published
+)
+
+// Why a kept trash goes (KeptTrash.Due, and the reason of its purging
+// and purged events).
+const (
+	DueExpired     = "expired"     // its time (trash.keep, or --keep-trash) is up
+	DueBudget      = "max_bytes"   // early: the kept trash together is larger than trash.max_bytes
+	DueSpace       = "min_free"    // early: the free space is below trash.min_free
+	DueInterrupted = "interrupted" // a purge of it began and did not finish
+)
+
+// A KeptTrash is a reclaimed workspace that waits in its trash folder
+// for the undo window to end. Its JSON is part of the CLI contract.
+type KeptTrash struct {
+	Binding     string    `json:"binding"`
+	Seq         int       `json:"seq"`
+	Path        string    `json:"path"`
+	Branch      string    `json:"branch"` // the branch its HEAD was detached from ("" when none)
+	ReclaimedAt time.Time `json:"reclaimed_at"`
+	KeptUntil   time.Time `json:"kept_until"`
+	// Age is how long ago it was reclaimed, in whole seconds.
+	Age string `json:"age"`
+	// SizeBytes is the disk space it takes (-1 when it was not measured
+	// or could not be).
+	SizeBytes int64 `json:"size_bytes"`
+	// Due says why it goes now (a Due* word), "" while it is kept.
+	Due string `json:"due"`
+	// HalfPurged: a purge of it began (its work salvaged) and did not
+	// finish: the folder may be half deleted. A purge finishes it.
+	HalfPurged bool `json:"half_purged"`
+	// SalvageRefs are the reclaim's (and an interrupted purge's)
+	// salvages of it.
+	SalvageRefs []string `json:"salvage_refs"`
+}
+
+// A PurgedTrash is a kept trash folder a purge deleted, or left.
+type PurgedTrash struct {
+	Binding string `json:"binding"`
+	Seq     int    `json:"seq"`
+	Path    string `json:"path"`
+	Due     string `json:"due"`
+	// SalvageRef is the salvage of what changed in the trash since the
+	// reclaim, when anything had; "" otherwise.
+	SalvageRef string `json:"salvage_ref"`
+	// Reason is why it was left (PurgeResult.Left only).
+	Reason string `json:"reason,omitempty"`
+}
+
+// A PurgeResult reports a purge of what is due.
+type PurgeResult struct {
+	Purged []PurgedTrash `json:"purged"`
+	// Left lists what was due and was not purged, with why: its salvage
+	// failed (then nothing of it was deleted), its binding was busy, it
+	// is not the workspace any more.
+	Left []PurgedTrash `json:"left"`
+}
+
+// keptTrashOf returns the kept trash of r, if r has one that is not
+// purged: its reclaimed event kept the folder, or a purge of it began.
+func keptTrashOf(r *claimRecord) (ev *Event, ok bool) {
+	ev = r.Events[EventReclaimed]
+	if ev == nil || r.Events[EventMoved] == nil || r.has(EventPurged) {
+		return nil, false
+	}
+	if (ev.TrashPath == "" || ev.KeepUntil == nil) && !r.has(EventPurging) {
+		return nil, false
+	}
+	return ev, true
+}
+
+// KeptTrash lists every kept trash folder of the repository, oldest
+// first, with its age and size, and marks those the policy says go now
+// (Due): those whose time is up, those a purge began, then the oldest
+// ones until the rest fits trash.max_bytes and the free space is above
+// trash.min_free. It changes nothing.
+func (p *Provider) KeptTrash(ctx context.Context) ([]KeptTrash, error) {
+	tp, err := p.TrashPolicy()
+	if err != nil {
+		return nil, err
+	}
+	all, err := p.readAllBindings()
+	if err != nil {
+		return nil, err
+	}
+	return p.keptTrash(all, tp, true), nil
+}
+
+func (p *Provider) keptTrash(all [][]*claimRecord, tp TrashPolicy, sizes bool) []KeptTrash {
+	now := p.now()
+	out := []KeptTrash{}
+	for _, recs := range all {
+		for _, r := range recs {
+			ev, ok := keptTrashOf(r)
+			if !ok {
+				continue
+			}
+			mv := r.Events[EventMoved]
+			k := KeptTrash{Binding: r.Claim.Binding, Seq: r.Claim.Seq, Path: mv.TrashPath, Branch: ev.Branch,
+				ReclaimedAt: ev.At.UTC(), Age: now.Sub(ev.At).Truncate(time.Second).String(), SizeBytes: -1,
+				SalvageRefs: salvagesOf(r)}
+			if ev.KeepUntil != nil {
+				k.KeptUntil = ev.KeepUntil.UTC()
+			}
+			switch {
+			case r.has(EventPurging):
+				k.Due, k.HalfPurged = DueInterrupted, true
+			case !now.Before(k.KeptUntil):
+				k.Due = DueExpired
+			}
+			if sizes {
+				if n, err := p.trashSize(mv.TrashPath); err == nil {
+					k.SizeBytes = n
+				}
+			}
+			out = append(out, k)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].ReclaimedAt.Before(out[j].ReclaimedAt) })
+	if !sizes {
+		return out
+	}
+	// The budget: the oldest of what stays goes until the rest fits.
+	var total int64
+	for _, k := range out {
+		if k.Due == "" && k.SizeBytes > 0 {
+			total += k.SizeBytes
+		}
+	}
+	for i := range out {
+		if total <= tp.MaxBytes {
+			break
+		}
+		if out[i].Due == "" {
+			out[i].Due = DueBudget
+			total -= max(out[i].SizeBytes, 0)
+		}
+	}
+	// The floor: on each file system, the oldest goes until the free
+	// space (counting what goes already) is above it.
+	type fsys struct{ free, floor int64 }
+	seen := map[string]*fsys{}
+	for i := range out {
+		k := &out[i]
+		parent := filepath.Dir(k.Path)
+		fs := seen[parent]
+		if fs == nil {
+			free, total, err := gitops.FreeSpace(parent)
+			if err != nil {
+				continue
+			}
+			fs = &fsys{free: free, floor: tp.floor(total)}
+			seen[parent] = fs
+		}
+		if k.Due != "" {
+			fs.free += max(k.SizeBytes, 0)
+		}
+	}
+	for i := range out {
+		k := &out[i]
+		fs := seen[filepath.Dir(k.Path)]
+		if fs == nil || k.Due != "" || fs.free >= fs.floor {
+			continue
+		}
+		k.Due = DueSpace
+		fs.free += max(k.SizeBytes, 0)
+	}
+	return out
+}
+
+// trashSize measures a trash folder's disk space; a folder that is gone
+// takes none.
+func (p *Provider) trashSize(path string) (int64, error) {
+	n, err := gitops.TreeSize(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	return n, err
+}
+
+// salvagesOf lists the salvage refs a claim's records name, in order.
+func salvagesOf(r *claimRecord) []string {
+	out := []string{}
+	for _, kind := range []string{EventSalvaged, EventChecked, EventPurging, EventPurged} {
+		if ev := r.Events[kind]; ev != nil && ev.SalvageRef != "" && (len(out) == 0 || out[len(out)-1] != ev.SalvageRef) {
+			out = append(out, ev.SalvageRef)
+		}
+	}
+	return out
+}
+
+// PurgeDue purges every kept trash folder that is due now (KeptTrash),
+// oldest first, each with its salvage first (see the top of this file).
+// What cannot be purged now is left and reported with why; an error is
+// returned only when the trash cannot be listed at all. The majlis server
+// runs it in the background; without a server, majlis gc does, or the
+// majlis command that reclaimed, once its result is written.
+func (p *Provider) PurgeDue(ctx context.Context) (*PurgeResult, error) {
+	kept, err := p.KeptTrash(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := &PurgeResult{Purged: []PurgedTrash{}, Left: []PurgedTrash{}}
+	for _, k := range kept {
+		if k.Due == "" {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		pt, err := p.purgeKept(ctx, k.Binding, k.Seq, k.Due)
+		if err != nil {
+			if errors.Is(err, errPurgeGone) {
+				continue // purged or restored meanwhile
+			}
+			res.Left = append(res.Left, PurgedTrash{Binding: k.Binding, Seq: k.Seq, Path: k.Path, Due: k.Due, Reason: err.Error()})
+			p.log.Warn("a kept trash folder was due and was not purged", "binding", k.Binding, "path", k.Path, "error", err)
+			continue
+		}
+		res.Purged = append(res.Purged, *pt)
+	}
+	return res, nil
+}
+
+// errPurgeGone: the trash was purged or restored meanwhile.
+var errPurgeGone = errors.New("already purged or restored")
+
+// purgeKept purges the kept trash of binding's claim seq, under the
+// binding's reservation (see the top of this file). due is why it goes.
+func (p *Provider) purgeKept(ctx context.Context, binding string, seq int, due string) (*PurgedTrash, error) {
+	r, err := p.claimOf(binding, seq)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := keptTrashOf(r); !ok {
+		return nil, errPurgeGone
+	}
+	mv := r.Events[EventMoved]
+	lease, err := p.reservePurge(ctx, r, mv.TrashPath)
+	if err != nil {
+		return nil, err
+	}
+	defer lease.Release()
+	ctx, cancel := lease.Context(ctx)
+	defer cancel()
+	// Read again under the reservation: a restore or another purge may
+	// have finished meanwhile.
+	if r, err = p.claimOf(binding, seq); err != nil {
+		return nil, err
+	}
+	if _, ok := keptTrashOf(r); !ok {
+		return nil, errPurgeGone
+	}
+	pt := &PurgedTrash{Binding: binding, Seq: seq, Path: mv.TrashPath, Due: due}
+	if ev := r.Events[EventPurging]; ev != nil {
+		pt.Due, pt.SalvageRef = ev.Reason, ev.SalvageRef
+	} else {
+		if pt.SalvageRef, err = p.purgeSalvage(ctx, r); err != nil {
+			return nil, err
+		}
+		if err := p.inject(ctx, fpPurgeSalvaged); err != nil {
+			return nil, err
+		}
+		if err := lease.Check(); err != nil {
+			return nil, err
+		}
+		if _, err := p.publishEvent(r, Event{Kind: EventPurging, TrashPath: mv.TrashPath, SalvageRef: pt.SalvageRef, Reason: due}); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.inject(ctx, fpPurgeStarted); err != nil {
+		return nil, err
+	}
+	if err := lease.Check(); err != nil {
+		return nil, err
+	}
+	if err := p.deleteTrashFolder(r, mv); err != nil {
+		return nil, err
+	}
+	if err := p.inject(ctx, fpPurgeDeleted); err != nil {
+		return nil, err
+	}
+	if err := p.deleteTrash(r, mv); err != nil { // the folder is gone: git's entry
+		return nil, err
+	}
+	if err := p.inject(ctx, fpPurgeDropped); err != nil {
+		return nil, err
+	}
+	if _, err := p.publishEvent(r, Event{Kind: EventPurged, TrashPath: mv.TrashPath, SalvageRef: pt.SalvageRef, Reason: pt.Due}); err != nil {
+		return nil, err
+	}
+	p.log.Info("kept trash purged", "binding", binding, "path", mv.TrashPath, "due", pt.Due, "salvage_ref", pt.SalvageRef)
+	return pt, lease.Release()
+}
+
+// claimOf reads binding's claim seq.
+func (p *Provider) claimOf(binding string, seq int) (*claimRecord, error) {
+	recs, err := p.readBinding(binding)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range recs {
+		if r.Claim.Seq == seq {
+			return r, nil
+		}
+	}
+	return nil, &Error{Op: "purge", Binding: binding, Err: ErrNotFound, Reason: fmt.Sprintf("no claim #%d", seq)}
+}
+
+// purgeSalvage checks that the kept trash folder of r is still the
+// workspace, snapshots it, and stores the snapshot on a salvage ref when
+// it holds anything the reclaim's last salvage does not. It returns that
+// ref, or "". A folder that is gone has nothing to salvage. Any failure
+// is returned: the purge then deletes nothing.
+func (p *Provider) purgeSalvage(ctx context.Context, r *claimRecord) (string, error) {
+	c, mv := r.Claim, r.Events[EventMoved]
+	fail := func(why string, err error) error {
+		return &Error{Op: "purge", Binding: c.Binding, Path: mv.TrashPath, Err: ErrTrash,
+			Reason: why + ": " + err.Error() + "; nothing was deleted",
+			Hint:   "the trash folder is kept until this is fixed; the next purge tries again"}
+	}
+	if _, err := pathid.Lstat(mv.TrashPath); errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if repointed, err := p.verifyMoved(r, mv); err != nil || !repointed {
+		if err == nil {
+			err = errors.New("git's entry does not point at the trash folder")
+		}
+		return "", &Error{Op: "purge", Binding: c.Binding, Path: mv.TrashPath, Err: ErrIdentity,
+			Reason: "the trash folder is not the workspace as the reclaim left it: " + err.Error() + "; nothing was deleted",
+			Hint:   "inspect it: majlis will not delete it"}
+	}
+	var from gitops.HeadState
+	if ev := r.Events[EventReclaimed]; ev != nil && ev.Branch != "" {
+		from = gitops.HeadState{Branch: ev.Branch, Commit: ev.Head}
+	}
+	msg := fmt.Sprintf("majlis purge of the kept trash of workspace %s: what it held before it was deleted\n\nMajlis-Binding: %s\nMajlis-Claim: %s\nMajlis-Path: %s\nMajlis-Trash: %s\n",
+		c.Binding, c.Binding, r.Digest, c.Path, mv.TrashPath)
+	snap, err := gitops.SnapshotKept(ctx, mv.TrashPath, msg, from)
+	if err != nil {
+		return "", fail("snapshotting the trash folder failed", err)
+	}
+	refs := salvagesOf(r)
+	last := ""
+	if len(refs) > 0 {
+		last = refs[len(refs)-1]
+	}
+	holds, what, err := gitops.SalvageHolds(ctx, c.CommonDir, last, snap)
+	if err != nil {
+		return "", fail("comparing the trash folder with its last salvage failed", err)
+	}
+	if holds {
+		return "", nil
+	}
+	ref, err := p.storeSalvage(ctx, c.Binding, snap.Commit)
+	if err != nil {
+		return "", fail("storing the salvage failed", err)
+	}
+	p.log.Info("the kept trash changed since its last salvage; salvaged", "binding", c.Binding, "changed", what, "salvage_ref", ref)
+	return ref, nil
+}
+
+// deleteTrashFolder deletes a kept trash folder, if it is still there,
+// by file descriptor and only if it is the directory allocated.
+func (p *Provider) deleteTrashFolder(r *claimRecord, mv *Event) error {
+	c := r.Claim
+	if err := gitops.DeleteTree(mv.TrashPath, createdIdentity(r)); err != nil {
+		if errors.Is(err, gitops.ErrNotSameDir) {
+			return driftError(r, mv, err.Error())
+		}
+		code := ErrTrash
+		if errors.Is(err, gitops.ErrCrossDevice) {
+			code = ErrCrossDevice
+		}
+		return &Error{Op: "purge", Binding: c.Binding, Path: mv.TrashPath, Err: code, Reason: "deleting the trash folder: " + err.Error(),
+			Hint: "its work is salvaged; the next purge finishes the deletion", Details: map[string]any{"resumable": true}}
+	}
+	return nil
+}
+
+// HasKeptTrash reports whether the repository keeps any trash folder (a
+// purge may be due, now or later). It reads the records only.
+func (p *Provider) HasKeptTrash() bool {
+	all, err := p.readAllBindings()
+	if err != nil {
+		return false
+	}
+	for _, recs := range all {
+		for _, r := range recs {
+			if _, ok := keptTrashOf(r); ok {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,140 @@
+package provider
+
+// Crash tests of the purge of a kept trash folder (issue 24, items 2 and
+// 6): the real majlis binary (failpoints build) is killed with SIGKILL at
+// every purge step, then the purge is retried and the workspace restored.
+// Before the purge is recorded (purge/salvaged), restore --from-trash
+// brings the whole folder back; once it is recorded, restore --from-trash
+// refuses a folder that may be half deleted, doctor reports it, a retry
+// finishes the purge, and the salvage restores everything the folder held
+// (ignored files aside) and every commit stays reachable.
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/majlis-dev/majlis/fixtures"
+	"github.com/majlis-dev/majlis/internal/envvar"
+	"github.com/majlis-dev/majlis/internal/failpoint"
+)
+
+// purgeFailpoints are the points a purge passes, in order.
+var purgeFailpoints = []string{"purge/salvaged", "purge/started", "gitops/delete-partial", "purge/deleted", "purge/dropped"}
+
+func TestPurgeCrashMatrix(t *testing.T) {
+	bin := crashBinary(t)
+	declared := failpoint.Names()
+	for _, n := range declared {
+		if strings.HasPrefix(n, "purge/") && !slices.Contains(purgeFailpoints, n) {
+			t.Errorf("failpoint %s is not in the purge crash matrix", n)
+		}
+	}
+	for _, fp := range purgeFailpoints {
+		if !slices.Contains(declared, fp) {
+			t.Fatalf("failpoint %s is not declared", fp)
+		}
+		t.Run(strings.ReplaceAll(fp, "/", "-"), func(t *testing.T) {
+			t.Parallel()
+			purgeCrashAt(t, bin, fp)
+		})
+	}
+}
+
+func purgeCrashAt(t *testing.T, bin, fp string) {
+	repo, p := peerProvider(t)
+	w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+	peerDirty(t, w.Path)
+	ttl := []string{envvar.ReservationTTL + "=2s"}
+	// Kept for a nanosecond: due at once.
+	rec := crashExec(t, bin, repo.Dir, nil, "workspace", "reclaim", "T-1", "--yes", "--keep-trash", "1ns", "--json")
+	if rec.exit != 0 {
+		t.Fatalf("reclaim\n%s", rec)
+	}
+	var out struct {
+		Reclaim ReclaimResult `json:"reclaim"`
+	}
+	rec.decode(t, &out)
+	// Someone used the kept trash: a commit on its detached HEAD, a
+	// per-worktree ref, an edit, a staged file.
+	trash := &fixtures.Repo{T: t, Dir: out.Reclaim.TrashPath}
+	trash.WriteFile("src/after.go", "package app // committed in the trash\n")
+	trash.Git("add", "src/after.go")
+	trash.Git("commit", "-q", "-m", "made in the kept trash")
+	trash.Git("update-ref", "refs/worktree/kept", trash.Head())
+	trash.WriteFile("README.md", "# edited in the trash\n")
+	trash.WriteFile("src/later.go", "package app // staged in the trash\n")
+	trash.Git("add", "src/later.go")
+	whole := crashCaptureFiles(t, trash.Dir)
+	before := observe(t, trash, nil)
+	delete(before.view, "file build/out.o") // ignored: no salvage keeps it
+	reach := reachable(t, repo)
+
+	crash := crashExec(t, bin, repo.Dir, append(ttl, "MAJLIS_FAILPOINTS="+fp+"=crash"), "gc", "--purge-due", "--json")
+	if !crash.killed {
+		t.Fatalf("the purge was not killed at %s\n%s", fp, crash)
+	}
+	held, err := p.leases.Inspect(reclaimPrefix + "T-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashWaitExpired(t, held.ExpiresAt)
+
+	if fp == "purge/salvaged" {
+		// Not yet recorded: the folder is whole, and the reclaim undoes.
+		r := crashExec(t, bin, repo.Dir, ttl, "workspace", "restore", "T-1", "--from-trash", "--json")
+		if r.exit != 0 {
+			t.Fatalf("restore --from-trash before the purge was recorded\n%s", r)
+		}
+		if diff := cmp.Diff(whole, crashCaptureFiles(t, w.Path)); diff != "" {
+			t.Errorf("restored from the trash (-before +after):\n%s", diff)
+		}
+		purgeCheckReachable(t, repo, reach)
+		return
+	}
+	r := crashExec(t, bin, repo.Dir, ttl, "workspace", "restore", "T-1", "--from-trash", "--json")
+	if r.exit != 3 || r.errorCode() != "interrupted" || !strings.Contains(r.stdout, "half_purged") {
+		t.Fatalf("restore --from-trash of a half-purged trash: want exit 3, interrupted, half_purged\n%s", r)
+	}
+	doc := crashExec(t, bin, repo.Dir, nil, "doctor", "--json")
+	if !strings.Contains(doc.stdout, `"code": "trash_half_purged"`) {
+		t.Errorf("doctor does not report the half-purged trash\n%s", doc)
+	}
+	retry := crashExec(t, bin, repo.Dir, ttl, "gc", "--purge-due", "--json")
+	if retry.exit != 0 {
+		t.Fatalf("retry\n%s", retry)
+	}
+	var purged struct {
+		Purge PurgeResult `json:"purge"`
+	}
+	retry.decode(t, &purged)
+	if len(purged.Purge.Purged) != 1 || purged.Purge.Purged[0].SalvageRef == "" {
+		t.Fatalf("the retry did not finish the purge with its salvage: %+v", purged.Purge)
+	}
+	if wts := repo.Git("worktree", "list", "--porcelain"); strings.Contains(wts, trashPrefix) {
+		t.Errorf("git still lists the trash folder:\n%s", wts)
+	}
+	if left := trashLeft(t, p, repo.Dir+".workspaces"); len(left) > 0 {
+		t.Errorf("trash left: %v", left)
+	}
+	purgeCheckReachable(t, repo, reach)
+	res := crashExec(t, bin, repo.Dir, ttl, "workspace", "restore", "T-1", "--json")
+	if res.exit != 0 {
+		t.Fatalf("restore of the purge's salvage\n%s", res)
+	}
+	got := observe(t, &fixtures.Repo{T: t, Dir: w.Path}, nil)
+	if diff := cmp.Diff(before.view, got.view); diff != "" {
+		t.Errorf("restored from the purge's salvage (-trash before the purge +restored):\n%s", diff)
+	}
+}
+
+func purgeCheckReachable(t *testing.T, repo *fixtures.Repo, before map[string]bool) {
+	t.Helper()
+	after := reachable(t, repo)
+	for id := range before {
+		if !after[id] {
+			t.Errorf("commit %s was reachable before the purge, not after", id)
+		}
+	}
+}
