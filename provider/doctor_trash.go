@@ -13,7 +13,7 @@ func (p *Provider) checkTrash(inv *inventory, add func(Finding)) []KeptTrash {
 			Fix: "reclaim and purge refuse until it is fixed: set the key again with majlis policy set (see docs/reclaim.md, \"The undo window\")"})
 		return []KeptTrash{}
 	}
-	kept := p.keptTrash(inv.good, tp, true)
+	kept := p.keptTrash(inv.good, tp, sizesMeasured)
 	for _, k := range kept {
 		if !k.HalfPurged {
 			continue

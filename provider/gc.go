@@ -177,7 +177,7 @@ func (p *Provider) PreviewGC(ctx context.Context, o GCOptions) (*GCPlan, error) 
 	if err != nil {
 		return nil, err
 	}
-	kept := p.keptTrash(all, tp, true)
+	kept := p.keptTrash(all, tp, sizesMeasured)
 	for _, k := range kept {
 		if k.Due != "" {
 			plan.Trash = append(plan.Trash, GCTrash{Binding: k.Binding, Seq: k.Seq, Path: k.Path, KeptUntil: k.KeptUntil, Due: k.Due})

@@ -126,12 +126,27 @@ func (p *Provider) KeptTrash(ctx context.Context) ([]KeptTrash, error) {
 	if err != nil {
 		return nil, err
 	}
-	return p.keptTrash(all, tp, true), nil
+	return p.keptTrash(all, tp, sizesMeasured), nil
 }
 
-func (p *Provider) keptTrash(all [][]*claimRecord, tp TrashPolicy, sizes bool) []KeptTrash {
+// How keptTrash knows sizes: not at all, remembered only (trashsize.go;
+// unknown is -1), or remembered else measured.
+type sizeMode int
+
+const (
+	sizesNone sizeMode = iota
+	sizesRemembered
+	sizesMeasured
+)
+
+func (p *Provider) keptTrash(all [][]*claimRecord, tp TrashPolicy, mode sizeMode) []KeptTrash {
 	now := p.now()
 	out := []KeptTrash{}
+	var ts *trashSizes
+	if mode != sizesNone {
+		ts = p.loadTrashSizes()
+		defer p.saveTrashSizes(ts)
+	}
 	for _, recs := range all {
 		for _, r := range recs {
 			ev, ok := keptTrashOf(r)
@@ -151,16 +166,14 @@ func (p *Provider) keptTrash(all [][]*claimRecord, tp TrashPolicy, sizes bool) [
 			case !now.Before(k.KeptUntil):
 				k.Due = DueExpired
 			}
-			if sizes {
-				if n, err := p.trashSize(mv.TrashPath); err == nil {
-					k.SizeBytes = n
-				}
+			if ts != nil {
+				k.SizeBytes = p.cachedTrashSize(ts, k.Binding, k.Seq, k.Path, mode == sizesMeasured)
 			}
 			out = append(out, k)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].ReclaimedAt.Before(out[j].ReclaimedAt) })
-	if !sizes {
+	if mode == sizesNone {
 		return out
 	}
 	// The budget: the oldest of what stays goes until the rest fits.
@@ -419,21 +432,4 @@ func (p *Provider) deleteTrashFolder(r *claimRecord, mv *Event) error {
 			Hint: "its work is salvaged; the next purge finishes the deletion", Details: map[string]any{"resumable": true}}
 	}
 	return nil
-}
-
-// HasKeptTrash reports whether the repository keeps any trash folder (a
-// purge may be due, now or later). It reads the records only.
-func (p *Provider) HasKeptTrash() bool {
-	all, err := p.readAllBindings()
-	if err != nil {
-		return false
-	}
-	for _, recs := range all {
-		for _, r := range recs {
-			if _, ok := keptTrashOf(r); ok {
-				return true
-			}
-		}
-	}
-	return false
 }

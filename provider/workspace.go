@@ -108,9 +108,11 @@ func (p *Provider) render(ctx context.Context, reader *gitops.Reader, reclaiming
 		w.ReclaimedAt, w.State, w.SalvageRef = &t, StateReclaimed, ev.SalvageRef
 		if ev.TrashPath != "" && !rec.has(EventPurged) {
 			w.TrashPath, w.TrashKeptUntil, w.TrashHalfPurged = ev.TrashPath, ev.KeepUntil, rec.has(EventPurging)
-			if n, err := p.trashSize(ev.TrashPath); err == nil {
+			ts := p.loadTrashSizes()
+			if n := p.cachedTrashSize(ts, c.Binding, c.Seq, ev.TrashPath, true); n >= 0 {
 				w.TrashSizeBytes = &n
 			}
+			p.saveTrashSizes(ts)
 		}
 		if pg := rec.Events[EventPurged]; pg != nil && ev.TrashPath != "" {
 			t := pg.At

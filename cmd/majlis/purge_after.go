@@ -12,13 +12,14 @@ import (
 )
 
 // purgeAfter starts, once a reclaim's result is written, a detached
-// 'majlis gc --purge-due' for the repository when it keeps any trash, so
-// that the purge of what is due (each with its salvage first) takes none
-// of this command's time. MAJLIS_BACKGROUND_PURGE=0 turns it off. Whether
+// 'majlis gc --purge-due' for the repository when a purge may have work
+// (provider.PurgeMayBeDue: something is due, or a kept trash was not
+// measured yet), so that the purge of what is due (each with its salvage
+// first) takes none of this command's time. MAJLIS_BACKGROUND_PURGE=0 turns it off. Whether
 // it could start is not the reclaim's concern: the server, gc, or the
 // next reclaim purges what is due.
 func (g *globalOptions) purgeAfter(ctx context.Context, p *provider.Provider) {
-	if os.Getenv(envvar.BackgroundPurge) == "0" || ctx.Err() != nil || !p.HasKeptTrash() {
+	if os.Getenv(envvar.BackgroundPurge) == "0" || ctx.Err() != nil || !p.PurgeMayBeDue() {
 		return
 	}
 	exe, err := os.Executable()
