@@ -72,13 +72,10 @@ func DeleteTree(dir string, id DirIdentity) error {
 		}
 		return fmt.Errorf("%w: %s changed while it was opened", ErrNotSameDir, dir)
 	}
-	err = emptyDir(fd, dir, true)
+	err = emptyAndRemove(pfd, fd, base, dir, true)
 	unix.Close(fd)
 	if err != nil {
 		return err
-	}
-	if err := removeAt(pfd, base, true); err != nil && !errors.Is(err, unix.ENOENT) {
-		return &os.PathError{Op: "rmdir", Path: dir, Err: err}
 	}
 	if err := unix.Fsync(pfd); err != nil {
 		return &os.PathError{Op: "fsync", Path: parent, Err: err}
@@ -116,100 +113,6 @@ func removeAt(dirfd int, name string, dir bool) error {
 		}
 	}
 	return err
-}
-
-// emptyDir deletes everything in the directory open as fd (path names it
-// in errors). A file created meanwhile is found on the next pass.
-func emptyDir(fd int, path string, top bool) error {
-	for pass := 0; ; pass++ {
-		dup, err := unix.Dup(fd)
-		if err != nil {
-			return &os.PathError{Op: "dup", Path: path, Err: err}
-		}
-		f := os.NewFile(uintptr(dup), path)
-		if _, err := f.Seek(0, 0); err != nil {
-			f.Close()
-			return err
-		}
-		entries, err := f.ReadDir(-1)
-		f.Close()
-		if err != nil {
-			return err
-		}
-		if len(entries) == 0 {
-			return nil
-		}
-		if pass >= 100 {
-			return &os.PathError{Op: "empty", Path: path, Err: errors.New("entries keep appearing")}
-		}
-		var dotgit fs.DirEntry
-		for i, e := range entries {
-			if top && e.Name() == ".git" {
-				dotgit = e
-				continue
-			}
-			if err := removeEntry(fd, path, e); err != nil {
-				return err
-			}
-			if top && pass == 0 && i == len(entries)/2 {
-				if err := fpDeletePartial.Inject(); err != nil {
-					return err
-				}
-			}
-		}
-		if dotgit != nil {
-			if err := removeEntry(fd, path, dotgit); err != nil {
-				return err
-			}
-		}
-	}
-}
-
-func removeEntry(fd int, path string, e fs.DirEntry) error {
-	name := e.Name()
-	child := path + string(filepath.Separator) + name
-	if e.IsDir() {
-		cfd, err := openDirAt(fd, name)
-		if errors.Is(err, unix.ENOENT) {
-			return nil
-		}
-		if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
-			// Replaced by a file or a link since it was listed: unlink it.
-			err = removeAt(fd, name, false)
-			if err != nil && !errors.Is(err, unix.ENOENT) {
-				return &os.PathError{Op: "unlink", Path: child, Err: err}
-			}
-			return nil
-		}
-		if err != nil {
-			return &os.PathError{Op: "open", Path: child, Err: err}
-		}
-		if mountRoot(cfd) {
-			// A file system mounted inside the tree (a bind mount of
-			// someone's data, a volume) is not the tree's to delete.
-			unix.Close(cfd)
-			return &os.PathError{Op: "delete", Path: child,
-				Err: fmt.Errorf("%w: a file system is mounted there; unmount it, then retry", ErrCrossDevice)}
-		}
-		err = emptyDir(cfd, child, false)
-		unix.Close(cfd)
-		if err != nil {
-			return err
-		}
-		if err := removeAt(fd, name, true); err != nil && !errors.Is(err, unix.ENOENT) {
-			return &os.PathError{Op: "rmdir", Path: child, Err: err}
-		}
-		return nil
-	}
-	err := removeAt(fd, name, false)
-	if errors.Is(err, unix.EISDIR) {
-		// Replaced by a directory since it was listed.
-		return removeEntry(fd, path, dirEntry(name))
-	}
-	if err != nil && !errors.Is(err, unix.ENOENT) {
-		return &os.PathError{Op: "unlink", Path: child, Err: err}
-	}
-	return nil
 }
 
 // dirEntry is a DirEntry for a name known to be a directory.
