@@ -24,6 +24,7 @@ import (
 var purgeFailpoints = []string{"purge/salvaged", "purge/started", "gitops/delete-partial", "purge/deleted", "purge/dropped"}
 
 func TestPurgeCrashMatrix(t *testing.T) {
+	t.Parallel()
 	bin := crashBinary(t)
 	declared := failpoint.Names()
 	for _, n := range declared {

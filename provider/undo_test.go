@@ -69,6 +69,7 @@ func reachable(t *testing.T, repo *fixtures.Repo) map[string]bool {
 // restore onto it goes ahead; restore --from-trash puts HEAD back on the
 // branch with every file, ignored ones included.
 func TestKeptTrashByDefault(t *testing.T) {
+	t.Parallel()
 	repo, p, clk := undoProvider(t)
 	w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 	peerDirty(t, w.Path)
@@ -145,6 +146,7 @@ func TestKeptTrashByDefault(t *testing.T) {
 // restore of that salvage gives it all back. An untouched kept trash
 // makes no new salvage.
 func TestPurgeSalvagesAKeptTrashSomeoneUsed(t *testing.T) {
+	t.Parallel()
 	repo, p, clk := undoProvider(t)
 	used := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 	peerDirty(t, used.Path)
@@ -240,6 +242,7 @@ func TestPurgeSalvagesAKeptTrashSomeoneUsed(t *testing.T) {
 // it whole, says why, and records no purge; once it can be salvaged, the
 // next purge goes ahead.
 func TestPurgeWhoseSalvageFailsDeletesNothing(t *testing.T) {
+	t.Parallel()
 	repo, p, clk := undoProvider(t)
 	w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 	peerDirty(t, w.Path)
@@ -286,6 +289,7 @@ func TestPurgeWhoseSalvageFailsDeletesNothing(t *testing.T) {
 // with the free space below trash.min_free, goes early, oldest first;
 // the purge is recorded with why, and list --all shows it.
 func TestPurgeEarlyForSpace(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ key, value, due string }{
 		{PolicyTrashMaxBytes, "1", DueBudget},
 		{PolicyTrashMinFree, "100%", DueSpace},
@@ -333,6 +337,7 @@ func TestPurgeEarlyForSpace(t *testing.T) {
 // (KeepTrash) overrides it for one call, and --keep-trash 0 (DeleteTrash)
 // the default for one call.
 func TestTrashKeepPolicyZero(t *testing.T) {
+	t.Parallel()
 	_, p, _ := undoProvider(t)
 	for _, b := range []string{"T-1", "T-2", "T-3"} {
 		mustAllocate(t, p, AllocateOptions{Binding: b})
@@ -373,6 +378,7 @@ func slicesEqual(got []string, want ...string) bool {
 // under build/) reclaims it only while the trash is kept, and says so;
 // with trash.keep 0 it leaves the workspace, and says why.
 func TestEndReclaimIgnoredFiles(t *testing.T) {
+	t.Parallel()
 	_, p, _ := undoProvider(t)
 	for _, b := range []string{"T-1", "T-2"} {
 		w := mustAllocate(t, p, AllocateOptions{Binding: b})
@@ -413,6 +419,7 @@ func TestEndReclaimIgnoredFiles(t *testing.T) {
 // it was on, with its files and index as they were (no revert staged),
 // names the branch, and leaves the branch where it is.
 func TestRestoreFromTrashBranchMoved(t *testing.T) {
+	t.Parallel()
 	repo, p, _ := undoProvider(t)
 	w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 	peerDirty(t, w.Path)
@@ -454,6 +461,7 @@ func TestRestoreFromTrashBranchMoved(t *testing.T) {
 // live claim behind; restore --from-trash then finds the kept trash of
 // the binding's earlier claim.
 func TestRestoreFromTrashAfterRefusedRestore(t *testing.T) {
+	t.Parallel()
 	repo, p, _ := undoProvider(t)
 	w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 	peerDirty(t, w.Path)
@@ -498,6 +506,7 @@ func TestRestoreFromTrashAfterRefusedRestore(t *testing.T) {
 // one: such a trash is deleted at once (and the result says why), so
 // that the outer workspace can be reclaimed next.
 func TestNestedTrashIsNotKept(t *testing.T) {
+	t.Parallel()
 	_, p, _ := undoProvider(t)
 	outer := mustAllocate(t, p, AllocateOptions{Binding: "O"})
 	(&fixtures.Repo{T: t, Dir: outer.Path}).WriteFile(".gitignore", "inner/\n")
