@@ -134,6 +134,10 @@ type prepared struct {
 	token     string // supplied or generated
 	generated bool   // token was generated: return it
 	portRange string // the policy's port_range, when a target is auto
+	// shared is the shared ledger's part of the admission, when the set
+	// holds shared scopes and a shared ledger is configured: the local
+	// transactions record its attempt and report its leases.
+	shared *sharedPhase
 }
 
 // Acquire grants every requested resource to req.Holder, or none. File
@@ -159,22 +163,44 @@ func (s *Service) Acquire(ctx context.Context, req AcquireRequest) (*AcquireResu
 }
 
 func (s *Service) admit(ctx context.Context, p *prepared) (*AcquireResult, error) {
+	needShared := false
+	for _, t := range p.targets {
+		if t.scope == ScopeCluster && s.shared == nil {
+			return nil, &Error{Op: "acquire", Resource: t.resource, Err: ErrInvalid,
+				Reason: t.resource + " is shared by every host of a coordination cluster, and none is configured",
+				Hint:   "configure the coordination cluster (etcd endpoints) of this repository, or use host:NAME for a singleton of this machine"}
+		}
+		needShared = needShared || (s.shared != nil && t.scope.shared())
+	}
+	if needShared {
+		return s.admitShared(ctx, p)
+	}
+	return s.admitLocal(ctx, p)
+}
+
+// admitLocal admits the targets that live on this machine: host names in
+// the host ledger, files and intents in the repository ledger.
+func (s *Service) admitLocal(ctx context.Context, p *prepared) (*AcquireResult, error) {
 	var hostIdx, repoIdx []int
 	for i, t := range p.targets {
-		if t.scope == ScopeHost {
+		switch t.scope {
+		case ScopeHost:
 			hostIdx = append(hostIdx, i)
-		} else {
+		case ScopeCluster:
+		default:
 			repoIdx = append(repoIdx, i)
 		}
 	}
 	switch {
-	case len(repoIdx) == 0:
+	case len(repoIdx) == 0 && p.shared == nil:
 		hl, err := s.hostLedger(ctx, true)
 		if err != nil {
 			return nil, err
 		}
 		return s.admitOne(ctx, hl, p, hostIdx)
 	case len(hostIdx) == 0:
+		// A shared admission records its attempt here even when it
+		// grants nothing in this ledger.
 		return s.admitOne(ctx, s.repo, p, repoIdx)
 	}
 	return s.admitMixed(ctx, p, hostIdx, repoIdx)
@@ -388,8 +414,15 @@ func (s *Service) admitOne(ctx context.Context, l *ledger, p *prepared, idx []in
 		if err := e.recordWarnings(ctx); err != nil {
 			return err
 		}
+		attempt := ""
+		if p.shared != nil && l == s.repo {
+			attempt = p.shared.attempt
+			if _, err := c.ExecContext(ctx, `INSERT INTO attempts (id, at) VALUES (?, ?)`, attempt, e.now); err != nil {
+				return err
+			}
+		}
 		if p.requestID != "" {
-			if err := recordRequest(ctx, c, e.now, p.requestID, "acquire", p.digest, out, ""); err != nil {
+			if err := recordRequest(ctx, c, e.now, p.requestID, "acquire", p.digest, out, attempt); err != nil {
 				return err
 			}
 		}

@@ -32,6 +32,17 @@ var (
 	// ErrHookExists: the hook installer (majlis hook install) found a pre-commit hook that majlis did
 	// not write (or a backup it would overwrite); it is left untouched.
 	ErrHookExists = errors.New("admission: a pre-commit hook majlis did not write is installed")
+	// ErrCoordinationUnavailable: the shared ledger (etcd) did not answer
+	// in time. No shared lease was granted, and none locally in its place.
+	ErrCoordinationUnavailable = errors.New("admission: the coordination cluster is unavailable")
+	// ErrDuplicateMachineID: another live host of the coordination cluster
+	// has this machine's id (hosts cloned from one image): owners could
+	// not be told apart, so shared leases are refused.
+	ErrDuplicateMachineID = errors.New("admission: another live host has this machine id")
+	// ErrClusterChanged: the coordination cluster is not the one this
+	// repository used before (restored from a backup, or another one):
+	// shared leases are refused until an operator confirms it.
+	ErrClusterChanged = errors.New("admission: the coordination cluster changed")
 )
 
 // A Conflict is one existing lease that stands against a requested

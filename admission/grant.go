@@ -39,6 +39,13 @@ func (e *evaluation) insertAll(ctx context.Context, pending *pendingInfo) error 
 				checkout: t.checkout, repo: e.s.repoID, holder: e.p.holder, generation: gens[genKey{t.scope, t.key, t.subtree, t.checkout}],
 				acquired: e.now, expires: e.now + int64(e.p.ttl), owner: e.p.owner, state: "granted", requestID: e.p.requestID,
 				tokenDigest: sql.NullString{String: tokenDigest(e.p.token), Valid: true}}
+			if sr, ok := e.p.shared.record(i); ok {
+				// A shared intent: the shared ledger's id and generation.
+				r.id, r.generation = sr.ID, sr.Generation
+				if err := e.raiseGeneration(ctx, t, sr.Generation); err != nil {
+					return err
+				}
+			}
 			if r.generation == 0 {
 				return fmt.Errorf("admission: no generation was returned for %s", t.resource)
 			}
@@ -109,6 +116,15 @@ func (e *evaluation) nextGenerations(ctx context.Context, idx []int) (map[genKey
 	return out, rows.Err()
 }
 
+// raiseGeneration raises the generation counter of t to at least gen, so
+// that a resource once granted by the shared ledger never goes back to a
+// lower generation here.
+func (e *evaluation) raiseGeneration(ctx context.Context, t target, gen int64) error {
+	_, err := e.c.ExecContext(ctx, `UPDATE generations SET last = MAX(last, ?) WHERE scope = ? AND key = ? AND subtree = ? AND checkout = ?`,
+		gen, string(t.scope), t.key, t.subtree, t.checkout)
+	return err
+}
+
 // placeholders returns n comma-separated groups of cols "?".
 func placeholders(n, cols int) string {
 	group := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
@@ -136,7 +152,21 @@ func (e *evaluation) result(host *evaluation) *AcquireResult {
 	if host != nil {
 		phases = append(phases, host)
 	}
+	sp := e.p.shared
+	if sp != nil {
+		for _, k := range sp.decided {
+			e.decide(k)
+		}
+		res.DecidedBy = e.decided
+	}
 	for i := range e.p.targets {
+		if l, ok := sp.clusterLease(i); ok {
+			res.Leases = append(res.Leases, l)
+			if sp.reused[i] {
+				res.Reused = append(res.Reused, l.ID)
+			}
+			continue
+		}
 		for _, ph := range phases {
 			r, ok := ph.rows[i]
 			if !ok {
@@ -153,6 +183,9 @@ func (e *evaluation) result(host *evaluation) *AcquireResult {
 		res.Warnings = append(res.Warnings, host.warnings...)
 	}
 	res.Warnings = append(res.Warnings, e.warnings...)
+	if sp != nil {
+		res.Warnings = append(res.Warnings, sp.warnings...)
+	}
 	return res
 }
 

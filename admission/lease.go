@@ -60,6 +60,9 @@ type Lease struct {
 	// Forced says who last renewed or released it without its lease
 	// token (--force).
 	Forced *Forced `json:"forced,omitempty"`
+	// Clone names the clone of the repository that holds a shared lease,
+	// when it is another clone than this one (its holder is that clone's).
+	Clone string `json:"clone,omitempty"`
 }
 
 // row is a leases-table row as stored.
@@ -128,6 +131,8 @@ func ownerOf(col sql.NullString) (o procid.Owner, ok bool, err error) {
 	}
 	return o, true, nil
 }
+
+func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
 // lease renders the row as the API reports it.
 func (r *row) lease(now int64) Lease {

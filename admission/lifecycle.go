@@ -88,7 +88,7 @@ type ListRequest struct {
 // A pending host lease whose admitting process is proven dead is settled
 // first: granted, and so released, if its repository transaction
 // committed; removed otherwise.
-func (s *Service) Release(ctx context.Context, req ReleaseRequest) (*ReleaseResult, error) {
+func (s *Service) releaseLocal(ctx context.Context, req ReleaseRequest) (*ReleaseResult, error) {
 	const op = "release"
 	if err := checkHolder(op, req.Holder); err != nil {
 		return nil, err
@@ -229,7 +229,7 @@ func releasable(op string, r row, holder string) error {
 // that its writer has stopped (WriterStopped, required: ErrInvalid
 // without). An active, released or pending lease refuses with
 // ErrNotQuarantined; a resolved one is returned unchanged.
-func (s *Service) Resolve(ctx context.Context, req ResolveRequest) (*Lease, error) {
+func (s *Service) resolveLocal(ctx context.Context, req ResolveRequest) (*Lease, error) {
 	const op = "resolve"
 	if !req.WriterStopped {
 		return nil, &Error{Op: op, Resource: req.ID, Err: ErrInvalid,
@@ -302,7 +302,7 @@ func (s *Service) Resolve(ctx context.Context, req ResolveRequest) (*Lease, erro
 // acquisition time. States are computed now; List changes nothing, so a
 // quarantined lease whose owner died is listed as quarantined until the
 // next admission that meets it resolves it.
-func (s *Service) List(ctx context.Context, req ListRequest) ([]Lease, error) {
+func (s *Service) listLocal(ctx context.Context, req ListRequest) ([]Lease, error) {
 	hl, err := s.hostLedger(ctx, false)
 	if err != nil {
 		return nil, err
@@ -349,7 +349,7 @@ func (s *Service) List(ctx context.Context, req ListRequest) ([]Lease, error) {
 // a quarantined lease whose recorded owner is proven dead does not (the
 // next admission resolves it). The provider's reclaim refuses while any
 // is returned.
-func (s *Service) LiveLeases(ctx context.Context, holder, checkoutRoot string) ([]Lease, error) {
+func (s *Service) liveLocal(ctx context.Context, holder, checkoutRoot string) ([]Lease, error) {
 	hl, err := s.hostLedger(ctx, false)
 	if err != nil {
 		return nil, err

@@ -48,6 +48,57 @@ type PolicySet struct {
 	EnforcementGap       PolicyValue `json:"enforcement_gap"`
 	// PortRange is where host:port:auto picks ports: "LO-HI", inclusive.
 	PortRange string `json:"port_range"`
+	// Coordination is where shared leases are kept (docs/multi-host.md);
+	// empty: nowhere, every lease stays on this machine. These settings
+	// are this clone's own, never shared.
+	Coordination CoordinationPolicy `json:"coordination"`
+}
+
+// CoordinationPolicy is a clone's coordination settings: the policy keys
+// coordination.repository_key and coordination.etcd.*.
+type CoordinationPolicy struct {
+	RepositoryKey string `json:"repository_key,omitempty"`
+	EtcdEndpoints string `json:"etcd_endpoints,omitempty"` // comma-separated URLs
+	EtcdCA        string `json:"etcd_ca,omitempty"`        // PEM file of the CA that signs the servers
+	EtcdCert      string `json:"etcd_cert,omitempty"`      // PEM file of this client's certificate
+	EtcdKey       string `json:"etcd_key,omitempty"`       // PEM file of its private key
+	// EtcdClusterID is the id of the cluster the shared leases were last
+	// kept in; another cluster's id refuses until an operator sets it.
+	EtcdClusterID string `json:"etcd_cluster_id,omitempty"`
+}
+
+// Coordination policy keys.
+const (
+	PolicyRepositoryKey = "coordination.repository_key"
+	PolicyEtcdEndpoints = "coordination.etcd.endpoints"
+	PolicyEtcdCA        = "coordination.etcd.ca"
+	PolicyEtcdCert      = "coordination.etcd.cert"
+	PolicyEtcdKey       = "coordination.etcd.key"
+	PolicyEtcdClusterID = "coordination.etcd.cluster_id"
+)
+
+// CoordinationPolicyKeys lists the coordination keys.
+func CoordinationPolicyKeys() []string {
+	return []string{PolicyRepositoryKey, PolicyEtcdEndpoints, PolicyEtcdCA, PolicyEtcdCert, PolicyEtcdKey, PolicyEtcdClusterID}
+}
+
+// field returns the setting of a coordination key, or nil.
+func (c *CoordinationPolicy) field(key string) *string {
+	switch key {
+	case PolicyRepositoryKey:
+		return &c.RepositoryKey
+	case PolicyEtcdEndpoints:
+		return &c.EtcdEndpoints
+	case PolicyEtcdCA:
+		return &c.EtcdCA
+	case PolicyEtcdCert:
+		return &c.EtcdCert
+	case PolicyEtcdKey:
+		return &c.EtcdKey
+	case PolicyEtcdClusterID:
+		return &c.EtcdClusterID
+	}
+	return nil
 }
 
 // DefaultPolicy is the policy of a repository where nothing was set.
@@ -58,7 +109,7 @@ func DefaultPolicy() PolicySet {
 // PolicyKeys lists the settable policy keys: the conflict keys
 // (ConflictPolicyKeys), valued allow, warn or block, and port_range.
 func PolicyKeys() []string {
-	return append(ConflictPolicyKeys(), PolicyPortRange)
+	return append(append(ConflictPolicyKeys(), PolicyPortRange), CoordinationPolicyKeys()...)
 }
 
 // ConflictPolicyKeys lists the keys whose values are allow, warn or block.
@@ -71,6 +122,9 @@ func ConflictPolicyKeys() []string {
 func (p PolicySet) Setting(key string) string {
 	if key == PolicyPortRange {
 		return p.PortRange
+	}
+	if f := p.Coordination.field(key); f != nil {
+		return *f
 	}
 	if !slices.Contains(ConflictPolicyKeys(), key) {
 		return ""
@@ -101,6 +155,13 @@ func (p *PolicySet) set(key, value string) string {
 		p.PortRange = value
 		return ""
 	}
+	if f := p.Coordination.field(key); f != nil {
+		if why := CheckCoordinationSetting(key, value); why != "" {
+			return why
+		}
+		*f = value
+		return ""
+	}
 	v := PolicyValue(value)
 	if !slices.Contains(ConflictPolicyKeys(), key) {
 		return errUnknownKey
@@ -124,7 +185,7 @@ const errUnknownKey = "unknown key"
 func validValue(v PolicyValue) bool { return v == Allow || v == Warn || v == Block }
 
 // Policy returns the repository's policy.
-func (s *Service) Policy(ctx context.Context) (PolicySet, error) {
+func (s *Service) policyLocal(ctx context.Context) (PolicySet, error) {
 	p, err := readPolicy(ctx, s.repo.db)
 	if err != nil {
 		return PolicySet{}, s.repo.fail("policy", err)
@@ -136,7 +197,7 @@ func (s *Service) Policy(ctx context.Context) (PolicySet, error) {
 // "LO-HI") in one transaction that also appends a policy event, and
 // returns the resulting policy. An unknown key or value refuses with
 // ErrInvalid.
-func (s *Service) SetPolicy(ctx context.Context, key, value string) (PolicySet, error) {
+func (s *Service) setPolicyLocal(ctx context.Context, key, value string) (PolicySet, error) {
 	var p PolicySet
 	switch why := p.set(key, value); why {
 	case "":

@@ -14,7 +14,7 @@ import (
 // any is renewed. Without IDs, the holder's active leases are renewed and
 // its quarantined ones reported as warnings; ErrQuarantined when only
 // quarantined ones remain, ErrNotFound when it holds none.
-func (s *Service) Renew(ctx context.Context, req RenewRequest) (*RenewResult, error) {
+func (s *Service) renewLocal(ctx context.Context, req RenewRequest) (*RenewResult, error) {
 	const op = "renew"
 	if err := checkHolder(op, req.Holder); err != nil {
 		return nil, err

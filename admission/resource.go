@@ -22,6 +22,10 @@ const (
 	// ScopeHost is a machine-wide singleton name, such as "port:3000",
 	// unique across every repository and workspace on the machine.
 	ScopeHost Scope = "host"
+	// ScopeCluster is a singleton name shared by every host that uses the
+	// same coordination cluster, such as "deploy:staging": one holder
+	// across all of them. It needs a shared ledger (Options.Shared).
+	ScopeCluster Scope = "cluster"
 )
 
 // maxName is the longest holder, host name or request id accepted, in bytes.
@@ -65,12 +69,12 @@ func ParseResource(s string) (Resource, error) {
 		if strings.ContainsAny(lit, "*?[") {
 			return Resource{}, invalidResource(s, "an intent is a literal path or a literal path followed by /** (no other *, ? or [)")
 		}
-	case ScopeHost:
+	case ScopeHost, ScopeCluster:
 		if !validHostName(raw) {
-			return Resource{}, invalidResource(s, fmt.Sprintf("a host name is 1 to %d printable ASCII characters without spaces", maxName))
+			return Resource{}, invalidResource(s, fmt.Sprintf("a %s name is 1 to %d printable ASCII characters without spaces", scope, maxName))
 		}
 	default:
-		return Resource{}, invalidResource(s, fmt.Sprintf("unknown scope %q (want file, intent or host)", scope))
+		return Resource{}, invalidResource(s, fmt.Sprintf("unknown scope %q (want file, intent, host or cluster)", scope))
 	}
 	return r, nil
 }
@@ -155,7 +159,7 @@ func validName(s string) bool {
 // with a lease.
 func canonicalResource(scope Scope, key string, subtree bool) string {
 	switch {
-	case scope == ScopeHost:
+	case scope == ScopeHost || scope == ScopeCluster:
 		return string(scope) + ":" + key
 	case subtree && key == "":
 		return string(scope) + ":**"

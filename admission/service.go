@@ -46,6 +46,11 @@ type Options struct {
 	// with ServesOthers the caller's process tree grants nothing and
 	// every request needs the lease's token (or force).
 	ServesOthers bool
+	// Shared, when set, is the ledger that repository intents and cluster
+	// singletons are shared through with other clones of the repository
+	// (package coordination, on etcd). The Service closes it. Nil: every
+	// lease stays on this machine, and cluster:NAME is refused.
+	Shared SharedLedger
 }
 
 // A CheckoutGuard judges a checkout (its physical top level) in which
@@ -68,6 +73,7 @@ type Service struct {
 	// servesOthers: the caller's process tree is no authority over a
 	// lease (Options.ServesOthers).
 	servesOthers bool
+	shared       SharedLedger
 
 	mu        sync.Mutex
 	host      *ledger
@@ -119,7 +125,7 @@ func Open(ctx context.Context, stateDir string, opts Options) (*Service, error) 
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{stateDir: phys, repoID: filepath.Dir(phys), repo: repo, hostPath: hostPath, busy: opts.BusyTimeout, now: now, guard: opts.Guard, servesOthers: opts.ServesOthers}, nil
+	return &Service{stateDir: phys, repoID: filepath.Dir(phys), repo: repo, hostPath: hostPath, busy: opts.BusyTimeout, now: now, guard: opts.Guard, servesOthers: opts.ServesOthers, shared: opts.Shared}, nil
 }
 
 // Close closes the ledgers.
@@ -131,8 +137,14 @@ func (s *Service) Close() error {
 		err = errors.Join(err, s.host.close())
 		s.host = nil
 	}
+	if s.shared != nil {
+		err = errors.Join(err, s.shared.Close())
+	}
 	return err
 }
+
+// Shared returns the shared ledger the service was opened with, or nil.
+func (s *Service) Shared() SharedLedger { return s.shared }
 
 // StateDir returns the physical state dir the service was opened on.
 func (s *Service) StateDir() string { return s.stateDir }

@@ -36,6 +36,9 @@ func (s *Service) admitMixed(ctx context.Context, p *prepared, hostIdx, repoIdx 
 	}
 	adm, _ := json.Marshal(self)
 	pend := &pendingInfo{attempt: "P-" + randomHex(), admitter: string(adm), repoLedger: s.repo.path}
+	if p.shared != nil {
+		pend.attempt = p.shared.attempt // the shared ledger's records commit with it
+	}
 
 	hostPhase, err := s.pendHost(ctx, hl, p, pend, hostIdx, repoIdx)
 	if err != nil {

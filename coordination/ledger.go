@@ -1,0 +1,425 @@
+package coordination
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/majlis-dev/majlis/admission"
+	"github.com/majlis-dev/majlis/internal/procid"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// View reads every live record of the repository key and of the cluster,
+// and the shared policy, in one transaction.
+func (l *Ledger) View(ctx context.Context) (*admission.SharedView, error) {
+	if err := l.prepare(ctx); err != nil {
+		return nil, err
+	}
+	cctx, cancel := l.ctx(ctx)
+	defer cancel()
+	resp, err := l.c.Txn(cctx).Then(clientv3.OpGet(l.repo, clientv3.WithPrefix()), clientv3.OpGet(l.cluster, clientv3.WithPrefix())).Commit()
+	if err != nil {
+		return nil, l.fail(err)
+	}
+	v := &admission.SharedView{Revision: resp.Header.Revision}
+	live := map[string]bool{}
+	var recs []admission.SharedRecord
+	for k, prefix := range []string{l.repo, l.cluster} {
+		for _, kv := range resp.Responses[k].GetResponseRange().Kvs {
+			name := strings.TrimPrefix(string(kv.Key), prefix)
+			switch {
+			case strings.HasPrefix(name, "live/"):
+				live[strings.TrimPrefix(name, "live/")] = true
+			case strings.HasPrefix(name, "rec/"):
+				r, err := l.decode(kv.Key, kv.Value)
+				if err != nil {
+					return nil, err
+				}
+				r.Generation = kv.CreateRevision
+				recs = append(recs, r)
+			case name == "policy" && k == 0:
+				var p admission.PolicySet
+				if err := json.Unmarshal(kv.Value, &p); err != nil || !validPolicy(p) {
+					return nil, l.malformed(kv.Key, "the shared policy is not one this majlis reads")
+				}
+				v.Policy = &p
+			}
+		}
+	}
+	for i := range recs {
+		recs[i].Live = live[recs[i].ID]
+	}
+	v.Records = recs
+	return v, nil
+}
+
+func validPolicy(p admission.PolicySet) bool {
+	for _, k := range admission.ConflictPolicyKeys() {
+		switch p.Value(k) {
+		case admission.Allow, admission.Warn, admission.Block:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// decode reads a record, refusing one this majlis cannot trust.
+func (l *Ledger) decode(key, value []byte) (admission.SharedRecord, error) {
+	var r admission.SharedRecord
+	dec := json.NewDecoder(strings.NewReader(string(value)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil || r.ID == "" || r.Holder == "" || r.Clone == "" ||
+		(r.Scope != admission.ScopeIntent && r.Scope != admission.ScopeCluster) || !strings.HasSuffix(string(key), "/"+r.ID) {
+		return r, l.malformed(key, "a shared lease record this majlis cannot read")
+	}
+	return r, nil
+}
+
+func (l *Ledger) malformed(key []byte, why string) error {
+	return &admission.Error{Op: "coordination", Err: admission.ErrMalformed, Path: string(key),
+		Reason: fmt.Sprintf("%s holds %s", l.Describe(), why),
+		Hint:   "a newer majlis may have written it; upgrade, or have an operator inspect the key"}
+}
+
+// prefixOf is where a record of scope sc lives.
+func (l *Ledger) prefixOf(sc admission.Scope) string {
+	if sc == admission.ScopeCluster {
+		return l.cluster
+	}
+	return l.repo
+}
+
+// ttlSeconds rounds ttl up to whole seconds, at least one.
+func ttlSeconds(ttl time.Duration) int64 {
+	s := int64((ttl + time.Second - 1) / time.Second)
+	return max(s, 1)
+}
+
+// Put writes the records in one transaction that commits only if neither
+// record range changed after the view's revision; their permission rides
+// one new etcd lease of ttl (rounded up to whole seconds; etcd raises it
+// to its minimum).
+func (l *Ledger) Put(ctx context.Context, v *admission.SharedView, recs []admission.SharedRecord, ttl time.Duration) ([]admission.SharedRecord, error) {
+	cctx, cancel := l.ctx(ctx)
+	defer cancel()
+	lease, err := l.c.Grant(cctx, ttlSeconds(ttl))
+	if err != nil {
+		return nil, l.fail(err)
+	}
+	var ops []clientv3.Op
+	for _, r := range recs {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		p := l.prefixOf(r.Scope)
+		ops = append(ops, clientv3.OpPut(p+"rec/"+r.ID, string(b)), clientv3.OpPut(p+"live/"+r.ID, "", clientv3.WithLease(lease.ID)))
+	}
+	resp, err := l.c.Txn(cctx).If(
+		clientv3.Compare(clientv3.ModRevision(l.repo).WithPrefix(), "<", v.Revision+1),
+		clientv3.Compare(clientv3.ModRevision(l.cluster).WithPrefix(), "<", v.Revision+1),
+	).Then(ops...).Commit()
+	if err != nil {
+		return nil, l.fail(err)
+	}
+	if !resp.Succeeded {
+		_, _ = l.c.Revoke(cctx, lease.ID)
+		return nil, admission.ErrSharedChanged
+	}
+	out := make([]admission.SharedRecord, len(recs))
+	for i, r := range recs {
+		r.Generation, r.Live = resp.Header.Revision, true
+		out[i] = r
+	}
+	return out, nil
+}
+
+// Settle confirms (committed) or deletes the pending records of attempt.
+func (l *Ledger) Settle(ctx context.Context, attempt string, committed bool) error {
+	for try := 0; try < 8; try++ {
+		cctx, cancel := l.ctx(ctx)
+		resp, err := l.c.Txn(cctx).Then(clientv3.OpGet(l.repo+"rec/", clientv3.WithPrefix()), clientv3.OpGet(l.cluster+"rec/", clientv3.WithPrefix())).Commit()
+		if err != nil {
+			cancel()
+			return l.fail(err)
+		}
+		var cmps []clientv3.Cmp
+		var ops []clientv3.Op
+		for k, prefix := range []string{l.repo, l.cluster} {
+			for _, kv := range resp.Responses[k].GetResponseRange().Kvs {
+				r, err := l.decode(kv.Key, kv.Value)
+				if err != nil {
+					cancel()
+					return err
+				}
+				if r.Attempt != attempt || !r.Pending {
+					continue
+				}
+				cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision))
+				if committed {
+					r.Pending = false
+					b, _ := json.Marshal(r)
+					ops = append(ops, clientv3.OpPut(string(kv.Key), string(b)))
+				} else {
+					ops = append(ops, clientv3.OpDelete(string(kv.Key)), clientv3.OpDelete(prefix+"live/"+r.ID))
+				}
+			}
+		}
+		if len(ops) == 0 {
+			cancel()
+			return nil
+		}
+		tr, err := l.c.Txn(cctx).If(cmps...).Then(ops...).Commit()
+		cancel()
+		if err != nil {
+			return l.fail(err)
+		}
+		if tr.Succeeded {
+			return nil
+		}
+	}
+	return &admission.Error{Op: "coordination", Err: admission.ErrCoordinationUnavailable,
+		Reason: "the records of admission " + attempt + " kept changing while they were settled", Hint: "retry"}
+}
+
+// Delete removes records and their permission.
+func (l *Ledger) Delete(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	var ops []clientv3.Op
+	for _, id := range ids {
+		for _, p := range []string{l.repo, l.cluster} {
+			ops = append(ops, clientv3.OpDelete(p+"rec/"+id), clientv3.OpDelete(p+"live/"+id))
+		}
+	}
+	cctx, cancel := l.ctx(ctx)
+	defer cancel()
+	if _, err := l.c.Txn(cctx).Then(ops...).Commit(); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// liveKeys reads the records and live keys of ids.
+func (l *Ledger) liveKeys(ctx context.Context, ids []string) (recs map[string]*clientv3.GetResponse, live map[string]*clientv3.GetResponse, err error) {
+	var ops []clientv3.Op
+	for _, id := range ids {
+		for _, p := range []string{l.repo, l.cluster} {
+			ops = append(ops, clientv3.OpGet(p+"rec/"+id), clientv3.OpGet(p+"live/"+id))
+		}
+	}
+	resp, err := l.c.Txn(ctx).Then(ops...).Commit()
+	if err != nil {
+		return nil, nil, l.fail(err)
+	}
+	recs, live = map[string]*clientv3.GetResponse{}, map[string]*clientv3.GetResponse{}
+	for i, id := range ids {
+		for k := range 2 {
+			rr := (*clientv3.GetResponse)(resp.Responses[4*i+2*k].GetResponseRange())
+			lr := (*clientv3.GetResponse)(resp.Responses[4*i+2*k+1].GetResponseRange())
+			if len(rr.Kvs) > 0 {
+				recs[id] = rr
+			}
+			if len(lr.Kvs) > 0 {
+				live[id] = lr
+			}
+		}
+	}
+	return recs, live, nil
+}
+
+// Renew moves the records' permission onto a new lease of ttl and records
+// the new expiry; a record whose permission lapsed refuses them all.
+func (l *Ledger) Renew(ctx context.Context, ids []string, ttl time.Duration, expires time.Time) error {
+	cctx, cancel := l.ctx(ctx)
+	defer cancel()
+	recs, live, err := l.liveKeys(cctx, ids)
+	if err != nil {
+		return err
+	}
+	lease, err := l.c.Grant(cctx, ttlSeconds(ttl))
+	if err != nil {
+		return l.fail(err)
+	}
+	var cmps []clientv3.Cmp
+	var ops []clientv3.Op
+	for _, id := range ids {
+		rr, lr := recs[id], live[id]
+		if rr == nil || lr == nil {
+			_, _ = l.c.Revoke(cctx, lease.ID)
+			return &admission.Error{Op: "renew", Err: admission.ErrQuarantined, Details: map[string]any{"lease": id},
+				Reason: fmt.Sprintf("lease %s lapsed in %s without release; expiry does not prove its writer stopped, so it cannot be renewed", id, l.Describe()),
+				Hint:   "release it and acquire again"}
+		}
+		r, err := l.decode(rr.Kvs[0].Key, rr.Kvs[0].Value)
+		if err != nil {
+			return err
+		}
+		r.ExpiresAt = expires
+		b, _ := json.Marshal(r)
+		lk := string(lr.Kvs[0].Key)
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(lk), "=", lr.Kvs[0].CreateRevision))
+		ops = append(ops, clientv3.OpPut(string(rr.Kvs[0].Key), string(b)), clientv3.OpPut(lk, "", clientv3.WithLease(lease.ID)))
+	}
+	resp, err := l.c.Txn(cctx).If(cmps...).Then(ops...).Commit()
+	if err != nil {
+		return l.fail(err)
+	}
+	if !resp.Succeeded {
+		return &admission.Error{Op: "renew", Err: admission.ErrQuarantined,
+			Reason: "a lease lapsed in " + l.Describe() + " while it was renewed", Hint: "release it and acquire again"}
+	}
+	return nil
+}
+
+// KeepAlive renews once the etcd leases the records' permission rides,
+// and this host's registration.
+func (l *Ledger) KeepAlive(ctx context.Context, ids []string) error {
+	l.mu.Lock()
+	l.registered = false // register again: renews the host's lease
+	l.mu.Unlock()
+	if err := l.prepare(ctx); err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	cctx, cancel := l.ctx(ctx)
+	defer cancel()
+	_, live, err := l.liveKeys(cctx, ids)
+	if err != nil {
+		return err
+	}
+	seen := map[clientv3.LeaseID]bool{}
+	for _, lr := range live {
+		id := clientv3.LeaseID(lr.Kvs[0].Lease)
+		if id == 0 || seen[id] {
+			continue
+		}
+		seen[id] = true
+		if _, err := l.c.KeepAliveOnce(cctx, id); err != nil && cctx.Err() != nil {
+			return l.fail(err)
+		}
+	}
+	return nil
+}
+
+// SetPolicy stores the conflict keys of p as the shared policy.
+func (l *Ledger) SetPolicy(ctx context.Context, p admission.PolicySet) error {
+	shared := admission.PolicySet{SameCheckoutConflict: p.SameCheckoutConflict, CrossWorktreeOverlap: p.CrossWorktreeOverlap,
+		EnforcementGap: p.EnforcementGap}
+	b, _ := json.Marshal(shared)
+	cctx, cancel := l.ctx(ctx)
+	defer cancel()
+	if _, err := l.c.Put(cctx, l.repo+"policy", string(b)); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// identity is this host's registration.
+func (l *Ledger) identity() (HostIdentity, error) {
+	if l.o.Identity != nil {
+		return *l.o.Identity, nil
+	}
+	o, err := procid.Of(os.Getpid())
+	if err != nil {
+		return HostIdentity{}, err
+	}
+	return HostIdentity{MachineID: o.MachineID, BootID: o.BootID, Hostname: o.Hostname}, nil
+}
+
+// prepare, once per Ledger, checks the cluster's id and registers this
+// host (machine id, boot id) under an etcd lease of its own, with this
+// clone: a second live host with the same machine id refuses.
+func (l *Ledger) prepare(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.registered {
+		return nil
+	}
+	me, err := l.identity()
+	if err != nil {
+		return &admission.Error{Op: "coordination", Err: err, Reason: "cannot read this host's identity (machine id, boot id)"}
+	}
+	cctx, cancel := l.ctx(ctx)
+	defer cancel()
+	hostDir := l.hosts + me.MachineID + "/"
+	mine := hostDir + me.BootID
+	resp, err := l.c.Get(cctx, hostDir, clientv3.WithPrefix())
+	if err != nil {
+		return l.fail(err)
+	}
+	if err := l.checkCluster(resp.Header.ClusterId); err != nil {
+		return err
+	}
+	var leaseID clientv3.LeaseID
+	for _, kv := range resp.Kvs {
+		if string(kv.Key) == mine {
+			leaseID = clientv3.LeaseID(kv.Lease)
+			continue
+		}
+		var other HostIdentity
+		_ = json.Unmarshal(kv.Value, &other)
+		return &admission.Error{Op: "coordination", Err: admission.ErrDuplicateMachineID,
+			Reason: fmt.Sprintf("another live host (%s, boot %s) registered this machine's id %s with %s: processes of the two could not be told apart",
+				other.Hostname, procid.Short(strings.TrimPrefix(string(kv.Key), hostDir)), procid.Short(me.MachineID), l.Describe()),
+			Hint:    "give each host its own machine id (hosts cloned from one image share it; regenerate /etc/machine-id), or wait until the other registration lapses if that host is gone",
+			Details: map[string]any{"machine_id": me.MachineID, "other_host": other.Hostname}}
+	}
+	if leaseID != 0 {
+		if _, err := l.c.KeepAliveOnce(cctx, leaseID); err == nil {
+			l.registered = true
+			return nil
+		}
+	}
+	lease, err := l.c.Grant(cctx, int64(HostTTL/time.Second))
+	if err != nil {
+		return l.fail(err)
+	}
+	b, _ := json.Marshal(me)
+	clone, _ := json.Marshal(map[string]string{"host": me.Hostname, "machine_id": me.MachineID, "state_dir": l.o.StateDir})
+	tr, err := l.c.Txn(cctx).If(clientv3.Compare(clientv3.CreateRevision(hostDir).WithPrefix(), "<", resp.Header.Revision+1)).
+		Then(clientv3.OpPut(mine, string(b), clientv3.WithLease(lease.ID)),
+			clientv3.OpPut(l.repo+"clones/"+l.o.Clone, string(clone), clientv3.WithLease(lease.ID))).Commit()
+	if err != nil {
+		return l.fail(err)
+	}
+	if !tr.Succeeded {
+		return &admission.Error{Op: "coordination", Err: admission.ErrDuplicateMachineID,
+			Reason: "another host registered this machine's id " + procid.Short(me.MachineID) + " at the same moment", Hint: "retry"}
+	}
+	l.registered = true
+	return nil
+}
+
+// checkCluster compares the cluster's id with the one the clone knows.
+func (l *Ledger) checkCluster(id uint64) error {
+	if l.checked {
+		return nil
+	}
+	hex := strconv.FormatUint(id, 16)
+	switch {
+	case l.o.KnownCluster == "":
+		if l.o.RecordCluster != nil {
+			if err := l.o.RecordCluster(hex); err != nil {
+				return err
+			}
+		}
+	case l.o.KnownCluster != hex:
+		return &admission.Error{Op: "coordination", Err: admission.ErrClusterChanged,
+			Reason: fmt.Sprintf("%s has cluster id %s, not %s as before: it may have been restored from a backup, or be another cluster, and its leases may be older than what was granted",
+				l.Describe(), hex, l.o.KnownCluster),
+			Hint:    "once an operator has checked that the cluster holds every shared lease it should, confirm it by setting the cluster id to " + hex,
+			Details: map[string]any{"cluster_id": hex, "known_cluster_id": l.o.KnownCluster}}
+	}
+	l.checked = true
+	return nil
+}
