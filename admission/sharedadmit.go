@@ -112,7 +112,7 @@ func (s *Service) admitShared(ctx context.Context, p *prepared) (*AcquireResult,
 	if err := s.shared.Settle(cleanCtx, sp.attempt, true); err != nil {
 		return nil, &Error{Op: "acquire", Err: err, Reason: "the request was granted here, but " + s.shared.Describe() +
 			" could not confirm its shared leases: " + errorText(err),
-			Hint: "they stay pending (they block, and grant nothing to anyone else) until the next admission here, or a retry with the same request id, confirms them",
+			Hint:    "they stay pending (they block, and grant nothing to anyone else) until the next admission here, or a retry with the same request id, confirms them",
 			Details: map[string]any{"resumable": true}}
 	}
 	return out, nil
