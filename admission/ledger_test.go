@@ -260,7 +260,7 @@ func TestJSONShapes(t *testing.T) {
 		{res.Leases[1], []string{"acquired_at", "expires_at", "generation", "holder", "id", "key", "resource", "scope", "state"}},
 		{res.Warnings[0], []string{"code", "lease", "message", "policy", "resource"}},
 		{Conflict{}, []string{"lease", "policy", "reason", "resource"}}, // recoverable only when true
-		{DefaultPolicy(), []string{"cross_worktree_overlap", "enforcement_gap", "port_range", "same_checkout_conflict"}},
+		{DefaultPolicy(), []string{"coordination", "cross_worktree_overlap", "enforcement_gap", "port_range", "same_checkout_conflict"}},
 	} {
 		if got := keys(tc.v); !slices.Equal(got, tc.want) {
 			t.Errorf("%T keys = %v, want %v", tc.v, got, tc.want)

@@ -131,3 +131,46 @@ func (r *SharedRecord) lease(clone string, now time.Time) Lease {
 	}
 	return l
 }
+
+// A SharedConfig says where a clone's shared ledger is: what its caller
+// (the provider) found in the policy and the environment, for whoever
+// opens the ledger (package coordination).
+type SharedConfig struct {
+	Endpoints     []string
+	CA, Cert, Key string // PEM files; empty when not set
+	RepositoryKey string
+	Clone         string // the repository's registration id
+	StateDir      string
+	// KnownCluster is the cluster id the clone used before ("" at first).
+	KnownCluster string
+	// RecordCluster records the cluster's id the first time it is reached.
+	RecordCluster func(id string) error
+}
+
+// Share makes l the service's shared ledger (Options.Shared), for a
+// caller that had to read the policy to find it. Call it before any
+// other method; the Service closes l.
+func (s *Service) Share(l SharedLedger) { s.shared = l }
+
+// A refusingLedger stands for a shared ledger that cannot be opened: every
+// shared lease is refused with its error, and local ones are granted.
+type refusingLedger struct{ err error }
+
+// RefusingLedger returns a shared ledger that refuses everything with err:
+// a clone that names a coordination cluster but no repository key.
+func RefusingLedger(err error) SharedLedger { return refusingLedger{err} }
+
+func (r refusingLedger) Describe() string                           { return "no coordination cluster" }
+func (r refusingLedger) Clone() string                              { return "" }
+func (r refusingLedger) View(context.Context) (*SharedView, error)  { return nil, r.err }
+func (r refusingLedger) Settle(context.Context, string, bool) error { return r.err }
+func (r refusingLedger) Delete(context.Context, []string) error     { return r.err }
+func (r refusingLedger) KeepAlive(context.Context, []string) error  { return r.err }
+func (r refusingLedger) SetPolicy(context.Context, PolicySet) error { return r.err }
+func (r refusingLedger) Close() error                               { return nil }
+func (r refusingLedger) Renew(context.Context, []string, time.Duration, time.Time) error {
+	return r.err
+}
+func (r refusingLedger) Put(context.Context, *SharedView, []SharedRecord, time.Duration) ([]SharedRecord, error) {
+	return nil, r.err
+}

@@ -18,7 +18,15 @@ func (p *Provider) Admission(ctx context.Context) (*admission.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return admission.Open(ctx, p.stateDir, opts)
+	svc, err := admission.Open(ctx, p.stateDir, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.share(ctx, svc); err != nil {
+		svc.Close()
+		return nil, err
+	}
+	return svc, nil
 }
 
 // hostLedger is the host ledger's path: Options.HostLedger, else the

@@ -167,6 +167,10 @@ func (p *Provider) admission(ctx context.Context) (*admission.Service, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := p.share(ctx, svc); err != nil {
+			svc.Close()
+			return nil, err
+		}
 		p.adm = svc
 	}
 	return p.adm, nil

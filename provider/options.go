@@ -1,9 +1,12 @@
 package provider
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/majlis-dev/majlis/admission"
 )
 
 // Options configure Open. The zero value is what the majlis command uses
@@ -48,6 +51,16 @@ type Options struct {
 	// (admission.Options.ServesOthers), so every renew or release needs
 	// the lease's token.
 	ServesOthers bool
+
+	// Coordination opens the shared ledger (package coordination, on etcd)
+	// of a repository whose policy names a coordination cluster, or that
+	// EtcdEndpoints names; nil: every lease stays on this machine. The
+	// majlis command passes coordination's.
+	Coordination func(ctx context.Context, c admission.SharedConfig) (admission.SharedLedger, error)
+	// EtcdEndpoints, when set, overrides the policy's
+	// coordination.etcd.endpoints (the command reads it from
+	// $MAJLIS_ETCD_ENDPOINTS): comma-separated URLs.
+	EtcdEndpoints string
 }
 
 // The accepted reservation TTLs. A reservation is renewed every third of

@@ -35,6 +35,10 @@ type Provider struct {
 	log    *slog.Logger
 	// servesOthers: Options.ServesOthers, passed to admission.
 	servesOthers bool
+	// coordination and etcdEndpoints: Options.Coordination and
+	// Options.EtcdEndpoints.
+	coordination  func(ctx context.Context, c admission.SharedConfig) (admission.SharedLedger, error)
+	etcdEndpoints string
 	// hook, set only by tests of this package, runs at every reclaim
 	// failpoint (inject).
 	hook func(ctx context.Context, point string)
@@ -171,7 +175,8 @@ func Open(ctx context.Context, dir string, opts Options) (*Provider, error) {
 		return nil, err
 	}
 	return &Provider{repo: repo, reg: *reg, stateDir: state, leases: leases, main: main, mainErr: mainErr,
-		now: opts.Clock, ttl: opts.ReservationTTL, host: opts.HostLedger, log: opts.Logger, servesOthers: opts.ServesOthers}, nil
+		now: opts.Clock, ttl: opts.ReservationTTL, host: opts.HostLedger, log: opts.Logger, servesOthers: opts.ServesOthers,
+		coordination: opts.Coordination, etcdEndpoints: opts.EtcdEndpoints}, nil
 }
 
 // Close releases the provider's handles.

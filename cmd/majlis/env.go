@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"runtime/debug"
 	"time"
 
 	"github.com/majlis-dev/majlis/admission"
+	"github.com/majlis-dev/majlis/coordination"
 	"github.com/majlis-dev/majlis/internal/envvar"
 	"github.com/majlis-dev/majlis/internal/failpoint"
 	"github.com/majlis-dev/majlis/provider"
@@ -52,6 +54,12 @@ func checkAdmissionEnvironment() error {
 		return &envvar.Error{Name: admission.TokenEnv, Value: "(not shown)", Reason: "not a lease token",
 			Accepted: fmt.Sprintf("a lease token: %d to %d printable characters without spaces; unset or empty means none (one is generated when a lease is acquired)", admission.MinToken, admission.MaxToken)}
 	}
+	if e := os.Getenv(etcdEndpointsEnv); e != "" {
+		if why := admission.CheckCoordinationSetting(admission.PolicyEtcdEndpoints, e); why != "" {
+			return &envvar.Error{Name: etcdEndpointsEnv, Value: e, Reason: why,
+				Accepted: "comma-separated http:// or https:// URLs of the etcd cluster's members; unset or empty means the policy's coordination.etcd.endpoints"}
+		}
+	}
 	p := os.Getenv(admission.HostLedgerEnv)
 	if p == "" {
 		return nil
@@ -79,8 +87,23 @@ func providerOptions() (provider.Options, error) {
 	if err != nil {
 		return provider.Options{}, err
 	}
-	return provider.Options{ReservationTTL: ttl, HostLedger: os.Getenv(admission.HostLedgerEnv)}, nil
+	return provider.Options{ReservationTTL: ttl, HostLedger: os.Getenv(admission.HostLedgerEnv),
+		Coordination: openCoordination, EtcdEndpoints: os.Getenv(etcdEndpointsEnv)}, nil
 }
+
+// etcdEndpointsEnv names the coordination cluster's endpoints, over the
+// policy's coordination.etcd.endpoints.
+const etcdEndpointsEnv = "MAJLIS_ETCD_ENDPOINTS"
+
+// openCoordination opens the shared ledger on etcd (package coordination).
+func openCoordination(_ context.Context, c admission.SharedConfig) (admission.SharedLedger, error) {
+	return coordination.Open(coordination.Options{Endpoints: c.Endpoints, CA: c.CA, Cert: c.Cert, Key: c.Key,
+		RepositoryKey: c.RepositoryKey, Clone: c.Clone, StateDir: c.StateDir, KnownCluster: c.KnownCluster,
+		RecordCluster: c.RecordCluster, Timeout: coordinationTimeout})
+}
+
+// coordinationTimeout bounds each call to the coordination cluster.
+const coordinationTimeout = coordination.DefaultTimeout
 
 // panicError is a panic recovered in run: a bug, reported as `internal`.
 type panicError struct {

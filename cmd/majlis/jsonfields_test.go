@@ -69,7 +69,7 @@ func TestJSONFieldsArePinned(t *testing.T) {
 		"owner":         {procid.Owner{}, []string{"boot_id", "hostname", "machine_id", "pid", "pid_namespace", "start_time"}},
 
 		// Leases and admission.
-		"admission_lease": {admission.Lease{}, []string{"acquired_at", "checkout", "expires_at", "forced", "generation", "holder", "id",
+		"admission_lease": {admission.Lease{}, []string{"acquired_at", "checkout", "clone", "expires_at", "forced", "generation", "holder", "id",
 			"key", "owner_pid", "released_at", "resolved_at", "resolved_how", "resource", "scope", "state"}},
 		"acquire":  {admission.AcquireResult{}, []string{"decided_by", "leases", "ports", "replayed", "request_id", "reused", "token", "warnings"}},
 		"renew":    {admission.RenewResult{}, []string{"leases", "replayed", "request_id", "warnings"}},
@@ -78,7 +78,7 @@ func TestJSONFieldsArePinned(t *testing.T) {
 		"conflict": {admission.Conflict{}, []string{"lease", "policy", "reason", "recoverable", "resource"}},
 		"check": {provider.CheckResult{}, []string{"changed", "checkout", "decided_by", "gaps", "holder", "holder_source",
 			"policy", "skipped", "warnings"}},
-		"policy": {provider.PolicyView{}, []string{"cross_worktree_overlap", "enforcement_gap", "port_range", "same_checkout_conflict",
+		"policy": {provider.PolicyView{}, []string{"coordination", "cross_worktree_overlap", "enforcement_gap", "port_range", "same_checkout_conflict",
 			"trash.keep", "trash.max_bytes", "trash.min_free"}},
 		"hook": {githook.Result{}, []string{"backup", "changed", "hooks_dir", "majlis", "path"}},
 		"begin": {provider.BeginResult{}, []string{"checkout", "decided_by", "leases", "ports", "replayed", "request_id", "task",
