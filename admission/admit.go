@@ -321,9 +321,9 @@ func (co Checkout) target(batch *pathid.Resolver, cwd string, r Resource) (targe
 	t := target{scope: r.Scope}
 	var err error
 	switch r.Scope {
-	case ScopeHost:
+	case ScopeHost, ScopeCluster:
 		t.key = r.Raw
-		t.auto = r.Raw == AutoPort
+		t.auto = r.Scope == ScopeHost && r.Raw == AutoPort
 	case ScopeFile:
 		t.checkout = co.Root
 		t.key, err = co.key(batch, cwd, r.Raw, true)

@@ -370,7 +370,7 @@ func (e *evaluation) denial() error {
 		err.Reason = fmt.Sprintf("%s is held by %s (lease %s, expires %s; policy %s)", c.Resource, c.Lease.Holder, c.Lease.ID,
 			c.Lease.ExpiresAt.Format(time.RFC3339), c.Policy)
 		err.Hint = "wait for the holder to release it and retry"
-		if c.Policy != PolicyHostSingleton {
+		if c.Policy != PolicyHostSingleton && c.Policy != PolicyClusterSingleton {
 			err.Hint += ", or let the policy " + c.Policy + " warn instead"
 		}
 	}

@@ -102,7 +102,7 @@ func hintFacts(details map[string]any) map[string]string {
 		c := cs[0]
 		setDefault(f, "holder", c.Lease.Holder)
 		setDefault(f, "lease", c.Lease.ID)
-		if c.Policy != admission.PolicyHostSingleton {
+		if c.Policy != admission.PolicyHostSingleton && c.Policy != admission.PolicyClusterSingleton {
 			setDefault(f, "policy", c.Policy)
 		}
 		if c.Lease.State == admission.StatePending {

@@ -1,0 +1,247 @@
+package coordination_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/majlis-dev/majlis/admission"
+	"github.com/majlis-dev/majlis/coordination/etcdtest"
+	"github.com/majlis-dev/majlis/fixtures"
+)
+
+// A host is one clone of the repository with a host ledger of its own,
+// driven through the real command line (the failpoints build).
+type host struct {
+	t    *testing.T
+	bin  string
+	repo *fixtures.Repo
+	env  []string
+}
+
+// A run is one finished command.
+type run struct {
+	args           []string
+	exit           int
+	killed         bool
+	stdout, stderr string
+}
+
+func (r run) String() string {
+	return "majlis " + strings.Join(r.args, " ") + ": exit " + strconv.Itoa(r.exit) + "\nstdout: " + r.stdout + "\nstderr: " + r.stderr
+}
+
+// newHost makes a clone registered with majlis whose shared leases go to
+// endpoint under repository key.
+func newHost(t *testing.T, endpoint, key string) *host {
+	t.Helper()
+	h := &host{t: t, bin: fixtures.FailpointsBinary(t), repo: fixtures.NewRepo(t),
+		env: []string{admission.HostLedgerEnv + "=" + filepath.Join(t.TempDir(), "host.db"),
+			admission.TokenEnv + "=multi-host-token-0123456789", "MAJLIS_ETCD_ENDPOINTS=" + endpoint}}
+	h.ok("init")
+	h.ok("policy", "set", admission.PolicyRepositoryKey, key)
+	return h
+}
+
+func (h *host) run(env []string, args ...string) run {
+	h.t.Helper()
+	cmd := exec.Command(h.bin, args...)
+	cmd.Dir = h.repo.Dir
+	cmd.Env = append(append(os.Environ(), h.env...), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := run{args: args, exit: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+		r.killed = true
+	} else if err != nil && !errors.As(err, new(*exec.ExitError)) {
+		h.t.Fatalf("majlis %v: %v", args, err)
+	}
+	return r
+}
+
+func (h *host) ok(args ...string) run {
+	h.t.Helper()
+	r := h.run(nil, args...)
+	if r.exit != 0 {
+		h.t.Fatalf("%s", r)
+	}
+	return r
+}
+
+// acquire runs `lease acquire --json` for holder.
+func (h *host) acquire(holder string, extra ...string) run {
+	h.t.Helper()
+	return h.run(nil, append([]string{"lease", "acquire", "--json", "--holder", holder}, extra...)...)
+}
+
+// result decodes the JSON of a run: leases, warnings, error code.
+func (r run) result(t *testing.T) (leases []admission.Lease, warnings []admission.Warning, code string) {
+	t.Helper()
+	var out struct {
+		Leases   []admission.Lease   `json:"leases"`
+		Warnings []admission.Warning `json:"warnings"`
+		Error    *struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatalf("not JSON (%v): %s", err, r)
+	}
+	if out.Error != nil {
+		code = out.Error.Code
+	}
+	return out.Leases, out.Warnings, code
+}
+
+// wantRefused fails unless r exited with exit and code.
+func wantRefused(t *testing.T, r run, exit int, code string) {
+	t.Helper()
+	if _, _, got := r.result(t); r.exit != exit || got != code {
+		t.Fatalf("want exit %d %s, got %s", exit, code, r)
+	}
+}
+
+// TestTwoHosts: two clones, each with its own host ledger, share intents
+// and cluster singletons through etcd, through the real command line.
+func TestTwoHosts(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	key := "example.com/two-hosts"
+	a, b := newHost(t, srv.Endpoint, key), newHost(t, srv.Endpoint, key)
+
+	// A cluster singleton: one holder across both.
+	a.ok("lease", "acquire", "--holder", "T-1", "cluster:two-hosts-deploy")
+	wantRefused(t, b.acquire("T-1", "cluster:two-hosts-deploy"), 4, "held") // T-1 in another clone is another holder
+
+	// Overlapping intents across clones: warned by default...
+	a.ok("lease", "acquire", "--holder", "T-1", "intent:src/**")
+	r := b.acquire("T-2", "intent:src/auth/**")
+	if _, w, code := r.result(t); r.exit != 0 || code != "" || len(w) != 1 || w[0].Code != "intent_overlap" {
+		t.Fatalf("want a grant with an intent_overlap warning: %s", r)
+	}
+	// ...and refused once the shared policy blocks, whichever clone set it.
+	b.ok("policy", "set", admission.PolicyCrossWorktreeOverlap, "block")
+	wantRefused(t, a.acquire("T-3", "intent:src/auth/login/**"), 4, "held")
+	// Files stay per checkout: the same path in both clones is granted.
+	a.ok("lease", "acquire", "--holder", "T-1", "file:src/a.go")
+	b.ok("lease", "acquire", "--holder", "T-2", "file:src/a.go")
+
+	// Released, the singleton goes to the other clone.
+	a.ok("lease", "release", "--holder", "T-1")
+	b.ok("lease", "acquire", "--holder", "T-1", "cluster:two-hosts-deploy")
+}
+
+// TestEtcdStopped: with the cluster down, shared leases are refused with
+// coordination_unavailable (exit 4), never granted locally instead; file
+// leases are still granted.
+func TestEtcdStopped(t *testing.T) {
+	t.Parallel()
+	srv, err := etcdtest.Start("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHost(t, srv.Endpoint, "example.com/stopped")
+	h.ok("lease", "acquire", "--holder", "T-1", "intent:src/**")
+	srv.Stop()
+	for _, res := range []string{"intent:docs/**", "cluster:stopped-deploy"} {
+		r := h.acquire("T-2", res)
+		wantRefused(t, r, 4, "coordination_unavailable")
+		if !strings.Contains(r.stdout, srv.Endpoint) {
+			t.Errorf("the refusal does not name the endpoint %s: %s", srv.Endpoint, r)
+		}
+	}
+	if r := h.acquire("T-2", "file:a.txt", "host:port:7001"); r.exit != 0 {
+		t.Fatalf("local leases with the cluster down: %s", r)
+	}
+}
+
+// TestCrashBetweenPhases: a client killed between the two phases of a
+// mixed request (a file lease and an intent) leaves nothing shown as
+// granted that was not; the next admission on its machine settles it.
+func TestCrashBetweenPhases(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	key := "example.com/crash"
+	a, b := newHost(t, srv.Endpoint, key), newHost(t, srv.Endpoint, key)
+	crash := func(fp string, res ...string) {
+		t.Helper()
+		r := a.run([]string{"MAJLIS_FAILPOINTS=" + fp + "=crash"}, append([]string{"lease", "acquire", "--json", "--holder", "T-1"}, res...)...)
+		if !r.killed {
+			t.Fatalf("not killed at %s: %s", fp, r)
+		}
+	}
+
+	// Killed after the shared records were written, before the local
+	// transaction: nothing is granted, and the next admission that meets
+	// the pending records on this machine (here the other clone's: both
+	// run on this machine) proves the admitter dead and deletes them.
+	crash("admission/shared-pending", "file:a.txt", "intent:docs/**")
+	ls, _, _ := a.ok("lease", "list", "--json").result(t)
+	if len(ls) != 0 {
+		t.Fatalf("after a crash before the local transaction, leases %+v", ls)
+	}
+	r := b.acquire("T-9", "intent:docs/**")
+	if _, w, _ := r.result(t); r.exit != 0 || len(w) != 0 {
+		t.Fatalf("want a plain grant once the abandoned admission is settled: %s", r)
+	}
+	a.ok("lease", "acquire", "--holder", "T-2", "file:a.txt")
+
+	// Killed after the local transaction, before the confirmation: the
+	// next admission here confirms the shared half.
+	crash("admission/shared-committed", "file:b.txt", "intent:lib/**")
+	a.ok("lease", "acquire", "--holder", "T-2", "intent:more/**") // settles
+	r = b.acquire("T-8", "intent:lib/**")
+	if _, w, _ := r.result(t); r.exit != 0 || len(w) != 1 || w[0].Lease.State != admission.StateActive {
+		t.Fatalf("want a grant warning of T-1's active intent: %s", r)
+	}
+	ls, _, _ = a.ok("lease", "list", "--json", "--holder", "T-1").result(t)
+	if len(ls) != 2 {
+		t.Fatalf("T-1's leases after the crash was settled: %+v", ls)
+	}
+}
+
+// TestLapseWhileWriterRuns: a cluster lease whose etcd lease lapsed while
+// its owner process still exists (stopped with SIGSTOP) is quarantined
+// for the other clone, never granted to it, until resolved.
+func TestLapseWhileWriterRuns(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	key := "example.com/lapse"
+	a, b := newHost(t, srv.Endpoint, key), newHost(t, srv.Endpoint, key)
+	owner := exec.Command("sleep", "3600")
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { owner.Process.Kill(); owner.Wait() })
+	pid := owner.Process.Pid
+	r := a.ok("lease", "acquire", "--json", "--holder", "T-1", "--ttl", "1s", "--owner-pid", strconv.Itoa(pid), "cluster:lapse-migration")
+	ls, _, _ := r.result(t)
+	if err := owner.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		r := b.acquire("T-2", "cluster:lapse-migration")
+		_, _, code := r.result(t)
+		if r.exit == 0 {
+			t.Fatalf("granted while the other clone's lease had not been released: %s", r)
+		}
+		if code == "quarantined" {
+			break
+		}
+		if code != "held" || time.Now().After(deadline) {
+			t.Fatalf("want held, then quarantined once the lease lapses: %s", r)
+		}
+	}
+	b.ok("lease", "resolve", ls[0].ID, "--writer-stopped")
+	b.ok("lease", "acquire", "--holder", "T-2", "cluster:lapse-migration")
+}
