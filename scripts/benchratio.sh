@@ -46,6 +46,15 @@ awk '/x-sqlite/ {
   printf "%-40s %14.0f %14.0f %7.2fx  (ns/op, against bare SQLite)\n", name, m, g, r
 }' "$file"
 
+# Shared admission on etcd is measured beside one bare etcd transaction
+# putting the same keys on the same server (admission-ns/op, etcd-ns/op,
+# x-etcd).
+awk '/x-etcd/ {
+  name=$1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
+  for (i=2;i<NF;i++) { if ($(i+1)=="admission-ns/op") m=$i; if ($(i+1)=="etcd-ns/op") g=$i; if ($(i+1)=="x-etcd") r=$i }
+  printf "%-40s %14.0f %14.0f %7.2fx  (ns/op, against a bare etcd transaction)\n", name, m, g, r
+}' "$file"
+
 # Benchmarks with an absolute goal and no floor: the time per operation.
 awk '/^Benchmark(PeerCheck\/(full\/)?workspaces|ConflictLookup)/ {
   name=$1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)

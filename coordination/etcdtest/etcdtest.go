@@ -51,8 +51,16 @@ func StopShared() {
 }
 
 // Start starts a server whose data lives in dir (a new temporary folder
-// when empty).
-func Start(dir string) (*Server, error) {
+// when empty). It does not fsync its log: tests need no durability
+// across a crash of the machine, and a loaded machine's fsyncs would
+// only slow them.
+func Start(dir string) (*Server, error) { return start(dir, false) }
+
+// StartDurable starts a server that fsyncs its log as a real member
+// does: benchmarks compare with it.
+func StartDurable(dir string) (*Server, error) { return start(dir, true) }
+
+func start(dir string, fsync bool) (*Server, error) {
 	own := dir == ""
 	if own {
 		d, err := os.MkdirTemp("", "majlis-etcd-")
@@ -63,7 +71,7 @@ func Start(dir string) (*Server, error) {
 	}
 	var lastErr error
 	for try := 0; try < 5; try++ {
-		s, err := start(dir)
+		s, err := startOnce(dir, fsync)
 		if err == nil {
 			if own {
 				s.dir = dir
@@ -78,7 +86,7 @@ func Start(dir string) (*Server, error) {
 	return nil, lastErr
 }
 
-func start(dir string) (*Server, error) {
+func startOnce(dir string, fsync bool) (*Server, error) {
 	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
@@ -89,7 +97,7 @@ func start(dir string) (*Server, error) {
 	cfg.TickMs, cfg.ElectionMs = 10, 100 // etcd's minimum lease TTL: 1 s
 	cfg.LogLevel = "error"
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	cfg.UnsafeNoFsync = true
+	cfg.UnsafeNoFsync = !fsync
 	client := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", ports[0])}
 	peer := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", ports[1])}
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
