@@ -273,6 +273,19 @@ var codeTable = []code{
 			{When: "lease", Text: "release it ('majlis lease release --holder {holder} {lease}') and acquire again", API: "release it ({tool:lease_release} with holder {holder} and ids [{lease}]) and acquire again"},
 			{Text: "release them ('majlis lease release --holder {holder}') and acquire again", API: "release them ({tool:lease_release} with holder {holder}) and acquire again"},
 		}},
+	{Code: "policy_blocked", Exit: ExitRefused, From: []source{adm(admission.ErrPolicyBlocked)},
+		Meaning: "changed paths lie outside the holder's leases and the policy blocks them (details.gaps)"},
+	{Code: "not_holder", Exit: ExitRefused, From: []source{adm(admission.ErrNotHolder)},
+		Meaning: "the lease belongs to another holder"},
+	{Code: "not_quarantined", Exit: ExitRefused, From: []source{adm(admission.ErrNotQuarantined)},
+		Meaning: "only an expired, unreleased lease needs resolving"},
+	{Code: "hook_exists", Exit: ExitRefused, From: []source{adm(admission.ErrHookExists)},
+		Meaning: "a pre-commit hook majlis did not write is installed; it is left untouched",
+		Hints: []hint{
+			{When: "backup", Text: "move {backup} aside (or merge the two hooks), then run 'majlis hook install' again", API: noAPI},
+			{Text: "pass --force to move it to " + githook.HookBackupName + " (the majlis hook runs it first), or call 'majlis check --if-holder' from it yourself", API: noAPI},
+		}},
+
 	{Code: "coordination_unavailable", Exit: ExitHeld, From: []source{adm(admission.ErrCoordinationUnavailable)},
 		// A shared ledger that kept changing under an admission is retried
 		// inside admission; it never reaches the command line.
@@ -288,18 +301,6 @@ var codeTable = []code{
 		Meaning: "the coordination cluster is not the one this repository used (restored from a backup, or another cluster): shared leases are refused until an operator confirms it",
 		Hints: []hint{{Text: "once the cluster is known to hold every shared lease it should, confirm it: 'majlis policy set coordination.etcd.cluster_id {cluster_id}'",
 			API: "once the cluster is known to hold every shared lease it should, the repository's owner confirms it by setting the policy's coordination.etcd.cluster_id to {cluster_id}"}}},
-	{Code: "policy_blocked", Exit: ExitRefused, From: []source{adm(admission.ErrPolicyBlocked)},
-		Meaning: "changed paths lie outside the holder's leases and the policy blocks them (details.gaps)"},
-	{Code: "not_holder", Exit: ExitRefused, From: []source{adm(admission.ErrNotHolder)},
-		Meaning: "the lease belongs to another holder"},
-	{Code: "not_quarantined", Exit: ExitRefused, From: []source{adm(admission.ErrNotQuarantined)},
-		Meaning: "only an expired, unreleased lease needs resolving"},
-	{Code: "hook_exists", Exit: ExitRefused, From: []source{adm(admission.ErrHookExists)},
-		Meaning: "a pre-commit hook majlis did not write is installed; it is left untouched",
-		Hints: []hint{
-			{When: "backup", Text: "move {backup} aside (or merge the two hooks), then run 'majlis hook install' again", API: noAPI},
-			{Text: "pass --force to move it to " + githook.HookBackupName + " (the majlis hook runs it first), or call 'majlis check --if-holder' from it yourself", API: noAPI},
-		}},
 
 	// The server.
 	{Code: "server_not_running", Exit: ExitNotFound, From: []source{srv(server.ErrNotRunning)},
