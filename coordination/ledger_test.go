@@ -5,7 +5,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/coordination"
@@ -98,5 +100,46 @@ func TestNoRepositoryKey(t *testing.T) {
 	}
 	if _, err := s.Acquire(t.Context(), admission.AcquireRequest{Holder: "a", Checkout: repo.Dir, Resources: []string{"file:a", "host:h-no-key"}}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestUnreachable: with the cluster unreachable, shared leases are refused
+// within the bound (coordination_unavailable, naming the endpoint), local
+// ones granted, and LiveLeases refuses: a reclaim must not take a task
+// that may hold shared leases for lease-free.
+func TestUnreachable(t *testing.T) {
+	t.Parallel()
+	repo := fixtures.NewRepo(t)
+	state := filepath.Join(repo.CommonDir(), "majlis")
+	if err := os.MkdirAll(state, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const endpoint = "http://127.0.0.1:1" // nothing listens on port 1
+	l, err := coordination.Open(coordination.Options{Endpoints: []string{endpoint}, RepositoryKey: "example.com/down",
+		Clone: "C-down", Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := admission.Open(t.Context(), state, admission.Options{HostLedger: filepath.Join(t.TempDir(), "h.db"), Shared: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	for _, r := range []string{"intent:src/**", "cluster:down"} {
+		_, err := s.Acquire(ctx, admission.AcquireRequest{Holder: "a", Checkout: repo.Dir, Resources: []string{r}})
+		var ae *admission.Error
+		if !errors.Is(err, admission.ErrCoordinationUnavailable) || !errors.As(err, &ae) || !strings.Contains(ae.Reason, endpoint) {
+			t.Fatalf("%s: %v", r, err)
+		}
+	}
+	if _, err := s.Acquire(ctx, admission.AcquireRequest{Holder: "a", Checkout: repo.Dir, Resources: []string{"file:a", "host:h-down"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LiveLeases(ctx, "a", ""); !errors.Is(err, admission.ErrCoordinationUnavailable) {
+		t.Fatalf("LiveLeases with the cluster down: %v", err)
+	}
+	if ls, err := s.List(ctx, admission.ListRequest{}); !errors.Is(err, admission.ErrCoordinationUnavailable) {
+		t.Fatalf("List with the cluster down: %v, %v", ls, err)
 	}
 }
