@@ -256,3 +256,21 @@ func readPolicy(ctx context.Context, q rowQuerier) (PolicySet, error) {
 	}
 	return p, rows.Err()
 }
+
+// setPolicyKeys returns the keys set explicitly in the repository ledger.
+func (s *Service) setPolicyKeys(ctx context.Context) (map[string]bool, error) {
+	rows, err := s.repo.db.QueryContext(ctx, `SELECT key FROM policy`)
+	if err != nil {
+		return nil, s.repo.fail("policy", err)
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, err
+		}
+		out[k] = true
+	}
+	return out, rows.Err()
+}

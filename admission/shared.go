@@ -46,6 +46,8 @@ type SharedLedger interface {
 	KeepAlive(ctx context.Context, ids []string) error
 	// SetPolicy stores the policy that decides shared conflicts.
 	SetPolicy(ctx context.Context, p PolicySet) error
+	// Clones lists the live clones that share the repository key.
+	Clones(ctx context.Context) ([]SharedClone, error)
 	Close() error
 }
 
@@ -96,6 +98,14 @@ type SharedRecord struct {
 	Generation int64 `json:"-"`
 	// Live: the lease its permission rides still runs.
 	Live bool `json:"-"`
+}
+
+// A SharedClone is a clone registered with the shared ledger by a live
+// host.
+type SharedClone struct {
+	Clone    string `json:"clone"`
+	Host     string `json:"host"`
+	StateDir string `json:"state_dir"`
 }
 
 // PolicyClusterSingleton is the fixed rule that a cluster name has one
@@ -174,3 +184,4 @@ func (r refusingLedger) Renew(context.Context, []string, time.Duration, time.Tim
 func (r refusingLedger) Put(context.Context, *SharedView, []SharedRecord, time.Duration) ([]SharedRecord, error) {
 	return nil, r.err
 }
+func (r refusingLedger) Clones(context.Context) ([]SharedClone, error) { return nil, r.err }

@@ -342,3 +342,54 @@ func (s *Service) Heartbeat(ctx context.Context) error {
 	}
 	return s.shared.KeepAlive(ctx, ids)
 }
+
+// A PolicyReport is the policy with where each key's value comes from and,
+// with a shared ledger, the clones that share the repository key.
+type PolicyReport struct {
+	Policy PolicySet `json:"policy"`
+	// Sources names, per key, where its value comes from: "default",
+	// "repository" (this clone's ledger) or "shared" (the coordination
+	// cluster, for every clone alike).
+	Sources map[string]string `json:"sources"`
+	// Shared names the coordination cluster and the repository key; ""
+	// without one.
+	Shared string        `json:"shared,omitempty"`
+	Clones []SharedClone `json:"clones"`
+}
+
+// PolicyReport returns the policy (see Policy) and where each value comes
+// from.
+func (s *Service) PolicyReport(ctx context.Context) (*PolicyReport, error) {
+	p, err := s.policyLocal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	set, err := s.setPolicyKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r := &PolicyReport{Policy: p, Sources: map[string]string{}, Clones: []SharedClone{}}
+	for _, k := range PolicyKeys() {
+		r.Sources[k] = "default"
+		if set[k] {
+			r.Sources[k] = "repository"
+		}
+	}
+	if s.shared == nil {
+		return r, nil
+	}
+	v, err := s.shared.View(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.Policy, r.Shared = overlayShared(p, v.Policy), s.shared.Describe()
+	if v.Policy != nil {
+		for _, k := range ConflictPolicyKeys() {
+			r.Sources[k] = "shared"
+		}
+	}
+	if r.Clones, err = s.shared.Clones(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
+}

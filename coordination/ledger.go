@@ -423,3 +423,26 @@ func (l *Ledger) checkCluster(id uint64) error {
 	l.checked = true
 	return nil
 }
+
+// Clones lists the clones that live hosts registered under the key.
+func (l *Ledger) Clones(ctx context.Context) ([]admission.SharedClone, error) {
+	if err := l.prepare(ctx); err != nil {
+		return nil, err
+	}
+	cctx, cancel := l.ctx(ctx)
+	defer cancel()
+	resp, err := l.c.Get(cctx, l.repo+"clones/", clientv3.WithPrefix())
+	if err != nil {
+		return nil, l.fail(err)
+	}
+	out := []admission.SharedClone{}
+	for _, kv := range resp.Kvs {
+		var c struct {
+			Host     string `json:"host"`
+			StateDir string `json:"state_dir"`
+		}
+		_ = json.Unmarshal(kv.Value, &c)
+		out = append(out, admission.SharedClone{Clone: strings.TrimPrefix(string(kv.Key), l.repo+"clones/"), Host: c.Host, StateDir: c.StateDir})
+	}
+	return out, nil
+}

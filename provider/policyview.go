@@ -19,7 +19,15 @@ type PolicyView struct {
 	// Sources says where each key's value comes from: SourceDefault or
 	// SourceRepository (set with majlis policy set).
 	Sources map[string]string `json:"-"`
+	// Shared names the coordination cluster and the repository key when
+	// one is configured, and Clones the live clones that share the key.
+	Shared string                  `json:"-"`
+	Clones []admission.SharedClone `json:"-"`
 }
+
+// SourceShared: the value is the coordination cluster's, alike for every
+// clone that shares the repository key (docs/multi-host.md).
+const SourceShared = "shared"
 
 // PolicyKeys lists every key of the repository's policy.
 func PolicyKeys() []string { return append(admission.PolicyKeys(), TrashPolicyKeys()...) }
@@ -50,6 +58,19 @@ func (p *Provider) Policy(ctx context.Context) (*PolicyView, error) {
 	}
 	for k, src := range tp.Sources {
 		v.Sources[k] = src
+	}
+	v.Clones = []admission.SharedClone{}
+	if svc.Shared() != nil {
+		rep, err := svc.PolicyReport(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range admission.ConflictPolicyKeys() {
+			if rep.Sources[k] == "shared" {
+				v.Sources[k] = SourceShared
+			}
+		}
+		v.Shared, v.Clones = rep.Shared, rep.Clones
 	}
 	return v, nil
 }

@@ -88,8 +88,17 @@ type leaseJSON struct {
 // policyJSON is the result of policy show and policy set.
 type policyJSON struct {
 	Policy *provider.PolicyView `json:"policy"`
-	// Sources says where each value comes from: default or repository.
+	// Sources says where each value comes from: default, repository or
+	// shared (the coordination cluster's, alike for every clone).
 	Sources map[string]string `json:"sources"`
+	// Shared names the coordination cluster and the repository key, when
+	// one is configured; Clones lists the live clones that share the key.
+	Shared string                  `json:"shared,omitempty"`
+	Clones []admission.SharedClone `json:"clones"`
+}
+
+func newPolicyJSON(p *provider.PolicyView) policyJSON {
+	return policyJSON{Policy: p, Sources: p.Sources, Shared: p.Shared, Clones: p.Clones}
 }
 
 // hookJSON is the result of hook install.

@@ -49,4 +49,12 @@ func renderPolicy(w io.Writer, p *provider.PolicyView) {
 		fmt.Fprintf(tw, "%s\t%s\t(%s)\n", k, p.Setting(k), p.Sources[k])
 	}
 	tw.Flush()
+	if p.Shared != "" {
+		fmt.Fprintf(w, "\nshared through %s, with %d clone(s):\n", p.Shared, len(p.Clones))
+		tw = table(w)
+		for _, c := range p.Clones {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.Clone, c.Host, c.StateDir)
+		}
+		tw.Flush()
+	}
 }

@@ -32,7 +32,7 @@ Setting a value twice is harmless.`,
 			if err != nil {
 				return err
 			}
-			return g.emit(policyJSON{Policy: pol, Sources: pol.Sources}, func(w io.Writer) { renderPolicy(w, pol) })
+			return g.emit(newPolicyJSON(pol), func(w io.Writer) { renderPolicy(w, pol) })
 		},
 	}
 	// set is idempotent by itself; the flag is accepted so that every

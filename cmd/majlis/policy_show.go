@@ -24,7 +24,7 @@ func newPolicyShowCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return g.emit(policyJSON{Policy: pol, Sources: pol.Sources}, func(w io.Writer) { renderPolicy(w, pol) })
+			return g.emit(newPolicyJSON(pol), func(w io.Writer) { renderPolicy(w, pol) })
 		},
 	}
 }
