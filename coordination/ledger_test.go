@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -141,5 +142,55 @@ func TestUnreachable(t *testing.T) {
 	}
 	if ls, err := s.List(ctx, admission.ListRequest{}); !errors.Is(err, admission.ErrCoordinationUnavailable) {
 		t.Fatalf("List with the cluster down: %v, %v", ls, err)
+	}
+}
+
+// TestConcurrentClones: clones on one cluster asking for the same cluster
+// name and overlapping intents at once: one transaction wins each, the
+// others read again and are refused; never two grants.
+func TestConcurrentClones(t *testing.T) {
+	t.Parallel()
+	const n = 4
+	svcs := make([]*admission.Service, n)
+	dirs := make([]string, n)
+	for i := range n {
+		repo := fixtures.NewRepo(t)
+		state := filepath.Join(repo.CommonDir(), "majlis")
+		if err := os.MkdirAll(state, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		svcs[i], dirs[i] = openShared(t, state, time.Now, "example.com/concurrent"), repo.Dir
+		t.Cleanup(func() { svcs[i].Close() })
+		if _, err := svcs[i].SetPolicy(t.Context(), admission.PolicyCrossWorktreeOverlap, "block"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for round := range 3 {
+		errs := make(chan error, n)
+		for i := range n {
+			go func() {
+				_, err := svcs[i].Acquire(t.Context(), admission.AcquireRequest{Holder: "T", Checkout: dirs[i],
+					Resources: []string{"cluster:concurrent-" + strconv.Itoa(round), "intent:src/**"}})
+				errs <- err
+			}()
+		}
+		granted := 0
+		for range n {
+			err := <-errs
+			switch {
+			case err == nil:
+				granted++
+			case !errors.Is(err, admission.ErrHeld):
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		if granted != 1 {
+			t.Fatalf("round %d: %d clones were granted the same cluster name", round, granted)
+		}
+		for i := range n {
+			if _, err := svcs[i].Release(t.Context(), admission.ReleaseRequest{Holder: "T", Force: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
