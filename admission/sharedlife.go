@@ -256,7 +256,9 @@ func (r SharedRecord) row() row {
 
 // Policy returns the repository's policy: with a shared ledger, the
 // conflict keys as the shared ledger keeps them (every clone decides
-// alike), the rest from the repository ledger.
+// alike), the rest from the repository ledger. When the shared ledger
+// cannot be read, the repository ledger's values are returned: they are
+// shown, never used to decide a shared conflict (PolicyReport says so).
 func (s *Service) Policy(ctx context.Context) (PolicySet, error) {
 	p, err := s.policyLocal(ctx)
 	if err != nil || s.shared == nil {
@@ -264,7 +266,7 @@ func (s *Service) Policy(ctx context.Context) (PolicySet, error) {
 	}
 	v, err := s.shared.View(ctx)
 	if err != nil {
-		return PolicySet{}, err
+		return p, nil
 	}
 	return overlayShared(p, v.Policy), nil
 }
@@ -351,8 +353,8 @@ type PolicyReport struct {
 	// "repository" (this clone's ledger) or "shared" (the coordination
 	// cluster, for every clone alike).
 	Sources map[string]string `json:"sources"`
-	// Shared names the coordination cluster and the repository key; ""
-	// without one.
+	// Shared names the coordination cluster and the repository key (and
+	// why it cannot be read, when it cannot); "" without one.
 	Shared string        `json:"shared,omitempty"`
 	Clones []SharedClone `json:"clones"`
 }
@@ -380,7 +382,10 @@ func (s *Service) PolicyReport(ctx context.Context) (*PolicyReport, error) {
 	}
 	v, err := s.shared.View(ctx)
 	if err != nil {
-		return nil, err
+		// Shown as it is: the values are this clone's, the cluster's
+		// cannot be read.
+		r.Shared = s.shared.Describe() + ", which cannot be read now: " + errorText(err)
+		return r, nil
 	}
 	r.Policy, r.Shared = overlayShared(p, v.Policy), s.shared.Describe()
 	if v.Policy != nil {

@@ -351,53 +351,74 @@ func (l *Ledger) prepare(ctx context.Context) error {
 	}
 	cctx, cancel := l.ctx(ctx)
 	defer cancel()
+	// Two processes of this host may register at once: the loser reads
+	// again and finds the registration the winner made.
+	for try := 0; try < 3; try++ {
+		done, err := l.register(cctx, me)
+		if err != nil || done {
+			l.registered = err == nil
+			return err
+		}
+	}
+	return &admission.Error{Op: "coordination", Err: admission.ErrCoordinationUnavailable,
+		Reason: "this host's registration with " + l.Describe() + " kept changing", Hint: "retry"}
+}
+
+// register makes one attempt at prepare's registration; done is false
+// when another process changed the registrations meanwhile.
+func (l *Ledger) register(ctx context.Context, me HostIdentity) (done bool, err error) {
 	hostDir := l.hosts + me.MachineID + "/"
-	mine := hostDir + me.BootID
-	resp, err := l.c.Get(cctx, hostDir, clientv3.WithPrefix())
+	mine, cloneKey := hostDir+me.BootID, l.repo+"clones/"+l.o.Clone
+	resp, err := l.c.Txn(ctx).Then(clientv3.OpGet(hostDir, clientv3.WithPrefix()), clientv3.OpGet(cloneKey)).Commit()
 	if err != nil {
-		return l.fail(err)
+		return false, l.fail(err)
 	}
 	if err := l.checkCluster(resp.Header.ClusterId); err != nil {
-		return err
+		return false, err
 	}
 	var leaseID clientv3.LeaseID
-	for _, kv := range resp.Kvs {
+	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
 		if string(kv.Key) == mine {
 			leaseID = clientv3.LeaseID(kv.Lease)
 			continue
 		}
 		var other HostIdentity
 		_ = json.Unmarshal(kv.Value, &other)
-		return &admission.Error{Op: "coordination", Err: admission.ErrDuplicateMachineID,
+		return false, &admission.Error{Op: "coordination", Err: admission.ErrDuplicateMachineID,
 			Reason: fmt.Sprintf("another live host (%s, boot %s) registered this machine's id %s with %s: processes of the two could not be told apart",
 				other.Hostname, procid.Short(strings.TrimPrefix(string(kv.Key), hostDir)), procid.Short(me.MachineID), l.Describe()),
 			Hint:    "give each host its own machine id (hosts cloned from one image share it; regenerate /etc/machine-id), or wait until the other registration lapses if that host is gone",
 			Details: map[string]any{"machine_id": me.MachineID, "other_host": other.Hostname}}
 	}
+	clone, _ := json.Marshal(map[string]string{"host": me.Hostname, "machine_id": me.MachineID, "state_dir": l.o.StateDir})
+	hasClone := len(resp.Responses[1].GetResponseRange().Kvs) > 0
 	if leaseID != 0 {
-		if _, err := l.c.KeepAliveOnce(cctx, leaseID); err == nil {
-			l.registered = true
-			return nil
+		if _, err := l.c.KeepAliveOnce(ctx, leaseID); err == nil {
+			if !hasClone {
+				if _, err := l.c.Put(ctx, cloneKey, string(clone), clientv3.WithLease(leaseID)); err != nil {
+					return false, l.fail(err)
+				}
+			}
+			return true, nil
 		}
 	}
-	lease, err := l.c.Grant(cctx, int64(HostTTL/time.Second))
+	lease, err := l.c.Grant(ctx, int64(HostTTL/time.Second))
 	if err != nil {
-		return l.fail(err)
+		return false, l.fail(err)
 	}
 	b, _ := json.Marshal(me)
-	clone, _ := json.Marshal(map[string]string{"host": me.Hostname, "machine_id": me.MachineID, "state_dir": l.o.StateDir})
-	tr, err := l.c.Txn(cctx).If(clientv3.Compare(clientv3.CreateRevision(hostDir).WithPrefix(), "<", resp.Header.Revision+1)).
+	tr, err := l.c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(hostDir).WithPrefix(), "<", resp.Header.Revision+1),
+		clientv3.Compare(clientv3.CreateRevision(mine), "=", 0)).
 		Then(clientv3.OpPut(mine, string(b), clientv3.WithLease(lease.ID)),
-			clientv3.OpPut(l.repo+"clones/"+l.o.Clone, string(clone), clientv3.WithLease(lease.ID))).Commit()
+			clientv3.OpPut(cloneKey, string(clone), clientv3.WithLease(lease.ID))).Commit()
 	if err != nil {
-		return l.fail(err)
+		return false, l.fail(err)
 	}
 	if !tr.Succeeded {
-		return &admission.Error{Op: "coordination", Err: admission.ErrDuplicateMachineID,
-			Reason: "another host registered this machine's id " + procid.Short(me.MachineID) + " at the same moment", Hint: "retry"}
+		_, _ = l.c.Revoke(ctx, lease.ID)
+		return false, nil
 	}
-	l.registered = true
-	return nil
+	return true, nil
 }
 
 // checkCluster compares the cluster's id with the one the clone knows.
