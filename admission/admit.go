@@ -170,7 +170,7 @@ func (s *Service) admit(ctx context.Context, p *prepared) (*AcquireResult, error
 				Reason: t.resource + " is shared by every host of a coordination cluster, and none is configured",
 				Hint:   "configure the coordination cluster (etcd endpoints) of this repository, or use host:NAME for a singleton of this machine"}
 		}
-		needShared = needShared || (s.shared != nil && t.scope.shared())
+		needShared = needShared || (s.shared != nil && sharedScope(t.scope))
 	}
 	if needShared {
 		return s.admitShared(ctx, p)

@@ -3,59 +3,53 @@ package admission
 import (
 	"errors"
 	"strings"
+
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // Sentinels callers branch on (errors.Is). cmd/majlis maps each to an exit
 // code and a stable error code in one table.
 var (
-	ErrInvalid         = errors.New("admission: invalid argument")
-	ErrHeld            = errors.New("admission: held by another holder")
-	ErrQuarantined     = errors.New("admission: resource is quarantined")
-	ErrUnsafePath      = errors.New("admission: unsafe path")
-	ErrPolicyBlocked   = errors.New("admission: blocked by policy")
-	ErrNotFound        = errors.New("admission: no such lease")
-	ErrNotHolder       = errors.New("admission: lease belongs to another holder")
-	ErrNotQuarantined  = errors.New("admission: lease is not quarantined")
-	ErrRequestConflict = errors.New("admission: request id already used with other arguments")
-	ErrMalformed       = errors.New("admission: malformed ledger")
-	ErrNotInitialized  = errors.New("admission: repository not initialized")
+	ErrInvalid         = wire.Sentinel("invalid_argument", "admission: invalid argument")
+	ErrHeld            = wire.Sentinel("held", "admission: held by another holder")
+	ErrQuarantined     = wire.Sentinel("quarantined", "admission: resource is quarantined")
+	ErrUnsafePath      = wire.Sentinel("unsafe_path", "admission: unsafe path")
+	ErrPolicyBlocked   = wire.Sentinel("policy_blocked", "admission: blocked by policy")
+	ErrNotFound        = wire.Sentinel("not_found", "admission: no such lease")
+	ErrNotHolder       = wire.Sentinel("not_holder", "admission: lease belongs to another holder")
+	ErrNotQuarantined  = wire.Sentinel("not_quarantined", "admission: lease is not quarantined")
+	ErrRequestConflict = wire.Sentinel("request_conflict", "admission: request id already used with other arguments")
+	ErrMalformed       = wire.Sentinel("malformed_record", "admission: malformed ledger")
+	ErrNotInitialized  = wire.Sentinel("not_initialized", "admission: repository not initialized")
 	// ErrReclaiming: a file or intent lease was asked for in a checkout
 	// that a reclaim has reserved (Options.Guard said so).
-	ErrReclaiming = errors.New("admission: the checkout is being reclaimed")
+	ErrReclaiming = wire.Sentinel("reclaiming", "admission: the checkout is being reclaimed")
 	// ErrTokenRequired: renewing or releasing a lease needs its lease
 	// token, the owner process, or Force.
-	ErrTokenRequired = errors.New("admission: the lease token is required")
+	ErrTokenRequired = wire.Sentinel("token_required", "admission: the lease token is required")
 	// ErrRecoverable: every lease that blocks an admission belongs to an
 	// owner process that is proven dead; it can be released without its
 	// token, and then the admission can succeed.
-	ErrRecoverable = errors.New("admission: held by a dead owner; recoverable")
+	ErrRecoverable = wire.Sentinel("recoverable", "admission: held by a dead owner; recoverable")
 	// ErrHookExists: the hook installer (majlis hook install) found a pre-commit hook that majlis did
 	// not write (or a backup it would overwrite); it is left untouched.
-	ErrHookExists = errors.New("admission: a pre-commit hook majlis did not write is installed")
+	ErrHookExists = wire.Sentinel("hook_exists", "admission: a pre-commit hook majlis did not write is installed")
 	// ErrCoordinationUnavailable: the shared ledger (etcd) did not answer
 	// in time. No shared lease was granted, and none locally in its place.
-	ErrCoordinationUnavailable = errors.New("admission: the coordination cluster is unavailable")
+	ErrCoordinationUnavailable = wire.Sentinel("coordination_unavailable", "admission: the coordination cluster is unavailable")
 	// ErrDuplicateMachineID: another live host of the coordination cluster
 	// has this machine's id (hosts cloned from one image): owners could
 	// not be told apart, so shared leases are refused.
-	ErrDuplicateMachineID = errors.New("admission: another live host has this machine id")
+	ErrDuplicateMachineID = wire.Sentinel("duplicate_machine_id", "admission: another live host has this machine id")
 	// ErrClusterChanged: the coordination cluster is not the one this
 	// repository used before (restored from a backup, or another one):
 	// shared leases are refused until an operator confirms it.
-	ErrClusterChanged = errors.New("admission: the coordination cluster changed")
+	ErrClusterChanged = wire.Sentinel("cluster_changed", "admission: the coordination cluster changed")
 )
 
 // A Conflict is one existing lease that stands against a requested
-// resource, with the policy key that decided what it gets.
-type Conflict struct {
-	Resource string `json:"resource"` // the requested resource
-	Lease    Lease  `json:"lease"`    // the other holder's lease
-	Policy   string `json:"policy"`   // the policy key that decided
-	Reason   string `json:"reason"`
-	// Recoverable: the other lease is active but its owner process is
-	// proven dead, so anyone may release it (no token needed).
-	Recoverable bool `json:"recoverable,omitempty"`
-}
+// resource, with the policy key that decided what it gets (wire.Conflict).
+type Conflict = wire.Conflict
 
 // An Error reports a refused or failed admission operation with its facts.
 type Error struct {
@@ -92,4 +86,32 @@ func (e *Error) Error() string {
 		b.WriteString("; " + e.Hint)
 	}
 	return b.String()
+}
+
+// ErrorCode is admission_failed: a ledger that could not be read or
+// written, when the error wraps no sentinel of its own.
+func (e *Error) ErrorCode() string { return "admission_failed" }
+
+// ErrorDetails are the error's facts, the details of its refusal: op,
+// resource, path, reason, hint, and the conflicts (held, quarantined) or
+// the gaps (policy_blocked), then Details.
+func (e *Error) ErrorDetails() map[string]any {
+	d := map[string]any{"op": e.Op}
+	for k, v := range map[string]string{"resource": e.Resource, "path": e.Path, "reason": e.Reason, "hint": e.Hint} {
+		if v != "" {
+			d[k] = v
+		}
+	}
+	if len(e.Conflicts) > 0 || errors.Is(e, ErrHeld) || errors.Is(e, ErrQuarantined) {
+		d["conflicts"] = append([]Conflict{}, e.Conflicts...)
+	}
+	if len(e.Gaps) > 0 || errors.Is(e, ErrPolicyBlocked) {
+		d["gaps"] = append([]string{}, e.Gaps...)
+	}
+	for k, v := range e.Details {
+		if _, taken := d[k]; !taken {
+			d[k] = v
+		}
+	}
+	return d
 }

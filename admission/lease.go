@@ -7,63 +7,25 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/internal/procid"
+	"github.com/majlis-dev/majlis/wire"
 )
 
-// A State is a lease's state, computed from its record and the current time.
-type State string
+// A State is a lease's state, computed from its record and the current
+// time (wire.State).
+type State = wire.State
 
-// Lease states.
+// Lease states (see wire).
 const (
-	// StateActive: granted and not expired. It blocks conflicting grants
-	// and may be renewed by its holder.
-	StateActive State = "active"
-	// StateQuarantined: expired without release. Expiry does not prove the
-	// writer stopped, so the lease keeps blocking (its holder included) and
-	// cannot be renewed until it is released, resolved with
-	// --writer-stopped, or its recorded owner process is proven dead.
-	StateQuarantined State = "quarantined"
-	// StateReleased: the holder released it.
-	StateReleased State = "released"
-	// StateResolved: a quarantine was lifted by attestation
-	// (writer_stopped) or by proof that the owner died (owner_dead).
-	StateResolved State = "resolved"
-	// StatePending: a host singleton whose two-phase admission has not
-	// finished. It blocks other acquirers but grants nothing.
-	StatePending State = "pending"
+	StateActive      = wire.StateActive
+	StateQuarantined = wire.StateQuarantined
+	StateReleased    = wire.StateReleased
+	StateResolved    = wire.StateResolved
+	StatePending     = wire.StatePending
 )
 
-// A Lease is permission for one resource: holder, durable generation and
-// expiry. The generation grows with every grant of the resource and is
-// never reused. A Lease value is a snapshot: its State was computed when it
-// was read.
-type Lease struct {
-	ID         string    `json:"id"`
-	Scope      Scope     `json:"scope"`
-	Resource   string    `json:"resource"` // canonical: scope:key, with /** for subtree intents
-	Holder     string    `json:"holder"`
-	Generation int64     `json:"generation"`
-	AcquiredAt time.Time `json:"acquired_at"`
-	ExpiresAt  time.Time `json:"expires_at"`
-	State      State     `json:"state"`
-	// Checkout is the physical top level of the worktree (file and intent
-	// leases); empty for host singletons.
-	Checkout string `json:"checkout,omitempty"`
-	// Key is the canonical key: a slash-separated path relative to the
-	// checkout ("" for its root) or the host name.
-	Key string `json:"key"`
-	// OwnerPID is the process recorded at acquisition (--pid), whose
-	// proven death lifts a quarantine.
-	OwnerPID    int        `json:"owner_pid,omitempty"`
-	ReleasedAt  *time.Time `json:"released_at,omitempty"`
-	ResolvedAt  *time.Time `json:"resolved_at,omitempty"`
-	ResolvedHow string     `json:"resolved_how,omitempty"` // writer_stopped or owner_dead
-	// Forced says who last renewed or released it without its lease
-	// token (--force).
-	Forced *Forced `json:"forced,omitempty"`
-	// Clone names the clone of the repository that holds a shared lease,
-	// when it is another clone than this one (its holder is that clone's).
-	Clone string `json:"clone,omitempty"`
-}
+// A Lease is permission for one resource (wire.Lease): holder, durable
+// generation and expiry.
+type Lease = wire.Lease
 
 // row is a leases-table row as stored.
 type row struct {

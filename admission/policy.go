@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // A PolicyValue says what a conflict or an enforcement gap gets.
@@ -19,25 +21,13 @@ const (
 )
 
 // Policy keys. Each response names the key that decided each warning or
-// denial.
+// denial (see wire for what each decides).
 const (
-	// PolicySameCheckoutConflict decides a conflict between holders inside
-	// one checkout: the same file, a file and an intent covering it, or two
-	// overlapping intents. Default block.
-	PolicySameCheckoutConflict = "same_checkout_conflict"
-	// PolicyCrossWorktreeOverlap decides an intent overlapping a file or an
-	// intent of another holder in another worktree of the repository.
-	// Default warn.
-	PolicyCrossWorktreeOverlap = "cross_worktree_overlap"
-	// PolicyEnforcementGap decides what Check does with a changed path
-	// outside the holder's leases. Default warn.
-	PolicyEnforcementGap = "enforcement_gap"
-	// PolicyPortRange is the range "LO-HI" from which host:port:auto
-	// picks free ports (see ports.go). Default DefaultPortRange.
-	PolicyPortRange = "port_range"
-	// PolicyHostSingleton is the fixed rule that a host name has one
-	// holder on the machine. It is not a setting: always block.
-	PolicyHostSingleton = "host_singleton"
+	PolicySameCheckoutConflict = wire.PolicySameCheckoutConflict
+	PolicyCrossWorktreeOverlap = wire.PolicyCrossWorktreeOverlap
+	PolicyEnforcementGap       = wire.PolicyEnforcementGap
+	PolicyPortRange            = wire.PolicyPortRange
+	PolicyHostSingleton        = wire.PolicyHostSingleton
 )
 
 // A PolicySet is the repository's trusted policy, stored in its state dir

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // AutoPort is the host name that asks admission to pick a free port:
@@ -57,7 +59,7 @@ func PortOf(key string) int {
 
 // ErrNoFreePort: host:port:auto found no port of the range that is free
 // (no live lease, nothing listening).
-var ErrNoFreePort = errors.New("admission: no free port in the range")
+var ErrNoFreePort = wire.Sentinel("no_free_port", "admission: no free port in the range")
 
 // probePort is how a candidate port is proven free; tests replace it.
 var probePort = probeLoopback

@@ -5,27 +5,19 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/majlis-dev/majlis/wire"
 )
 
-// A Scope is the kind of resource a lease covers.
-type Scope string
+// A Scope is the kind of resource a lease covers (wire.Scope).
+type Scope = wire.Scope
 
-// Scopes.
+// Scopes (see wire).
 const (
-	// ScopeFile is an exact file inside one checkout (the main worktree or
-	// a linked one).
-	ScopeFile Scope = "file"
-	// ScopeIntent is a repository intent: a literal path, or a literal
-	// path followed by "/**" (the subtree below it), advertised to every
-	// worktree of the repository.
-	ScopeIntent Scope = "intent"
-	// ScopeHost is a machine-wide singleton name, such as "port:3000",
-	// unique across every repository and workspace on the machine.
-	ScopeHost Scope = "host"
-	// ScopeCluster is a singleton name shared by every host that uses the
-	// same coordination cluster, such as "deploy:staging": one holder
-	// across all of them. It needs a shared ledger (Options.Shared).
-	ScopeCluster Scope = "cluster"
+	ScopeFile    = wire.ScopeFile
+	ScopeIntent  = wire.ScopeIntent
+	ScopeHost    = wire.ScopeHost
+	ScopeCluster = wire.ScopeCluster
 )
 
 // maxName is the longest holder, host name or request id accepted, in bytes.

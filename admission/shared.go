@@ -2,8 +2,9 @@ package admission
 
 import (
 	"context"
-	"errors"
 	"time"
+
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // A SharedLedger keeps the leases that several clones of one repository
@@ -53,7 +54,7 @@ type SharedLedger interface {
 
 // ErrSharedChanged: a shared ledger's transaction found that what it had
 // read changed meanwhile; read again and decide again.
-var ErrSharedChanged = errors.New("admission: the shared ledger changed since it was read")
+var ErrSharedChanged = wire.Sentinel("coordination_unavailable", "admission: the shared ledger changed since it was read")
 
 // A SharedView is what SharedLedger.View read.
 type SharedView struct {
@@ -109,11 +110,12 @@ type SharedClone struct {
 }
 
 // PolicyClusterSingleton is the fixed rule that a cluster name has one
-// holder across every host of the coordination cluster: always block.
-const PolicyClusterSingleton = "cluster_singleton"
+// holder across every host of the coordination cluster: always block
+// (wire's).
+const PolicyClusterSingleton = wire.PolicyClusterSingleton
 
-// shared reports whether the scope is kept by the shared ledger.
-func (sc Scope) shared() bool { return sc == ScopeIntent || sc == ScopeCluster }
+// sharedScope reports whether the scope is kept by the shared ledger.
+func sharedScope(sc Scope) bool { return sc == ScopeIntent || sc == ScopeCluster }
 
 // stateAt is the record's state for this clone at now: this clone judges
 // its own records by its clock too, other clones' by their lease alone.

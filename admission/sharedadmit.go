@@ -123,7 +123,7 @@ func (s *Service) admitShared(ctx context.Context, p *prepared) (*AcquireResult,
 func (s *Service) pendShared(ctx context.Context, p *prepared, sp *sharedPhase, admitter string) error {
 	var idx []int
 	for i, t := range p.targets {
-		if t.scope.shared() {
+		if sharedScope(t.scope) {
 			idx = append(idx, i)
 		}
 	}

@@ -12,9 +12,9 @@ import (
 	"os"
 	"os/user"
 	"strings"
-	"time"
 
 	"github.com/majlis-dev/majlis/internal/procid"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // Lease tokens. Every grant carries a secret token that its client
@@ -57,14 +57,9 @@ func tokenDigest(token string) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// Forced records who renewed or released a lease without its token: the
-// caller process and user, and when.
-type Forced struct {
-	Op   string       `json:"op"` // renew or release
-	At   time.Time    `json:"at"`
-	User string       `json:"user,omitempty"`
-	By   procid.Owner `json:"by"` // the forcing process
-}
+// Forced records who renewed or released a lease without its token
+// (wire.Forced).
+type Forced = wire.Forced
 
 // callerIdentity is the forcing process, for the record.
 func callerIdentity(op string, now int64) (Forced, error) {

@@ -30,6 +30,7 @@ import (
 	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/majlis-dev/majlis/server"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // Options configure New.
@@ -135,7 +136,7 @@ func (c *Client) MCPEndpoint() string { return c.conn.BaseURL() + "/mcp" }
 // status, and the HTTP status it came with.
 type Error struct {
 	HTTPStatus int
-	server.Refusal
+	wire.Refusal
 }
 
 // Is makes a busy refusal (503, code busy) match server.ErrBusy.
@@ -177,7 +178,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	if resp.StatusCode != http.StatusOK {
 		var eb struct {
-			Error *server.Refusal `json:"error"`
+			Error *wire.Refusal `json:"error"`
 		}
 		if json.Unmarshal(data, &eb) != nil || eb.Error == nil {
 			return fmt.Errorf("client: %s %s: %s: %.200s", method, path, resp.Status, data)

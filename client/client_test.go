@@ -24,7 +24,7 @@ import (
 func refusal(t *testing.T, err error, code string, exit int) *client.Error {
 	t.Helper()
 	var ce *client.Error
-	if !errors.As(err, &ce) || ce.Code != code || ce.ExitCode != exit {
+	if !errors.As(err, &ce) || ce.Code != code || int(ce.ExitCode) != exit {
 		t.Fatalf("got %v (%#v), want a refusal %s with exit %d", err, ce, code, exit)
 	}
 	return ce

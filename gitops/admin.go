@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/internal/durable"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // A linked worktree's administrative entry is the directory
@@ -31,10 +32,10 @@ import (
 // directory than the one the worktree's .git file names, or on none (a
 // worktree's own config can say core.worktree or core.bare). The error is
 // a *WorkTreeMismatch with the facts.
-var ErrWorkTreeMismatch = errors.New("gitops: git would act on another work tree")
+var ErrWorkTreeMismatch = wire.Sentinel("git_failed", "gitops: git would act on another work tree")
 
 // ErrPinMismatch means a worktree entry is pinned with another token.
-var ErrPinMismatch = errors.New("gitops: worktree entry pinned by someone else")
+var ErrPinMismatch = wire.Sentinel("git_failed", "gitops: worktree entry pinned by someone else")
 
 // A ConfigSetting is one value of a configuration key as git reads it in
 // a directory, and where it is set.

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // Sentinel errors that callers branch on. Each is wrapped by an *Error (or
@@ -22,44 +24,44 @@ import (
 var (
 	// ErrNotARepository means the path is not inside a Git repository, or a
 	// worktree's .git file points nowhere.
-	ErrNotARepository = errors.New("gitops: not a git repository")
+	ErrNotARepository = wire.Sentinel("git_failed", "gitops: not a git repository")
 
 	// ErrNotAWorkTree means the path is inside a repository but not inside a
 	// work tree (a bare repository, or a git directory).
-	ErrNotAWorkTree = errors.New("gitops: not inside a work tree")
+	ErrNotAWorkTree = wire.Sentinel("git_failed", "gitops: not inside a work tree")
 
 	// ErrNotTopLevel means a function that acts on a whole worktree was given a
 	// directory that is not the top level of one (it has no .git entry).
 	// Running git there would silently act on an enclosing repository.
-	ErrNotTopLevel = errors.New("gitops: not the top level of a worktree")
+	ErrNotTopLevel = wire.Sentinel("git_failed", "gitops: not the top level of a worktree")
 
 	// ErrUnknownRevision means a revision does not name a commit.
-	ErrUnknownRevision = errors.New("gitops: unknown revision")
+	ErrUnknownRevision = wire.Sentinel("git_failed", "gitops: unknown revision")
 
 	// ErrRefExists means a create-only ref update found the ref already there.
-	ErrRefExists = errors.New("gitops: reference already exists")
+	ErrRefExists = wire.Sentinel("git_failed", "gitops: reference already exists")
 
 	// ErrRefChanged means a ref update or deletion with an expected old value
 	// found the ref at another value, or missing.
-	ErrRefChanged = errors.New("gitops: reference is not at the expected value")
+	ErrRefChanged = wire.Sentinel("git_failed", "gitops: reference is not at the expected value")
 
 	// ErrBranchExists means a worktree was to create a branch that already exists.
-	ErrBranchExists = errors.New("gitops: branch already exists")
+	ErrBranchExists = wire.Sentinel("git_failed", "gitops: branch already exists")
 
 	// ErrPathExists means a worktree was to be created at a path that already
 	// exists or is registered as a (missing) worktree.
-	ErrPathExists = errors.New("gitops: worktree path already exists")
+	ErrPathExists = wire.Sentinel("git_failed", "gitops: worktree path already exists")
 
 	// ErrWorktreeLocked means a locked worktree cannot be removed; unlock it first.
-	ErrWorktreeLocked = errors.New("gitops: worktree is locked")
+	ErrWorktreeLocked = wire.Sentinel("git_failed", "gitops: worktree is locked")
 
 	// ErrWorktreeDirty means a worktree with modified or untracked files cannot
 	// be removed without force.
-	ErrWorktreeDirty = errors.New("gitops: worktree has modified or untracked files")
+	ErrWorktreeDirty = wire.Sentinel("git_failed", "gitops: worktree has modified or untracked files")
 
 	// ErrUnexpectedOutput means git printed something the strict parsers do not
 	// accept. Nothing is guessed from output that does not parse.
-	ErrUnexpectedOutput = errors.New("gitops: unexpected git output")
+	ErrUnexpectedOutput = wire.Sentinel("git_failed", "gitops: unexpected git output")
 )
 
 // An Error is a failed git command. It records what ran, where, how it
@@ -448,4 +450,14 @@ func (c *cappedBuffer) String() string { return c.buf.String() }
 // unexpected reports output that the strict parsers refuse.
 func unexpected(what string, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrUnexpectedOutput, what, fmt.Sprintf(format, args...))
+}
+
+// ErrorCode is git_failed, when the error wraps no sentinel of another
+// package (it never does: its sentinels are git_failed too).
+func (e *Error) ErrorCode() string { return "git_failed" }
+
+// ErrorDetails are the error's facts: git's arguments, exit code and
+// stderr.
+func (e *Error) ErrorDetails() map[string]any {
+	return map[string]any{"args": e.Args, "exit_code": e.ExitCode, "stderr": e.Stderr}
 }

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/majlis-dev/majlis/internal/failpoint"
+	"github.com/majlis-dev/majlis/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,7 +31,7 @@ var fpDeletePartial = failpoint.New("gitops/delete-partial")
 type DirIdentity struct{ Dev, Ino uint64 }
 
 // ErrNotSameDir means the directory at a path is not the one expected.
-var ErrNotSameDir = errors.New("gitops: not the expected directory")
+var ErrNotSameDir = wire.Sentinel("git_failed", "gitops: not the expected directory")
 
 // DeleteTree deletes the directory dir and everything in it, provided dir
 // is, at the moment it is opened, a directory (not a symbolic link) with

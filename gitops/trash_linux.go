@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/majlis-dev/majlis/internal/durable"
+	"github.com/majlis-dev/majlis/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -37,7 +38,7 @@ func MoveDir(from, to string) error {
 
 // ErrCrossDevice means a move would cross file systems (a bind mount at
 // the source, say). Nothing is ever copied across: the move is refused.
-var ErrCrossDevice = errors.New("gitops: the move would cross file systems")
+var ErrCrossDevice = wire.Sentinel("git_failed", "gitops: the move would cross file systems")
 
 // MountPoint reports whether path (not followed if a symbolic link) is
 // the root of a mount: a rename cannot move it (statx's

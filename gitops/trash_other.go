@@ -5,11 +5,13 @@ package gitops
 import (
 	"errors"
 	"os"
+
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // ErrCrossDevice means a move would cross file systems (a bind mount at
 // the source, say). Nothing is ever copied across: the move is refused.
-var ErrCrossDevice = errors.New("gitops: the move would cross file systems")
+var ErrCrossDevice = wire.Sentinel("git_failed", "gitops: the move would cross file systems")
 
 // MoveDir needs renameat2(RENAME_NOREPLACE), which only Linux has here:
 // elsewhere it refuses, and reclaim with it.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io/fs"
 	"strings"
+
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // Sentinels for the refusals callers branch on. Every error pathid returns
@@ -12,40 +14,40 @@ import (
 var (
 	// ErrInvalidPath: the path is empty, contains a NUL byte, or a base that
 	// must be absolute is not.
-	ErrInvalidPath = errors.New("pathid: invalid path")
+	ErrInvalidPath = wire.Sentinel("unsafe_path", "pathid: invalid path")
 
 	// ErrTraversal: a path that must stay inside a root contains a ".."
 	// component as written by the caller.
-	ErrTraversal = errors.New("pathid: path contains parent traversal (..)")
+	ErrTraversal = wire.Sentinel("unsafe_path", "pathid: path contains parent traversal (..)")
 
 	// ErrNotConfined: a path, or a symlink met while resolving it, leads
 	// outside its root.
-	ErrNotConfined = errors.New("pathid: path escapes its root")
+	ErrNotConfined = wire.Sentinel("unsafe_path", "pathid: path escapes its root")
 
 	// ErrDanglingSymlink: a symlink met while resolving a path points at
 	// something that does not exist, so the path's physical form cannot be
 	// known. pathid refuses rather than guess what the link will point at
 	// once its target is created.
-	ErrDanglingSymlink = errors.New("pathid: symlink does not resolve")
+	ErrDanglingSymlink = wire.Sentinel("unsafe_path", "pathid: symlink does not resolve")
 
 	// ErrSymlinkLoop: resolving the path followed more symlinks than the
 	// kernel would (a cycle, or a very long chain). Such errors also match
 	// syscall.ELOOP.
-	ErrSymlinkLoop = errors.New("pathid: symlink cycle or overlong chain")
+	ErrSymlinkLoop = wire.Sentinel("unsafe_path", "pathid: symlink cycle or overlong chain")
 
 	// ErrUnresolvable: the path has a ".." component after a component that
 	// does not exist yet. The kernel would refuse such a path, and what it
 	// will mean once the missing directory is created cannot be known.
-	ErrUnresolvable = errors.New("pathid: path cannot be resolved physically")
+	ErrUnresolvable = wire.Sentinel("unsafe_path", "pathid: path cannot be resolved physically")
 
 	// ErrNotRegular: a link count was asked of something that is not a
 	// regular file (a directory's count reflects its subdirectories, not
 	// aliases).
-	ErrNotRegular = errors.New("pathid: not a regular file")
+	ErrNotRegular = wire.Sentinel("unsafe_path", "pathid: not a regular file")
 
 	// ErrNoIdentity: the file system did not report a device and inode
 	// number for the file, so its identity cannot be verified.
-	ErrNoIdentity = errors.New("pathid: file identity unavailable")
+	ErrNoIdentity = wire.Sentinel("unsafe_path", "pathid: file identity unavailable")
 )
 
 // An Error describes a refused or failed path operation: what pathid was

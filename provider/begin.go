@@ -85,6 +85,19 @@ func (e *BeginError) Error() string {
 		e.Task, e.Workspace.Path, e.Err, e.Hint())
 }
 
+// AnnotateDetails adds the workspace left in place and the request id
+// that resumes the begin to the details of the refusal it wraps.
+func (e *BeginError) AnnotateDetails(d map[string]any) {
+	d["workspace"] = e.Workspace
+	d["request_id"] = e.RequestID
+}
+
+// BegunTask names the task, the request id that resumes it, and whether
+// the refused leases were ports: the refusal's hint (wire.Begun).
+func (e *BeginError) BegunTask() (task, requestID string, ports bool) {
+	return e.Task, e.RequestID, e.Ports
+}
+
 // Hint says what the caller can do next.
 func (e *BeginError) Hint() string {
 	if e.Ports {

@@ -1,49 +1,50 @@
 package provider
 
 import (
-	"errors"
 	"strings"
+
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // Sentinels callers branch on (errors.Is). cmd/majlis maps each to an exit
 // code and a stable error code in one table.
 var (
-	ErrInvalidBinding  = errors.New("provider: invalid binding")
-	ErrInvalidArgument = errors.New("provider: invalid argument")
-	ErrNotInitialized  = errors.New("provider: repository not initialized")
-	ErrNotRepository   = errors.New("provider: not a git repository")
-	ErrAlreadyInit     = errors.New("provider: repository already initialized differently")
-	ErrBindingLive     = errors.New("provider: binding already has a workspace that is not reclaimed")
-	ErrNotFound        = errors.New("provider: no such workspace")
-	ErrUnknownBase     = errors.New("provider: unknown base revision")
-	ErrBranchExists    = errors.New("provider: branch already exists")
+	ErrInvalidBinding  = wire.Sentinel("invalid_binding", "provider: invalid binding")
+	ErrInvalidArgument = wire.Sentinel("invalid_argument", "provider: invalid argument")
+	ErrNotInitialized  = wire.Sentinel("not_initialized", "provider: repository not initialized")
+	ErrNotRepository   = wire.Sentinel("not_a_repository", "provider: not a git repository")
+	ErrAlreadyInit     = wire.Sentinel("already_initialized", "provider: repository already initialized differently")
+	ErrBindingLive     = wire.Sentinel("binding_live", "provider: binding already has a workspace that is not reclaimed")
+	ErrNotFound        = wire.Sentinel("not_found", "provider: no such workspace")
+	ErrUnknownBase     = wire.Sentinel("unknown_base", "provider: unknown base revision")
+	ErrBranchExists    = wire.Sentinel("branch_exists", "provider: branch already exists")
 	// ErrBranchCheckedOut: --checkout named a branch that a worktree has
 	// checked out (git allows a branch in one worktree only).
-	ErrBranchCheckedOut = errors.New("provider: branch is checked out in another worktree")
+	ErrBranchCheckedOut = wire.Sentinel("branch_checked_out", "provider: branch is checked out in another worktree")
 	// ErrUnknownBranch: --checkout named a branch that does not exist.
-	ErrUnknownBranch   = errors.New("provider: no such branch")
-	ErrPathExists      = errors.New("provider: path already exists")
-	ErrNested          = errors.New("provider: path lies inside another workspace")
-	ErrReserved        = errors.New("provider: path overlaps a reserved reclaim target")
-	ErrRequestConflict = errors.New("provider: request id already used with other arguments")
-	ErrMalformed       = errors.New("provider: malformed record")
-	ErrMissing         = errors.New("provider: workspace directory is missing")
-	ErrIdentity        = errors.New("provider: workspace identity drifted")
-	ErrInterrupted     = errors.New("provider: an earlier operation was interrupted")
-	ErrWorkspaceLive   = errors.New("provider: workspace is in use by a live owner")
-	ErrPeerOverlap     = errors.New("provider: a retained peer overlaps the target")
-	ErrPreviewStale    = errors.New("provider: the preview changed since it was confirmed")
-	ErrUnconfirmed     = errors.New("provider: reclaim needs confirmation")
-	ErrDirtySubmodule  = errors.New("provider: a submodule has changes salvage cannot capture")
-	ErrRepository      = errors.New("provider: workspace does not belong to the claimed repository")
-	ErrWorktreeConfig  = errors.New("provider: git would act on another directory than the workspace")
-	ErrLocked          = errors.New("provider: workspace is locked by someone else")
-	ErrUnsafePath      = errors.New("provider: path lies inside a git directory")
-	ErrTrash           = errors.New("provider: the workspace could not be moved to or deleted from its trash folder")
-	ErrCrossDevice     = errors.New("provider: the workspace is on another file system than its folder")
+	ErrUnknownBranch   = wire.Sentinel("unknown_branch", "provider: no such branch")
+	ErrPathExists      = wire.Sentinel("path_exists", "provider: path already exists")
+	ErrNested          = wire.Sentinel("nested_workspace", "provider: path lies inside another workspace")
+	ErrReserved        = wire.Sentinel("reserved_target", "provider: path overlaps a reserved reclaim target")
+	ErrRequestConflict = wire.Sentinel("request_conflict", "provider: request id already used with other arguments")
+	ErrMalformed       = wire.Sentinel("malformed_record", "provider: malformed record")
+	ErrMissing         = wire.Sentinel("workspace_missing", "provider: workspace directory is missing")
+	ErrIdentity        = wire.Sentinel("identity_drift", "provider: workspace identity drifted")
+	ErrInterrupted     = wire.Sentinel("interrupted", "provider: an earlier operation was interrupted")
+	ErrWorkspaceLive   = wire.Sentinel("workspace_live", "provider: workspace is in use by a live owner")
+	ErrPeerOverlap     = wire.Sentinel("peer_overlap", "provider: a retained peer overlaps the target")
+	ErrPreviewStale    = wire.Sentinel("preview_stale", "provider: the preview changed since it was confirmed")
+	ErrUnconfirmed     = wire.Sentinel("unconfirmed", "provider: reclaim needs confirmation")
+	ErrDirtySubmodule  = wire.Sentinel("dirty_submodule", "provider: a submodule has changes salvage cannot capture")
+	ErrRepository      = wire.Sentinel("repository_mismatch", "provider: workspace does not belong to the claimed repository")
+	ErrWorktreeConfig  = wire.Sentinel("worktree_config_mismatch", "provider: git would act on another directory than the workspace")
+	ErrLocked          = wire.Sentinel("locked", "provider: workspace is locked by someone else")
+	ErrUnsafePath      = wire.Sentinel("unsafe_path", "provider: path lies inside a git directory")
+	ErrTrash           = wire.Sentinel("trash_failed", "provider: the workspace could not be moved to or deleted from its trash folder")
+	ErrCrossDevice     = wire.Sentinel("cross_device", "provider: the workspace is on another file system than its folder")
 	// ErrRecorded: a refusal or failure of one workspace of a bulk
 	// reclaim, as its request record kept it (its own code is not kept).
-	ErrRecorded = errors.New("provider: refused or failed, as recorded")
+	ErrRecorded = wire.Sentinel("recorded_failure", "provider: refused or failed, as recorded")
 )
 
 // An Error reports a refused or failed workspace operation with its facts.
@@ -80,4 +81,21 @@ func (e *Error) Error() string {
 		b.WriteString("; " + e.Hint)
 	}
 	return b.String()
+}
+
+// ErrorDetails are the error's facts, the details of its refusal: op,
+// binding, path, peer, reason, hint and Details.
+func (e *Error) ErrorDetails() map[string]any {
+	d := map[string]any{"op": e.Op}
+	for k, v := range map[string]string{"binding": e.Binding, "path": e.Path, "peer": e.Peer, "reason": e.Reason, "hint": e.Hint} {
+		if v != "" {
+			d[k] = v
+		}
+	}
+	for k, v := range e.Details {
+		if _, taken := d[k]; !taken {
+			d[k] = v
+		}
+	}
+	return d
 }

@@ -199,6 +199,18 @@ type PreviewStaleError struct {
 func (e *PreviewStaleError) Error() string { return e.Err.Error() }
 func (e *PreviewStaleError) Unwrap() error { return e.Err }
 
+// AnnotateDetails adds what changed since the confirmed preview to the
+// details of the refusal: the digests and, when the confirmed preview is
+// known, the changes.
+func (e *PreviewStaleError) AnnotateDetails(d map[string]any) {
+	d["confirmed"] = e.Confirmed
+	d["digest"] = e.Digest
+	d["preview"] = e.Preview
+	if e.Changes != nil {
+		d["changed"] = e.Changes
+	}
+}
+
 // PreviewChanges are the differences between a confirmed preview and the
 // current one. Lists name what changed; when a preview listed too many
 // files (or peers) to name them all, only the counts are compared.

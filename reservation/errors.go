@@ -5,36 +5,38 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // Sentinels that callers branch on with errors.Is. Every error this package
 // returns for a refused operation is an *Error wrapping one of them.
 var (
 	// ErrHeld: the resource is leased to another owner.
-	ErrHeld = errors.New("reservation: held by another owner")
+	ErrHeld = wire.Sentinel("held", "reservation: held by another owner")
 	// ErrMalformed: a lease or high-water-mark record cannot be trusted.
-	ErrMalformed = errors.New("reservation: malformed lease record")
+	ErrMalformed = wire.Sentinel("malformed_record", "reservation: malformed lease record")
 	// ErrNotOwner: the caller is not the exact owner of the lease (another
 	// process, another token, a replaced file, or a lease already released).
-	ErrNotOwner = errors.New("reservation: not the owner of this lease")
+	ErrNotOwner = wire.Sentinel("not_owner", "reservation: not the owner of this lease")
 	// ErrOwnerAlive: recovery refused because the owner is still running.
-	ErrOwnerAlive = errors.New("reservation: lease owner is alive")
+	ErrOwnerAlive = wire.Sentinel("owner_alive", "reservation: lease owner is alive")
 	// ErrOwnerUnknown: recovery refused because the owner's death cannot be
 	// proven from this host (another machine, another pid namespace,
 	// unreadable process table).
-	ErrOwnerUnknown = errors.New("reservation: lease owner's liveness cannot be proven")
+	ErrOwnerUnknown = wire.Sentinel("owner_unknown", "reservation: lease owner's liveness cannot be proven")
 	// ErrNotExpired: recovery refused because the lease has not expired.
-	ErrNotExpired = errors.New("reservation: lease has not expired")
+	ErrNotExpired = wire.Sentinel("not_expired", "reservation: lease has not expired")
 	// ErrNotFound: there is no lease for the resource.
-	ErrNotFound = errors.New("reservation: no such lease")
+	ErrNotFound = wire.Sentinel("not_found", "reservation: no such lease")
 	// ErrChanged: the lease changed between inspection and recovery.
-	ErrChanged = errors.New("reservation: lease changed during recovery")
+	ErrChanged = wire.Sentinel("lease_changed", "reservation: lease changed during recovery")
 	// ErrUnsupportedFS: the lease directory is not on a local filesystem.
-	ErrUnsupportedFS = errors.New("reservation: lease directory is not on a local filesystem")
+	ErrUnsupportedFS = wire.Sentinel("unsupported_filesystem", "reservation: lease directory is not on a local filesystem")
 	// ErrInvalid: the request itself is invalid (bad resource name, TTL...).
-	ErrInvalid = errors.New("reservation: invalid request")
+	ErrInvalid = wire.Sentinel("invalid_request", "reservation: invalid request")
 	// ErrIdentity: this process cannot establish its own owner identity.
-	ErrIdentity = errors.New("reservation: cannot establish this process's owner identity")
+	ErrIdentity = wire.Sentinel("reservation_failed", "reservation: cannot establish this process's owner identity")
 )
 
 // An Error reports a refused or failed lease operation with the facts a
@@ -97,4 +99,24 @@ func (e *Error) hint() string {
 		return "put the state directory on a local filesystem (ext4, xfs, btrfs, tmpfs, apfs)"
 	}
 	return ""
+}
+
+// ErrorCode is reservation_failed: a lease file that could not be read
+// or written, when the error wraps no sentinel of its own.
+func (e *Error) ErrorCode() string { return "reservation_failed" }
+
+// ErrorDetails are the error's facts, the details of its refusal: op,
+// path, resource, the holder's record and the reason.
+func (e *Error) ErrorDetails() map[string]any {
+	d := map[string]any{"op": e.Op, "path": e.Path}
+	if e.Resource != "" {
+		d["resource"] = e.Resource
+	}
+	if e.Holder != nil {
+		d["holder"] = e.Holder
+	}
+	if e.Reason != "" {
+		d["reason"] = e.Reason
+	}
+	return d
 }

@@ -4,70 +4,33 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/majlis-dev/majlis/wire"
 )
-
-// A Refusal is a failed API call as a script sees it: the CLI's error
-// object ({"code", "message", "details"}) and the exit status the CLI
-// would have given (docs/cli.md: 1 failure, 2 usage, 3 refused for safety,
-// 4 held, 5 not found).
-type Refusal struct {
-	Code     string         `json:"code"`
-	Message  string         `json:"message"`
-	Details  map[string]any `json:"details"`
-	ExitCode int            `json:"exit_code"`
-}
-
-// Hint is what the refusal says to do next, when it says.
-func (r Refusal) Hint() string {
-	h, _ := r.Details["hint"].(string)
-	return h
-}
-
-// A Classifier maps an error of the library to its Refusal: the one
-// table of codes that the command line uses too. Its hint (details.hint,
-// and the end of the message) is for the server's callers: it names
-// request fields in snake_case, never a flag, and each operation as
-// {tool:NAME} (an MCP tool's name, such as {tool:lease_list}), which the
-// server writes as that tool's name over MCP and as its route over HTTP.
-type Classifier func(error) Refusal
 
 // ErrUsage marks a request the API cannot parse: an unknown field, a bad
 // duration, a relative path without cwd. Its exit status is 2.
-var ErrUsage = errors.New("server: bad request")
+var ErrUsage = wire.Sentinel("usage", "server: bad request")
 
 // usage is a request error of the API itself.
 func usage(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, args...))
 }
 
-// refusal classifies err. The classifier runs first: the API's own
-// usage errors reach it as they are, and it may know them.
-func (s *srv) refusal(err error) Refusal {
-	var r Refusal
-	if s.o.Classify != nil {
-		r = s.o.Classify(err)
-	}
-	if r.Code == "" || r.Code == "internal" && errors.Is(err, ErrUsage) {
-		r = Refusal{Code: "internal", Message: err.Error(), ExitCode: 1}
-		if errors.Is(err, ErrUsage) {
-			r.Code, r.ExitCode = "usage", 2
-		}
-	}
-	if r.Message == "" {
-		r.Message = err.Error()
-	}
-	return r.clipped()
+// refusal is err as the server's callers on surface s see it: the one
+// table of codes (wire.Classify), its echoed text clipped.
+func (s *srv) refusal(err error, surface wire.Surface) wire.Refusal {
+	return clipped(wire.Classify(err, surface))
 }
 
 // httpStatus is the HTTP status of a refusal's exit class.
-func httpStatus(exit int) int {
+func httpStatus(exit wire.ExitCode) int {
 	switch exit {
 	case 2:
 		return http.StatusBadRequest
@@ -208,34 +171,34 @@ func absPath(name, p, cwd string) (string, error) {
 // the handler pool.
 func (s *srv) apiRoutes(mux *http.ServeMux) {
 	route := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.guard(s.pooled(h))) }
-	a := &api{s: s, surface: SurfaceHTTP}
+	a := &api{s: s, surface: wire.SurfaceHTTP}
 	binding := func(r *http.Request, b *string) error { return pathValue(r, "binding", b) }
 
-	route("POST /api/v1/workspaces", handle(a, nil, a.allocate))
-	route("GET /api/v1/workspaces", handle(a, nil, a.list))
-	route("GET /api/v1/workspaces/{binding}", handle(a, func(r *http.Request, q *BindingRequest) error { return binding(r, &q.Binding) }, a.show))
-	route("POST /api/v1/workspaces/{binding}/salvage", handle(a, func(r *http.Request, q *SalvageRequest) error { return binding(r, &q.Binding) }, a.salvage))
-	route("POST /api/v1/workspaces/{binding}/release", handle(a, func(r *http.Request, q *ReleaseRequest) error { return binding(r, &q.Binding) }, a.release))
-	route("POST /api/v1/workspaces/{binding}/reclaim/preview", handle(a, func(r *http.Request, q *BindingRequest) error { return binding(r, &q.Binding) }, a.preview))
-	route("POST /api/v1/workspaces/{binding}/reclaim", handle(a, func(r *http.Request, q *ReclaimRequest) error { return binding(r, &q.Binding) }, a.reclaim))
-	route("POST /api/v1/workspaces/{binding}/restore", handle(a, func(r *http.Request, q *RestoreRequest) error { return binding(r, &q.Binding) }, a.restore))
-	route("POST /api/v1/workspaces/{binding}/recover", handle(a, func(r *http.Request, q *ReleaseRequest) error { return binding(r, &q.Binding) }, a.recoverReservation))
+	route(wire.RouteAllocate.Pattern(), handle(a, nil, a.allocate))
+	route(wire.RouteList.Pattern(), handle(a, nil, a.list))
+	route(wire.RouteShow.Pattern(), handle(a, func(r *http.Request, q *BindingRequest) error { return binding(r, &q.Binding) }, a.show))
+	route(wire.RouteSalvage.Pattern(), handle(a, func(r *http.Request, q *SalvageRequest) error { return binding(r, &q.Binding) }, a.salvage))
+	route(wire.RouteRelease.Pattern(), handle(a, func(r *http.Request, q *ReleaseRequest) error { return binding(r, &q.Binding) }, a.release))
+	route(wire.RouteReclaimPreview.Pattern(), handle(a, func(r *http.Request, q *BindingRequest) error { return binding(r, &q.Binding) }, a.preview))
+	route(wire.RouteReclaim.Pattern(), handle(a, func(r *http.Request, q *ReclaimRequest) error { return binding(r, &q.Binding) }, a.reclaim))
+	route(wire.RouteRestore.Pattern(), handle(a, func(r *http.Request, q *RestoreRequest) error { return binding(r, &q.Binding) }, a.restore))
+	route(wire.RouteRecover.Pattern(), handle(a, func(r *http.Request, q *ReleaseRequest) error { return binding(r, &q.Binding) }, a.recoverReservation))
 
-	route("POST /api/v1/leases/acquire", handle(a, nil, a.acquire))
-	route("POST /api/v1/leases/renew", handle(a, nil, a.renew))
-	route("POST /api/v1/leases/release", handle(a, nil, a.releaseLeases))
-	route("GET /api/v1/leases", handle(a, nil, a.leases))
-	route("POST /api/v1/leases/{id}/resolve", handle(a, func(r *http.Request, q *ResolveRequest) error { return pathValue(r, "id", &q.ID) }, a.resolve))
+	route(wire.RouteAcquire.Pattern(), handle(a, nil, a.acquire))
+	route(wire.RouteRenew.Pattern(), handle(a, nil, a.renew))
+	route(wire.RouteReleaseLeases.Pattern(), handle(a, nil, a.releaseLeases))
+	route(wire.RouteLeases.Pattern(), handle(a, nil, a.leases))
+	route(wire.RouteResolve.Pattern(), handle(a, func(r *http.Request, q *ResolveRequest) error { return pathValue(r, "id", &q.ID) }, a.resolve))
 
-	route("POST /api/v1/begin", handle(a, nil, a.begin))
-	route("POST /api/v1/end", handle(a, nil, a.end))
-	route("POST /api/v1/check", handle(a, nil, a.check))
-	route("POST /api/v1/heartbeat", handle(a, nil, a.heartbeat))
+	route(wire.RouteBegin.Pattern(), handle(a, nil, a.begin))
+	route(wire.RouteEnd.Pattern(), handle(a, nil, a.end))
+	route(wire.RouteCheck.Pattern(), handle(a, nil, a.check))
+	route(wire.RouteHeartbeat.Pattern(), handle(a, nil, a.heartbeat))
 
 	// Anything else under /api/v1/ (an unknown route, or a known one with
 	// another method) gets a JSON refusal, after the guard.
-	mux.Handle("/api/v1/", s.guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": Refusal{Code: "no_route", ExitCode: 2, Details: map[string]any{},
+	mux.Handle(wire.APIPrefix+"/", s.guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": wire.Refusal{Code: "no_route", ExitCode: 2, Details: map[string]any{},
 			Message: clip("no route "+r.Method+" "+r.URL.Path, maxDetail) + " (docs/MCP.md lists the routes)"}})
 	})))
 }
@@ -246,7 +209,7 @@ func (s *srv) apiRoutes(mux *http.ServeMux) {
 // for the tools: surface decides the words of their refusals' hints.
 type api struct {
 	s       *srv
-	surface Surface
+	surface wire.Surface
 }
 
 // stopped is the refusal of an operation that failed because the server
@@ -254,14 +217,14 @@ type api struct {
 // 503. It stopped at a safe point, as on Ctrl-C at the command line, and
 // released what it held (a reclaim its reservation), so retrying it with
 // the same request id resumes it.
-func (a *api) stopped(ctx context.Context, err error) (Refusal, bool) {
+func (a *api) stopped(ctx context.Context, err error) (wire.Refusal, bool) {
 	if err == nil || ctx.Err() == nil || !a.s.stopping.Load() {
-		return Refusal{}, false
+		return wire.Refusal{}, false
 	}
-	return Refusal{Code: "stopping", ExitCode: 4, Details: map[string]any{"reason": clip(err.Error(), maxDetail), "retry_after": retryAfter},
+	return wire.Refusal{Code: "stopping", ExitCode: 4, Details: map[string]any{"reason": clip(err.Error(), maxDetail), "retry_after": retryAfter},
 		Message: "the server stopped while this call ran: the call stopped at a safe point and released what it held " +
 			"(nothing is lost); retry it with the same request_id once a server runs"}, true
 }
 
 // refusal is err's Refusal as a's callers see it.
-func (a *api) refusal(err error) Refusal { return a.s.refusal(err).In(a.surface) }
+func (a *api) refusal(err error) wire.Refusal { return a.s.refusal(err, a.surface) }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -16,10 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/fixtures"
 	"github.com/majlis-dev/majlis/provider"
-	"github.com/majlis-dev/majlis/reservation"
+	"github.com/majlis-dev/majlis/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -59,7 +57,7 @@ func newAPIEnv(t testing.TB) *apiEnv {
 	}
 	t.Cleanup(func() { adm.Close() })
 	e := &apiEnv{t: t, repo: r, token: newNonce(), now: time.Now()}
-	o, err := Options{Version: "test", Classify: testClassify, Logf: t.Logf}.withDefaults()
+	o, err := Options{Version: "test", Logf: t.Logf}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,43 +83,6 @@ func (e *apiEnv) advance(d time.Duration) {
 	e.mu.Lock()
 	e.now = e.now.Add(d)
 	e.mu.Unlock()
-}
-
-// testClassify stands for the command line's table (package main, which
-// tests here cannot import) for the errors these tests provoke; the
-// binary's tests check the real table through the server.
-func testClassify(err error) Refusal {
-	for _, m := range []struct {
-		err  error
-		code string
-		exit int
-	}{
-		{provider.ErrBindingLive, "binding_live", 4},
-		{provider.ErrNotFound, "not_found", 5},
-		{provider.ErrPreviewStale, "preview_stale", 3},
-		{provider.ErrUnconfirmed, "unconfirmed", 3},
-		{provider.ErrRepository, "repository_mismatch", 3},
-		{provider.ErrInvalidBinding, "invalid_binding", 2},
-		{admission.ErrHeld, "held", 4},
-		{admission.ErrTokenRequired, "token_required", 3},
-		{admission.ErrNotFound, "not_found", 5},
-		{admission.ErrInvalid, "invalid_argument", 2},
-		{admission.ErrNotQuarantined, "not_quarantined", 3},
-		{reservation.ErrNotFound, "not_found", 5},
-	} {
-		if errors.Is(err, m.err) {
-			d := map[string]any{}
-			var pe *provider.Error
-			var ae *admission.Error
-			if errors.As(err, &pe) && pe.Hint != "" {
-				d["hint"] = pe.Hint
-			} else if errors.As(err, &ae) && ae.Hint != "" {
-				d["hint"] = ae.Hint
-			}
-			return Refusal{Code: m.code, ExitCode: m.exit, Message: err.Error(), Details: d}
-		}
-	}
-	return Refusal{Code: "internal", ExitCode: 1}
 }
 
 // call sends a request with the token and the server's own Host; it
@@ -471,46 +432,60 @@ func TestAPIEndShared(t *testing.T) {
 
 // A hint names operations as {tool:NAME}: an HTTP client reads the route
 // (with the binding filled in), an agent the tool's name, in the hint and
-// at the end of the message alike.
+// at the end of the message alike. The hints are the code table's
+// (wire), as the command line's are.
 func TestRefusalHintWords(t *testing.T) {
 	e := newAPIEnv(t)
-	e.s.o.Classify = func(err error) Refusal {
-		r := testClassify(err)
-		if r.Code == "token_required" {
-			r.Details["hint"] = "send the token, or preview T-1 ({tool:workspace_reclaim_preview}) and list ({tool:lease_list})"
-			r.Message += "; " + r.Details["hint"].(string)
-		}
-		return r
-	}
-	acq := e.ok("POST", "/api/v1/leases/acquire", AcquireRequest{Holder: "h", Resources: []string{"host:port:auto"}})
-	_ = acq
-	er := e.refused("POST", "/api/v1/leases/renew", RenewRequest{Holder: "h"}, http.StatusConflict, "token_required", 3)
-	wantHTTP := "send the token, or preview T-1 (POST /api/v1/workspaces/{binding}/reclaim/preview) and list (GET /api/v1/leases)"
-	if h := obj(er, "details")["hint"]; h != wantHTTP || !strings.HasSuffix(er["message"].(string), wantHTTP) {
-		t.Errorf("over HTTP: hint %q, message %q; want %q", h, er["message"], wantHTTP)
-	}
+	e.ok("POST", "/api/v1/leases/acquire", AcquireRequest{Holder: "h", Resources: []string{"host:port:auto"}})
+	e.ok("POST", "/api/v1/workspaces", AllocateRequest{Binding: "T-1"})
 	cs := e.mcpSession()
-	er = toolRefused(t, cs, "lease_renew", map[string]any{"holder": "h"}, "token_required", 3)
-	wantMCP := "send the token, or preview T-1 (workspace_reclaim_preview) and list (lease_list)"
-	if h := obj(er, "details")["hint"]; h != wantMCP || !strings.HasSuffix(er["message"].(string), wantMCP) {
-		t.Errorf("over MCP: hint %q, message %q; want %q", h, er["message"], wantMCP)
-	}
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "lease_renew", Arguments: map[string]any{"holder": "h"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if text := res.Content[0].(*mcp.TextContent).Text; strings.Contains(text, "{tool:") || !strings.Contains(text, "(lease_list)") {
-		t.Errorf("the tool error's text: %q", text)
+	stale := "sha256:" + strings.Repeat("0", 64)
+	for _, tc := range []struct {
+		route, tool    string
+		body           any
+		args           map[string]any
+		code           string
+		status, exit   int
+		wantHTTP, want string
+	}{
+		{"/api/v1/leases/renew", "lease_renew", RenewRequest{Holder: "h"}, map[string]any{"holder": "h"}, "token_required", http.StatusConflict, 3,
+			"send the token returned when the leases were granted, or force: true (recorded in the event log and shown by GET /api/v1/leases)",
+			"send the token returned when the leases were granted, or force: true (recorded in the event log and shown by lease_list)"},
+		{"/api/v1/workspaces/T-1/reclaim", "workspace_reclaim", ReclaimRequest{Confirm: stale}, map[string]any{"binding": "T-1", "confirm": stale}, "preview_stale", http.StatusConflict, 3,
+			"preview it again (POST /api/v1/workspaces/T-1/reclaim/preview) and send the new digest as confirm (POST /api/v1/workspaces/T-1/reclaim)",
+			"preview it again (workspace_reclaim_preview) and send the new digest as confirm (workspace_reclaim)"},
+	} {
+		er := e.refused("POST", tc.route, tc.body, tc.status, tc.code, tc.exit)
+		if h := obj(er, "details")["hint"]; h != tc.wantHTTP || !strings.HasSuffix(er["message"].(string), tc.wantHTTP) {
+			t.Errorf("%s over HTTP: hint %q, message %q; want %q", tc.route, h, er["message"], tc.wantHTTP)
+		}
+		er = toolRefused(t, cs, tc.tool, tc.args, tc.code, tc.exit)
+		if h := obj(er, "details")["hint"]; h != tc.want || !strings.HasSuffix(er["message"].(string), tc.want) {
+			t.Errorf("%s over MCP: hint %q, message %q; want %q", tc.tool, h, er["message"], tc.want)
+		}
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tc.tool, Arguments: tc.args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if text := res.Content[0].(*mcp.TextContent).Text; strings.Contains(text, "{tool:") || strings.Contains(text, "/api/v1/") || !strings.Contains(text, tc.want) {
+			t.Errorf("the tool error's text: %q", text)
+		}
 	}
 }
 
 // Every tool has a route, and the hints' {tool:NAME} can name each.
 func TestToolsHaveRoutes(t *testing.T) {
-	if len(toolRoutes) != len(ToolNames) {
-		t.Errorf("%d routes for %d tools", len(toolRoutes), len(ToolNames))
+	tools := 0
+	for _, r := range wire.Routes() {
+		if r.Tool != "" {
+			tools++
+		}
+	}
+	if tools != len(ToolNames) {
+		t.Errorf("%d routes for %d tools", tools, len(ToolNames))
 	}
 	for _, name := range ToolNames {
-		if ToolRoute(name) == "" {
+		if wire.ToolRoute(name) == "" {
 			t.Errorf("tool %s has no route", name)
 		}
 	}

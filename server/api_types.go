@@ -4,6 +4,7 @@ import (
 	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/majlis-dev/majlis/reservation"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // The requests of the HTTP API (docs/MCP.md), one per CLI command. Their
@@ -220,7 +221,7 @@ type Ended struct {
 	Workspace    *provider.Workspace     `json:"workspace"` // null: the task has no workspace (begun shared, or reclaimed)
 	Reclaimed    *provider.ReclaimResult `json:"reclaimed,omitempty"`
 	Preview      *provider.Preview       `json:"preview,omitempty"`
-	NotReclaimed *Refusal                `json:"not_reclaimed,omitempty"`
+	NotReclaimed *wire.Refusal           `json:"not_reclaimed,omitempty"`
 }
 
 // HeartbeatResult is {"heartbeat": {...}}.

@@ -3,6 +3,8 @@ package server
 import (
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // A refusal's message and details echo what the request named (a holder,
@@ -56,7 +58,7 @@ func clipValue(v any) any {
 }
 
 // clipped is r with its echoed text clipped.
-func (r Refusal) clipped() Refusal {
+func clipped(r wire.Refusal) wire.Refusal {
 	r.Message = clip(r.Message, maxMessage)
 	r.Details, _ = clipValue(r.Details).(map[string]any)
 	if r.Details == nil {

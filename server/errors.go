@@ -1,30 +1,31 @@
 package server
 
 import (
-	"errors"
 	"strings"
+
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // Sentinels that callers branch on with errors.Is. The states of a probe
 // that are not "running" have one each, so that the command line can map
 // them to exit codes.
 var (
-	ErrNotRunning      = errors.New("server: not running")
-	ErrStaleLease      = errors.New("server: stale lease (its owner is dead)")
-	ErrStarting        = errors.New("server: starting")
-	ErrUnresponsive    = errors.New("server: unresponsive (holds the lease, does not answer)")
-	ErrForeign         = errors.New("server: the recorded port answers, but not as the leaseholder")
-	ErrVersionMismatch = errors.New("server: another version holds the lease")
-	ErrUnsafeState     = errors.New("server: state folder or lease file not private to this user")
-	ErrStartFailed     = errors.New("server: start failed")
-	ErrFenced          = errors.New("server: the server lease is no longer this server's")
-	ErrInvalid         = errors.New("server: invalid argument")
+	ErrNotRunning      = wire.Sentinel("server_not_running", "server: not running")
+	ErrStaleLease      = wire.Sentinel("server_stale_lease", "server: stale lease (its owner is dead)")
+	ErrStarting        = wire.Sentinel("server_starting", "server: starting")
+	ErrUnresponsive    = wire.Sentinel("server_unresponsive", "server: unresponsive (holds the lease, does not answer)")
+	ErrForeign         = wire.Sentinel("server_foreign", "server: the recorded port answers, but not as the leaseholder")
+	ErrVersionMismatch = wire.Sentinel("server_version_mismatch", "server: another version holds the lease")
+	ErrUnsafeState     = wire.Sentinel("unsafe_state", "server: state folder or lease file not private to this user")
+	ErrStartFailed     = wire.Sentinel("server_start_failed", "server: start failed")
+	ErrFenced          = wire.Sentinel("server_fenced", "server: the server lease is no longer this server's")
+	ErrInvalid         = wire.Sentinel("invalid_argument", "server: invalid argument")
 	// ErrBusy: every handler stayed taken for the bounded wait; nothing
 	// of the request ran (503 busy, with Retry-After).
-	ErrBusy = errors.New("server: busy (every handler taken)")
+	ErrBusy = wire.Sentinel("busy", "server: busy (every handler taken)")
 	// ErrStopping: the server is stopping; a call under way was stopped
 	// at a safe point and released what it held (503 stopping).
-	ErrStopping = errors.New("server: stopping")
+	ErrStopping = wire.Sentinel("stopping", "server: stopping")
 )
 
 // An Error reports a refused or failed server operation with its facts.
@@ -58,4 +59,19 @@ func (e *Error) Error() string {
 		b.WriteString(e.Hint)
 	}
 	return b.String()
+}
+
+// ErrorDetails are the error's facts, the details of its refusal: op,
+// path, reason, hint, and what the probe found (server).
+func (e *Error) ErrorDetails() map[string]any {
+	d := map[string]any{"op": e.Op}
+	for k, v := range map[string]string{"path": e.Path, "reason": e.Reason, "hint": e.Hint} {
+		if v != "" {
+			d[k] = v
+		}
+	}
+	if e.Status != nil {
+		d["server"] = e.Status
+	}
+	return d
 }

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/majlis-dev/majlis/reservation"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // The server lease: its resource name in the repository's lease folder,
@@ -25,7 +26,7 @@ const (
 
 // APIVersion is the version of the server's HTTP routes. A probe that
 // finds another one reports version-mismatch.
-const APIVersion = "1"
+const APIVersion = wire.APIVersion
 
 // startLockName is the flock that serializes starters, in the lease folder.
 const startLockName = "server-start.lock"

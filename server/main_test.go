@@ -56,7 +56,7 @@ func childServe() int {
 			return 1
 		}
 	}
-	o := Options{Dir: os.Getenv(dirEnv), Version: "test", LeaseTTL: leaseTTL, DebugRoutes: true, Classify: testClassify,
+	o := Options{Dir: os.Getenv(dirEnv), Version: "test", LeaseTTL: leaseTTL, DebugRoutes: true,
 		Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }}
 	o.MaxHandlers, _ = strconv.Atoi(os.Getenv(maxEnv))
 	if d, err := time.ParseDuration(os.Getenv(fenceEnv)); err == nil {

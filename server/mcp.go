@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/majlis-dev/majlis/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -149,7 +150,7 @@ func tool[In, Out any](srv *mcp.Server, a *api, name, desc string, f func(contex
 }
 
 // A toolError is a refusal returned by a tool.
-type toolError struct{ r Refusal }
+type toolError struct{ r wire.Refusal }
 
 func (e *toolError) Error() string {
 	msg := fmt.Sprintf("refused (%s, exit %d): %s", e.r.Code, e.r.ExitCode, e.r.Message)
@@ -179,7 +180,7 @@ func structuredRefusals(next mcp.MethodHandler) mcp.MethodHandler {
 			// Tool handlers return only toolErrors; any other error is
 			// the SDK's refusal of the arguments (the input schema).
 			var te *toolError
-			r := Refusal{Code: "usage", ExitCode: 2, Details: map[string]any{}}
+			r := wire.Refusal{Code: "usage", ExitCode: 2, Details: map[string]any{}}
 			if errors.As(tr.GetError(), &te) {
 				r = te.r
 			} else if err := tr.GetError(); err != nil {
@@ -197,7 +198,7 @@ func structuredRefusals(next mcp.MethodHandler) mcp.MethodHandler {
 // every request stands alone, and nothing (heartbeats included) depends
 // on a session.
 func (s *srv) mcpHandler() http.Handler {
-	srv := newMCPServer(&api{s: s, surface: SurfaceMCP}, s.o.Version)
+	srv := newMCPServer(&api{s: s, surface: wire.SurfaceMCP}, s.o.Version)
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, MaxRequestBodyBytes: maxBody})
 }

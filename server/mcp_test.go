@@ -14,13 +14,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/majlis-dev/majlis/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // mcpSession connects an MCP client to the env's tools in memory.
 func (e *apiEnv) mcpSession() *mcp.ClientSession {
 	e.t.Helper()
-	srv := newMCPServer(&api{s: e.s, surface: SurfaceMCP}, "test")
+	srv := newMCPServer(&api{s: e.s, surface: wire.SurfaceMCP}, "test")
 	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
 	ss, err := srv.Connect(ctx, st, nil)

@@ -33,10 +33,6 @@ type Options struct {
 	// benchmarks fill the pool with it.
 	DebugRoutes bool
 
-	// Classify maps the library's errors to the refusals the API and the
-	// MCP tools return: the command line's table of codes. Nil gives every
-	// failure the code "internal" (exit class 1).
-	Classify Classifier
 	// HeartbeatGrace is how long after the last heartbeat a holder's
 	// leases are still renewed; zero means DefaultHeartbeatGrace.
 	HeartbeatGrace time.Duration

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/internal/failpoint"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // The handler pool. At most MaxHandlers API requests run at once. A
@@ -81,7 +82,7 @@ func (s *srv) takeSlot(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	case <-t.C:
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": Refusal{Code: "busy", ExitCode: 4,
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": wire.Refusal{Code: "busy", ExitCode: 4,
 			Details: map[string]any{"max_handlers": s.o.MaxHandlers, "waited": s.o.BusyWait.String(), "retry_after": retryAfter},
 			Message: fmt.Sprintf("the server is busy: all %d handlers stayed taken for %s; nothing of this request ran; retry in %d s",
 				s.o.MaxHandlers, s.o.BusyWait, retryAfter)}})
@@ -130,15 +131,15 @@ func (s *srv) readBody(w http.ResponseWriter, r *http.Request) bool {
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
-		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"error": Refusal{Code: "usage", ExitCode: 2, Details: map[string]any{},
+		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"error": wire.Refusal{Code: "usage", ExitCode: 2, Details: map[string]any{},
 			Message: fmt.Sprintf("the body is larger than %d bytes", maxBody)}})
 		return false
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		writeJSON(w, http.StatusRequestTimeout, map[string]any{"error": Refusal{Code: "usage", ExitCode: 2, Details: map[string]any{},
+		writeJSON(w, http.StatusRequestTimeout, map[string]any{"error": wire.Refusal{Code: "usage", ExitCode: 2, Details: map[string]any{},
 			Message: fmt.Sprintf("the body did not arrive within %s", s.o.BodyTimeout)}})
 		return false
 	case err != nil:
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": Refusal{Code: "usage", ExitCode: 2, Details: map[string]any{},
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": wire.Refusal{Code: "usage", ExitCode: 2, Details: map[string]any{},
 			Message: clip("reading the body: "+err.Error(), maxDetail)}})
 		return false
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/majlis-dev/majlis/reservation"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // Serve runs the repository's server in the calling process until ctx
@@ -132,12 +133,12 @@ type srv struct {
 
 func (s *srv) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /api/v1/live", s.handleLive)
-	mux.HandleFunc("GET /api/v1/ready", s.handleReady)
-	mux.Handle("POST /api/v1/shutdown", s.guard(http.HandlerFunc(s.handleShutdown)))
+	mux.HandleFunc("GET "+wire.LivePath, s.handleLive)
+	mux.HandleFunc("GET "+wire.ReadyPath, s.handleReady)
+	mux.Handle("POST "+wire.ShutdownPath, s.guard(http.HandlerFunc(s.handleShutdown)))
 	mux.Handle("GET /api/v1/{$}", s.guard(s.pooled(s.handleIndex)))
 	s.apiRoutes(mux)
-	mux.Handle("/mcp", s.guard(s.pooled(s.mcpHandler().ServeHTTP)))
+	mux.Handle(wire.MCPPath, s.guard(s.pooled(s.mcpHandler().ServeHTTP)))
 	if s.o.DebugRoutes {
 		mux.Handle("GET /api/v1/debug/block", s.guard(s.pooled(func(w http.ResponseWriter, r *http.Request) {
 			select {

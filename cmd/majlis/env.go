@@ -115,4 +115,12 @@ func (e *panicError) Error() string {
 	return fmt.Sprintf("internal error (a bug in majlis): panic: %v; please report it with the stack trace printed on stderr", e.value)
 }
 
+// ErrorCode is internal: a bug.
+func (e *panicError) ErrorCode() string { return "internal" }
+
+// ErrorDetails carry the panic's value.
+func (e *panicError) ErrorDetails() map[string]any {
+	return map[string]any{"panic": fmt.Sprint(e.value)}
+}
+
 func newPanicError(v any) *panicError { return &panicError{value: v, stack: debug.Stack()} }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/majlis-dev/majlis/server"
+	"github.com/majlis-dev/majlis/wire"
 
 	"github.com/spf13/cobra"
 )
@@ -82,7 +82,7 @@ func codesByExit() string {
 	var b strings.Builder
 	for _, exit := range []ExitCode{ExitError, ExitUsage, ExitRefused, ExitHeld, ExitNotFound} {
 		var codes []string
-		for _, c := range codeTable {
+		for _, c := range wire.Codes() {
 			if c.Exit == exit {
 				codes = append(codes, c.Code)
 			}
@@ -107,33 +107,30 @@ func codesByExit() string {
 // which docsCodesSection generates (codes_test.go checks them, -update
 // rewrites them).
 const (
-	docsCodesBegin = "<!-- error codes: generated from cmd/majlis/codes.go; `go test ./cmd/majlis -run TestDocsListEveryCode -update` rewrites it -->"
+	docsCodesBegin = "<!-- error codes: generated from wire/codes.go; `go test ./cmd/majlis -run TestDocsListEveryCode -update` rewrites it -->"
 	docsCodesEnd   = "<!-- end of error codes -->"
 )
 
-// docsCodesSection is the error-code table of docs/cli.md (surfaceCLI) or
-// of docs/MCP.md (surfaceAPI): every code, its exit status, what it means
+// docsCodesSection is the error-code table of docs/cli.md
+// (wire.SurfaceCLI) or of docs/MCP.md (wire.SurfaceMCP): every code, its exit status, what it means
 // and, in that surface's words, what helps (the server's operations by
 // their tool names; over HTTP a refusal names their routes).
-func docsCodesSection(s surface) string {
+func docsCodesSection(s wire.Surface) string {
 	var b strings.Builder
 	b.WriteString(docsCodesBegin + "\n\n")
 	b.WriteString("| code | exit | meaning | what to do |\n|---|---|---|---|\n")
 	for _, exit := range []ExitCode{ExitUsage, ExitRefused, ExitHeld, ExitNotFound, ExitError} {
-		for _, c := range codeTable {
+		for _, c := range wire.Codes() {
 			if c.Exit != exit {
 				continue
 			}
 			var hints []string
 			for _, h := range c.Hints {
-				text := h.text(s)
+				text := h.On(s)
 				if text == "" {
 					continue
 				}
-				text = fillHint(text, nil)
-				if s == surfaceAPI {
-					text = server.Refusal{Details: map[string]any{"hint": text}}.In(server.SurfaceMCP).Hint()
-				}
+				text = wire.Refusal{Details: map[string]any{"hint": wire.FillHint(text, nil)}}.In(s).Hint()
 				if h.When != "" {
 					text = "(" + h.When + ") " + text
 				}

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
+	"github.com/majlis-dev/majlis/wire"
 	"github.com/spf13/cobra"
 )
 
@@ -185,24 +185,11 @@ func (g *globalOptions) fail(err error) ExitCode {
 }
 
 // failure is err as a script sees it: the error object of --json and the
-// exit status. The server's API and MCP tools refuse with failureOn
-// (surfaceAPI): the same code and exit status, the server's hint.
-func failure(err error) (errorBody, ExitCode) { return failureOn(surfaceCLI, err) }
-
-// failureOn is failure with the hint in the words of surface s.
-func failureOn(s surface, err error) (errorBody, ExitCode) {
-	c := classifyOn(s, err)
-	msg := err.Error()
-	if c.hint != "" {
-		// The library's hint, in words, ends its message; the surface's
-		// names its commands and flags (or fields and tools) instead.
-		msg = strings.TrimSuffix(msg, "; "+c.libHint) + "; " + c.hint
-	}
-	body := errorBody{Code: c.code, Message: msg, Details: c.details}
-	if body.Details == nil {
-		body.Details = map[string]any{}
-	}
-	return body, c.exit
+// exit status. The server's API and MCP tools refuse with the same code
+// and exit status (wire.Classify), with the server's hint.
+func failure(err error) (errorBody, ExitCode) {
+	r := classify(wire.SurfaceCLI, err)
+	return errorBody{Code: r.Code, Message: r.Message, Details: r.Details}, r.ExitCode
 }
 
 // A resultError ends a command whose result, already printed, reports a

@@ -65,7 +65,6 @@ The server exits at once if its lease stops being its own. Most callers want
 				return err
 			}
 			opts.Dir, opts.Version, opts.Provider = g.Repo, version, popts
-			opts.Classify = refusal
 			opts.Logf = func(format string, args ...any) {
 				fmt.Fprintf(g.Stderr, "%s majlis serve: %s\n", time.Now().UTC().Format(time.RFC3339), fmt.Sprintf(format, args...))
 			}
@@ -96,13 +95,4 @@ The server exits at once if its lease stops being its own. Most callers want
 	_ = f.MarkHidden("ready-fd")
 	_ = f.MarkHidden("debug-routes")
 	return cmd
-}
-
-// refusal is the server's view of classify: the API and the MCP tools
-// refuse with the same codes and exit classes as the command line, and
-// with the code table's hints for the server, which name request fields
-// and operations instead of flags and commands.
-func refusal(err error) server.Refusal {
-	b, exit := failureOn(surfaceAPI, err)
-	return server.Refusal{Code: b.Code, Message: b.Message, Details: b.Details, ExitCode: int(exit)}
 }

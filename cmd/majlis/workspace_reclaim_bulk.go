@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/majlis-dev/majlis/provider"
+	"github.com/majlis-dev/majlis/wire"
 	"github.com/spf13/cobra"
 )
 
@@ -79,7 +80,7 @@ func runBulkReclaim(cmd *cobra.Command, g *globalOptions, p *provider.Provider, 
 	}
 	g.purgeAfter(ctx, p)
 	if first != nil {
-		return &resultError{code: classify(first).exit, err: first}
+		return &resultError{code: classify(wire.SurfaceCLI, first).ExitCode, err: first}
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/majlis-dev/majlis/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,10 +19,10 @@ const TempSuffix = ".tmp"
 
 var (
 	// ErrExists: Publish found the name already taken.
-	ErrExists = errors.New("reservation: file already published")
+	ErrExists = wire.Sentinel("exists", "reservation: file already published")
 	// ErrInvalid: the file name cannot be written (empty, a path, or the
 	// shape of a temporary file).
-	ErrInvalid = errors.New("durable: invalid file name")
+	ErrInvalid = wire.Sentinel("invalid_request", "durable: invalid file name")
 )
 
 // An Error reports a failed durable write: the operation (publish,
@@ -280,4 +281,18 @@ func randomHex(n int) string {
 		panic("durable: no randomness: " + err.Error())
 	}
 	return hex.EncodeToString(b)
+}
+
+// ErrorCode is reservation_failed (durable writes were the lease
+// package's), when the error wraps no sentinel of its own.
+func (e *Error) ErrorCode() string { return "reservation_failed" }
+
+// ErrorDetails are the error's facts, as they were when the lease package
+// wrote records: op, path and reason.
+func (e *Error) ErrorDetails() map[string]any {
+	d := map[string]any{"op": e.Op, "path": e.Path}
+	if r := e.Reason(); r != "" {
+		d["reason"] = r
+	}
+	return d
 }

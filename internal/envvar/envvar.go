@@ -27,6 +27,15 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("environment variable %s=%q is not accepted: %s; it accepts %s", e.Name, e.Value, e.Reason, e.Accepted)
 }
 
+// ErrorCode is usage: a value the command line does not accept.
+func (e *Error) ErrorCode() string { return "usage" }
+
+// ErrorDetails are the variable, its value, what it accepts and why this
+// value is not accepted.
+func (e *Error) ErrorDetails() map[string]any {
+	return map[string]any{"variable": e.Name, "value": e.Value, "accepted": e.Accepted, "reason": e.Reason}
+}
+
 // Duration returns the Go duration in variable name, or def when the
 // variable is unset or empty. A value that does not parse, or lies outside
 // [min, max], is an *Error.

@@ -17,15 +17,15 @@
 package failpoint
 
 import (
-	"errors"
 	"sort"
 	"sync"
 
 	"github.com/majlis-dev/majlis/internal/envvar"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // ErrInjected is wrapped by the error an `error` action returns.
-var ErrInjected = errors.New("failpoint: injected error")
+var ErrInjected = wire.Sentinel("internal", "failpoint: injected error")
 
 // EnvVar is the environment variable that enables failpoints.
 const EnvVar = "MAJLIS_FAILPOINTS"

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/majlis-dev/majlis/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -66,7 +67,7 @@ type Info struct {
 }
 
 // ErrNoProcess means the kernel says no process has the pid.
-var ErrNoProcess = errors.New("no such process")
+var ErrNoProcess = wire.Sentinel("internal", "no such process")
 
 // ReadProc reads /proc/<pid>/stat. The command name (field 2) may contain
 // spaces and parentheses, so fields are counted after its last ')'.

@@ -3,9 +3,10 @@
 package procid
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
+
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // Identity (boot id, pid namespace, process start time) is read from
@@ -23,7 +24,7 @@ type Info struct {
 }
 
 // ErrNoProcess means the kernel says no process has the pid.
-var ErrNoProcess = errors.New("no such process")
+var ErrNoProcess = wire.Sentinel("internal", "no such process")
 
 // ReadProc is implemented for Linux only.
 func ReadProc(pid int) (Info, error) {

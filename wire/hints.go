@@ -1,49 +1,39 @@
-package main
+package wire
 
 import (
 	"fmt"
 	"regexp"
 	"strings"
-
-	"github.com/majlis-dev/majlis/admission"
-	"github.com/majlis-dev/majlis/provider"
 )
 
 // The library's errors say what happened and what can be done in words;
 // the command line adds the hint that names its commands and flags, and
 // the server (its HTTP API and MCP tools) the one that names its request
-// fields and operations. Both come from the one code table, chosen and
-// filled in by the error's facts.
-
-// A surface is where a failure is shown: it decides the words of a hint.
-type surface int
-
-const (
-	surfaceCLI surface = iota // the command line: commands and flags
-	surfaceAPI                // the server: request fields and {tool:NAME} operations
-)
+// fields and operations. Both come from the code table, chosen and filled
+// in by the error's facts.
 
 // text is h's hint on s, or "" when it has none there.
-func (h hint) text(s surface) string {
-	if s == surfaceAPI {
-		if h.API == noAPI {
-			return ""
-		}
-		return h.API
+func (h Hint) text(s Surface) string {
+	if s == SurfaceCLI {
+		return h.Text
 	}
-	return h.Text
+	if h.API == NoAPI {
+		return ""
+	}
+	return h.API
 }
 
-// cliHint is the command-line hint of code for an error with details, or
-// "", and whether it adds to the library's hint rather than replacing it.
-func cliHint(code string, details map[string]any) (text string, adds bool) {
-	return hintOn(surfaceCLI, code, details)
+// HintFor is the hint of code on surface s for an error with details
+// (its facts), or "", and whether it adds to the library's hint rather
+// than replacing it. Over the server, its operations are still written
+// {tool:NAME} (Refusal.In writes them).
+func HintFor(s Surface, code string, details map[string]any) (text string, adds bool) {
+	return hintOn(s, codeByName[code], details)
 }
 
-// hintOn is the hint of code on surface s for an error with details.
-func hintOn(s surface, code string, details map[string]any) (text string, adds bool) {
+func hintOn(s Surface, c *Code, details map[string]any) (text string, adds bool) {
 	f := hintFacts(details)
-	if c := codeByName[code]; c != nil {
+	if c != nil {
 		for _, h := range c.Hints {
 			if h.matches(f) {
 				// A row of the command line only: the library's words
@@ -56,7 +46,7 @@ func hintOn(s surface, code string, details map[string]any) (text string, adds b
 		}
 	}
 	if f["resumable"] != "" {
-		if s == surfaceAPI {
+		if s != SurfaceCLI {
 			return "retry with the same request_id: it resumes", false
 		}
 		return "retry with the same --request-id: it resumes", false
@@ -66,20 +56,21 @@ func hintOn(s surface, code string, details map[string]any) (text string, adds b
 
 // beginHint is the hint of a begin (or an allocate with ports) whose
 // workspace was allocated but whose leases were refused.
-func beginHint(s surface, be *provider.BeginError) string {
+func beginHint(s Surface, b Begun) string {
+	task, requestID, ports := b.BegunTask()
 	switch {
-	case s == surfaceAPI && be.Ports:
+	case s != SurfaceCLI && ports:
 		return fmt.Sprintf("the workspace is left in place: acquire its ports later ({tool:lease_acquire} with holder %s and resources [\"host:port:auto\"]), "+
-			"or take workspace %s back ({tool:workspace_reclaim_preview}, then {tool:workspace_reclaim})", be.Task, be.Task)
-	case s == surfaceAPI:
+			"or take workspace %s back ({tool:workspace_reclaim_preview}, then {tool:workspace_reclaim})", task, task)
+	case s != SurfaceCLI:
 		return fmt.Sprintf("the workspace is left in place: retry with request_id %s once the conflict is gone (it resumes), "+
-			"or take workspace %s back ({tool:workspace_reclaim_preview}, then {tool:workspace_reclaim})", be.RequestID, be.Task)
-	case be.Ports:
+			"or take workspace %s back ({tool:workspace_reclaim_preview}, then {tool:workspace_reclaim})", requestID, task)
+	case ports:
 		return fmt.Sprintf("the workspace is left in place: acquire its ports later ('majlis lease acquire --holder %s host:port:auto'), "+
-			"or take the workspace back with 'majlis workspace reclaim %s'", be.Task, be.Task)
+			"or take the workspace back with 'majlis workspace reclaim %s'", task, task)
 	}
 	return fmt.Sprintf("the workspace is left in place: retry with --request-id %s once the conflict is gone (it resumes), "+
-		"or take the workspace back with 'majlis workspace reclaim %s'", be.RequestID, be.Task)
+		"or take the workspace back with 'majlis workspace reclaim %s'", requestID, task)
 }
 
 // hintFacts are the string facts of details, with the holder, lease and
@@ -98,14 +89,14 @@ func hintFacts(details map[string]any) map[string]string {
 			f[k] = fmt.Sprint(v)
 		}
 	}
-	if cs, ok := details["conflicts"].([]admission.Conflict); ok && len(cs) > 0 {
+	if cs, ok := details["conflicts"].([]Conflict); ok && len(cs) > 0 {
 		c := cs[0]
 		setDefault(f, "holder", c.Lease.Holder)
 		setDefault(f, "lease", c.Lease.ID)
-		if c.Policy != admission.PolicyHostSingleton && c.Policy != admission.PolicyClusterSingleton {
+		if c.Policy != PolicyHostSingleton && c.Policy != PolicyClusterSingleton {
 			setDefault(f, "policy", c.Policy)
 		}
-		if c.Lease.State == admission.StatePending {
+		if c.Lease.State == StatePending {
 			f["pending"] = "true"
 		}
 	}
@@ -120,7 +111,7 @@ func setDefault(f map[string]string, k, v string) {
 
 // matches reports whether every condition of h holds: "key" (a fact that
 // is set) or "key=value", separated by spaces.
-func (h hint) matches(f map[string]string) bool {
+func (h Hint) matches(f map[string]string) bool {
 	for _, cond := range strings.Fields(h.When) {
 		k, want, eq := strings.Cut(cond, "=")
 		got, ok := f[k]
@@ -133,8 +124,12 @@ func (h hint) matches(f map[string]string) bool {
 
 var placeholder = regexp.MustCompile(`\{([a-z_]+)\}`)
 
-// fillHint replaces each {name} of text by the fact, or by NAME when the
-// error does not have it.
+// FillHint replaces each {name} of text by the fact of details, or by
+// NAME when the error does not have it.
+func FillHint(text string, details map[string]any) string {
+	return fillHint(text, hintFacts(details))
+}
+
 func fillHint(text string, f map[string]string) string {
 	return placeholder.ReplaceAllStringFunc(text, func(m string) string {
 		k := m[1 : len(m)-1]
@@ -144,3 +139,7 @@ func fillHint(text string, f map[string]string) string {
 		return strings.ToUpper(k)
 	})
 }
+
+// Text is h's hint on surface s ("" when it has none there), its
+// placeholders unfilled.
+func (h Hint) On(s Surface) string { return h.text(s) }
