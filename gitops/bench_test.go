@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +17,7 @@ import (
 // confirm the measurement gitops is designed on (the CLI is several times
 // faster).
 func BenchmarkStatus(b *testing.B) {
-	for _, n := range []int{20000} {
+	for _, n := range []int{fixtures.Smaller(20000, 500)} {
 		r := fixtures.GenerateLarge(b, n)
 		for i := 0; i < n; i += n / 10 {
 			r.WriteFile(fixtures.LargeFileName(i), "dirty\n")
@@ -52,23 +51,26 @@ func BenchmarkStatus(b *testing.B) {
 }
 
 // BenchmarkSnapshot measures salvage (Snapshot + UpdateRefCreate) of
-// 1,000 dirty files against the bare recipe run as plain git commands
+// 1,000 dirty files (100 when the benchmarks run once each:
+// fixtures.BenchSmoke) against the bare recipe run as plain git commands
 // (cp index; GIT_INDEX_FILE=tmp git add -A; git write-tree;
-// git commit-tree -p HEAD; git update-ref REF COMMIT ""; rm tmp), the two
-// alternating in each iteration so that both see the same machine state.
-// It reports each side's median time and the ratio of the medians (the
-// goal is at most 1.2).
+// git commit-tree -p HEAD; git update-ref REF COMMIT ""; rm tmp), as
+// pairs (fixtures.Pair: the order alternating, since the first git add -A
+// of a pair runs measurably slower than the second; the disk synced
+// before each run). It reports each side's median time and the ratio of
+// the medians (the goal is at most 1.2).
 //
 // The text=auto case has every file under an end-of-line conversion, and
 // one dirty file in ten written with CRLF, which the salvage keeps as it
 // is beside the tree (converted.go): the cost of asking git which files a
 // checkout would change.
 func BenchmarkSnapshot(b *testing.B) {
+	dirty := fixtures.Smaller(1000, 100)
 	for _, tc := range []struct {
 		n     int
 		attrs bool
-	}{{1000, false}, {20000, false}, {1000, true}} {
-		name := fmt.Sprintf("files=%d/dirty=1000", tc.n)
+	}{{dirty, false}, {fixtures.Smaller(20000, 500), false}, {dirty, true}} {
+		name := fmt.Sprintf("files=%d/dirty=%d", tc.n, dirty)
 		if tc.attrs {
 			name += "/text=auto"
 		}
@@ -87,67 +89,42 @@ func BenchmarkSnapshot(b *testing.B) {
 					return "\n"
 				}
 			}
-			step := n / 1000
-			for i := 0; i < 900; i++ {
+			step := n / dirty
+			for i := 0; i < dirty*9/10; i++ {
 				r.WriteFile(fixtures.LargeFileName(i*step), fmt.Sprintf("dirty %d%s", i, eol(i)))
 			}
-			for i := 0; i < 100; i++ {
+			for i := 0; i < dirty/10; i++ {
 				r.WriteFile(fmt.Sprintf("new/%03d/untracked.txt", i), "untracked\n")
 			}
 			gitDir := filepath.Join(r.Dir, ".git")
-			var salvage, recipe []time.Duration
-			var recipeTree string
-			i := 0
-			for b.Loop() {
-				i++
-				// Alternate which goes first: the first git add -A of an
-				// iteration runs measurably slower than the second.
-				var res SnapshotResult
-				runSalvage := func() {
+			salvaged, recipes := map[int]SnapshotResult{}, map[int]string{}
+			fixtures.Pair{
+				Ours: func(i int) time.Duration {
 					t0 := time.Now()
-					var err error
-					if res, err = Snapshot(ctx, r.Dir, "salvage"); err != nil {
+					res, err := Snapshot(ctx, r.Dir, "salvage")
+					if err != nil {
 						b.Fatal(err)
 					}
 					if err := UpdateRefCreate(ctx, r.Dir, fmt.Sprintf("refs/majlis/bench/salvage/%d", i), res.Commit); err != nil {
 						b.Fatal(err)
 					}
-					salvage = append(salvage, time.Since(t0))
-				}
-				runRecipe := func() {
+					d := time.Since(t0)
+					salvaged[i] = res
+					return d
+				},
+				Floor: func(i int) time.Duration {
 					t0 := time.Now()
-					recipeTree = bareRecipe(b, r, gitDir, fmt.Sprintf("refs/majlis/bench/recipe/%d", i))
-					recipe = append(recipe, time.Since(t0))
-				}
-				if i%2 == 0 {
-					runSalvage()
-					runRecipe()
-				} else {
-					runRecipe()
-					runSalvage()
-				}
-				if res.Tree != recipeTree || res.Files.Total() != 1000 {
-					b.Fatalf("Snapshot tree %s (%d files), recipe tree %s", res.Tree, res.Files.Total(), recipeTree)
+					recipes[i] = bareRecipe(b, r, gitDir, fmt.Sprintf("refs/majlis/bench/recipe/%d", i))
+					return time.Since(t0)
+				},
+			}.Run(b)
+			for i, res := range salvaged {
+				if res.Tree != recipes[i] || res.Files.Total() != dirty {
+					b.Fatalf("Snapshot tree %s (%d files), recipe tree %s", res.Tree, res.Files.Total(), recipes[i])
 				}
 			}
-			// Medians: the machine may be shared, and a burst of other work
-			// should not decide the ratio.
-			ms, mr := median(salvage), median(recipe)
-			b.ReportMetric(float64(ms.Microseconds())/1000, "salvage-ms")
-			b.ReportMetric(float64(mr.Microseconds())/1000, "recipe-ms")
-			b.ReportMetric(float64(ms)/float64(mr), "ratio")
-			// The same, in the form make bench prints beside the floor.
-			b.ReportMetric(float64(ms.Nanoseconds()), "majlis-ns/op")
-			b.ReportMetric(float64(mr.Nanoseconds()), "git-ns/op")
-			b.ReportMetric(float64(ms)/float64(mr), "x-git")
 		})
 	}
-}
-
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 // bareRecipe runs the salvage recipe of issue 3 as plain commands and
@@ -171,16 +148,18 @@ func bareRecipe(b *testing.B, r *fixtures.Repo, gitDir, ref string) string {
 }
 
 // BenchmarkRestore measures a restore (AddWorktreeEmpty + RestoreInto) of
-// a salvage of 1,000 dirty files in a 1,000-file repository against
-// `git worktree add --detach` of the same salvage commit, alternating as
-// BenchmarkSnapshot does; it reports the medians and their ratio (the goal
-// is at most 1.2).
+// a salvage of 1,000 dirty files in a 1,000-file repository (100 in 100
+// when the benchmarks run once each: fixtures.BenchSmoke) against `git
+// worktree add --detach` of the same salvage commit, the two alternating
+// which goes first; it reports the medians and their ratio (the goal is at
+// most 1.2).
 func BenchmarkRestore(b *testing.B) {
-	r := fixtures.GenerateLarge(b, 1000)
-	for i := 0; i < 900; i++ {
+	n := fixtures.Smaller(1000, 100)
+	r := fixtures.GenerateLarge(b, n)
+	for i := 0; i < n*9/10; i++ {
 		r.WriteFile(fixtures.LargeFileName(i), fmt.Sprintf("dirty %d\n", i))
 	}
-	for i := 0; i < 100; i++ {
+	for i := 0; i < n/10; i++ {
 		r.WriteFile(fmt.Sprintf("new/%03d/untracked.txt", i), "untracked\n")
 	}
 	snap, err := Snapshot(ctx, r.Dir, "salvage")
@@ -224,7 +203,7 @@ func BenchmarkRestore(b *testing.B) {
 		r.Git("worktree", "remove", "--force", floor)
 		b.StartTimer()
 	}
-	mo, mf := median(restore), median(add)
+	mo, mf := fixtures.Median(restore), fixtures.Median(add)
 	b.ReportMetric(float64(mo.Nanoseconds()), "majlis-ns/op")
 	b.ReportMetric(float64(mf.Nanoseconds()), "git-ns/op")
 	b.ReportMetric(float64(mo)/float64(mf), "x-git")

@@ -79,31 +79,47 @@ func versus(b *testing.B, n int, ours, floor time.Duration) {
 }
 
 // BenchmarkAllocate: `majlis workspace allocate` against `git worktree add
-// -b`, alternately, in the same repository.
+// -b`, alternately, in the same repository. With 20,000 files, each side
+// writes the files of a checkout: it runs as pairs with the disk synced
+// before each run, and reports the medians (fixtures.Pair).
 func BenchmarkAllocate(b *testing.B) {
 	bin := majlisBinary(b)
-	for _, files := range []int{10, 20000} {
-		b.Run(fmt.Sprintf("files=%d", files), func(b *testing.B) {
-			repo := benchRepo(b, files)
-			root := filepath.Join(filepath.Dir(repo.Dir), "plain")
-			var ours, floor time.Duration
-			n := 0
-			for b.Loop() {
-				n++
-				ours += timed(b, repo.Dir, nil, bin, "workspace", "allocate", fmt.Sprintf("M-%d", n))
-				floor += timed(b, repo.Dir, nil, "git", "worktree", "add", "-q", "-b", fmt.Sprintf("g-%d", n),
-					filepath.Join(root, fmt.Sprintf("G-%d", n)), "HEAD")
-			}
-			versus(b, n, ours, floor)
-		})
+	ours := func(repo *fixtures.Repo, n int) time.Duration {
+		return timed(b, repo.Dir, nil, bin, "workspace", "allocate", fmt.Sprintf("M-%d", n))
 	}
+	floor := func(repo *fixtures.Repo, n int) time.Duration {
+		return timed(b, repo.Dir, nil, "git", "worktree", "add", "-q", "-b", fmt.Sprintf("g-%d", n),
+			filepath.Join(filepath.Dir(repo.Dir), "plain", fmt.Sprintf("G-%d", n)), "HEAD")
+	}
+	b.Run("files=10", func(b *testing.B) {
+		repo := benchRepo(b, 10)
+		var o, f time.Duration
+		n := 0
+		for b.Loop() {
+			n++
+			o += ours(repo, n)
+			f += floor(repo, n)
+		}
+		versus(b, n, o, f)
+	})
+	files := fixtures.Smaller(20000, 500)
+	b.Run(fmt.Sprintf("files=%d", files), func(b *testing.B) {
+		repo := benchRepo(b, files)
+		fixtures.Pair{
+			Ours:  func(i int) time.Duration { return ours(repo, i) },
+			Floor: func(i int) time.Duration { return floor(repo, i) },
+		}.Run(b)
+	})
 }
 
-// BenchmarkSalvage: `majlis workspace salvage` of 1,000 dirty files against
-// the bare recipe run as plain git commands, alternately.
+// BenchmarkSalvage: `majlis workspace salvage` of 1,000 dirty files in a
+// 5,000-file repository (100 in 500 when the benchmarks run once each:
+// fixtures.BenchSmoke) against the bare recipe run as plain git commands,
+// alternately.
 func BenchmarkSalvage(b *testing.B) {
 	bin := majlisBinary(b)
-	repo := benchRepo(b, 5000)
+	files, changed := fixtures.Smaller(5000, 500), fixtures.Smaller(1000, 100)
+	repo := benchRepo(b, files)
 	p, err := Open(context.Background(), repo.Dir, Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -118,7 +134,7 @@ func BenchmarkSalvage(b *testing.B) {
 	round := 0
 	dirty := func() {
 		round++
-		for i := range 1000 {
+		for i := range changed {
 			name := filepath.Join(ws.Path, fixtures.LargeFileName(i))
 			if err := os.WriteFile(name, []byte(fmt.Sprintf("dirty %d round %d\n", i, round)), 0o644); err != nil {
 				b.Fatal(err)
@@ -130,7 +146,7 @@ func BenchmarkSalvage(b *testing.B) {
 	env := []string{"GIT_INDEX_FILE=" + tmp}
 	var ours, floor time.Duration
 	n := 0
-	b.Run("dirty=1000", func(b *testing.B) {
+	b.Run(fmt.Sprintf("dirty=%d", changed), func(b *testing.B) {
 		for b.Loop() {
 			n++
 			dirty()
@@ -173,12 +189,13 @@ func BenchmarkList(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer p.Close()
-	for i := range 200 {
+	size := fixtures.Smaller(200, 10)
+	for i := range size {
 		if _, err := p.Allocate(context.Background(), AllocateOptions{Binding: fmt.Sprintf("L-%03d", i)}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.Run("workspaces=200", func(b *testing.B) {
+	b.Run(fmt.Sprintf("workspaces=%d", size), func(b *testing.B) {
 		var ours, floor time.Duration
 		n := 0
 		for b.Loop() {
@@ -191,37 +208,41 @@ func BenchmarkList(b *testing.B) {
 }
 
 // BenchmarkReclaim: `majlis workspace reclaim --yes` of a clean workspace
-// against `git worktree remove`, on a 20,000-file repository, alternately.
-// It reports two ratios: until the workspace is gone from its path (the
+// against `git worktree remove`, on a 20,000-file repository, as pairs
+// with the disk synced before each run (fixtures.Pair: the medians). It
+// reports two ratios: until the workspace is gone from its path (the
 // user waits for this; gone-ns/op, gone-x-git: a rename replaces the
 // deletion on that path), and until the reclaim is over, the trash
 // deleted (majlis-ns/op, x-git). The moment the path goes is observed by
 // polling it from here.
 func BenchmarkReclaim(b *testing.B) {
 	bin := majlisBinary(b)
-	repo := benchRepo(b, 20000)
+	repo := benchRepo(b, fixtures.Smaller(20000, 500))
 	root := filepath.Join(filepath.Dir(repo.Dir), "plain")
-	var ours, gone, floor time.Duration
-	n := 0
-	for b.Loop() {
-		n++
-		b.StopTimer()
-		run(b, repo.Dir, nil, bin, "workspace", "allocate", fmt.Sprintf("R-%d", n))
-		ws := filepath.Join(filepath.Dir(repo.Dir), filepath.Base(repo.Dir)+".workspaces", fmt.Sprintf("R-%d", n))
-		if _, err := os.Lstat(ws); err != nil {
-			b.Fatal(err)
-		}
-		g := filepath.Join(root, fmt.Sprintf("G-%d", n))
-		run(b, repo.Dir, nil, "git", "worktree", "add", "-q", "-b", fmt.Sprintf("rg-%d", n), g, "HEAD")
-		b.StartTimer()
-		total, vanished := timedUntilGone(b, repo.Dir, ws, bin, "workspace", "reclaim", fmt.Sprintf("R-%d", n), "--yes")
-		ours += total
-		gone += vanished
-		floor += timed(b, repo.Dir, nil, "git", "worktree", "remove", g)
+	ws := func(i int) string {
+		return filepath.Join(filepath.Dir(repo.Dir), filepath.Base(repo.Dir)+".workspaces", fmt.Sprintf("R-%d", i))
 	}
-	versus(b, n, ours, floor)
-	b.ReportMetric(float64(gone.Nanoseconds())/float64(n), "gone-ns/op")
-	b.ReportMetric(float64(gone)/float64(floor), "gone-x-git")
+	var gone []time.Duration
+	_, floor := fixtures.Pair{
+		Prepare: func(i int) {
+			run(b, repo.Dir, nil, bin, "workspace", "allocate", fmt.Sprintf("R-%d", i))
+			if _, err := os.Lstat(ws(i)); err != nil {
+				b.Fatal(err)
+			}
+			run(b, repo.Dir, nil, "git", "worktree", "add", "-q", "-b", fmt.Sprintf("rg-%d", i), filepath.Join(root, fmt.Sprintf("G-%d", i)), "HEAD")
+		},
+		Ours: func(i int) time.Duration {
+			total, vanished := timedUntilGone(b, repo.Dir, ws(i), bin, "workspace", "reclaim", fmt.Sprintf("R-%d", i), "--yes")
+			gone = append(gone, vanished)
+			return total
+		},
+		Floor: func(i int) time.Duration {
+			return timed(b, repo.Dir, nil, "git", "worktree", "remove", filepath.Join(root, fmt.Sprintf("G-%d", i)))
+		},
+	}.Run(b)
+	g, f := fixtures.Median(gone), fixtures.Median(floor)
+	b.ReportMetric(float64(g.Nanoseconds()), "gone-ns/op")
+	b.ReportMetric(float64(g)/float64(f), "gone-x-git")
 }
 
 // timedUntilGone runs a command and returns how long it took, and how long

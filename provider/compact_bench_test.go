@@ -14,15 +14,16 @@ import (
 )
 
 // BenchmarkCompaction times what reads every binding's records before and
-// after gc compacts them (and the claims journal): 200 bindings, each allocated and reclaimed five
-// times (real allocations and reclaims; building it takes a minute or
-// more), and one live workspace, the reclaim preview's target. Each
-// command is the CLI's, with the claims index warm; "cold" removes the
-// index first. Run it alone:
+// after gc compacts them (and the claims journal): 200 bindings, each
+// allocated and reclaimed five times (real allocations and reclaims;
+// building it takes a minute or more; 5 bindings twice when the
+// benchmarks run once each, fixtures.BenchSmoke), and one live workspace,
+// the reclaim preview's target. Each command is the CLI's, with the
+// claims index warm; "cold" removes the index first. Run it alone:
 //
 //	go test -run '^$' -bench BenchmarkCompaction -benchtime 10x ./provider
 func BenchmarkCompaction(b *testing.B) {
-	const bindings, rounds = 200, 5
+	bindings, rounds := fixtures.Smaller(200, 5), fixtures.Smaller(5, 2)
 	ctx := context.Background()
 	bin := majlisBinary(b)
 	parent, err := os.MkdirTemp(os.Getenv("HOME"), "compaction-")

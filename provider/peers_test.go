@@ -1242,7 +1242,7 @@ func BenchmarkPeerCheck(b *testing.B) {
 	ctx := context.Background()
 	s := scaleRepository(b)
 	p, target := s.p, s.target
-	size := scaleWorkspaces
+	size := scaleWorkspaces()
 	b.Run(fmt.Sprintf("workspaces=%d", size), func(b *testing.B) {
 		var peers []Peer
 		var err error

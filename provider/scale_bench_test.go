@@ -17,8 +17,9 @@ import (
 // and only when a benchmark asks for it: make test never builds it.
 
 // scaleWorkspaces is how many workspaces the shared repository holds,
-// the target's included.
-const scaleWorkspaces = 1000
+// the target's included: 1,000, or 20 when the benchmarks run once each
+// (fixtures.BenchSmoke), which still runs every benchmark's code.
+func scaleWorkspaces() int { return fixtures.Smaller(1000, 20) }
 
 type scaleFixture struct {
 	dir    string // the repository's top level
@@ -40,7 +41,7 @@ func scaleRepository(b *testing.B) *scaleFixture {
 	scaleOnce.Do(func() {
 		t0 := time.Now()
 		scaleRepo, scaleError = buildScale(b)
-		b.Logf("%d workspaces made in %v", scaleWorkspaces, time.Since(t0))
+		b.Logf("%d workspaces made in %v", scaleWorkspaces(), time.Since(t0))
 	})
 	if scaleError != nil {
 		b.Fatal(scaleError)
@@ -77,7 +78,7 @@ func buildScale(b *testing.B) (*scaleFixture, error) {
 	if err != nil {
 		return nil, err
 	}
-	for n := range scaleWorkspaces - 1 {
+	for n := range scaleWorkspaces() - 1 {
 		benchWorkspace(b, p, fmt.Sprintf("W-%04d", n))
 	}
 	return &scaleFixture{dir: dir, p: p, target: target}, nil
@@ -99,7 +100,7 @@ func BenchmarkScale(b *testing.B) {
 	bin := majlisBinary(b)
 	s := scaleRepository(b)
 	plain := filepath.Join(filepath.Dir(s.dir), "plain")
-	b.Run(fmt.Sprintf("allocate/workspaces=%d", scaleWorkspaces), func(b *testing.B) {
+	b.Run(fmt.Sprintf("allocate/workspaces=%d", scaleWorkspaces()), func(b *testing.B) {
 		var ours, floor time.Duration
 		n := 0
 		for b.Loop() {
@@ -110,7 +111,7 @@ func BenchmarkScale(b *testing.B) {
 		}
 		versus(b, n, ours, floor)
 	})
-	b.Run(fmt.Sprintf("list/workspaces=%d", scaleWorkspaces), func(b *testing.B) {
+	b.Run(fmt.Sprintf("list/workspaces=%d", scaleWorkspaces()), func(b *testing.B) {
 		var ours, floor time.Duration
 		n := 0
 		for b.Loop() {
@@ -120,7 +121,7 @@ func BenchmarkScale(b *testing.B) {
 		}
 		versus(b, n, ours, floor)
 	})
-	b.Run(fmt.Sprintf("preview/workspaces=%d", scaleWorkspaces), func(b *testing.B) {
+	b.Run(fmt.Sprintf("preview/workspaces=%d", scaleWorkspaces()), func(b *testing.B) {
 		var ours, floor time.Duration
 		n := 0
 		for b.Loop() {
