@@ -24,8 +24,14 @@ var (
 	buildErr  error
 )
 
-// majlisBinary builds cmd/majlis once per test binary.
+// majlisBinary builds cmd/majlis once per test binary: the release build,
+// which the benchmarks measure. When they run once each
+// (fixtures.BenchSmoke) nothing is measured, and the tests' shared binary
+// serves (fixtures.Binary: the same code, its failpoints off).
 func majlisBinary(b *testing.B) string {
+	if fixtures.BenchSmoke() {
+		return fixtures.Binary(b)
+	}
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "majlis-bench-bin-")
 		if err != nil {
@@ -102,7 +108,7 @@ func BenchmarkAllocate(b *testing.B) {
 		}
 		versus(b, n, o, f)
 	})
-	files := fixtures.Smaller(20000, 500)
+	files := fixtures.Smaller(20000, 100)
 	b.Run(fmt.Sprintf("files=%d", files), func(b *testing.B) {
 		repo := benchRepo(b, files)
 		fixtures.Pair{
@@ -113,12 +119,12 @@ func BenchmarkAllocate(b *testing.B) {
 }
 
 // BenchmarkSalvage: `majlis workspace salvage` of 1,000 dirty files in a
-// 5,000-file repository (100 in 500 when the benchmarks run once each:
+// 5,000-file repository (100 in 200 when the benchmarks run once each:
 // fixtures.BenchSmoke) against the bare recipe run as plain git commands,
 // alternately.
 func BenchmarkSalvage(b *testing.B) {
 	bin := majlisBinary(b)
-	files, changed := fixtures.Smaller(5000, 500), fixtures.Smaller(1000, 100)
+	files, changed := fixtures.Smaller(5000, 200), fixtures.Smaller(1000, 100)
 	repo := benchRepo(b, files)
 	p, err := Open(context.Background(), repo.Dir, Options{})
 	if err != nil {
@@ -217,7 +223,7 @@ func BenchmarkList(b *testing.B) {
 // polling it from here.
 func BenchmarkReclaim(b *testing.B) {
 	bin := majlisBinary(b)
-	repo := benchRepo(b, fixtures.Smaller(20000, 500))
+	repo := benchRepo(b, fixtures.Smaller(20000, 100))
 	root := filepath.Join(filepath.Dir(repo.Dir), "plain")
 	ws := func(i int) string {
 		return filepath.Join(filepath.Dir(repo.Dir), filepath.Base(repo.Dir)+".workspaces", fmt.Sprintf("R-%d", i))
