@@ -30,6 +30,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/majlis-dev/majlis/gitops"
@@ -278,12 +279,26 @@ func (p *Provider) PurgeDue(ctx context.Context) (*PurgeResult, error) {
 	return res, nil
 }
 
+// purgeNotStarted is a failure of a purge before it deleted anything.
+type purgeNotStarted struct{ err error }
+
+func (e *purgeNotStarted) Error() string { return e.err.Error() + "; nothing was deleted" }
+func (e *purgeNotStarted) Unwrap() error { return e.err }
+
 // errPurgeGone: the trash was purged or restored meanwhile.
 var errPurgeGone = errors.New("already purged or restored")
 
 // purgeKept purges the kept trash of binding's claim seq, under the
 // binding's reservation (see the top of this file). due is why it goes.
-func (p *Provider) purgeKept(ctx context.Context, binding string, seq int, due string) (*PurgedTrash, error) {
+func (p *Provider) purgeKept(ctx context.Context, binding string, seq int, due string) (_ *PurgedTrash, err error) {
+	// Until the purging event is published, nothing is deleted: a
+	// failure then says so.
+	started := false
+	defer func() {
+		if err != nil && !started && !errors.Is(err, errPurgeGone) && !strings.Contains(err.Error(), "nothing was deleted") {
+			err = &purgeNotStarted{err}
+		}
+	}()
 	r, err := p.claimOf(binding, seq)
 	if err != nil {
 		return nil, err
@@ -309,7 +324,7 @@ func (p *Provider) purgeKept(ctx context.Context, binding string, seq int, due s
 	}
 	pt := &PurgedTrash{Binding: binding, Seq: seq, Path: mv.TrashPath, Due: due}
 	if ev := r.Events[EventPurging]; ev != nil {
-		pt.Due, pt.SalvageRef = ev.Reason, ev.SalvageRef
+		pt.Due, pt.SalvageRef, started = ev.Reason, ev.SalvageRef, true
 	} else {
 		if pt.SalvageRef, err = p.purgeSalvage(ctx, r); err != nil {
 			return nil, err
@@ -323,6 +338,7 @@ func (p *Provider) purgeKept(ctx context.Context, binding string, seq int, due s
 		if _, err := p.publishEvent(r, Event{Kind: EventPurging, TrashPath: mv.TrashPath, SalvageRef: pt.SalvageRef, Reason: due}); err != nil {
 			return nil, err
 		}
+		started = true
 	}
 	if err := p.inject(ctx, fpPurgeStarted); err != nil {
 		return nil, err

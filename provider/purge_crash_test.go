@@ -10,9 +10,13 @@ package provider
 // (ignored files aside) and every commit stays reachable.
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/majlis-dev/majlis/fixtures"
@@ -138,4 +142,55 @@ func purgeCheckReachable(t *testing.T, repo *fixtures.Repo, before map[string]bo
 			t.Errorf("commit %s was reachable before the purge, not after", id)
 		}
 	}
+}
+
+// TestReclaimStartsBackgroundPurge: without a server, the majlis command
+// that reclaimed starts, once its result is written, a detached purge of
+// the kept trash that is due; the reclaim itself deletes none of it.
+func TestReclaimStartsBackgroundPurge(t *testing.T) {
+	t.Parallel()
+	bin := fixtures.Binary(t)
+	repo, p := peerProvider(t)
+	on := []string{envvar.BackgroundPurge + "=1"}
+	for _, b := range []string{"T-1", "T-2"} {
+		w := mustAllocate(t, p, AllocateOptions{Binding: b})
+		peerDirty(t, w.Path)
+	}
+	first := crashExec(t, bin, repo.Dir, nil, "workspace", "reclaim", "T-1", "--yes", "--keep-trash", "1ns", "--json")
+	if first.exit != 0 {
+		t.Fatalf("reclaim T-1\n%s", first)
+	}
+	var out struct {
+		Reclaim ReclaimResult `json:"reclaim"`
+	}
+	first.decode(t, &out)
+	kept := out.Reclaim.TrashPath
+	second := crashExec(t, bin, repo.Dir, on, "workspace", "reclaim", "T-2", "--yes", "--json")
+	if second.exit != 0 {
+		t.Fatalf("reclaim T-2\n%s", second)
+	}
+	crashWaitFor(t, "the background purge of "+kept, 2*time.Minute, func() bool {
+		r, err := p.claimOf("T-1", 1)
+		return err == nil && r.has(EventPurged) && backgroundPurges(repo.Dir) == 0
+	})
+	if _, err := os.Lstat(kept); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the due trash %s is still there: %v", kept, err)
+	}
+	if r, err := p.claimOf("T-2", 1); err != nil || r.has(EventPurged) {
+		t.Errorf("T-2's trash, kept for a day, was purged: %v", err)
+	}
+}
+
+// backgroundPurges counts the running 'majlis gc --purge-due' processes
+// of the repository at dir.
+func backgroundPurges(dir string) int {
+	n := 0
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range procs {
+		b, err := os.ReadFile(f)
+		if err == nil && strings.Contains(string(b), "gc\x00--purge-due\x00--repo\x00"+dir) {
+			n++
+		}
+	}
+	return n
 }

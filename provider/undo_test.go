@@ -7,6 +7,7 @@ package provider
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -523,5 +524,77 @@ func TestNestedTrashIsNotKept(t *testing.T) {
 	}
 	if _, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "O", Yes: true}); err != nil {
 		t.Fatalf("reclaim of the outer workspace: %v", err)
+	}
+}
+
+// TestPurgeOnAFullDiskDeletesNothing (item 2): on a file system with no
+// space left, the purge's salvage cannot be written: the purge deletes
+// nothing and says so; once there is space, it goes ahead. Needs the
+// right to mount a tmpfs; skipped otherwise.
+func TestPurgeOnAFullDiskDeletesNothing(t *testing.T) {
+	t.Parallel()
+	mnt := filepath.Join(fixtures.TempDir(t), "small")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
+	repo := fixtures.InitRepo(t, filepath.Join(mnt, "app"))
+	repo.WriteGitignore("build/")
+	repo.Commit("gitignore")
+	if _, err := Init(t.Context(), repo.Dir, InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Open(t.Context(), repo.Dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+	peerDirty(t, w.Path)
+	res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true, KeepTrash: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trash := &fixtures.Repo{T: t, Dir: res.TrashPath}
+	trash.WriteFile("written-after.txt", "made in the kept trash, not salvaged yet\n")
+	files := crashCaptureFiles(t, res.TrashPath)
+	// Fill the file system.
+	filler := filepath.Join(mnt, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			break
+		}
+	}
+	f.Close()
+	purged, err := p.PurgeDue(t.Context())
+	if err != nil {
+		t.Fatalf("purge on a full disk: %v", err)
+	}
+	if len(purged.Purged) != 0 || len(purged.Left) != 1 || !strings.Contains(purged.Left[0].Reason, "nothing was deleted") {
+		t.Fatalf("purge on a full disk: %+v, want the trash left, saying nothing was deleted", purged)
+	}
+	if diff := cmp.Diff(files, crashCaptureFiles(t, res.TrashPath)); diff != "" {
+		t.Errorf("the trash folder changed on a full disk (-before +after):\n%s", diff)
+	}
+	if rec, _ := p.claimOf("T-1", 1); rec.has(EventPurging) || rec.has(EventPurged) {
+		t.Errorf("a purge was recorded: %v", rec.Events)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	purged, err = p.PurgeDue(t.Context())
+	if err != nil || len(purged.Purged) != 1 || purged.Purged[0].SalvageRef == "" {
+		t.Fatalf("purge once there is space: %+v, %v", purged, err)
+	}
+	if got := repo.Git("show", purged.Purged[0].SalvageRef+":written-after.txt"); got != "made in the kept trash, not salvaged yet\n" {
+		t.Errorf("the purge's salvage holds %q", got)
 	}
 }
