@@ -88,12 +88,13 @@ func DetachHead(ctx context.Context, worktree, branch, commit string) error {
 		return classifyRefUpdate(err)
 	}
 	// A symbolic HEAD has the same old value as its branch: check that
-	// git detached it, rather than moved the branch.
-	if h, err = ReadHead(ctx, worktree); err != nil {
+	// git detached it (HEAD holds the id), rather than moved the branch.
+	b, err := os.ReadFile(filepath.Join(o.gitDir, "HEAD"))
+	if err != nil {
 		return err
 	}
-	if h.Branch != "" || h.Commit != commit {
-		return fmt.Errorf("%w: HEAD of %s is %s at %s after detaching it", ErrRefChanged, worktree, orDetached(h.Branch), h.Commit)
+	if got := strings.TrimSuffix(string(b), "\n"); got != commit {
+		return fmt.Errorf("%w: HEAD of %s holds %q after detaching it", ErrRefChanged, worktree, got)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -59,6 +60,14 @@ func keptHead(ctx context.Context, trash string) (branch, head string, err error
 // branch since is detached where it is now (the branch keeps its
 // commits; what the folder holds is salvaged again before it is purged).
 func detachKept(ctx context.Context, trash string, ck *Event) (branch, head string, err error) {
+	if ck.Branch != "" {
+		// As recorded (or detached already by an interrupted run).
+		if err := gitops.DetachHead(ctx, trash, ck.Branch, ck.Head); err == nil {
+			return ck.Branch, ck.Head, nil
+		} else if !errors.Is(err, gitops.ErrRefChanged) {
+			return "", "", err
+		}
+	}
 	h, err := gitops.ReadHead(ctx, trash)
 	if err != nil {
 		return "", "", err
