@@ -46,7 +46,7 @@ if [ ! -r "$file" ]; then
   exit 2
 fi
 
-floors="git sqlite etcd cli version bare idle"
+floors="git sqlite etcd cli version bare idle rm"
 pairs=(
   "BenchmarkAcquireRelease BenchmarkFloorSyscalls ns/op"
   "BenchmarkAcquireReleaseContended4 BenchmarkFloorSyscallsContended4 total-ops/s"
