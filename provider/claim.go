@@ -160,6 +160,14 @@ type Event struct {
 	// Branch (checked, reclaimed) is the branch a kept trash's HEAD was
 	// detached from, at Head, so that the trash does not hold it.
 	Branch string `json:"branch,omitempty"`
+	// AdminKept (reclaimed, of a workspace whose folder was gone) is
+	// where git's admin entry of it was moved aside, kept until KeepUntil
+	// (entryaside.go).
+	AdminKept string `json:"admin_kept,omitempty"`
+	// RequestID (salvaged, moved, reclaimed) is the request id of the
+	// reclaim that published the event, so that a retry with it after a
+	// crash finds its own work (reclaimretry.go).
+	RequestID string `json:"request_id,omitempty"`
 }
 
 func (e *Event) check() error {

@@ -46,7 +46,7 @@ import (
 const claimsIndexName = "claims.index"
 
 // claimsIndexMagic starts the index: its format and version.
-const claimsIndexMagic = "majlis-claims-index-2\n"
+const claimsIndexMagic = "majlis-claims-index-3\n"
 
 var errIndexUnusable = errors.New("claims index unusable")
 

@@ -97,6 +97,8 @@ func (w *ixWriter) event(e *Event) {
 		w.time(*e.KeepUntil)
 	}
 	w.str(e.Branch)
+	w.str(e.AdminKept)
+	w.str(e.RequestID)
 }
 
 // An ixReader decodes what ixWriter wrote. The first error sticks: every
@@ -268,5 +270,7 @@ func (r *ixReader) event() *Event {
 		e.KeepUntil = &t
 	}
 	e.Branch = r.str()
+	e.AdminKept = r.str()
+	e.RequestID = r.str()
 	return e
 }

@@ -185,7 +185,7 @@ var indexDamage = map[string]func(t *testing.T, p *Provider, saved []byte){
 		bad[len(bad)/2] ^= 0x55
 		writeIndex(t, p, bad)
 	},
-	"garbage": func(t *testing.T, p *Provider, _ []byte) { writeIndex(t, p, []byte("majlis-claims-index-1\n\xff\xff")) },
+	"garbage": func(t *testing.T, p *Provider, _ []byte) { writeIndex(t, p, []byte(claimsIndexMagic+"\xff\xff")) },
 	// The index lies with a valid checksum: the inner workspace is
 	// elsewhere, then missing altogether. Its files' identities match,
 	// so the preview believes it; the checks before every destructive

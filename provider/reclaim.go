@@ -324,7 +324,7 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, entry 
 		if s.Ref != nil {
 			res.SalvageRefs = append(res.SalvageRefs, *s.Ref)
 			res.StepsDone = append(res.StepsDone, "salvage")
-			if _, err := p.publishEvent(rec, Event{Kind: EventSalvaged, SalvageRef: *s.Ref}); err != nil {
+			if _, err := p.publishEvent(rec, Event{Kind: EventSalvaged, SalvageRef: *s.Ref, RequestID: o.RequestID}); err != nil {
 				return nil, err
 			}
 		}
@@ -400,7 +400,7 @@ func (p *Provider) reclaimMissing(ctx context.Context, rec *claimRecord, o Recla
 		res.SalvageRef = &ref
 		res.SalvageRefs = append(res.SalvageRefs, ref)
 	}
-	if _, err := p.publishEvent(rec, Event{Kind: EventReclaimed, SalvageRef: ref}); err != nil {
+	if _, err := p.publishEvent(rec, Event{Kind: EventReclaimed, SalvageRef: ref, RequestID: o.RequestID}); err != nil {
 		return nil, err
 	}
 	if o.RequestID != "" {

@@ -101,7 +101,7 @@ func (p *Provider) moveAside(ctx context.Context, rec *claimRecord, entry *admin
 	// Recorded before the rename, so that a crash after it finds the
 	// workspace. A retry finds the event already published: the folder
 	// named then is the one to use.
-	ev, err := p.publishEvent(rec, Event{Kind: EventMoved, TrashPath: trash, AdminEntry: entry.dir})
+	ev, err := p.publishEvent(rec, Event{Kind: EventMoved, TrashPath: trash, AdminEntry: entry.dir, RequestID: o.RequestID})
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +248,7 @@ func (p *Provider) finishMoved(ctx context.Context, rec *claimRecord, ev *Event,
 		}
 	}
 
-	reclaimed := Event{Kind: EventReclaimed}
+	reclaimed := Event{Kind: EventReclaimed, RequestID: o.RequestID}
 	if ck := rec.Events[EventChecked]; ck != nil && ck.KeepUntil != nil && inTrash {
 		// Kept: its HEAD lets go of the branch (keep.go).
 		var err error
