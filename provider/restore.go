@@ -34,8 +34,11 @@ type RestoreResult struct {
 	SalvageRef string     `json:"salvage_ref"`
 	Commit     string     `json:"commit"`
 	Layout     int        `json:"layout"` // the salvage layout version: 1 (earlier majlis) or 2
-	Head       string     `json:"head"`
+	Head       string     `json:"head"`   // "" when Unborn
 	Branch     *string    `json:"branch"` // null when detached
+	// Unborn says HEAD is a branch with no commit yet, as the salvage
+	// found it (restore_unborn.go).
+	Unborn bool `json:"unborn"`
 	// Restored lists what was put back ("files", "index", per-worktree
 	// refs, "the state of the interrupted rebase", ...); NotRestored what
 	// could not be, and why.
@@ -112,16 +115,9 @@ func (p *Provider) Restore(ctx context.Context, o RestoreOptions) (*RestoreResul
 			"inspect it with git log -1 "+ref+"; restore it as that binding's, or with plain git (workspaces.md)")
 	}
 	if layout.Head == "" {
-		// Parent 1 is the index commit when HEAD was unborn (parent 2 is
-		// the empty stand-in): the recipe checks out an orphan branch in a
-		// new worktree, then the salvage's files and its index.
-		orphan := strings.TrimPrefix(layout.Branch, "refs/heads/")
-		if orphan == "" || orphan == layout.Branch {
-			orphan = "NAME"
-		}
-		return nil, fail(ErrInvalidArgument, ref+" was taken on an unborn branch",
-			"restore it with plain git: git worktree add --detach DIR "+ref+"^1 && git -C DIR checkout -q --orphan "+orphan+
-				" && git -C DIR read-tree --reset -u "+ref+" && git -C DIR read-tree "+ref+"^1")
+		// Taken on an unborn branch (or on a branch deleted under the
+		// workspace, which git then sees as unborn): restore_unborn.go.
+		return p.restoreUnborn(ctx, o, reader, ref, commit, layout)
 	}
 
 	// What HEAD becomes.

@@ -172,6 +172,19 @@ var operationStates = []state{
 	}},
 }
 
+// Unborn states: instead of an operation, after the history, HEAD left on
+// a branch with no commit, the index and files kept: a branch made with
+// --orphan, or the workspace's branch deleted under it from the main
+// worktree (git then sees the same).
+var unbornStates = []state{
+	{"orphan branch", func(w *world) { w.ws.Git("checkout", "--quiet", "--orphan", w.name("orphan-")) }},
+	{"branch deleted under it", func(w *world) {
+		if b := w.branch(); b != "" {
+			w.repo.Git("update-ref", "-d", "refs/heads/"+b)
+		}
+	}},
+}
+
 // conflict makes a side commit that conflicts with HEAD on one file and
 // runs op (merge or cherry-pick) of it, which stops on the conflict.
 func (w *world) conflict(op string) {
@@ -301,6 +314,8 @@ func roundTrip(t *testing.T, seed uint64) {
 	}
 	if rng.IntN(2) == 0 {
 		w.do(operationStates[rng.IntN(len(operationStates))])
+	} else if rng.IntN(3) == 0 {
+		w.do(unbornStates[rng.IntN(len(unbornStates))])
 	}
 	for range rng.IntN(6) {
 		w.do(worktreeStates[rng.IntN(len(worktreeStates))])
@@ -488,7 +503,11 @@ type observation struct {
 func observe(t *testing.T, ws, sub *fixtures.Repo) observation {
 	t.Helper()
 	o := observation{view: map[string]string{}, objects: map[string]bool{}}
-	o.view["HEAD"] = ws.Head()
+	head, err := ws.TryGit("rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+	if err != nil {
+		head = "unborn" // a branch with no commit yet, or deleted under the worktree
+	}
+	o.view["HEAD"] = strings.TrimSpace(head)
 	sym, err := ws.TryGit("symbolic-ref", "-q", "HEAD")
 	if err != nil {
 		sym = "detached"

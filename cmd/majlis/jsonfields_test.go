@@ -46,7 +46,7 @@ func TestJSONFieldsArePinned(t *testing.T) {
 			"partially_staged", "pins", "renamed", "unpopulated_submodule_files", "untracked", "worktree_refs"}},
 		"allocate": {provider.AllocateResult{}, []string{"leases", "ports", "token", "workspace"}},
 		"restore": {provider.RestoreResult{}, []string{"branch", "commit", "head", "layout", "not_restored", "restored",
-			"salvage_ref", "workspace"}},
+			"salvage_ref", "unborn", "workspace"}},
 		"pin":     {gitops.Pin{}, []string{"commit", "source"}},
 		"hidden":  {gitops.HiddenFile{}, []string{"change", "flag", "path"}},
 		"special": {gitops.SpecialFile{}, []string{"path", "type"}},

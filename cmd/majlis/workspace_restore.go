@@ -34,6 +34,12 @@ refused (exit 3, branch_exists) if it has moved: majlis never moves a branch.
 --branch NAME creates a new branch at the salvage's HEAD instead. A path that
 exists is refused (exit 3, path_exists).
 
+A salvage taken before the branch's first commit (or after the branch was
+deleted under the workspace, which git sees the same way) is restored as it
+was: HEAD on that branch, still without a commit, every file staged as new
+("unborn": true); refused (branch_exists) if the branch exists now. A branch
+deleted after the salvage is created again at the salvage's HEAD.
+
 --from-trash undoes a reclaim whose trash folder is still kept (the undo
 window: the policy's trash.keep, default 24h, or reclaim --keep-trash D):
 the directory itself is moved back to its path with one rename (never
@@ -86,6 +92,9 @@ takes none of --salvage, --path and --branch.`,
 				head := "detached HEAD at " + short(res.Head, 12)
 				if res.Branch != nil {
 					head = "branch " + *res.Branch + " at " + short(res.Head, 12)
+				}
+				if res.Unborn && res.Branch != nil {
+					head = "branch " + *res.Branch + ", no commit yet"
 				}
 				fmt.Fprintf(w, "restored %s at %s from %s (%s)\n", res.Workspace.Binding, humanPath(res.Workspace.Path), res.SalvageRef, head)
 				for _, r := range res.Restored {
