@@ -44,7 +44,7 @@ var allFindingCodes = []string{FindingRegistrationDamaged, FindingRecordDamaged,
 	FindingStateUnexpected, FindingRequestDamaged, FindingJournalMissing, FindingJournalUnusable,
 	FindingJournalMismatch, FindingLedgerDamaged, FindingLockOrphaned, FindingEntryMissing,
 	FindingEntryUnpinned, FindingWorkspaceMissing, FindingWorkspaceReplaced, FindingReservationDead, FindingReservationDamaged,
-	FindingCompactionUnfinished, FindingTrashHalfPurged, FindingTrashUnreadable}
+	FindingCompactionUnfinished, FindingTrashHalfPurged, FindingTrashUnreadable, FindingReclaimInterrupted}
 
 // Severities of findings.
 const (
@@ -308,6 +308,10 @@ func (p *Provider) checkEntries(inv *inventory, live []*claimRecord, add func(Fi
 			continue // an allocation in progress, or interrupted: allocate resumes it
 		}
 		c := r.Claim
+		if f, ok := p.interruptedReclaim(r); ok {
+			add(f)
+			continue
+		}
 		if err := p.verifyIdentity("doctor", r); errors.Is(err, ErrMissing) {
 			add(Finding{Code: FindingWorkspaceMissing, Severity: SeverityWarning, Binding: c.Binding, Path: c.Path,
 				Message: "the directory of workspace " + c.Binding + " is gone", Fix: "majlis workspace reclaim " + c.Binding + " retires its claim"})
