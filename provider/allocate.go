@@ -361,7 +361,7 @@ func (p *Provider) publishClaim(ctx context.Context, claim Claim, args requestAr
 	if len(recs) > 0 {
 		claim.Seq = recs[len(recs)-1].Claim.Seq + 1
 	}
-	if err := p.checkReserved(claim.Binding, claim.Path, claim.PhysicalPath, claim.RequestID); err != nil {
+	if err := p.checkReserved(ctx, claim.Binding, claim.Path, claim.PhysicalPath, claim.RequestID); err != nil {
 		return nil, err
 	}
 	others, err := p.liveClaimsThrough(index)
@@ -529,8 +529,10 @@ func (p *Provider) checkClaimOverlap(c Claim, other *claimRecord, cleared map[st
 }
 
 // checkReserved refuses a path that overlaps the target of a held reclaim
-// reservation.
-func (p *Provider) checkReserved(binding, path, physical string, requestID ...string) error {
+// reservation. A reservation in the way that has expired and whose owner
+// is proven dead (a reclaimer killed) is recovered first, as a retried
+// reclaim would recover it, and is then no longer in the way.
+func (p *Provider) checkReserved(ctx context.Context, binding, path, physical string, requestID ...string) error {
 	names, err := p.leases.List(reclaimPrefix)
 	if err != nil {
 		return err
@@ -567,9 +569,12 @@ func (p *Provider) checkReserved(binding, path, physical string, requestID ...st
 			return err
 		}
 		if inside != "" || pathid.Relate(path, target).Overlapping() || pathid.Relate(physical, ptarget).Overlapping() {
+			if p.recoverDeadReservation(ctx, res) {
+				continue
+			}
 			return &Error{Op: "allocate", Binding: binding, Path: path, Peer: target, Err: ErrReserved,
 				Reason: fmt.Sprintf("%s overlaps %s, which a reclaim of %s has reserved", path, target, rec.Metadata["binding"]),
-				Hint:   "wait for the reclaim to finish, or choose another path"}
+				Hint:   "wait for the reclaim to finish (if its process died: 'majlis workspace recover " + rec.Metadata["binding"] + "' once the reservation expires), or choose another path"}
 		}
 	}
 	return nil

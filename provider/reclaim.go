@@ -22,6 +22,10 @@ var (
 	// reclaim/removed: the trash deleted (or kept), the claim not yet
 	// retired. The steps between are in trash.go.
 	fpReclaimRemoved = failpoint.New("reclaim/removed")
+	// reclaim/recorded: the reclaimed event published, the result not yet
+	// recorded under the request id nor the reservation released
+	// (reclaimretry.go finishes it).
+	fpReclaimRecorded = failpoint.New("reclaim/recorded")
 )
 
 // ReclaimOptions describe a reclaim.
@@ -188,6 +192,14 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 	args := requestArgs{Op: "reclaim", Binding: o.Binding}
 	if res, done, err := replay[ReclaimResult](p, o.RequestID, args); done || err != nil {
 		return res, err
+	}
+	if o.RequestID != "" {
+		// Stopped after it recorded its end, before its result? Then the
+		// binding may even have a new workspace since, which is not this
+		// request's to touch.
+		if res, found, err := p.finishRecorded(ctx, o, args); found {
+			return res, err
+		}
 	}
 	rec, err := p.current("reclaim", o.Binding)
 	if err != nil {
@@ -401,6 +413,9 @@ func (p *Provider) reclaimMissing(ctx context.Context, rec *claimRecord, o Recla
 		res.SalvageRefs = append(res.SalvageRefs, ref)
 	}
 	if _, err := p.publishEvent(rec, Event{Kind: EventReclaimed, SalvageRef: ref, RequestID: o.RequestID}); err != nil {
+		return nil, err
+	}
+	if err := p.inject(ctx, fpReclaimRecorded); err != nil {
 		return nil, err
 	}
 	if o.RequestID != "" {

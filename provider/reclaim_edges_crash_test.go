@@ -5,10 +5,13 @@ package provider
 // reclaim, and what a retry does.
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/majlis-dev/majlis/fixtures"
 	"github.com/majlis-dev/majlis/internal/envvar"
 	"github.com/majlis-dev/majlis/internal/failpoint"
 )
@@ -86,6 +89,99 @@ func TestDoctorNamesAnInterruptedReclaim(t *testing.T) {
 				if f.Binding == "T-1" {
 					t.Errorf("after the reclaim doctor still finds %+v", f)
 				}
+			}
+		})
+	}
+}
+
+// TestReclaimKilledAfterItsRecord: a reclaim killed once it recorded its
+// end (failpoint reclaim/recorded), before it recorded its result and
+// released its reservation; the workspace present (moved, deleted), or its
+// folder deleted by hand first. Once the reservation has expired,
+// allocating the binding again is not refused as reserved (the dead
+// reclaimer's reservation is recovered), and the retry with the request
+// id returns the reclaim's result instead of not_found, touching nothing
+// of a workspace allocated since; a second retry returns the same.
+func TestReclaimKilledAfterItsRecord(t *testing.T) {
+	t.Parallel()
+	bin := crashBinary(t)
+	for _, tc := range []struct {
+		name          string
+		missing       bool // the folder deleted by hand before the reclaim
+		allocateFirst bool // allocate again before the retry
+	}{
+		{"retry, then allocate", false, false},
+		{"allocate, then retry", false, true},
+		{"folder deleted by hand", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := newCrashScene(t)
+			if tc.missing {
+				if err := os.RemoveAll(s.target.Path); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ttl := []string{envvar.ReservationTTL + "=2s"}
+			args := []string{"workspace", "reclaim", "T-1", "--yes", "--request-id", "R", "--json"}
+			crash := crashExec(t, bin, s.repo.Dir, append(ttl, failpoint.EnvVar+"=reclaim/recorded=crash"), args...)
+			if !crash.killed {
+				t.Fatalf("the reclaim was not killed at reclaim/recorded\n%s", crash)
+			}
+			if !tc.missing {
+				s.checkWorkPreserved(t)
+			}
+			held, err := s.p.leases.Inspect(reclaimPrefix + "T-1")
+			if err != nil || held.Owner.PID != crash.pid {
+				t.Fatalf("the killed reclaim left no reservation of its own: %+v %v", held, err)
+			}
+			crashWaitExpired(t, held.ExpiresAt)
+			allocate := func() {
+				t.Helper()
+				r := crashExec(t, bin, s.repo.Dir, ttl, "workspace", "allocate", "T-1", "--branch", "again", "--json")
+				if r.exit != 0 {
+					t.Fatalf("allocating T-1 again after the dead reclaimer's reservation expired\n%s", r)
+				}
+				(&fixtures.Repo{T: t, Dir: s.target.Path}).WriteFile("new-work.txt", "the new workspace's\n")
+			}
+			if tc.allocateFirst {
+				allocate()
+			}
+			retry := crashExec(t, bin, s.repo.Dir, ttl, args...)
+			if retry.exit != 0 {
+				t.Fatalf("the retry of the reclaim killed after its record\n%s", retry)
+			}
+			var res crashReclaimJSON
+			retry.decode(t, &res)
+			if res.Reclaim == nil || !res.Reclaim.Removed || res.Reclaim.Branch != "majlis/T-1" || (!tc.missing && res.Reclaim.SalvageRef == nil) {
+				t.Fatalf("the retry's result does not report the reclaim\n%s", retry)
+			}
+			if !tc.missing {
+				if lack := s.refHoldsWork(t, *res.Reclaim.SalvageRef); lack != "" {
+					t.Errorf("the salvage ref %s lacks %s", *res.Reclaim.SalvageRef, lack)
+				}
+			}
+			if _, err := s.p.leases.Inspect(reclaimPrefix + "T-1"); err == nil {
+				t.Errorf("the reservation is still held after the retry")
+			}
+			if !tc.allocateFirst {
+				allocate()
+			}
+			if got := (&fixtures.Repo{T: t, Dir: s.target.Path}).ReadFile("new-work.txt"); got != "the new workspace's\n" {
+				t.Errorf("the new workspace's file holds %q", got)
+			}
+			again := crashExec(t, bin, s.repo.Dir, ttl, args...)
+			var first, second any
+			retry.decode(t, &first)
+			again.decode(t, &second)
+			if diff := cmp.Diff(first, second); diff != "" {
+				t.Errorf("a second retry returned another result (-first +second):\n%s", diff)
+			}
+			if _, err := os.Lstat(s.target.Path); err != nil {
+				t.Errorf("the new workspace is gone after the retries: %v", err)
+			}
+			if !tc.missing {
+				s.checkFsck(t, "after the retries")
 			}
 		})
 	}

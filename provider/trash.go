@@ -296,6 +296,9 @@ func (p *Provider) finishMoved(ctx context.Context, rec *claimRecord, ev *Event,
 	if _, err := p.publishEvent(rec, reclaimed); err != nil {
 		return nil, err
 	}
+	if err := p.inject(ctx, fpReclaimRecorded); err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 
