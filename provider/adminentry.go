@@ -149,22 +149,3 @@ func verifyGitView(ctx context.Context, op string, rec *claimRecord) error {
 	return &Error{Op: op, Binding: c.Binding, Path: c.Path, Err: ErrWorktreeConfig,
 		Reason: why.String(), Hint: hint, Details: details}
 }
-
-// unlockOwn lifts majlis's own lock of the admin entry dir, if it has one;
-// any other lock stays, and refuses.
-func unlockOwn(rec *claimRecord, dir string) error {
-	lock, err := gitops.ReadWorktreeLock(dir)
-	if err != nil || !lock.Locked {
-		return err
-	}
-	if !ownLock(rec, lock.Reason) {
-		return lockedError("reclaim", rec, dir, lock.Reason)
-	}
-	var le *gitops.LockedError
-	if err := gitops.UnlockWorktreeIf(dir, lock.Reason); errors.As(err, &le) {
-		return lockedError("reclaim", rec, dir, le.Reason)
-	} else if err != nil {
-		return err
-	}
-	return nil
-}

@@ -115,6 +115,7 @@ func (p *Provider) PreviewReclaim(ctx context.Context, binding string) (*Preview
 	if err != nil {
 		return nil, err
 	}
+	rec = p.asGitSees(ctx, rec)
 	if rec.has(EventMoved) {
 		if pv, ok := p.movedPreview(rec); ok {
 			return pv, nil
@@ -371,6 +372,17 @@ func (p *Provider) missingPreview(ctx context.Context, rec *claimRecord, missing
 	}
 	pv := &Preview{Binding: c.Binding, Path: c.Path, PhysicalPath: c.PhysicalPath, Branch: c.Branch,
 		ClaimDigest: rec.Digest, Released: rec.has(EventReleased), Peers: []Peer{}}
+	if listed && c.PhysicalPath != c.Path {
+		// git lists the worktree at its physical path: if something is
+		// there, the folder is not gone (the same directory is judged
+		// present before this; see asGitSees), and its entry is not to be
+		// dropped under it.
+		if _, err := os.Lstat(c.PhysicalPath); !errors.Is(err, os.ErrNotExist) {
+			return nil, false, &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Peer: c.PhysicalPath, Err: ErrIdentity,
+				Reason: "nothing is at the workspace's path, but git lists it at " + c.PhysicalPath + ", where another directory is (a symbolic link among its parents changed?)",
+				Hint:   "majlis will not act on it; inspect both paths"}
+		}
+	}
 	if listed {
 		// The entry git keeps for the path must be the workspace's own, and
 		// not locked by anyone else ("on removable media"): forgetting it
@@ -394,12 +406,17 @@ func (p *Provider) missingPreview(ctx context.Context, rec *claimRecord, missing
 	pv.Salvage.Pins, pv.Salvage.Hidden, pv.Salvage.WorktreeRefs, pv.IgnoredPaths = []gitops.Pin{}, []gitops.HiddenFile{}, []string{}, []string{}
 	pv.Salvage.UnpopulatedSubmoduleFiles = []string{}
 	pv.SpecialPaths = []gitops.SpecialFile{}
+	var facts []any
 	if listed {
-		pv.Steps = []Step{{"forget", 0, "the directory is gone (deleted or moved by hand): unregister git's worktree entry and retire the claim; nothing on disk is deleted (if you moved it, do not reclaim: have git repair its record of the worktree at the new place instead)"}}
+		// What only git's entry still holds is salvaged before it goes
+		// (entryaside.go).
+		if facts, err = entryPreview(ctx, pv, &c, pv.AdminEntry.Path); err != nil {
+			return nil, false, err
+		}
 	} else {
 		pv.Steps = []Step{{"record", 0, "the worktree was already removed: retire the claim"}}
 	}
-	pv.Digest = previewDigest(pv)
+	pv.Digest = previewDigest(pv, facts...)
 	return pv, listed, nil
 }
 

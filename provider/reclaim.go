@@ -205,6 +205,7 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 	if err != nil {
 		return nil, err
 	}
+	rec = p.asGitSees(ctx, rec)
 	if !o.Yes && o.Confirm == "" {
 		return nil, &Error{Op: "reclaim", Binding: o.Binding, Err: ErrUnconfirmed,
 			Hint: "preview the reclaim, then confirm its digest"}
@@ -392,27 +393,24 @@ func (p *Provider) reclaimMissing(ctx context.Context, rec *claimRecord, o Recla
 		return nil, err
 	}
 	if listed {
-		if err := unlockOwn(rec, pv.AdminEntry.Path); err != nil {
+		// Salvaged, then moved aside (entryaside.go).
+		if err := p.forgetEntry(ctx, rec, pv.AdminEntry.Path, o, res, recheck); err != nil {
 			return nil, err
 		}
-		if err := gitops.RemoveWorktree(ctx, c.CommonDir, c.Path, false); err != nil {
-			return nil, err
-		}
-		if listed, err = recheck(); err != nil {
-			return nil, err
-		} else if listed {
-			return nil, &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrInterrupted,
-				Reason: "git still lists the worktree after removing its entry"}
-		}
-		res.StepsDone = append(res.StepsDone, "forget")
 	}
-	ref := ""
+	reclaimed := Event{Kind: EventReclaimed, RequestID: o.RequestID}
+	if err := p.keepOrDropEntry(rec, o, &reclaimed, res); err != nil {
+		return nil, err
+	}
 	if ev := rec.Events[EventSalvaged]; ev != nil {
-		ref = ev.SalvageRef
+		ref := ev.SalvageRef // the first salvage, perhaps by an interrupted run
+		reclaimed.SalvageRef = ref
 		res.SalvageRef = &ref
-		res.SalvageRefs = append(res.SalvageRefs, ref)
+		if len(res.SalvageRefs) == 0 || res.SalvageRefs[0] != ref {
+			res.SalvageRefs = append([]string{ref}, res.SalvageRefs...)
+		}
 	}
-	if _, err := p.publishEvent(rec, Event{Kind: EventReclaimed, SalvageRef: ref, RequestID: o.RequestID}); err != nil {
+	if _, err := p.publishEvent(rec, reclaimed); err != nil {
 		return nil, err
 	}
 	if err := p.inject(ctx, fpReclaimRecorded); err != nil {
@@ -444,6 +442,11 @@ func (p *Provider) recheck(ctx context.Context, rec *claimRecord, lease *reserva
 	if now.Digest != rec.Digest {
 		return &Error{Op: "reclaim", Binding: rec.Claim.Binding, Err: ErrIdentity,
 			Reason: "the binding's claim changed during the reclaim"}
+	}
+	if now = p.asGitSees(ctx, now); now.Claim.Path != rec.Claim.Path {
+		return &Error{Op: "reclaim", Binding: rec.Claim.Binding, Path: rec.Claim.Path, Err: ErrIdentity,
+			Reason: "the workspace's path now leads to " + now.Claim.Path + " (a symbolic link among its parents changed during the reclaim)",
+			Hint:   "majlis will not act on it; inspect the path"}
 	}
 	entry, err := p.verifyWorkspace(ctx, "reclaim", now)
 	if err != nil {

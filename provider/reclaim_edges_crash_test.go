@@ -153,13 +153,15 @@ func TestReclaimKilledAfterItsRecord(t *testing.T) {
 			}
 			var res crashReclaimJSON
 			retry.decode(t, &res)
-			if res.Reclaim == nil || !res.Reclaim.Removed || res.Reclaim.Branch != "majlis/T-1" || (!tc.missing && res.Reclaim.SalvageRef == nil) {
+			if res.Reclaim == nil || !res.Reclaim.Removed || res.Reclaim.Branch != "majlis/T-1" || res.Reclaim.SalvageRef == nil {
 				t.Fatalf("the retry's result does not report the reclaim\n%s", retry)
 			}
 			if !tc.missing {
 				if lack := s.refHoldsWork(t, *res.Reclaim.SalvageRef); lack != "" {
 					t.Errorf("the salvage ref %s lacks %s", *res.Reclaim.SalvageRef, lack)
 				}
+			} else if got := s.repo.Git("show", *res.Reclaim.SalvageRef+":staged.txt"); got != s.work["staged.txt"] {
+				t.Errorf("the salvage of git's entry holds staged.txt %q, want the staged version", got)
 			}
 			if _, err := s.p.leases.Inspect(reclaimPrefix + "T-1"); err == nil {
 				t.Errorf("the reservation is still held after the retry")
@@ -180,8 +182,61 @@ func TestReclaimKilledAfterItsRecord(t *testing.T) {
 			if _, err := os.Lstat(s.target.Path); err != nil {
 				t.Errorf("the new workspace is gone after the retries: %v", err)
 			}
-			if !tc.missing {
-				s.checkFsck(t, "after the retries")
+			s.checkFsck(t, "after the retries")
+		})
+	}
+}
+
+// TestReclaimMissingCrash: the reclaim of a workspace whose folder was
+// deleted by hand, killed once git's entry is salvaged and once it is
+// moved aside. What only the entry held (a detached commit, a worktree
+// ref, the staged blob) is reachable after the crash and after the retry,
+// which finishes the reclaim; git fsck is clean.
+func TestReclaimMissingCrash(t *testing.T) {
+	t.Parallel()
+	bin := crashBinary(t)
+	for _, point := range []string{"reclaim/forget-salvaged", "reclaim/forget-aside"} {
+		t.Run(strings.TrimPrefix(point, "reclaim/"), func(t *testing.T) {
+			t.Parallel()
+			s := newCrashScene(t)
+			ws := &fixtures.Repo{T: t, Dir: s.target.Path}
+			keep := ws.WorktreeRefCommit("majlis/T-1", "refs/worktree/keep", "w.txt", "a worktree ref\n")
+			detached := ws.DetachedCommit("d.txt", "detached\n")
+			ws.WriteFile("staged.txt", "staged, then the folder went\n")
+			ws.Git("add", "staged.txt")
+			staged := fixtures.BlobID(t, "staged, then the folder went\n")
+			if err := os.RemoveAll(s.target.Path); err != nil {
+				t.Fatal(err)
+			}
+			ttl := []string{envvar.ReservationTTL + "=2s"}
+			args := []string{"workspace", "reclaim", "T-1", "--yes", "--request-id", "R", "--json"}
+			crash := crashExec(t, bin, s.repo.Dir, append(ttl, failpoint.EnvVar+"="+point+"=crash"), args...)
+			if !crash.killed {
+				t.Fatalf("the reclaim was not killed at %s\n%s", point, crash)
+			}
+			check := func(when string) {
+				for what, id := range map[string]string{"the detached commit": detached, "the worktree ref's commit": keep, "the staged blob": staged} {
+					if !s.repo.Reachable(id) {
+						t.Errorf("%s: %s (%s) is reachable from no ref", when, what, id)
+					}
+				}
+				s.checkFsck(t, when)
+			}
+			check("after the crash")
+			held, err := s.p.leases.Inspect(reclaimPrefix + "T-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			crashWaitExpired(t, held.ExpiresAt)
+			if r := crashExec(t, bin, s.repo.Dir, ttl, args...); r.exit != 0 {
+				t.Fatalf("the retry did not finish the reclaim\n%s", r)
+			}
+			check("after the retry")
+			if left, _ := filepath.Glob(filepath.Join(s.p.stateDir, "trash", "*")); len(left) > 0 {
+				t.Errorf("git's entry left in the trash (not kept): %v", left)
+			}
+			if strings.Contains(s.repo.Git("worktree", "list", "--porcelain"), "T-1") {
+				t.Errorf("git still lists T-1")
 			}
 		})
 	}

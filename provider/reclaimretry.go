@@ -67,8 +67,8 @@ func recordedResult(rec *claimRecord) *ReclaimResult {
 	}
 	if rec.has(EventMoved) {
 		res.StepsDone = append(res.StepsDone, "move")
-	} else {
-		res.StepsDone = append(res.StepsDone, "forget")
+	} else if done.AdminKept != "" || rec.has(EventSalvaged) {
+		res.StepsDone = append(res.StepsDone, "forget") // git's entry of a workspace whose folder was gone
 	}
 	if ck := rec.Events[EventChecked]; ck != nil && ck.SalvageRef != "" {
 		ref := ck.SalvageRef
@@ -80,6 +80,10 @@ func recordedResult(rec *claimRecord) *ReclaimResult {
 	case done.TrashPath != "" && done.KeepUntil != nil:
 		until := *done.KeepUntil
 		res.TrashPath, res.TrashKeptUntil = done.TrashPath, &until
+		res.StepsDone = append(res.StepsDone, "keep-trash")
+	case done.AdminKept != "" && done.KeepUntil != nil:
+		until := *done.KeepUntil
+		res.TrashPath, res.TrashKeptUntil = done.AdminKept, &until
 		res.StepsDone = append(res.StepsDone, "keep-trash")
 	case rec.has(EventMoved):
 		res.StepsDone = append(res.StepsDone, "delete-trash")

@@ -1,0 +1,316 @@
+package gitops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// The salvage of a worktree whose folder is gone (moved or deleted by
+// hand) while git's administrative entry of it remains
+// (<common dir>/worktrees/<id>). The entry alone still holds the
+// worktree's HEAD (a commit made on a detached HEAD), its per-worktree
+// refs (refs/worktree/*, refs/bisect/*), its index (staged blobs), its
+// reflogs and an interrupted operation's state; dropping the entry makes
+// those commits and blobs unreachable. Git is run on the entry itself
+// (GIT_DIR = the entry, which names the common dir): only commands that
+// read or write the index and objects, never the work tree, which git
+// would otherwise take to be the current directory.
+
+// An EntrySurvey is what a worktree's admin entry holds, its folder gone.
+type EntrySurvey struct {
+	*Survey
+	// Staged counts the index's changes against HEAD (the empty tree when
+	// HEAD is unborn): the versions only the index holds.
+	Staged Counts
+	// StagedPaths are the paths of those changes, sorted.
+	StagedPaths []string
+	// Modules lists the repositories of checked-out submodules kept in the
+	// entry (modules/<name>, nested ones too), relative to the entry.
+	Modules []string
+}
+
+// Clean reports whether the entry holds nothing a salvage must keep: HEAD
+// on a branch (or detached at a commit a shared ref reaches), an index
+// equal to HEAD's tree, no per-worktree ref, pin, operation or
+// per-worktree setting, and no submodule repository.
+func (e *EntrySurvey) Clean() bool {
+	return e.Staged.Total() == 0 && e.Survey.Empty() && e.Conflicted == 0 && e.IntentToAdd == 0 && len(e.Modules) == 0
+}
+
+// entryOpts runs git on the admin entry gitDir, with no work tree.
+func entryOpts(gitDir string) cmdOpts { return cmdOpts{readOnly: true, gitDir: gitDir} }
+
+// SurveyEntry finds what the admin entry gitDir holds, changing nothing.
+// An entry whose HEAD, index or refs git cannot read is an error: the
+// caller refuses rather than drop what it could not read.
+func SurveyEntry(ctx context.Context, gitDir string) (*EntrySurvey, error) {
+	head, err := entryHead(ctx, gitDir)
+	if err != nil {
+		return nil, err
+	}
+	sv, err := newSurvey(gitDir, head, nil)
+	if err != nil {
+		return nil, fmt.Errorf("gitops: reading %s: %w", filepath.Join(gitDir, "index"), err)
+	}
+	if err := sv.readGitDir(); err != nil {
+		return nil, err
+	}
+	if err := sv.findPins(ctx); err != nil {
+		return nil, err
+	}
+	es := &EntrySurvey{Survey: sv}
+	base := head
+	if base == "" {
+		base = emptyTree(2 * sv.hashLen)
+	}
+	// The index as git reads it (a damaged one fails here), against HEAD.
+	res, err := git(ctx, gitDir, entryOpts(gitDir), "diff-index", "--cached", "-z", "--no-renames", "--ignore-submodules=none", base)
+	if err != nil {
+		return nil, err
+	}
+	changes, err := parseRawDiff(res.stdout)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range changes {
+		es.StagedPaths = append(es.StagedPaths, c.Path)
+		switch c.Status {
+		case 'A':
+			es.Staged.Added++
+		case 'D':
+			es.Staged.Deleted++
+		case 'T':
+			es.Staged.TypeChanged++
+		case 'U':
+			es.Staged.Conflicted++
+		default:
+			es.Staged.Modified++
+		}
+	}
+	es.Staged.Staged = len(changes)
+	if es.Modules, err = entryModules(gitDir); err != nil {
+		return nil, err
+	}
+	return es, nil
+}
+
+// entryHead returns the commit the entry's HEAD names, "" when it is an
+// unborn branch; anything else (a HEAD git cannot read, an id that is not
+// a commit) is an error.
+func entryHead(ctx context.Context, gitDir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	if err != nil {
+		return "", fmt.Errorf("gitops: reading the HEAD of %s: %w", gitDir, err)
+	}
+	line := strings.TrimRight(string(b), "\n")
+	ref, symbolic := strings.CutPrefix(line, "ref: ")
+	switch {
+	case symbolic && (!strings.HasPrefix(ref, "refs/") || CheckRefName(ref) != nil):
+		return "", fmt.Errorf("gitops: the HEAD of %s names %q", gitDir, ref)
+	case !symbolic && !isObjectID(line):
+		return "", fmt.Errorf("gitops: the HEAD of %s holds %q", gitDir, line)
+	}
+	id, err := resolveCLI(ctx, gitDir, cmdOpts{gitDir: gitDir}, "HEAD")
+	if errors.Is(err, ErrUnknownRevision) && symbolic {
+		return "", nil // an unborn branch (or one deleted under the worktree)
+	}
+	if err != nil {
+		return "", fmt.Errorf("gitops: the HEAD of %s: %w", gitDir, err)
+	}
+	return id, nil
+}
+
+// entryModules lists the submodule repositories under gitDir/modules: the
+// folders holding HEAD, objects and refs, nested ones included.
+func entryModules(gitDir string) ([]string, error) {
+	root := filepath.Join(gitDir, "modules")
+	var mods []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && p == root {
+				return nil
+			}
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if isGitDir(p) {
+			rel, _ := filepath.Rel(gitDir, p)
+			mods = append(mods, filepath.ToSlash(rel))
+		}
+		switch d.Name() {
+		case "objects", "refs", "logs", "hooks", "info":
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	return mods, err
+}
+
+func isGitDir(p string) bool {
+	for _, n := range []string{"HEAD", "objects", "refs"} {
+		if _, err := os.Lstat(filepath.Join(p, n)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// SnapshotEntry salvages what the admin entry gitDir holds, its folder
+// gone, as one salvage commit laid out as Snapshot's (SalvageLayout),
+// without changing the entry: the salvage tree is the index's (the files
+// are gone; what the index staged is the last known state of them), the
+// index commit the same tree on HEAD, the meta commit the entry's files
+// (the raw index, HEAD, refs, reflogs, operation state, per-worktree
+// config), and the pins every commit only the entry holds. It does not
+// store the commit under any ref, nor keep the submodule repositories
+// (EntrySurvey.Modules): the caller does. A Clean entry gets no commit.
+func SnapshotEntry(ctx context.Context, gitDir, message string) (SnapshotResult, *EntrySurvey, error) {
+	es, err := SurveyEntry(ctx, gitDir)
+	if err != nil {
+		return SnapshotResult{}, nil, err
+	}
+	sv := es.Survey
+	result := SnapshotResult{Parent: sv.Head, Survey: sv, Files: es.Staged}
+	tmpIndex, err := copyIndex(gitDir)
+	if err != nil {
+		return SnapshotResult{}, nil, fmt.Errorf("gitops: salvage of %s: %w", gitDir, err)
+	}
+	metaIndex := tmpIndex + ".meta"
+	defer func() {
+		for _, t := range []string{tmpIndex, metaIndex} {
+			os.Remove(t)
+			os.Remove(t + ".lock")
+		}
+	}()
+	o := entryOpts(gitDir)
+	o.readOnly = false
+	tree, err := sv.indexTreeIn(ctx, gitDir, o, tmpIndex)
+	if err != nil {
+		return SnapshotResult{}, nil, err
+	}
+	result.Tree = tree
+	args := []string{"commit-tree", "--no-gpg-sign"}
+	if sv.Head != "" {
+		args = append(args, "-p", sv.Head)
+	}
+	if result.Index, err = entryCommit(ctx, gitDir, placeholderEnv, append(args, "-m", indexMessage, tree)...); err != nil {
+		return SnapshotResult{}, nil, err
+	}
+	empty, err := git(ctx, gitDir, cmdOpts{gitDir: gitDir, stdin: []byte{}}, "mktree")
+	if err != nil {
+		return SnapshotResult{}, nil, err
+	}
+	if result.Untracked, err = entryCommit(ctx, gitDir, placeholderEnv, "commit-tree", "--no-gpg-sign", "-m",
+		placeholderMessage, strings.TrimSuffix(string(empty.stdout), "\n")); err != nil {
+		return SnapshotResult{}, nil, err
+	}
+	if es.Clean() {
+		result.Clean = true
+		return result, es, nil
+	}
+	if sv.needsMeta() {
+		mt, err := sv.metaTree(ctx, metaIndex)
+		if err != nil {
+			return SnapshotResult{}, nil, err
+		}
+		if result.Meta, err = entryCommit(ctx, gitDir, nil, "commit-tree", "--no-gpg-sign", "-m",
+			"majlis salvage: the worktree's git directory (index, refs, reflogs, operation state)", mt); err != nil {
+			return SnapshotResult{}, nil, err
+		}
+	}
+	layout := SalvageLayout{Version: SalvageVersion, Head: sv.Head, Branch: sv.Branch, Index: result.Index,
+		Untracked: result.Untracked, Meta: result.Meta}
+	seen := map[string]bool{sv.Head: true}
+	for _, p := range sv.Pins {
+		if !seen[p.Commit] {
+			seen[p.Commit] = true
+			layout.Pins = append(layout.Pins, p)
+		}
+	}
+	args = []string{"commit-tree", "--no-gpg-sign"}
+	for _, p := range layout.Parents() {
+		args = append(args, "-p", p)
+	}
+	args = append(args, "-m", layout.Message(message), tree)
+	if result.Commit, err = entryCommit(ctx, gitDir, nil, args...); err != nil {
+		return SnapshotResult{}, nil, err
+	}
+	result.Layout = layout
+	return result, es, nil
+}
+
+// indexTreeIn is indexTree for git run with options o: the tree of the
+// private index copy at index.
+func (s *Survey) indexTreeIn(ctx context.Context, dir string, o cmdOpts, index string) (string, error) {
+	o.indexFile = index
+	if len(s.stages) > 0 {
+		var in strings.Builder
+		zero := strings.Repeat("0", 2*s.hashLen)
+		done := map[string]bool{}
+		for _, e := range s.stages {
+			if !done[e.Path] {
+				done[e.Path] = true
+				fmt.Fprintf(&in, "0 %s\t%s\x00", zero, e.Path)
+			}
+		}
+		for _, e := range s.stages {
+			if e.Stage == 2 {
+				fmt.Fprintf(&in, "%s %s 0\t%s\x00", e.Mode, e.ID, e.Path)
+			}
+		}
+		o.stdin = []byte(in.String())
+		if _, err := git(ctx, dir, o, "update-index", "-z", "--index-info"); err != nil {
+			return "", err
+		}
+		o.stdin = nil
+	}
+	res, err := git(ctx, dir, o, "write-tree")
+	if err != nil {
+		return "", err
+	}
+	id := strings.TrimSuffix(string(res.stdout), "\n")
+	if !isObjectID(id) {
+		return "", unexpected("git write-tree", "%q is not an object id", id)
+	}
+	return id, nil
+}
+
+// entryCommit is commitTree for git run on the admin entry gitDir.
+func entryCommit(ctx context.Context, gitDir string, env []string, args ...string) (string, error) {
+	o := cmdOpts{gitDir: gitDir, extraEnv: env}
+	res, err := git(ctx, gitDir, o, args...)
+	var ge *Error
+	if err != nil && errors.As(err, &ge) && missingIdentity(ge.Stderr) {
+		o.extraEnv = append(env, salvageIdentity...)
+		res, err = git(ctx, gitDir, o, args...)
+	}
+	if err != nil {
+		return "", err
+	}
+	id := strings.TrimSuffix(string(res.stdout), "\n")
+	if !isObjectID(id) {
+		return "", unexpected("git commit-tree", "%q is not an object id", id)
+	}
+	return id, nil
+}
+
+// EntryStashes returns the stash entries of the repository whose git
+// directory is gitDir (a submodule's, kept in a worktree's entry), newest
+// first, read from the stash's reflog.
+func EntryStashes(gitDir string) ([]string, error) {
+	b, err := os.ReadFile(filepath.Join(gitDir, "logs", "refs", "stash"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return parseReflogNew(b)
+}
