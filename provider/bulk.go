@@ -330,6 +330,14 @@ func (p *Provider) bulkOne(ctx context.Context, o BulkOptions, plan *bulkPlan, b
 		if _, err := p.readRequest(ro.RequestID); err == nil {
 			return p.Reclaim(ctx, ro) // done, or under way: its record answers or resumes it
 		}
+		if p.startedBy(b, ro.RequestID) {
+			// This bulk reclaim's interrupted reclaim of it got under way
+			// (salvaged it, moved it, or recorded its end): its preview
+			// need not be the one confirmed any more. It is finished as a
+			// retried reclaim is, with every check (reclaimretry.go).
+			ro.Yes = true
+			return p.Reclaim(ctx, ro)
+		}
 	}
 	pv, err := p.PreviewReclaim(ctx, b)
 	if err != nil {

@@ -241,3 +241,84 @@ func TestReclaimMissingCrash(t *testing.T) {
 		})
 	}
 }
+
+// TestBulkReclaimRetryResumesMembers: a bulk reclaim of the released
+// workspaces (T-1 and T-2, both dirty) killed at each of several points of
+// its first member's reclaim. The retry with the bulk's request id and
+// digest finishes every member (none refused as preview_stale), each with
+// its work on a salvage ref, and a second retry returns the same result.
+func TestBulkReclaimRetryResumesMembers(t *testing.T) {
+	t.Parallel()
+	bin := crashBinary(t)
+	for _, point := range []string{"reclaim/salvaged", "reclaim/moved", "reclaim/before-delete", "reclaim/recorded"} {
+		t.Run(strings.TrimPrefix(point, "reclaim/"), func(t *testing.T) {
+			t.Parallel()
+			s := newCrashScene(t)
+			if _, err := s.p.Release(t.Context(), "T-1", ""); err != nil {
+				t.Fatal(err)
+			}
+			ttl := []string{envvar.ReservationTTL + "=2s"}
+			pv := crashExec(t, bin, s.repo.Dir, nil, "workspace", "reclaim", "--released", "--preview", "--json")
+			var preview struct {
+				BulkPreview struct {
+					Digest     string `json:"digest"`
+					Workspaces []struct {
+						Binding string `json:"binding"`
+					} `json:"workspaces"`
+				} `json:"bulk_preview"`
+			}
+			pv.decode(t, &preview)
+			if len(preview.BulkPreview.Workspaces) != 2 {
+				t.Fatalf("bulk preview: %s", pv)
+			}
+			args := []string{"workspace", "reclaim", "--released", "--confirm", preview.BulkPreview.Digest, "--request-id", "B", "--json"}
+			crash := crashExec(t, bin, s.repo.Dir, append(ttl, failpoint.EnvVar+"="+point+"=crash"), args...)
+			if !crash.killed {
+				t.Fatalf("the bulk reclaim was not killed at %s\n%s", point, crash)
+			}
+			s.checkWorkPreserved(t)
+			held, err := s.p.leases.Inspect(reclaimPrefix + "T-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			crashWaitExpired(t, held.ExpiresAt)
+			retry := crashExec(t, bin, s.repo.Dir, ttl, args...)
+			var out struct {
+				BulkReclaim struct {
+					Reclaimed  int `json:"reclaimed"`
+					Failed     int `json:"failed"`
+					Workspaces []struct {
+						Binding string `json:"binding"`
+						Status  string `json:"status"`
+						Result  *struct {
+							SalvageRef *string `json:"salvage_ref"`
+						} `json:"result"`
+					} `json:"workspaces"`
+				} `json:"bulk_reclaim"`
+			}
+			retry.decode(t, &out)
+			if retry.exit != 0 || out.BulkReclaim.Reclaimed != 2 || out.BulkReclaim.Failed != 0 {
+				t.Fatalf("the retry did not finish every member\n%s", retry)
+			}
+			for _, w := range out.BulkReclaim.Workspaces {
+				if w.Status != "reclaimed" || w.Result == nil || w.Result.SalvageRef == nil {
+					t.Errorf("%s: %s %+v", w.Binding, w.Status, w.Result)
+					continue
+				}
+				if w.Binding == "T-1" {
+					if lack := s.refHoldsWork(t, *w.Result.SalvageRef); lack != "" {
+						t.Errorf("T-1's salvage ref %s lacks %s", *w.Result.SalvageRef, lack)
+					}
+				}
+			}
+			again := crashExec(t, bin, s.repo.Dir, ttl, args...)
+			var first, second any
+			retry.decode(t, &first)
+			again.decode(t, &second)
+			if diff := cmp.Diff(first, second); diff != "" {
+				t.Errorf("a second retry returned another result (-first +second):\n%s", diff)
+			}
+			s.checkFsck(t, "after the retries")
+		})
+	}
+}

@@ -108,3 +108,20 @@ func (p *Provider) recoverDeadReservation(ctx context.Context, res string) bool 
 	p.log.Info("recovered the reclaim reservation of a dead owner", "reservation", res, "owner_pid", old.Owner.PID, "generation", old.Generation)
 	return true
 }
+
+// startedBy reports whether the reclaim with request id requestID left
+// its mark on binding's workspace: the latest claim's salvaged, moved or
+// reclaimed event names the request.
+func (p *Provider) startedBy(binding, requestID string) bool {
+	recs, err := p.readBinding(binding)
+	if err != nil || len(recs) == 0 {
+		return false
+	}
+	r := recs[len(recs)-1]
+	for _, kind := range []string{EventSalvaged, EventMoved, EventReclaimed} {
+		if ev := r.Events[kind]; ev != nil && ev.RequestID == requestID {
+			return true
+		}
+	}
+	return false
+}
