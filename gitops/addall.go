@@ -21,7 +21,31 @@ import (
 // named .gitmodules) makes git add refuse too. Then git add runs again
 // with --ignore-errors, and the files left untracked in the private index
 // are returned, for the meta commit to keep beside the tree (refused.go).
+//
+// The files under an entry named .git that is no repository, which git
+// never lists (dotgit.go), are looked for meanwhile, and returned with the
+// refused ones.
 func (s *Survey) addAll(ctx context.Context, dir, ceiling, index string) (refused []unpopulatedFile, _ error) {
+	var dotgit []unpopulatedFile
+	var dotgitErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		dotgit, dotgitErr = dotGitFiles(dir)
+	}()
+	refused, err := s.addAllListed(ctx, dir, ceiling, index)
+	<-done
+	if err == nil {
+		err = dotgitErr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return append(refused, dotgit...), nil
+}
+
+// addAllListed is addAll for the files git lists.
+func (s *Survey) addAllListed(ctx context.Context, dir, ceiling, index string) (refused []unpopulatedFile, _ error) {
 	o := cmdOpts{indexFile: index, ceiling: ceiling}
 	add := func(extra ...string) error {
 		// advice.addEmbeddedRepo: an untracked nested repository is

@@ -42,8 +42,12 @@ func (e *EntrySurvey) Clean() bool {
 	return e.Staged.Total() == 0 && e.Survey.Empty() && e.Conflicted == 0 && e.IntentToAdd == 0 && len(e.Modules) == 0
 }
 
-// entryOpts runs git on the admin entry gitDir, with no work tree.
-func entryOpts(gitDir string) cmdOpts { return cmdOpts{readOnly: true, gitDir: gitDir} }
+// entryOpts runs git on the admin entry gitDir. Its work tree is named
+// as the entry itself, which no command run here reads (they read and
+// write the index and objects only): the entry's config may name the
+// folder that is gone (core.worktree, a submodule's), where git would
+// fail to go.
+func entryOpts(gitDir string) cmdOpts { return cmdOpts{readOnly: true, gitDir: gitDir, workTree: gitDir} }
 
 // SurveyEntry finds what the admin entry gitDir holds, changing nothing.
 // An entry whose HEAD, index or refs git cannot read is an error: the
@@ -60,6 +64,8 @@ func SurveyEntry(ctx context.Context, gitDir string) (*EntrySurvey, error) {
 	if err := sv.readGitDir(); err != nil {
 		return nil, err
 	}
+	common := entryOpts(sv.commonDir)
+	sv.commonOpts = &common
 	if err := sv.findPins(ctx); err != nil {
 		return nil, err
 	}
@@ -115,7 +121,7 @@ func entryHead(ctx context.Context, gitDir string) (string, error) {
 	case !symbolic && !isObjectID(line):
 		return "", fmt.Errorf("gitops: the HEAD of %s holds %q", gitDir, line)
 	}
-	id, err := resolveCLI(ctx, gitDir, cmdOpts{gitDir: gitDir}, "HEAD")
+	id, err := resolveCLI(ctx, gitDir, entryOpts(gitDir), "HEAD")
 	if errors.Is(err, ErrUnknownRevision) && symbolic {
 		return "", nil // an unborn branch (or one deleted under the worktree)
 	}
@@ -203,7 +209,9 @@ func SnapshotEntry(ctx context.Context, gitDir, message string) (SnapshotResult,
 	if result.Index, err = entryCommit(ctx, gitDir, placeholderEnv, append(args, "-m", indexMessage, tree)...); err != nil {
 		return SnapshotResult{}, nil, err
 	}
-	empty, err := git(ctx, gitDir, cmdOpts{gitDir: gitDir, stdin: []byte{}}, "mktree")
+	eo := entryOpts(gitDir)
+	eo.readOnly, eo.stdin = false, []byte{}
+	empty, err := git(ctx, gitDir, eo, "mktree")
 	if err != nil {
 		return SnapshotResult{}, nil, err
 	}
@@ -284,7 +292,8 @@ func (s *Survey) indexTreeIn(ctx context.Context, dir string, o cmdOpts, index s
 
 // entryCommit is commitTree for git run on the admin entry gitDir.
 func entryCommit(ctx context.Context, gitDir string, env []string, args ...string) (string, error) {
-	o := cmdOpts{gitDir: gitDir, extraEnv: env}
+	o := entryOpts(gitDir)
+	o.readOnly, o.extraEnv = false, env
 	res, err := git(ctx, gitDir, o, args...)
 	var ge *Error
 	if err != nil && errors.As(err, &ge) && missingIdentity(ge.Stderr) {
@@ -313,4 +322,56 @@ func EntryStashes(gitDir string) ([]string, error) {
 		return nil, err
 	}
 	return parseReflogNew(b)
+}
+
+// GitDirRefs returns the refs under prefixes of the repository whose git
+// directory is src (a submodule's, kept in a worktree's entry whose folder
+// is gone): full name -> object id.
+func GitDirRefs(ctx context.Context, src string, prefixes ...string) (map[string]string, error) {
+	res, err := git(ctx, src, entryOpts(src), append([]string{"for-each-ref", "--format=%(objectname) %(refname)"}, prefixes...)...)
+	if err != nil {
+		return nil, err
+	}
+	refs := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(res.stdout)), "\n") {
+		if id, name, ok := strings.Cut(line, " "); ok && isObjectID(id) {
+			refs[name] = id
+		}
+	}
+	return refs, nil
+}
+
+// CopyFromGitDir copies into the repository whose common directory is
+// commonDir the objects that the ids of refs (target ref -> object id)
+// need from the repository whose git directory is src, and sets each
+// target ref (replacing its value). src's config may name a work tree
+// that is gone (a submodule's core.worktree), where a fetch's upload-pack
+// would fail to go: the objects are packed in src, run on src alone, and
+// the pack is written into commonDir's object store, as a fetch writes
+// one.
+func CopyFromGitDir(ctx context.Context, commonDir, src string, refs map[string]string) error {
+	if len(refs) == 0 {
+		return nil
+	}
+	var tips, updates strings.Builder
+	seen := map[string]bool{}
+	for name, id := range refs {
+		if CheckRefName(name) != nil || !isObjectID(id) {
+			return fmt.Errorf("gitops: copying %s from %s: not a ref and an object id", name, src)
+		}
+		if !seen[id] {
+			seen[id] = true
+			tips.WriteString(id + "\n")
+		}
+		fmt.Fprintf(&updates, "update %s %s\n", name, id)
+	}
+	o := entryOpts(src)
+	o.readOnly, o.stdin = false, []byte(tips.String())
+	if _, err := git(ctx, src, o, "pack-objects", "--revs", "--quiet", filepath.Join(commonDir, "objects", "pack", "pack")); err != nil {
+		return fmt.Errorf("gitops: keeping refs of %s: %w", src, err)
+	}
+	if _, err := git(ctx, commonDir, cmdOpts{stdin: []byte(updates.String())}, "update-ref", "--stdin"); err != nil {
+		return fmt.Errorf("gitops: keeping refs of %s: %w", src, err)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package gitops
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -60,7 +61,58 @@ func restoreRefused(ctx context.Context, dir, ceiling, meta string, list []byte)
 	if err != nil {
 		return 0, nil, err
 	}
+	if entries, notRestored, err = safeUnderDotGit(ctx, dir, ceiling, entries, notRestored); err != nil {
+		return 0, nil, err
+	}
 	return writeBlobs(ctx, dir, ceiling, entries, notRestored, func(rel string, err error) string {
 		return rel + " (a name git refuses): " + err.Error()
 	})
+}
+
+// safeUnderDotGit leaves out of files those that would make a folder
+// named .git (in any case) a repository, or a file named .git a link to
+// one: a salvage ref can come from anywhere, and git run in such a folder
+// would read its config (and run the programs it names). A salvage keeps
+// only entries named .git that are no repository (dotgit.go), so nothing
+// a salvage made is left out.
+func safeUnderDotGit(ctx context.Context, dir, ceiling string, files []blobFile, notRestored []string) ([]blobFile, []string, error) {
+	var keep, links []blobFile
+	for _, f := range files {
+		parts := strings.Split(f.rel, "/")
+		bad := false
+		for i, c := range parts {
+			if strings.EqualFold(c, ".git") && i+1 < len(parts) {
+				for _, m := range repoMarkers {
+					bad = bad || strings.EqualFold(parts[i+1], m)
+				}
+			}
+		}
+		switch {
+		case bad:
+			notRestored = append(notRestored, f.rel+" (under a folder named .git): it would make that folder a repository")
+		case strings.EqualFold(parts[len(parts)-1], ".git"):
+			links = append(links, f)
+		default:
+			keep = append(keep, f)
+		}
+	}
+	if len(links) == 0 {
+		return keep, notRestored, nil
+	}
+	var in strings.Builder
+	for _, f := range links {
+		in.WriteString(f.id + "\n")
+	}
+	blobs, err := catBlobs(ctx, dir, ceiling, in.String(), len(links))
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, f := range links {
+		if f.mode == ModeSymlink || bytes.HasPrefix(bytes.ToLower(blobs[i]), []byte("gitdir:")) {
+			notRestored = append(notRestored, f.rel+": a file named .git that would link to a repository")
+			continue
+		}
+		keep = append(keep, f)
+	}
+	return keep, notRestored, nil
 }

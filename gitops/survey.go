@@ -113,6 +113,21 @@ type Survey struct {
 	conversion        conversionSettings
 	attributesInIndex bool
 	converted         []unpopulatedFile
+	// commonOpts, when set, are the options git runs with in the common
+	// directory (SurveyEntry names it, whose config may send git to a
+	// work tree that is gone).
+	commonOpts *cmdOpts
+}
+
+// onCommon returns the options of a read-only git command run in the
+// common directory with stdin.
+func (s *Survey) onCommon(stdin []byte) cmdOpts {
+	o := cmdOpts{}
+	if s.commonOpts != nil {
+		o = *s.commonOpts
+	}
+	o.readOnly, o.stdin = true, stdin
+	return o
 }
 
 // Empty reports whether the survey found nothing a salvage must keep
@@ -409,7 +424,7 @@ func (s *Survey) findPins(ctx context.Context) error {
 	for _, c := range cands {
 		in.WriteString(c.id + "\n")
 	}
-	res, err := git(ctx, s.commonDir, cmdOpts{readOnly: true, stdin: in.Bytes()},
+	res, err := git(ctx, s.commonDir, s.onCommon(in.Bytes()),
 		"cat-file", "--batch-check=%(objectname) %(objecttype)")
 	if err != nil {
 		return err
@@ -429,7 +444,7 @@ func (s *Survey) findPins(ctx context.Context) error {
 	if in.Len() == 0 {
 		return nil
 	}
-	res, err = git(ctx, s.commonDir, cmdOpts{readOnly: true, stdin: in.Bytes()},
+	res, err = git(ctx, s.commonDir, s.onCommon(in.Bytes()),
 		"rev-list", "--parents", "--stdin", "--not", "--single-worktree", "--exclude=refs/stash", "--all")
 	if err != nil {
 		return err

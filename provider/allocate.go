@@ -574,7 +574,7 @@ func (p *Provider) checkReserved(ctx context.Context, binding, path, physical st
 			}
 			return &Error{Op: "allocate", Binding: binding, Path: path, Peer: target, Err: ErrReserved,
 				Reason: fmt.Sprintf("%s overlaps %s, which a reclaim of %s has reserved", path, target, rec.Metadata["binding"]),
-				Hint:   "wait for the reclaim to finish (if its process died: 'majlis workspace recover " + rec.Metadata["binding"] + "' once the reservation expires), or choose another path"}
+				Hint:   "wait for the reclaim to finish (if its process died, recover the reservation of " + rec.Metadata["binding"] + " once it expires), or choose another path"}
 		}
 	}
 	return nil

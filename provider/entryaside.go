@@ -176,29 +176,36 @@ func (p *Provider) keepEntryModules(ctx context.Context, rec *claimRecord, entry
 	for _, mod := range mods {
 		dir := filepath.Join(entryDir, filepath.FromSlash(mod))
 		prefix := base + strconv.Itoa(k) + "/" + refSafe(mod)
-		specs := []string{"+refs/heads/*:" + prefix + "/heads/*", "+refs/tags/*:" + prefix + "/tags/*", "+refs/majlis/*:" + prefix + "/majlis/*"}
 		sv, err := gitops.SurveyEntry(ctx, dir)
 		if err != nil {
 			return nil, &Error{Op: "reclaim", Binding: c.Binding, Path: dir, Err: ErrMalformed,
 				Reason: "a submodule repository in git's entry of the workspace cannot be read: " + err.Error(),
 				Hint:   "majlis drops nothing it could not read; inspect it"}
 		}
+		own, err := gitops.GitDirRefs(ctx, dir, "refs/heads", "refs/tags", "refs/majlis")
+		if err != nil {
+			return nil, err
+		}
+		copied := map[string]string{}
+		for name, id := range own {
+			copied[prefix+"/"+strings.TrimPrefix(strings.TrimPrefix(name, "refs/"), "")] = id
+		}
 		if sv.Head != "" {
-			specs = append(specs, "+"+sv.Head+":"+prefix+"/HEAD")
+			copied[prefix+"/HEAD"] = sv.Head
 		}
 		stashes, err := gitops.EntryStashes(dir)
 		if err != nil {
 			return nil, err
 		}
 		for i, id := range stashes {
-			specs = append(specs, "+"+id+":"+prefix+"/stash/"+strconv.Itoa(i))
+			copied[prefix+"/stash/"+strconv.Itoa(i)] = id
 		}
 		for i, pin := range sv.Pins {
 			if pin.Commit != sv.Head {
-				specs = append(specs, "+"+pin.Commit+":"+prefix+"/pins/"+strconv.Itoa(i))
+				copied[prefix+"/pins/"+strconv.Itoa(i)] = pin.Commit
 			}
 		}
-		if err := gitops.FetchInto(ctx, c.CommonDir, dir, specs...); err != nil {
+		if err := gitops.CopyFromGitDir(ctx, c.CommonDir, dir, copied); err != nil {
 			return nil, err
 		}
 		kept = append(kept, mod+" "+prefix)

@@ -375,10 +375,23 @@ func walkForGit(dir string, top bool, out *[]string) error {
 	for _, e := range entries {
 		name := e.Name()
 		if name == ".git" {
-			if !top {
-				*out = append(*out, dir)
+			if top {
+				continue // the target's own
 			}
-			continue // the target's own .git, or a nested repository's
+			child := dir + string(filepath.Separator) + name
+			if gitops.DotGitIsRepository(child) {
+				*out = append(*out, dir)
+				continue // a nested repository's
+			}
+			// A folder or file named .git that is no repository: its
+			// files are the workspace's, kept by the salvage beside its
+			// tree (git never lists them); a repository inside it is not.
+			if e.IsDir() {
+				if err := walkForGit(child, false, out); err != nil {
+					return err
+				}
+			}
+			continue
 		}
 		if e.IsDir() {
 			if err := walkForGit(dir+string(filepath.Separator)+name, false, out); err != nil {

@@ -73,6 +73,13 @@ type Preview struct {
 		// submodules that are not checked out: git does not see them;
 		// the salvage keeps them in its meta commit.
 		UnpopulatedSubmoduleFiles []string `json:"unpopulated_submodule_files"`
+		// RefusedNames are the files git will not store under their
+		// names: untracked files whose names it refuses (x/.GIT/config,
+		// GIT~1, .git.), and files under a folder (or a file) named .git
+		// that is no repository, which git never lists. The salvage keeps
+		// their bytes beside its tree, under encoded names; restore
+		// writes them back. The first MaxIgnoredPaths are named.
+		RefusedNames []string `json:"refused_names"`
 	} `json:"salvage"`
 	// Changes counts the workspace's changes by kind, the one counts
 	// object of show, list --status and salvage (every key always present).
@@ -171,7 +178,8 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 	var st *gitops.Status
 	var sv *gitops.Survey
 	var specials []gitops.SpecialFile
-	var nSpecial int
+	var nSpecial, nDotGit int
+	var dotgit []string
 	err := concurrently(func() (err error) {
 		st, err = gitops.ReadStatus(ctx, c.Path, gitops.StatusOptions{Ignored: true, Refresh: refresh})
 		return err
@@ -181,7 +189,14 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 	}, func() (err error) {
 		nSpecial, specials, err = gitops.SpecialFiles(c.Path, MaxIgnoredPaths)
 		return err
+	}, func() (err error) {
+		nDotGit, dotgit, err = gitops.DotGitFiles(c.Path, MaxIgnoredPaths)
+		return err
 	})
+	if err != nil {
+		return nil, err
+	}
+	refused, err := refusedNames(ctx, c.Path, st)
 	if err != nil {
 		return nil, err
 	}
@@ -210,6 +225,10 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 		s.Hidden = []gitops.HiddenFile{}
 	}
 	s.UnpopulatedSubmoduleFiles = nonNil(sv.Unpopulated)
+	s.RefusedNames = append(refused, dotgit...)
+	if len(s.RefusedNames) > MaxIgnoredPaths {
+		s.RefusedNames = s.RefusedNames[:MaxIgnoredPaths]
+	}
 	s.WorktreeRefs = []string{}
 	for r := range sv.Refs {
 		s.WorktreeRefs = append(s.WorktreeRefs, r)
@@ -224,7 +243,7 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 			s.PartiallyStaged++
 		}
 	}
-	s.Clean = s.Files == 0 && sv.Empty()
+	s.Clean = s.Files == 0 && sv.Empty() && nDotGit == 0
 	pv.IgnoredFiles = n.Ignored
 	pv.SpecialFiles, pv.SpecialPaths = nSpecial, specials
 	if !s.Clean {
@@ -240,6 +259,9 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 		}
 		if len(s.UnpopulatedSubmoduleFiles) > 0 {
 			what = append(what, fmt.Sprintf("%d files in the folders of submodules that are not checked out (git does not see them)", len(s.UnpopulatedSubmoduleFiles)))
+		}
+		if n := len(refused) + nDotGit; n > 0 {
+			what = append(what, fmt.Sprintf("%s git will not store under their names (kept under encoded names)", nounCount(n, "file", "files")))
 		}
 		if len(s.Pins) > 0 {
 			what = append(what, fmt.Sprintf("%d commits no branch or tag reaches", len(s.Pins)))
@@ -267,6 +289,7 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 		pins = append(pins, r+" "+sv.Refs[r])
 	}
 
+	pins = append(pins, dotgit...)
 	// The digest covers every fact above and the paths behind the counts.
 	entries := make([]string, 0, len(st.Entries))
 	for _, e := range st.Entries {
@@ -280,6 +303,18 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 	pv.facts = facts
 	pv.Digest = previewDigest(pv, facts...)
 	return pv, nil
+}
+
+// refusedNames asks git which of the workspace's untracked files it
+// refuses to store under their names (gitops.RefusedNames).
+func refusedNames(ctx context.Context, dir string, st *gitops.Status) ([]string, error) {
+	var untracked []string
+	for _, e := range st.Entries {
+		if e.Kind == gitops.Untracked {
+			untracked = append(untracked, e.Path)
+		}
+	}
+	return gitops.RefusedNames(ctx, dir, untracked)
 }
 
 // notSalvaged words what a reclaim deletes without salvaging it: the
@@ -404,7 +439,7 @@ func (p *Provider) missingPreview(ctx context.Context, rec *claimRecord, missing
 	}
 	pv.Salvage.Clean, pv.Salvage.DirtySubmodules = true, []string{}
 	pv.Salvage.Pins, pv.Salvage.Hidden, pv.Salvage.WorktreeRefs, pv.IgnoredPaths = []gitops.Pin{}, []gitops.HiddenFile{}, []string{}, []string{}
-	pv.Salvage.UnpopulatedSubmoduleFiles = []string{}
+	pv.Salvage.UnpopulatedSubmoduleFiles, pv.Salvage.RefusedNames = []string{}, []string{}
 	pv.SpecialPaths = []gitops.SpecialFile{}
 	var facts []any
 	if listed {

@@ -239,7 +239,10 @@ var worktreeStates = []state{
 	// Names git refuses to put in an index (NTFS would take them for
 	// .git): git status lists them, git add refuses them.
 	{"name git refuses", func(w *world) {
-		names := []string{".git.", "GIT~1", "src/.git "}
+		names := []string{".git.", "GIT~1", "src/.git ", "x/.GIT/config", "y/GIT~1/f", "z/.git./f",
+			// a folder, or a file, named .git that is no repository:
+			// git never lists what is in it
+			"sub/.git/notes.txt", "plain/.git"}
 		p := names[w.rng.IntN(len(names))]
 		if _, err := os.Lstat(w.ws.Path(p)); err == nil {
 			return
@@ -320,14 +323,33 @@ func roundTrip(t *testing.T, seed uint64) {
 	for range rng.IntN(6) {
 		w.do(worktreeStates[rng.IntN(len(worktreeStates))])
 	}
+	// One workspace in five has its folder moved away by hand before the
+	// reclaim, git's entry left: what the folder held is the mover's, and
+	// the entry's HEAD, index, refs and objects must come back (from the
+	// salvage: what the undo window keeps of it is git's entry alone).
+	gone := rng.IntN(5) == 0
 	// What happens to the kept trash (the undo window): nothing, or
 	// someone edits and commits in it before its purge, or its branch
 	// moves before restore --from-trash.
 	then := []string{"restore the salvage", "edit the kept trash, purge it, restore the salvage", "move the branch, restore from the trash"}[rng.IntN(3)]
+	if gone {
+		then = "restore the salvage"
+	}
+	before := observe(t, w.ws, w.sub)
+	if gone {
+		w.log = append(w.log, "folder moved away")
+		if err := os.Rename(w.ws.Dir, filepath.Join(fixtures.TempDir(t), "moved-away")); err != nil {
+			t.Fatal(err)
+		}
+		for k := range before.view {
+			if k == "status" || strings.HasPrefix(k, "file ") {
+				delete(before.view, k)
+			}
+		}
+	}
 	w.log = append(w.log, "then: "+then)
 	t.Logf("states: %s", strings.Join(w.log, ", "))
 
-	before := observe(t, w.ws, w.sub)
 	ro := ReclaimOptions{Binding: "T-1", Yes: true, SalvageSubmodules: true}
 	if strings.HasPrefix(then, "edit") {
 		ro.KeepTrash = time.Nanosecond // due at once
@@ -366,6 +388,13 @@ func roundTrip(t *testing.T, seed uint64) {
 	}
 	t.Logf("restored %v; not restored %v", res.Restored, res.NotRestored)
 	after := observe(t, &fixtures.Repo{T: t, Dir: res.Workspace.Path}, nil)
+	if gone {
+		for k := range after.view {
+			if k == "status" || strings.HasPrefix(k, "file ") {
+				delete(after.view, k)
+			}
+		}
+	}
 	if diff := cmp.Diff(before.view, after.view); diff != "" {
 		t.Errorf("restored workspace differs (-before +after):\n%s", diff)
 	}

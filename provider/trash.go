@@ -511,7 +511,7 @@ func (p *Provider) movedPreview(rec *claimRecord) (pv *Preview, ok bool) {
 		ClaimDigest: rec.Digest, Released: rec.has(EventReleased), Peers: []Peer{}}
 	pv.Salvage.Clean, pv.Salvage.DirtySubmodules = true, []string{}
 	pv.SpecialPaths = []gitops.SpecialFile{}
-	pv.Salvage.UnpopulatedSubmoduleFiles = []string{}
+	pv.Salvage.UnpopulatedSubmoduleFiles, pv.Salvage.RefusedNames = []string{}, []string{}
 	pv.AdminEntry.Path = ev.AdminEntry
 	if !rec.has(EventChecked) {
 		pv.Steps = append(pv.Steps, Step{"resalvage", 0, "an interrupted reclaim moved the workspace into " + ev.TrashPath + ": check it there and snapshot it again; anything new goes to a salvage ref"})

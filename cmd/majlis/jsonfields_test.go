@@ -43,7 +43,7 @@ func TestJSONFieldsArePinned(t *testing.T) {
 			"special_files", "special_paths", "steps"}},
 		"preview_salvage": {reflect.ValueOf(provider.Preview{}).FieldByName("Salvage").Interface(), []string{"added", "clean",
 			"conflicted", "deleted", "dirty_submodules", "files", "hidden", "intent_to_add", "modified", "operation",
-			"partially_staged", "pins", "renamed", "unpopulated_submodule_files", "untracked", "worktree_refs"}},
+			"partially_staged", "pins", "refused_names", "renamed", "unpopulated_submodule_files", "untracked", "worktree_refs"}},
 		"allocate": {provider.AllocateResult{}, []string{"leases", "ports", "token", "workspace"}},
 		"restore": {provider.RestoreResult{}, []string{"branch", "commit", "head", "layout", "not_restored", "restored",
 			"salvage_ref", "unborn", "workspace"}},

@@ -199,6 +199,13 @@ func renderPreview(w io.Writer, pv *provider.Preview) {
 		}
 		fmt.Fprintf(tw, "  keep\t%s (in the folder of a submodule that is not checked out: git does not see it)\n", f)
 	}
+	for i, f := range s.RefusedNames {
+		if i == 10 {
+			fmt.Fprintf(tw, "  keep\t(and %d more files git will not store under their names)\n", len(s.RefusedNames)-i)
+			break
+		}
+		fmt.Fprintf(tw, "  keep\t%s (a name git will not store: kept under an encoded name, restored as it is)\n", f)
+	}
 	if s.PartiallyStaged+s.IntentToAdd > 0 {
 		fmt.Fprintf(tw, "  keep\tthe index: %d partially staged, %d intent-to-add\n", s.PartiallyStaged, s.IntentToAdd)
 	}
