@@ -47,7 +47,9 @@ func (e *EntrySurvey) Clean() bool {
 // write the index and objects only): the entry's config may name the
 // folder that is gone (core.worktree, a submodule's), where git would
 // fail to go.
-func entryOpts(gitDir string) cmdOpts { return cmdOpts{readOnly: true, gitDir: gitDir, workTree: gitDir} }
+func entryOpts(gitDir string) cmdOpts {
+	return cmdOpts{readOnly: true, gitDir: gitDir, workTree: gitDir}
+}
 
 // SurveyEntry finds what the admin entry gitDir holds, changing nothing.
 // An entry whose HEAD, index or refs git cannot read is an error: the
