@@ -238,6 +238,15 @@ func TestReclaimMissingCrash(t *testing.T) {
 			if strings.Contains(s.repo.Git("worktree", "list", "--porcelain"), "T-1") {
 				t.Errorf("git still lists T-1")
 			}
+			// Restore gives back what the entry held.
+			if r := crashExec(t, bin, s.repo.Dir, ttl, "workspace", "restore", "T-1", "--json"); r.exit != 0 {
+				t.Fatalf("restore after the retry\n%s", r)
+			}
+			back := &fixtures.Repo{T: t, Dir: s.target.Path}
+			if back.Head() != detached || back.ReadFile("staged.txt") != "staged, then the folder went\n" ||
+				strings.TrimSpace(back.Git("rev-parse", "refs/worktree/keep")) != keep {
+				t.Errorf("restored: HEAD %s, staged.txt %q, refs %s", back.Head(), back.ReadFile("staged.txt"), back.Git("for-each-ref", "refs/worktree"))
+			}
 		})
 	}
 }
