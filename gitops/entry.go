@@ -377,3 +377,14 @@ func CopyFromGitDir(ctx context.Context, commonDir, src string, refs map[string]
 	}
 	return nil
 }
+
+// onCommon returns the options of a read-only git command run in the
+// common directory with stdin (SurveyEntry sets commonOpts).
+func (s *Survey) onCommon(stdin []byte) cmdOpts {
+	o := cmdOpts{}
+	if s.commonOpts != nil {
+		o = *s.commonOpts
+	}
+	o.readOnly, o.stdin = true, stdin
+	return o
+}

@@ -119,17 +119,6 @@ type Survey struct {
 	commonOpts *cmdOpts
 }
 
-// onCommon returns the options of a read-only git command run in the
-// common directory with stdin.
-func (s *Survey) onCommon(stdin []byte) cmdOpts {
-	o := cmdOpts{}
-	if s.commonOpts != nil {
-		o = *s.commonOpts
-	}
-	o.readOnly, o.stdin = true, stdin
-	return o
-}
-
 // Empty reports whether the survey found nothing a salvage must keep
 // beyond the trees: no pinned commit, per-worktree ref, interrupted
 // operation, hidden edit, resolved conflict's stages, per-worktree config

@@ -110,14 +110,7 @@ func entryPreview(ctx context.Context, pv *Preview, c *Claim, entryDir string) (
 	pv.Steps = append(pv.Steps, Step{"forget", 0, "take git's entry of the workspace out of its list of worktrees, with one rename into majlis's trash " +
 		"(kept while the trash is kept: a folder you moved can be attached to it again; else deleted once salvaged), and retire the claim; " +
 		"nothing else on disk is touched (if you moved the folder and want to keep using it as a worktree, do not reclaim: have git repair its record of the worktree at the new place instead)"})
-	pins := make([]string, 0, len(s.Pins))
-	for _, pin := range s.Pins {
-		pins = append(pins, pin.Commit+" "+pin.Source)
-	}
-	for _, r := range s.WorktreeRefs {
-		pins = append(pins, r+" "+es.Refs[r])
-	}
-	return []any{es.Head, es.Branch, pins, es.StagedPaths, es.Modules}, nil
+	return []any{es.Head, es.Branch, pinFacts(s.Pins, s.WorktreeRefs, es.Refs), es.StagedPaths, es.Modules}, nil
 }
 
 // salvageEntry salvages git's entry entryDir of rec's workspace, whose

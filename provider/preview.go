@@ -179,9 +179,12 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 	var sv *gitops.Survey
 	var specials []gitops.SpecialFile
 	var nSpecial, nDotGit int
-	var dotgit []string
+	var dotgit, refused []string
 	err := concurrently(func() (err error) {
-		st, err = gitops.ReadStatus(ctx, c.Path, gitops.StatusOptions{Ignored: true, Refresh: refresh})
+		if st, err = gitops.ReadStatus(ctx, c.Path, gitops.StatusOptions{Ignored: true, Refresh: refresh}); err != nil {
+			return err
+		}
+		refused, err = refusedNames(ctx, c.Path, st)
 		return err
 	}, func() (err error) {
 		sv, err = gitops.SurveyWorktree(ctx, c.Path)
@@ -193,10 +196,6 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 		nDotGit, dotgit, err = gitops.DotGitFiles(c.Path, MaxIgnoredPaths)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	refused, err := refusedNames(ctx, c.Path, st)
 	if err != nil {
 		return nil, err
 	}
@@ -247,49 +246,14 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 	pv.IgnoredFiles = n.Ignored
 	pv.SpecialFiles, pv.SpecialPaths = nSpecial, specials
 	if !s.Clean {
-		var what []string
-		if s.Files > 0 {
-			what = append(what, fmt.Sprintf("%d changed files", s.Files))
-		}
-		if s.PartiallyStaged+s.IntentToAdd+s.Conflicted > 0 {
-			what = append(what, fmt.Sprintf("the index (%d partially staged, %d intent-to-add, %d conflicted)", s.PartiallyStaged, s.IntentToAdd, s.Conflicted))
-		}
-		if len(s.Hidden) > 0 {
-			what = append(what, fmt.Sprintf("%d hidden edits (assume-unchanged, skip-worktree, or an executable bit core.fileMode=false hides)", len(s.Hidden)))
-		}
-		if len(s.UnpopulatedSubmoduleFiles) > 0 {
-			what = append(what, fmt.Sprintf("%d files in the folders of submodules that are not checked out (git does not see them)", len(s.UnpopulatedSubmoduleFiles)))
-		}
-		if n := len(refused) + nDotGit; n > 0 {
-			what = append(what, fmt.Sprintf("%s git will not store under their names (kept under encoded names)", nounCount(n, "file", "files")))
-		}
-		if len(s.Pins) > 0 {
-			what = append(what, fmt.Sprintf("%d commits no branch or tag reaches", len(s.Pins)))
-		}
-		if len(s.WorktreeRefs) > 0 {
-			what = append(what, fmt.Sprintf("%d per-worktree refs", len(s.WorktreeRefs)))
-		}
-		if s.Operation != "" {
-			what = append(what, "the state of an interrupted "+s.Operation)
-		}
-		if set := sv.Settings(); len(set) > 0 {
-			what = append(what, "the per-worktree settings ("+strings.Join(set, ", ")+")")
-		}
-		pv.Steps = append(pv.Steps, Step{"salvage", s.Files, "keep " + strings.Join(what, ", ") + " on " + SalvagePrefix + c.Binding + "/<n>"})
+		pv.Steps = append(pv.Steps, Step{"salvage", s.Files, "keep " + strings.Join(salvageWhat(pv, sv.Settings(), len(refused)+nDotGit), ", ") +
+			" on " + SalvagePrefix + c.Binding + "/<n>"})
 	}
 	pv.Steps = append(pv.Steps,
 		Step{"move", 0, fmt.Sprintf("move the directory, with one rename, into a trash folder beside it (%s/%s%s.%d.<random>), still locked; nothing is deleted at %s", filepath.Dir(c.Path), trashPrefix, c.Binding, c.Seq, c.Path)},
 		Step{"resalvage", 0, "snapshot it again in the trash; anything written since the salvage goes to a second salvage ref"},
 		Step{"delete-trash", n.Ignored + nSpecial, fmt.Sprintf("delete the trash folder, with %s that are not salvaged, unless the trash is kept; branch %s is kept", notSalvaged(n.Ignored, nSpecial), c.Branch)})
-	pins := make([]string, 0, len(s.Pins)+len(sv.Refs))
-	for _, p := range s.Pins {
-		pins = append(pins, p.Commit+" "+p.Source)
-	}
-	for _, r := range s.WorktreeRefs {
-		pins = append(pins, r+" "+sv.Refs[r])
-	}
-
-	pins = append(pins, dotgit...)
+	pins := append(pinFacts(s.Pins, s.WorktreeRefs, sv.Refs), dotgit...)
 	// The digest covers every fact above and the paths behind the counts.
 	entries := make([]string, 0, len(st.Entries))
 	for _, e := range st.Entries {
@@ -303,6 +267,54 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 	pv.facts = facts
 	pv.Digest = previewDigest(pv, facts...)
 	return pv, nil
+}
+
+// pinFacts are the pins and per-worktree refs a preview's digest covers.
+func pinFacts(pins []gitops.Pin, refNames []string, refs map[string]string) []string {
+	out := make([]string, 0, len(pins)+len(refNames))
+	for _, p := range pins {
+		out = append(out, p.Commit+" "+p.Source)
+	}
+	for _, r := range refNames {
+		out = append(out, r+" "+refs[r])
+	}
+	return out
+}
+
+// salvageWhat words what a preview's salvage keeps, for its step: settings
+// are the per-worktree settings kept, refused the files git will not
+// store under their names.
+func salvageWhat(pv *Preview, settings []string, refused int) []string {
+	s := &pv.Salvage
+	var what []string
+	if s.Files > 0 {
+		what = append(what, fmt.Sprintf("%d changed files", s.Files))
+	}
+	if s.PartiallyStaged+s.IntentToAdd+s.Conflicted > 0 {
+		what = append(what, fmt.Sprintf("the index (%d partially staged, %d intent-to-add, %d conflicted)", s.PartiallyStaged, s.IntentToAdd, s.Conflicted))
+	}
+	if len(s.Hidden) > 0 {
+		what = append(what, fmt.Sprintf("%d hidden edits (assume-unchanged, skip-worktree, or an executable bit core.fileMode=false hides)", len(s.Hidden)))
+	}
+	if len(s.UnpopulatedSubmoduleFiles) > 0 {
+		what = append(what, fmt.Sprintf("%d files in the folders of submodules that are not checked out (git does not see them)", len(s.UnpopulatedSubmoduleFiles)))
+	}
+	if refused > 0 {
+		what = append(what, fmt.Sprintf("%s git will not store under their names (kept under encoded names)", nounCount(refused, "file", "files")))
+	}
+	if len(s.Pins) > 0 {
+		what = append(what, fmt.Sprintf("%d commits no branch or tag reaches", len(s.Pins)))
+	}
+	if len(s.WorktreeRefs) > 0 {
+		what = append(what, fmt.Sprintf("%d per-worktree refs", len(s.WorktreeRefs)))
+	}
+	if s.Operation != "" {
+		what = append(what, "the state of an interrupted "+s.Operation)
+	}
+	if len(settings) > 0 {
+		what = append(what, "the per-worktree settings ("+strings.Join(settings, ", ")+")")
+	}
+	return what
 }
 
 // refusedNames asks git which of the workspace's untracked files it
