@@ -277,9 +277,9 @@ func (p *Provider) keepOrDropEntry(rec *claimRecord, o ReclaimOptions, reclaimed
 	} else if err != nil {
 		return err
 	}
-	if pin, err := gitops.WorktreePin(aside); err != nil || pin != rec.Digest {
+	if !ownEntry(rec, aside) {
 		return &Error{Op: "reclaim", Binding: c.Binding, Path: aside, Err: ErrIdentity,
-			Reason: "the entry in majlis's trash is not the workspace's (no pin of its claim)", Hint: "majlis leaves it; inspect it"}
+			Reason: "the entry in majlis's trash is not the workspace's (neither its claim's pin nor, unpinned, majlis's lock of it)", Hint: "majlis leaves it; inspect it"}
 	}
 	if o.KeepTrash > 0 {
 		until := p.now().UTC().Add(o.KeepTrash)
@@ -297,4 +297,20 @@ func (p *Provider) keepOrDropEntry(rec *claimRecord, o ReclaimOptions, reclaimed
 			Hint: "a retry of the reclaim with the same request id finishes the deletion", Details: map[string]any{"resumable": true}}
 	}
 	return nil
+}
+
+// ownEntry reports whether the entry at dir (moved aside) is rec's
+// workspace's, as verifyAdminEntry judged it in git's list: it carries
+// the claim's pin, or, allocated before pins, no pin and majlis's own lock
+// for this claim.
+func ownEntry(rec *claimRecord, dir string) bool {
+	pin, err := gitops.WorktreePin(dir)
+	if err == nil {
+		return pin == rec.Digest
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	lock, err := gitops.ReadWorktreeLock(dir)
+	return err == nil && lock.Locked && ownLock(rec, lock.Reason)
 }

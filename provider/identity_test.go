@@ -326,8 +326,10 @@ func TestReclaimForeignLock(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.StepsDone) != 1 || res.StepsDone[0] != "forget" {
-			t.Errorf("steps %v, want forget", res.StepsDone)
+		// What git's entry holds (the scene's staged work) is salvaged
+		// first (entryaside.go).
+		if n := len(res.StepsDone); n == 0 || res.StepsDone[n-1] != "forget" || n == 2 && res.StepsDone[0] != "salvage" || n > 2 {
+			t.Errorf("steps %v, want forget (after salvage)", res.StepsDone)
 		}
 		if list := repo.Git("worktree", "list", "--porcelain"); strings.Contains(list, target.PhysicalPath+"\n") {
 			t.Errorf("the entry is still listed:\n%s", list)
@@ -418,8 +420,10 @@ func TestReclaimWorkspaceWithoutPin(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.StepsDone) != 1 || res.StepsDone[0] != "forget" {
-			t.Errorf("steps %v, want forget", res.StepsDone)
+		// What git's entry holds (the scene's staged work) is salvaged
+		// first (entryaside.go).
+		if n := len(res.StepsDone); n == 0 || res.StepsDone[n-1] != "forget" || n == 2 && res.StepsDone[0] != "salvage" || n > 2 {
+			t.Errorf("steps %v, want forget (after salvage)", res.StepsDone)
 		}
 		if list := repo.Git("worktree", "list", "--porcelain"); strings.Contains(list, target.PhysicalPath+"\n") {
 			t.Errorf("the entry is still listed:\n%s", list)
