@@ -181,8 +181,8 @@ func RefusedNames(ctx context.Context, worktree string, untracked []string) ([]s
 	defer func() { os.Remove(index); os.Remove(index + ".lock") }()
 	o := cmdOpts{indexFile: index, ceiling: ceiling, literalPathspecs: true,
 		stdin: []byte(strings.Join(cands, "\x00") + "\x00")}
-	_, aerr := git(ctx, dir, o, "-c", "advice.addEmbeddedRepo=false", "add", "--intent-to-add", "--ignore-errors", "--force",
-		"--pathspec-from-file=-", "--pathspec-file-nul")
+	_, aerr := git(ctx, dir, o, "-c", "advice.addEmbeddedRepo=false", "-c", "advice.updateSparsePath=false",
+		"add", "--intent-to-add", "--ignore-errors", "--force", "--sparse", "--pathspec-from-file=-", "--pathspec-file-nul")
 	var ge *Error
 	if aerr != nil && !(errors.As(aerr, &ge) && strings.Contains(ge.Stderr, "invalid path '")) {
 		return nil, aerr

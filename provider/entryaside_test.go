@@ -80,7 +80,7 @@ func TestReclaimMissingFolderKeepsWhatTheEntryHolds(t *testing.T) {
 				len(pv.Steps) != 2 || pv.Steps[0].Name != "salvage" || pv.Steps[1].Name != "forget" {
 				t.Fatalf("preview: clean %v pins %v refs %v modified %d steps %+v", pv.Salvage.Clean, pv.Salvage.Pins, pv.Salvage.WorktreeRefs, pv.Salvage.Modified, pv.Steps)
 			}
-			res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Confirm: pv.Digest, KeepTrash: tc.keep})
+			res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Confirm: pv.Digest, KeepTrash: tc.keep, DeleteTrash: tc.keep == 0})
 			if err != nil {
 				t.Fatalf("reclaim: %v", err)
 			}

@@ -76,7 +76,7 @@ func TestReclaimThroughARepointedParentLink(t *testing.T) {
 		t.Errorf("the refused reclaim touched the workspace")
 	}
 
-	res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true})
+	res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true, DeleteTrash: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/majlis-dev/majlis/gitops"
@@ -54,12 +55,20 @@ func (p *Provider) restoreUnborn(ctx context.Context, o RestoreOptions, reader *
 		return nil, err
 	}
 	for _, w := range wts {
-		if w.Branch == "refs/heads/"+name {
-			return nil, &Error{Op: "restore", Binding: o.Binding, Path: w.Path, Err: ErrBranchExists,
-				Reason:  fmt.Sprintf("the worktree at %s is on branch %s, which has no commit yet", w.Path, name),
-				Hint:    "restore onto a new branch name",
-				Details: map[string]any{"branch": name}}
+		if w.Branch != "refs/heads/"+name {
+			continue
 		}
+		e := &Error{Op: "restore", Binding: o.Binding, Path: w.Path, Err: ErrBranchExists,
+			Reason:  fmt.Sprintf("the worktree at %s is on branch %s, which has no commit yet", w.Path, name),
+			Hint:    "restore onto a new branch name",
+			Details: map[string]any{"branch": name}}
+		if strings.HasPrefix(filepath.Base(w.Path), trashPrefix+o.Binding+".") {
+			// The undo window keeps the reclaimed workspace there, on its
+			// branch (a HEAD with no commit cannot be detached).
+			e.Reason = fmt.Sprintf("the kept trash of %s (%s) is on branch %s, which has no commit yet", o.Binding, w.Path, name)
+			e.Hint = "restore the workspace from its trash instead (it holds everything, ignored files included), or restore the salvage onto a new branch name"
+		}
+		return nil, e
 	}
 	ao := AllocateOptions{Binding: o.Binding, Path: o.Path, Base: layout.Index, RequestID: o.RequestID, restore: ref, mode: gitops.Detached}
 	var report gitops.RestoreReport

@@ -52,7 +52,9 @@ func TestRestoreUnbornHead(t *testing.T) {
 			if before.view["HEAD"] != "unborn" {
 				t.Fatalf("HEAD is %s, want unborn", before.view["HEAD"])
 			}
-			res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true})
+			// The trash deleted: with the undo window a kept trash is on the
+			// unborn branch (TestRestoreUnbornWhileTheTrashIsKept).
+			res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true, DeleteTrash: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,7 +99,7 @@ func TestRestoreUnbornBranchNowExists(t *testing.T) {
 	ws := &fixtures.Repo{T: t, Dir: w.Path}
 	ws.Git("checkout", "--quiet", "--orphan", "fresh")
 	ws.WriteFile("new.txt", "new\n")
-	if _, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true}); err != nil {
+	if _, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true, DeleteTrash: true}); err != nil {
 		t.Fatal(err)
 	}
 	repo.Git("branch", "fresh", "HEAD")
@@ -147,6 +149,38 @@ func TestRestoreBranchDeletedAfterReclaim(t *testing.T) {
 	after := observe(t, &fixtures.Repo{T: t, Dir: rr.Workspace.Path}, nil)
 	if diff := cmp.Diff(before.view, after.view); diff != "" {
 		t.Errorf("restored workspace differs (-before +after):\n%s", diff)
+	}
+}
+
+// With the undo window the kept trash of a workspace whose HEAD had no
+// commit stays on that branch: a plain restore of the salvage is refused
+// naming the trash (two worktrees on one unborn branch would each take the
+// other's first commit for their own); restore from the trash gives it
+// all back, and the salvage restores onto a new branch name.
+func TestRestoreUnbornWhileTheTrashIsKept(t *testing.T) {
+	t.Parallel()
+	_, p := newProvider(t)
+	w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+	ws := &fixtures.Repo{T: t, Dir: w.Path}
+	ws.Git("checkout", "--quiet", "--orphan", "fresh")
+	ws.WriteFile("new.txt", "new\n")
+	res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TrashPath == "" {
+		t.Fatalf("the trash was not kept: %+v", res)
+	}
+	_, err = p.Restore(t.Context(), RestoreOptions{Binding: "T-1"})
+	if !errors.Is(err, ErrBranchExists) || !strings.Contains(err.Error(), res.TrashPath) {
+		t.Fatalf("restore while the trash is kept on the unborn branch: %v, want branch_exists naming %s", err, res.TrashPath)
+	}
+	other, err := p.Restore(t.Context(), RestoreOptions{Binding: "T-1", Branch: "fresh-2", Path: t.TempDir() + "/again"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !other.Unborn || (&fixtures.Repo{T: t, Dir: other.Workspace.Path}).ReadFile("new.txt") != "new\n" {
+		t.Errorf("restore onto a new name: %+v", other)
 	}
 }
 
