@@ -67,6 +67,7 @@ func (p *Provider) restoreUnborn(ctx context.Context, o RestoreOptions, reader *
 			// branch (a HEAD with no commit cannot be detached).
 			e.Reason = fmt.Sprintf("the kept trash of %s (%s) is on branch %s, which has no commit yet", o.Binding, w.Path, name)
 			e.Hint = "restore the workspace from its trash instead (it holds everything, ignored files included), or restore the salvage onto a new branch name"
+			e.Details["kept_trash"] = w.Path
 		}
 		return nil, e
 	}

@@ -175,6 +175,8 @@ var codes = []Code{
 	{Code: "branch_exists", Exit: ExitRefused,
 		Meaning: "the new workspace's branch already exists; majlis never moves a branch",
 		Hints: []Hint{
+			{When: "op=restore kept_trash", Text: "restore it from its trash ('majlis workspace restore {binding} --from-trash'), or pass --branch NAME to restore the salvage onto a new branch",
+				API: "restore it from its trash ({tool:workspace_restore} with from_trash), or send branch: a new branch to restore the salvage onto"},
 			{When: "op=restore", Text: "pass --branch NAME to restore onto a new branch", API: "send branch: a new branch to restore onto"},
 			{When: "branch", Text: "pass --branch NAME for a new branch, or --checkout {branch} to work on it as it is", API: "send branch: a new branch's name, or checkout: {branch} to work on it as it is", Adds: true},
 			{Text: "pass --branch NAME for a new branch", API: "send branch: a new branch's name", Adds: true},
