@@ -514,8 +514,20 @@ func staleInIndex(index map[string]*indexBinding, bindings []string, fresh []*in
 
 func (p *Provider) readBindingsThrough(loadIndex func() map[string]*indexBinding) ([]string, [][]*claimRecord, []error, error) {
 	// A new index begins (its racy time is taken) before the first binding
-	// is read from its records, and only then.
-	start := sync.OnceValues(p.startClaimsIndex)
+	// is read from its records, and only then. One that began and is not
+	// written is removed at once (defer): a listing leaves nothing behind.
+	started, written := false, false
+	start := sync.OnceValues(func() (*os.File, int64) {
+		started = true
+		return p.startClaimsIndex()
+	})
+	defer func() {
+		if started && !written {
+			if tmp, _ := start(); tmp != nil {
+				discardClaimsIndex(tmp)
+			}
+		}
+	}()
 	bindings, err := p.bindings()
 	if err != nil {
 		return nil, nil, nil, err
@@ -545,8 +557,9 @@ func (p *Provider) readBindingsThrough(loadIndex func() map[string]*indexBinding
 		}
 	})
 	if stale := staleInIndex(index, bindings, fresh); stale > 0 && (p.eagerIndex || index == nil || stale > indexSlack(len(bindings))) {
-		if tmp, started := start(); tmp != nil {
-			_ = p.writeClaimsIndex(tmp, started, fresh) // derived state: a failure only costs the next reader time
+		if tmp, racy := start(); tmp != nil {
+			written = true                           // writeClaimsIndex removes it, whatever happens
+			_ = p.writeClaimsIndex(tmp, racy, fresh) // derived state: a failure only costs the next reader time
 		}
 	}
 	return bindings, out, errs, nil

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/internal/failpoint"
+	"golang.org/x/sys/unix"
 )
 
 // The claims index, <state>/claims.index, lets the commands that read every
@@ -164,6 +165,13 @@ func (p *Provider) writeClaimsIndex(tmp *os.File, racy int64, bs []*indexBinding
 	return nil
 }
 
+// discardClaimsIndex removes a temporary index that was begun and is not
+// to be written.
+func discardClaimsIndex(tmp *os.File) {
+	tmp.Close()
+	os.Remove(tmp.Name())
+}
+
 // staleIndexAge is how old a temporary index must be before a writer
 // takes it for a crashed writer's and removes it: writers keep theirs for
 // the length of one read of the claims.
@@ -199,7 +207,14 @@ func (p *Provider) startClaimsIndex() (*os.File, int64) {
 	if err != nil {
 		return nil, 0
 	}
-	fi, err := f.Stat()
+	// Locked while it is written, as every temporary file of the state
+	// folder is (internal/durable): doctor tells a live writer's file from
+	// one a crash left by its lock.
+	err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	var fi os.FileInfo
+	if err == nil {
+		fi, err = f.Stat()
+	}
 	if err == nil {
 		err = f.Chmod(0o644) // readable as the journal and the records are
 	}

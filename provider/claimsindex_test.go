@@ -382,6 +382,14 @@ func TestClaimsIndexSlack(t *testing.T) {
 	if after := stat(); !os.SameFile(before, after) {
 		t.Fatalf("%d changed bindings (the slack is %d) made a reader write a new index", n, indexSlack(n))
 	}
+	// A reader that began a new index and did not write it leaves no
+	// temporary file behind (issue 27: one per `workspace list`).
+	for range 3 {
+		if _, err := p.List(t.Context(), ListOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	noTemporaryIndex(t, p)
 	mustAllocate(t, p, AllocateOptions{Binding: "one-more"})
 	if _, err := p.readInventory(); err != nil {
 		t.Fatal(err)
@@ -389,5 +397,13 @@ func TestClaimsIndexSlack(t *testing.T) {
 	if after := stat(); os.SameFile(before, after) {
 		t.Fatalf("%d changed bindings did not make a reader write a new index", n+1)
 	}
+	noTemporaryIndex(t, p)
 	sameAsRecords(t, p)
+}
+
+func noTemporaryIndex(t *testing.T, p *Provider) {
+	t.Helper()
+	if left, _ := filepath.Glob(filepath.Join(p.stateDir, ".claims.index-*.tmp")); len(left) > 0 {
+		t.Fatalf("temporary indexes left in the state folder: %v", left)
+	}
 }
