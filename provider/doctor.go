@@ -36,6 +36,7 @@ const (
 	FindingCompactionUnfinished = "compaction_unfinished"    // a gc was interrupted while it compacted a binding's records
 	FindingTrashHalfPurged      = "trash_half_purged"        // a purge of a kept trash folder began and did not finish
 	FindingTrashUnreadable      = "trash_unreadable"         // the kept trash cannot be listed (its policy is damaged)
+	// FindingTempStray (doctor_temp.go): a temporary file no process holds.
 )
 
 // allFindingCodes lists every finding code, for the test that keeps
@@ -44,7 +45,7 @@ var allFindingCodes = []string{FindingRegistrationDamaged, FindingRecordDamaged,
 	FindingStateUnexpected, FindingRequestDamaged, FindingJournalMissing, FindingJournalUnusable,
 	FindingJournalMismatch, FindingLedgerDamaged, FindingLockOrphaned, FindingEntryMissing,
 	FindingEntryUnpinned, FindingWorkspaceMissing, FindingWorkspaceReplaced, FindingReservationDead, FindingReservationDamaged,
-	FindingCompactionUnfinished, FindingTrashHalfPurged, FindingTrashUnreadable, FindingReclaimInterrupted}
+	FindingCompactionUnfinished, FindingTrashHalfPurged, FindingTrashUnreadable, FindingReclaimInterrupted, FindingTempStray}
 
 // Severities of findings.
 const (
@@ -153,6 +154,8 @@ func (p *Provider) Doctor(ctx context.Context) (*DoctorReport, error) {
 	if inv != nil {
 		rep.Trash = p.checkTrash(inv, add)
 	}
+	rep.Checked = append(rep.Checked, "temporary_files")
+	p.checkTemps(add)
 	rep.OK = len(rep.Findings) == 0
 	return rep, nil
 }

@@ -33,7 +33,9 @@ import (
 //     changes), then move the damaged records into <state>/damaged/. The
 //     workspace's files, git's entry and its lock stay; a binding whose
 //     place is unknown, or whose place holds something majlis cannot
-//     verify as its worktree, is left alone.
+//     verify as its worktree, is left alone;
+//   - remove_temp: remove a temporary file an interrupted write left in
+//     the state folder, no process holding its lock (doctor_temp.go).
 //
 // Each action carries a fingerprint of the facts it rests on; the plan's
 // digest covers them all, and each action's fingerprint is computed again
@@ -173,7 +175,7 @@ func (p *Provider) planRepair() ([]RepairAction, error) {
 			Fingerprint: leaseFingerprint(a.Record),
 			Detail:      "retire lease " + n + ": expired, its owner proven dead (" + a.Reason + "); the lease file only"})
 	}
-	return actions, nil
+	return append(actions, p.planTemps()...), nil
 }
 
 func leaseFingerprint(r *reservation.Record) string {
@@ -417,6 +419,10 @@ func (p *Provider) runRepair(ctx context.Context, a RepairAction) (*RepairDone, 
 			return nil, err
 		}
 		done.MovedTo = aside
+	case RepairRemoveTemp:
+		if err := p.removeTemp(a); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, fmt.Errorf("repair: unknown action %q", a.Kind)
 	}

@@ -25,8 +25,9 @@ exit code is 0 either way.
 
 --repair does only what is provably safe: rebuild the claims journal from
 the claims (when they all verify), retire reservations whose owners are
-proven dead and that expired, and move a damaged record into
-<state>/damaged/ after salvaging its workspace's work to a salvage ref.
+proven dead and that expired, move a damaged record into
+<state>/damaged/ after salvaging its workspace's work to a salvage ref, and
+remove temporary files an interrupted write left (no process holds them).
 --repair --preview lists the actions and a digest; --repair --confirm
 DIGEST carries out exactly those (--yes: whatever the plan is now), each
 re-checked immediately before it runs. docs/doctor.md describes every code.`,
