@@ -1,0 +1,5 @@
+//go:build !linux
+
+package openers
+
+func scanAll() ([]proc, error) { return nil, errUnsupported }
