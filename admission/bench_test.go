@@ -46,7 +46,7 @@ func seed(b *testing.B, e *env, n int, scope string) {
 				rs = append(rs, fmt.Sprintf("file:d%03d/f%05d.go", i/100, i))
 			}
 		}
-		if _, err := e.s.Acquire(context.Background(), AcquireRequest{Token: testToken, Holder: fmt.Sprintf("bg-%d", h), Checkout: e.main.Dir,
+		if _, err := e.s.Acquire(context.Background(), AcquireRequest{Token: tokenOf(fmt.Sprintf("bg-%d", h)), Holder: fmt.Sprintf("bg-%d", h), Checkout: e.main.Dir,
 			Resources: rs, TTL: time.Hour}); err != nil {
 			b.Fatal(err)
 		}
@@ -66,7 +66,7 @@ func BenchmarkAdmission5Of1000(b *testing.B) {
 	seed(b, f, 1000, "file")
 	ctx := context.Background()
 	resources := []string{"file:new/a.go", "file:new/b.go", "intent:lib/**", "file:d000/f00001.go/x", "intent:docs/x.md"}
-	p, err := f.s.prepareAcquire(ctx, AcquireRequest{Token: testToken, Holder: "me", Checkout: f.main.Dir, Resources: resources})
+	p, err := f.s.prepareAcquire(ctx, AcquireRequest{Token: tokenOf("me"), Holder: "me", Checkout: f.main.Dir, Resources: resources})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -75,10 +75,10 @@ func BenchmarkAdmission5Of1000(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
-		if _, err := e.s.Acquire(ctx, AcquireRequest{Token: testToken, Holder: "me", Checkout: e.main.Dir, Resources: resources}); err != nil {
+		if _, err := e.s.Acquire(ctx, AcquireRequest{Token: tokenOf("me"), Holder: "me", Checkout: e.main.Dir, Resources: resources}); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := e.s.Release(ctx, ReleaseRequest{Token: testToken, Holder: "me"}); err != nil {
+		if _, err := e.s.Release(ctx, ReleaseRequest{Token: tokenOf("me"), Holder: "me"}); err != nil {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
@@ -180,7 +180,7 @@ func BenchmarkConflictLookup10000(b *testing.B) {
 	e := benchEnv(b)
 	seed(b, e, n, "intent")
 	ctx := context.Background()
-	p, err := e.s.prepareAcquire(ctx, AcquireRequest{Token: testToken, Holder: "me", Checkout: e.main.Dir,
+	p, err := e.s.prepareAcquire(ctx, AcquireRequest{Token: tokenOf("me"), Holder: "me", Checkout: e.main.Dir,
 		Resources: []string{"intent:" + dir + "/**", "file:" + file + "/x.go"}})
 	if err != nil {
 		b.Fatal(err)

@@ -80,7 +80,7 @@ func TestCheck(t *testing.T) {
 	if _, err := e.s.Check(ctx, CheckRequest{Checkout: e.main.Dir, Holder: "a", Changed: changedIn(t, e.main.Dir)}); err == nil {
 		t.Fatal("docs/b.md is leased to other, yet a's check passed")
 	}
-	e.s.Release(ctx, ReleaseRequest{Token: testToken, Holder: "other"})
+	e.s.Release(ctx, ReleaseRequest{Token: tokenOf("other"), Holder: "other"})
 	e.mustAcquire("a", "", "file:docs/b.md")
 	if _, err := e.s.Check(ctx, CheckRequest{Checkout: e.main.Dir, Holder: "a", Changed: changedIn(t, e.main.Dir)}); err != nil {
 		t.Fatalf("fully covered: %v", err)

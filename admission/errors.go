@@ -27,6 +27,10 @@ var (
 	// ErrTokenRequired: renewing or releasing a lease needs its lease
 	// token, the owner process, or Force.
 	ErrTokenRequired = wire.Sentinel("token_required", "admission: the lease token is required")
+	// ErrTokenInUse: the lease token given already guards another holder's
+	// live leases. Each task has a token of its own, so that one token
+	// (exported in a shell, say) cannot silently cover every task.
+	ErrTokenInUse = wire.Sentinel("token_in_use", "admission: the lease token guards another holder's leases")
 	// ErrRecoverable: every lease that blocks an admission belongs to an
 	// owner process that is proven dead; it can be released without its
 	// token, and then the admission can succeed.

@@ -48,6 +48,9 @@ func (s *Service) evaluate(ctx context.Context, l *ledger, c *sql.Conn, p *prepa
 			return nil, err
 		}
 	}
+	if err := e.checkTokenUse(ctx); err != nil {
+		return nil, err
+	}
 	if l.kind == kindRepository {
 		if err := s.guardCheckouts(ctx, p, idx); err != nil {
 			return nil, err

@@ -124,4 +124,26 @@ func (r *row) lease(now int64) Lease {
 	return l
 }
 
+// judged renders the row as lease does, and judges its recorded owner:
+// a live lease whose owner is proven dead is Recoverable.
+func (r *row) judged(now int64) Lease {
+	l := r.lease(now)
+	l.Recoverable = r.ownerDead()
+	return l
+}
+
+// ownerDead reports whether the row is live and its recorded owner
+// process is proven dead.
+func (r *row) ownerDead() bool {
+	if !r.live() || r.state == "pending" {
+		return false
+	}
+	o, ok, err := ownerOf(r.owner)
+	if err != nil || !ok {
+		return false
+	}
+	live, _ := procid.Judge(o)
+	return live == procid.Dead
+}
+
 func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }

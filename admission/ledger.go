@@ -75,6 +75,7 @@ var schema = []string{
 	`CREATE INDEX leases_live ON leases (scope, key) WHERE released_at IS NULL AND resolved_at IS NULL`,
 	`CREATE INDEX leases_holder ON leases (holder) WHERE released_at IS NULL AND resolved_at IS NULL`,
 	`CREATE INDEX leases_pending ON leases (pending_request) WHERE pending_request IS NOT NULL`,
+	tokenIndex,
 	`CREATE TABLE requests (id TEXT PRIMARY KEY, op TEXT NOT NULL, args_digest TEXT NOT NULL,
 		result_json TEXT NOT NULL, at INTEGER NOT NULL, attempt TEXT)`,
 	`CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, kind TEXT NOT NULL,

@@ -149,7 +149,7 @@ func TestMalformedHostLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	_, err = s.Acquire(context.Background(), AcquireRequest{Token: testToken, Holder: "a", Resources: []string{"host:x"}})
+	_, err = s.Acquire(context.Background(), AcquireRequest{Token: tokenOf("a"), Holder: "a", Resources: []string{"host:x"}})
 	wantErr(t, err, ErrMalformed)
 }
 

@@ -8,8 +8,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/majlis-dev/majlis/internal/procid"
 )
 
 // A RenewRequest extends leases of a holder.
@@ -159,9 +157,13 @@ func (s *Service) releaseLocal(ctx context.Context, req ReleaseRequest) (*Releas
 							return err
 						}
 					}
+					detail := map[string]string{"resource": r.resource}
+					if !forced && auth.recovers(r) {
+						detail["how"] = "owner_dead" // a recovery: its owner is proven dead
+					}
 					r.released = sql.NullInt64{Int64: now, Valid: true}
 					released = append(released, r.id)
-					evs = append(evs, event{kind: "release", holder: r.holder, leaseID: r.id, detail: map[string]string{"resource": r.resource}})
+					evs = append(evs, event{kind: "release", holder: r.holder, leaseID: r.id, detail: detail})
 				}
 				out.Leases = append(out.Leases, r.lease(now))
 			}
@@ -330,7 +332,7 @@ func (s *Service) listLocal(ctx context.Context, req ListRequest) ([]Lease, erro
 			return nil, l.fail("list", err)
 		}
 		for _, r := range rows {
-			out = append(out, r.lease(now))
+			out = append(out, r.judged(now))
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -345,10 +347,11 @@ func (s *Service) listLocal(ctx context.Context, req ListRequest) ([]Lease, erro
 // LiveLeases returns the leases that show a task is still at work: those
 // of holder, or taken in the checkout at checkoutRoot (a physical path;
 // "" for none), in the repository ledger, and holder's host leases taken
-// from this repository. A lease counts while it is active or quarantined;
-// a quarantined lease whose recorded owner is proven dead does not (the
-// next admission resolves it). The provider's reclaim refuses while any
-// is returned.
+// from this repository. A lease counts while it is active or quarantined.
+// One whose recorded owner process is proven dead is returned Recoverable:
+// it keeps nothing in use, and a release without its token retires it
+// (the provider's reclaim does, recording the recovery). The provider's
+// reclaim refuses while any other is returned.
 func (s *Service) liveLocal(ctx context.Context, holder, checkoutRoot string) ([]Lease, error) {
 	hl, err := s.hostLedger(ctx, false)
 	if err != nil {
@@ -382,14 +385,7 @@ func (s *Service) liveLocal(ctx context.Context, holder, checkoutRoot string) ([
 				return err
 			}
 			for _, r := range rows {
-				if r.stateAt(now) != StateActive {
-					if o, ok, err := ownerOf(r.owner); err == nil && ok {
-						if live, _ := procid.Judge(o); live == procid.Dead {
-							continue
-						}
-					}
-				}
-				out = append(out, r.lease(now))
+				out = append(out, r.judged(now))
 			}
 			return nil
 		})

@@ -88,7 +88,7 @@ func runChild(mode string) int {
 			// Release the holder's leases without a token.
 			_, err = s.Release(ctx, ReleaseRequest{Holder: os.Getenv("MAJLIS_HOLDER")})
 		} else {
-			_, err = s.Acquire(ctx, AcquireRequest{Token: testToken, Holder: os.Getenv("MAJLIS_HOLDER"), Checkout: os.Getenv("MAJLIS_CHECKOUT"),
+			_, err = s.Acquire(ctx, AcquireRequest{Token: tokenOf(os.Getenv("MAJLIS_HOLDER")), Holder: os.Getenv("MAJLIS_HOLDER"), Checkout: os.Getenv("MAJLIS_CHECKOUT"),
 				Resources: strings.Split(os.Getenv("MAJLIS_RESOURCES"), ","), RequestID: os.Getenv("MAJLIS_REQUEST")})
 		}
 		r := childResult{OK: err == nil}
@@ -234,7 +234,7 @@ func (e *env) acquire(holder, dir string, resources ...string) (*AcquireResult, 
 	if dir == "" {
 		dir = e.main.Dir
 	}
-	return e.s.Acquire(context.Background(), AcquireRequest{Token: testToken, Holder: holder, Checkout: dir, Resources: resources})
+	return e.s.Acquire(context.Background(), AcquireRequest{Token: tokenOf(holder), Holder: holder, Checkout: dir, Resources: resources})
 }
 
 func (e *env) mustAcquire(holder, dir string, resources ...string) *AcquireResult {
@@ -283,3 +283,7 @@ func wantErr(t *testing.T, err, want error) *Error {
 // would: every lease they acquire, renew or release carries it. The tests
 // of lease tokens themselves (token_test.go) use others, and none.
 const testToken = "test-lease-token-0123456789abcdef"
+
+// tokenOf is the lease token of holder's client: each task has its own
+// (a token guards one holder's leases).
+func tokenOf(holder string) string { return testToken + "-" + holder }

@@ -96,7 +96,7 @@ func TestAutoPortAllocation(t *testing.T) {
 	wantErr(t, err, ErrNoFreePort)
 
 	// Released, a port is picked again.
-	if _, err := e.s.Release(context.Background(), ReleaseRequest{Token: testToken, Holder: "web", IDs: []string{res.Leases[0].ID}}); err != nil {
+	if _, err := e.s.Release(context.Background(), ReleaseRequest{Token: tokenOf("web"), Holder: "web", IDs: []string{res.Leases[0].ID}}); err != nil {
 		t.Fatal(err)
 	}
 	again := e.mustAcquire("late", "", "host:port:auto")
@@ -142,7 +142,7 @@ func TestAutoPortSkipsHeldAndListening(t *testing.T) {
 			if got.Ports[0] != p {
 				t.Errorf("after the listener closed got %v, want %d", got.Ports, p)
 			}
-			if _, err := e.s.Release(context.Background(), ReleaseRequest{Token: testToken, Holder: "busy"}); err != nil {
+			if _, err := e.s.Release(context.Background(), ReleaseRequest{Token: tokenOf("busy"), Holder: "busy"}); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -233,7 +233,7 @@ func TestAutoPortReplay(t *testing.T) {
 	e := newEnv(t)
 	lo := freeWindow(t, 4)
 	setRange(t, e, lo, lo+3)
-	req := AcquireRequest{Token: testToken, Holder: "web", Checkout: e.main.Dir, RequestID: "r-1",
+	req := AcquireRequest{Token: tokenOf("web"), Holder: "web", Checkout: e.main.Dir, RequestID: "r-1",
 		Resources: []string{"host:port:auto", "host:port:auto"}}
 	first, err := e.s.Acquire(context.Background(), req)
 	if err != nil {

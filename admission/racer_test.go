@@ -140,7 +140,7 @@ func runRacer(mode string) int {
 				err = l.close()
 			}
 		} else {
-			_, err = s.Acquire(ctx, AcquireRequest{Token: testToken, Holder: job.Holder, Checkout: job.Checkout, Resources: job.Resources})
+			_, err = s.Acquire(ctx, AcquireRequest{Token: tokenOf(job.Holder), Holder: job.Holder, Checkout: job.Checkout, Resources: job.Resources})
 		}
 		r := childResult{OK: err == nil}
 		if err != nil {

@@ -51,7 +51,7 @@ func TestCommitOutcomeSurvivesCancel(t *testing.T) {
 	}
 	c.Close()
 	armed = true
-	res, err := e.s.Acquire(ctx, AcquireRequest{Token: testToken, Holder: "a", Checkout: e.main.Dir, Resources: []string{"file:src/a.go"}})
+	res, err := e.s.Acquire(ctx, AcquireRequest{Token: tokenOf("a"), Holder: "a", Checkout: e.main.Dir, Resources: []string{"file:src/a.go"}})
 	db.SetMaxOpenConns(0)
 	granted := 0
 	for _, l := range e.list(false) {
@@ -90,7 +90,7 @@ func TestPanicInTransactionReleasesLock(t *testing.T) {
 	other := e.open()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := other.Acquire(ctx, AcquireRequest{Token: testToken, Holder: "b", Checkout: e.main.Dir, Resources: []string{"file:src/b.go"}}); err != nil {
+	if _, err := other.Acquire(ctx, AcquireRequest{Token: tokenOf("b"), Holder: "b", Checkout: e.main.Dir, Resources: []string{"file:src/b.go"}}); err != nil {
 		t.Fatalf("after a panic in a transaction: %v", err)
 	}
 	if _, err := e.acquire("c", "", "file:src/c.go"); err != nil {
@@ -124,7 +124,7 @@ func TestNestedWorktreeIsNotThisCheckout(t *testing.T) {
 	}
 	// From a working directory inside the nested worktree while naming
 	// the outer checkout.
-	_, err := e.s.Acquire(context.Background(), AcquireRequest{Token: testToken, Holder: "a", Checkout: e.main.Dir,
+	_, err := e.s.Acquire(context.Background(), AcquireRequest{Token: tokenOf("a"), Holder: "a", Checkout: e.main.Dir,
 		Cwd: nested.Path("src"), Resources: []string{"file:a.go"}})
 	if err == nil {
 		t.Fatal("a path relative to a cwd in the nested worktree was leased in the outer checkout")
@@ -190,13 +190,13 @@ func TestReleaseSettlesDeadAdmission(t *testing.T) {
 	ctx := context.Background()
 	resources := []string{"host:port:9", "file:src/a.go"}
 	crashAcquire(t, e, "admission/repo-committed", "a", "req-9", resources...)
-	if _, err := e.s.Release(ctx, ReleaseRequest{Token: testToken, Holder: "a"}); err != nil {
+	if _, err := e.s.Release(ctx, ReleaseRequest{Token: tokenOf("a"), Holder: "a"}); err != nil {
 		t.Fatal(err)
 	}
 	if rows := hostRows(t, e); len(rows) != 1 || rows[0] != "port:9 a released" {
 		t.Fatalf("host rows after releasing everything = %v", rows)
 	}
-	res, err := e.s.Acquire(ctx, AcquireRequest{Token: testToken, Holder: "a", Checkout: e.main.Dir, Resources: resources, RequestID: "req-9"})
+	res, err := e.s.Acquire(ctx, AcquireRequest{Token: tokenOf("a"), Holder: "a", Checkout: e.main.Dir, Resources: resources, RequestID: "req-9"})
 	if err != nil || !res.Replayed {
 		t.Fatalf("replay: %+v, %v", res, err)
 	}
@@ -214,7 +214,7 @@ func TestReleaseSettlesDeadAdmission(t *testing.T) {
 			id = l.ID
 		}
 	}
-	rel, err := e.s.Release(ctx, ReleaseRequest{Token: testToken, Holder: "c", IDs: []string{id}})
+	rel, err := e.s.Release(ctx, ReleaseRequest{Token: tokenOf("c"), Holder: "c", IDs: []string{id}})
 	if err != nil || len(rel.Leases) != 0 {
 		t.Fatalf("release of an abandoned pending row: %+v, %v", rel, err)
 	}
@@ -230,7 +230,7 @@ func TestReleaseSettlesDeadAdmission(t *testing.T) {
 			ids = append(ids, l.ID)
 		}
 	}
-	rel, err = e.s.Release(ctx, ReleaseRequest{Token: testToken, Holder: "d", IDs: ids})
+	rel, err = e.s.Release(ctx, ReleaseRequest{Token: tokenOf("d"), Holder: "d", IDs: ids})
 	if err != nil || len(rel.Leases) != 2 || rel.Leases[0].State != StateReleased || rel.Leases[1].State != StateReleased {
 		t.Fatalf("release by id: %+v, %v", rel, err)
 	}
@@ -250,9 +250,9 @@ func TestClockBackDoesNotLiftQuarantine(t *testing.T) {
 	wantErr(t, err, ErrQuarantined)
 	e.clock.Advance(-2 * time.Minute)
 
-	_, err = e.s.Renew(ctx, RenewRequest{Token: testToken, Holder: "a", IDs: []string{q.ID}})
+	_, err = e.s.Renew(ctx, RenewRequest{Token: tokenOf("a"), Holder: "a", IDs: []string{q.ID}})
 	wantErr(t, err, ErrQuarantined)
-	_, err = e.s.Renew(ctx, RenewRequest{Token: testToken, Holder: "a"})
+	_, err = e.s.Renew(ctx, RenewRequest{Token: tokenOf("a"), Holder: "a"})
 	wantErr(t, err, ErrQuarantined)
 	_, err = e.acquire("a", "", "file:src/a.go")
 	wantErr(t, err, ErrQuarantined)
@@ -265,7 +265,7 @@ func TestClockBackDoesNotLiftQuarantine(t *testing.T) {
 		t.Fatalf("check: %+v, %v", res, err)
 	}
 	// Release still lifts it; new leases run on the ledger's time.
-	if _, err := e.s.Release(ctx, ReleaseRequest{Token: testToken, Holder: "a"}); err != nil {
+	if _, err := e.s.Release(ctx, ReleaseRequest{Token: tokenOf("a"), Holder: "a"}); err != nil {
 		t.Fatal(err)
 	}
 	l := e.mustAcquire("b", "", "file:src/a.go").Leases[0]
@@ -354,7 +354,7 @@ func TestUnsafePathTouchesNoLedger(t *testing.T) {
 // it expire without release.
 func quarantine(t *testing.T, e *env, ownerPID int) Lease {
 	t.Helper()
-	res, err := e.s.Acquire(context.Background(), AcquireRequest{Token: testToken, Holder: "a", Checkout: e.main.Dir, TTL: time.Minute,
+	res, err := e.s.Acquire(context.Background(), AcquireRequest{Token: tokenOf("a"), Holder: "a", Checkout: e.main.Dir, TTL: time.Minute,
 		Resources: []string{"file:src/a.go"}, OwnerPID: ownerPID})
 	if err != nil {
 		t.Fatal(err)

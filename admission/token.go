@@ -98,13 +98,24 @@ func (a authority) authorize(op string, r row) (forced bool, err error) {
 	if ok && !a.servesOthers && procid.IsSelfOrAncestor(o) {
 		return false, nil
 	}
-	if ok && op == "release" {
-		if live, _ := procid.Judge(o); live == procid.Dead {
-			return false, nil // recoverable: its owner is proven dead
-		}
+	dead := false
+	if ok {
+		live, _ := procid.Judge(o)
+		dead = live == procid.Dead
+	}
+	if dead && op == "release" {
+		return false, nil // recoverable: its owner is proven dead
 	}
 	if a.force {
 		return true, nil
+	}
+	if dead {
+		// Renewing for a dead owner would keep its leases alive with no
+		// one at work: what helps is the release, which needs no token.
+		return false, &Error{Op: op, Resource: r.resource, Err: ErrTokenRequired,
+			Reason:  fmt.Sprintf("lease %s of %s belongs to owner process %d, which is proven dead: it is recoverable, not renewable without its token", r.id, r.holder, o.PID),
+			Hint:    "release it (no token is needed once its owner is dead)",
+			Details: map[string]any{"holder": r.holder, "lease": r.id, "owner_pid": o.PID, "owner_dead": true}}
 	}
 	why := "no token was given"
 	if a.token != "" {
@@ -119,6 +130,24 @@ func (a authority) authorize(op string, r row) (forced bool, err error) {
 	hint += ", or force it (recorded in the event log and shown in the lease list)"
 	return false, &Error{Op: op, Resource: r.resource, Err: ErrTokenRequired,
 		Reason: fmt.Sprintf("lease %s of %s is protected by its lease token and %s", r.id, r.holder, why), Hint: hint, Details: details}
+}
+
+// recovers reports whether a release of r by this caller is a recovery:
+// r is protected by a token the caller does not present, the caller is
+// not its owner process, and that owner is proven dead.
+func (a authority) recovers(r row) bool {
+	if !r.tokenDigest.Valid || r.tokenDigest.String == "" {
+		return false
+	}
+	if a.token != "" && subtle.ConstantTimeCompare([]byte(tokenDigest(a.token)), []byte(r.tokenDigest.String)) == 1 {
+		return false
+	}
+	o, ok, _ := ownerOf(r.owner)
+	if !ok || !a.servesOthers && procid.IsSelfOrAncestor(o) {
+		return false
+	}
+	live, _ := procid.Judge(o)
+	return live == procid.Dead
 }
 
 // recordForced marks r forced in the ledger and appends a force event.
@@ -141,6 +170,13 @@ func recordForced(ctx context.Context, c *sql.Conn, now int64, op string, r *row
 // see authorize). Adding columns is compatible both ways: an earlier
 // majlis names the columns it reads and writes, and leaves them NULL.
 func (l *ledger) migrate(ctx context.Context) error {
+	if err := l.migrateColumns(ctx); err != nil {
+		return err
+	}
+	return l.ensureTokenIndex(ctx)
+}
+
+func (l *ledger) migrateColumns(ctx context.Context) error {
 	has := func(q querier) (bool, error) {
 		rows, err := q.QueryContext(ctx, `SELECT name FROM pragma_table_info('leases')`)
 		if err != nil {

@@ -139,7 +139,7 @@ func TestLeaseOwnerProcess(t *testing.T) {
 	wantErr(t, err, ErrHeld)
 
 	owner.kill(t)
-	_, err = e.s.Acquire(ctx, AcquireRequest{Token: testToken, Holder: "other", Checkout: e.main.Dir, Resources: []string{"file:a", "host:port:3000"}})
+	_, err = e.s.Acquire(ctx, AcquireRequest{Token: tokenOf("other"), Holder: "other", Checkout: e.main.Dir, Resources: []string{"file:a", "host:port:3000"}})
 	ae := wantErr(t, err, ErrRecoverable)
 	if !strings.Contains(ae.Reason, "recoverable") || !strings.Contains(ae.Hint, "release it") || ae.Details["holder"] != "agent" || ae.Details["lease"] == nil {
 		t.Errorf("the refusal does not say the lease is recoverable and how: %v", err)
@@ -149,6 +149,11 @@ func TestLeaseOwnerProcess(t *testing.T) {
 			t.Errorf("conflict %+v not marked recoverable", c)
 		}
 	}
+	for _, l := range res.Leases {
+		if got := e.lease(l.ID); !got.Recoverable || got.State != StateActive {
+			t.Errorf("lease of a dead owner listed as %+v, want active and recoverable", got)
+		}
+	}
 	// Renewing a dead owner's lease needs the token still; releasing does not.
 	_, err = e.s.Renew(ctx, RenewRequest{Holder: "agent"})
 	wantErr(t, err, ErrTokenRequired)
@@ -156,8 +161,21 @@ func TestLeaseOwnerProcess(t *testing.T) {
 		t.Fatalf("release of a dead owner's leases without the token: %v", err)
 	}
 	for _, l := range res.Leases {
-		if got := e.lease(l.ID); got.State != StateReleased || got.Forced != nil {
+		if got := e.lease(l.ID); got.State != StateReleased || got.Forced != nil || got.Recoverable {
 			t.Errorf("lease after its dead owner's release: %+v", got)
+		}
+		// The release is recorded as a recovery (in the ledger of the
+		// lease: the host lease in the host ledger).
+		var n int
+		for _, db := range []*sql.DB{e.s.repo.db, e.s.host.db} {
+			var k int
+			if err := db.QueryRow(`SELECT count(*) FROM events WHERE kind = 'release' AND lease_id = ? AND json_extract(detail_json, '$.how') = 'owner_dead'`, l.ID).Scan(&k); err != nil {
+				t.Fatal(err)
+			}
+			n += k
+		}
+		if n != 1 {
+			t.Errorf("the release of %s is recorded as a recovery %d times, want once", l.ID, n)
 		}
 	}
 	e.mustAcquire("other", "", "file:a")
@@ -176,6 +194,9 @@ func TestLedgerMigration(t *testing.T) {
 	}
 	var old []string
 	for _, s := range append(append([]string{}, schema...), repositorySchema...) {
+		if s == tokenIndex {
+			continue // made with tokens, later
+		}
 		s = strings.Replace(s, "\t\ttoken_digest TEXT,\n\t\tforced_json TEXT,\n", "", 1)
 		old = append(old, s)
 	}
@@ -205,6 +226,10 @@ func TestLedgerMigration(t *testing.T) {
 	}
 	if _, err := (authority{}).authorize("release", rows[0]); err != nil {
 		t.Errorf("a lease granted before tokens needs one: %v", err)
+	}
+	var n int
+	if err := l.db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'leases_token'`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("the token index after the upgrade: %d, %v", n, err)
 	}
 	// Opening again finds nothing to do.
 	l2, err := openLedger(context.Background(), path, kindRepository, 0)
@@ -257,7 +282,7 @@ func TestServesOthersNeedsTheToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	if _, err := srv.Acquire(ctx, AcquireRequest{Token: testToken, Holder: "self", Checkout: e.main.Dir, Resources: []string{"file:s"}, OwnerPID: os.Getpid()}); err != nil {
+	if _, err := srv.Acquire(ctx, AcquireRequest{Token: tokenOf("self"), Holder: "self", Checkout: e.main.Dir, Resources: []string{"file:s"}, OwnerPID: os.Getpid()}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = srv.Renew(ctx, RenewRequest{Holder: "self"})
@@ -267,7 +292,58 @@ func TestServesOthersNeedsTheToken(t *testing.T) {
 	if got := e.list(false); len(got) != 1 || got[0].State != StateActive {
 		t.Fatalf("a refused release changed the lease: %+v", got)
 	}
-	if _, err := srv.Release(ctx, ReleaseRequest{Holder: "self", Token: testToken}); err != nil {
+	if _, err := srv.Release(ctx, ReleaseRequest{Holder: "self", Token: tokenOf("self")}); err != nil {
 		t.Fatalf("release with the token: %v", err)
+	}
+}
+
+// TestOneTokenPerTask: a token guards one holder's leases. Another holder
+// presenting it is refused (token_in_use), as is the holder itself
+// acquiring more with another token or none (its commands then all work
+// with the one token); a dead owner's leases guard nothing any more.
+func TestOneTokenPerTask(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	tok := tokenOf("T-21")
+	if _, err := e.s.Acquire(ctx, AcquireRequest{Token: tok, Holder: "T-21", Checkout: e.main.Dir, Resources: []string{"intent:src/**"}}); err != nil {
+		t.Fatal(err)
+	}
+	// The same token for another task, in either ledger.
+	for _, res := range []string{"intent:docs/**", "host:port:4100"} {
+		_, err := e.s.Acquire(ctx, AcquireRequest{Token: tok, Holder: "T-22", Checkout: e.main.Dir, Resources: []string{res}})
+		ae := wantErr(t, err, ErrTokenInUse)
+		if ae.Details["other_holder"] != "T-21" || strings.Contains(err.Error(), tok) {
+			t.Errorf("%s: the refusal %v does not name T-21, or repeats the token", res, err)
+		}
+	}
+	// The task itself: more leases with its token; none or another is refused.
+	if _, err := e.s.Acquire(ctx, AcquireRequest{Token: tok, Holder: "T-21", Checkout: e.main.Dir, Resources: []string{"host:port:4101"}}); err != nil {
+		t.Fatalf("more leases for the task with its own token: %v", err)
+	}
+	for _, other := range []string{"", tokenOf("elsewhere")} {
+		_, err := e.s.Acquire(ctx, AcquireRequest{Token: other, Holder: "T-21", Checkout: e.main.Dir, Resources: []string{"file:README.md"}})
+		if ae := wantErr(t, err, ErrTokenRequired); ae.Details["token_of_holder"] != true {
+			t.Errorf("token %q: %v, want the holder's token asked for", other, err)
+		}
+	}
+	// One release with the one token ends them all.
+	if rel, err := e.s.Release(ctx, ReleaseRequest{Token: tok, Holder: "T-21"}); err != nil || len(rel.Leases) != 2 {
+		t.Fatalf("release with the task's token: %+v, %v", rel, err)
+	}
+	// Released, the token guards nothing: another task may take it.
+	if _, err := e.s.Acquire(ctx, AcquireRequest{Token: tok, Holder: "T-22", Checkout: e.main.Dir, Resources: []string{"intent:docs/**"}}); err != nil {
+		t.Fatalf("a token whose leases were released: %v", err)
+	}
+	// A dead owner's leases guard nothing: its token, or a new one for its
+	// holder, is accepted.
+	owner := startSleeper(t)
+	if _, err := e.s.Acquire(ctx, AcquireRequest{Token: tokenOf("agent"), Holder: "agent", Checkout: e.main.Dir,
+		Resources: []string{"file:a"}, OwnerPID: owner.cmd.Process.Pid}); err != nil {
+		t.Fatal(err)
+	}
+	owner.kill(t)
+	if _, err := e.s.Acquire(ctx, AcquireRequest{Holder: "agent", Checkout: e.main.Dir, Resources: []string{"file:b"}}); err != nil {
+		t.Fatalf("a new token for a holder whose only leases' owner is dead: %v", err)
 	}
 }

@@ -185,7 +185,7 @@ func TestCrashResumedByRequestID(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	crashAcquire(t, e, "admission/repo-committed", "a", "req-9", "host:port:9", "file:src/a.go")
-	res, err := e.s.Acquire(context.Background(), AcquireRequest{Token: testToken, Holder: "a", Checkout: e.main.Dir,
+	res, err := e.s.Acquire(context.Background(), AcquireRequest{Token: tokenOf("a"), Holder: "a", Checkout: e.main.Dir,
 		Resources: []string{"host:port:9", "file:src/a.go"}, RequestID: "req-9"})
 	if err != nil || !res.Replayed || len(res.Leases) != 2 {
 		t.Fatalf("retry: %+v, %v", res, err)
@@ -197,7 +197,7 @@ func TestCrashResumedByRequestID(t *testing.T) {
 	// After a crash before the repository transaction, the retry admits
 	// anew.
 	crashAcquire(t, e, "admission/host-pending", "b", "req-10", "host:port:10", "file:src/b.go")
-	res, err = e.s.Acquire(context.Background(), AcquireRequest{Token: testToken, Holder: "b", Checkout: e.main.Dir,
+	res, err = e.s.Acquire(context.Background(), AcquireRequest{Token: tokenOf("b"), Holder: "b", Checkout: e.main.Dir,
 		Resources: []string{"host:port:10", "file:src/b.go"}, RequestID: "req-10"})
 	if err != nil || res.Replayed {
 		t.Fatalf("retry: %+v, %v", res, err)

@@ -130,8 +130,9 @@ var codes = []Code{
 			{When: "unfinished_request", Text: "an allocation of it has not finished: retry it with --request-id {unfinished_request}", API: "an allocation of it has not finished: retry it with request_id {unfinished_request}"},
 		}},
 	{Code: "workspace_live", Exit: ExitHeld,
-		Meaning: "the workspace is in use: a live owner process or leases in it",
+		Meaning: "the workspace is in use: a live owner process, leases, or processes working in it",
 		Hints: []Hint{
+			{When: "reclaim_alone", Text: "a bulk reclaim leaves it out: stop them, or reclaim it alone ('majlis workspace reclaim {binding} --preview', then --confirm DIGEST; no lease token is needed)", API: "a bulk reclaim leaves it out: stop them, or reclaim it alone ({tool:workspace_reclaim_preview}, then {tool:workspace_reclaim} with that digest as confirm; no lease token is needed)"},
 			{When: "holder", Text: "its holder releases them with 'majlis lease release --holder {holder}' and the lease token printed when they were granted (--token-file F or MAJLIS_LEASE_TOKEN), or with --force; a quarantined one whose writer has stopped: 'majlis lease resolve {lease} --writer-stopped'", API: "its holder releases them ({tool:lease_release} with holder {holder}) with the token returned when they were granted, or with force: true; a quarantined one whose writer has stopped: {tool:lease_resolve} with id {lease} and writer_stopped: true"},
 			{Text: "stop the owner process (or wait for it to exit), then reclaim", API: "stop the owner process (or wait for it to exit), then reclaim"},
 		}},
@@ -246,9 +247,14 @@ var codes = []Code{
 	{Code: "token_required", Exit: ExitRefused,
 		Meaning: "renewing or releasing another process's lease needs its lease token",
 		Hints: []Hint{
+			{When: "token_of_holder", Text: "acquire with {holder}'s token, the one its leases were granted with: the same --token-file F, MAJLIS_LEASE_TOKEN, or its file in MAJLIS_TOKEN_DIR", API: "send {holder}'s token, the one its leases were granted with"},
+			{When: "owner_dead", Text: "its owner process {owner_pid} is proven dead: release it, no token is needed ('majlis lease release --holder {holder} {lease}'), or reclaim its workspace ('majlis workspace reclaim --dead --preview')", API: "its owner process {owner_pid} is proven dead: release it, no token is needed ({tool:lease_release} with holder {holder} and ids [{lease}]), or reclaim its workspace ({tool:workspace_reclaim_preview}, then {tool:workspace_reclaim} with that digest)"},
 			{When: "owner_pid", Text: "supply the token printed when it was granted (--token-file F or MAJLIS_LEASE_TOKEN), run it from the lease's owner process (pid {owner_pid}), or pass --force (recorded in the event log and shown by 'majlis lease list')", API: "send the token returned when the leases were granted, or force: true (recorded in the event log and shown by {tool:lease_list}); over the server, being the owner process (pid {owner_pid}) does not stand in for the token"},
 			{Text: "supply the token printed when it was granted (--token-file F or MAJLIS_LEASE_TOKEN), run it from the lease's owner process, or pass --force (recorded in the event log and shown by 'majlis lease list')", API: "send the token returned when the leases were granted, or force: true (recorded in the event log and shown by {tool:lease_list})"},
 		}},
+	{Code: "token_in_use", Exit: ExitRefused,
+		Meaning: "the lease token given already guards another holder's leases: each task needs a token of its own",
+		Hints:   []Hint{{Text: "give {holder} a token of its own: its own --token-file F (begin and lease acquire create a missing one), or MAJLIS_TOKEN_DIR (a file per task), or none (one is generated)", API: "send a token of {holder}'s own, or none (one is generated and returned once)"}}},
 	{Code: "quarantined", Exit: ExitRefused,
 		Meaning: "a lease expired without release and still blocks until released or resolved",
 		Hints: []Hint{

@@ -101,6 +101,11 @@ type Lease struct {
 	// Clone names the clone of the repository that holds a shared lease,
 	// when it is another clone than this one (its holder is that clone's).
 	Clone string `json:"clone,omitempty"`
+	// Recoverable: the lease is live (active or quarantined) and its
+	// recorded owner process is proven dead, so it keeps nothing in use:
+	// anyone may release it without its token (recorded as a recovery).
+	// Set by List and LiveLeases, which judge the owner.
+	Recoverable bool `json:"recoverable,omitempty"`
 }
 
 // Forced records who renewed or released a lease without its token: the

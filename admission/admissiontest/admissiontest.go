@@ -116,7 +116,7 @@ func (e *env) acquire(holder, dir string, resources ...string) (*admission.Acqui
 	if dir == "" {
 		dir = e.main.Dir
 	}
-	return e.s.Acquire(context.Background(), admission.AcquireRequest{Token: testToken, Holder: holder, Checkout: dir, Resources: resources})
+	return e.s.Acquire(context.Background(), admission.AcquireRequest{Token: tokenOf(holder), Holder: holder, Checkout: dir, Resources: resources})
 }
 
 func (e *env) mustAcquire(holder, dir string, resources ...string) *admission.AcquireResult {
@@ -163,6 +163,10 @@ func wantErr(t *testing.T, err, want error) *admission.Error {
 
 // testToken is the lease token the suite's clients present.
 const testToken = "test-lease-token-0123456789abcdef"
+
+// tokenOf is the lease token of holder's client: each task has its own
+// (a token guards one holder's leases).
+func tokenOf(holder string) string { return testToken + "-" + holder }
 
 // A sleeper is a process that runs until killed: a lease owner.
 type sleeper struct{ cmd *exec.Cmd }

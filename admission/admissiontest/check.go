@@ -81,7 +81,7 @@ func testCheck(t *testing.T, open Factory) {
 	if _, err := e.check(e.main.Dir); err == nil {
 		t.Fatal("docs/b.md is leased to other, yet a's check passed")
 	}
-	if _, err := e.s.Release(ctx, admission.ReleaseRequest{Token: testToken, Holder: "other"}); err != nil {
+	if _, err := e.s.Release(ctx, admission.ReleaseRequest{Token: tokenOf("other"), Holder: "other"}); err != nil {
 		t.Fatal(err)
 	}
 	e.mustAcquire("a", "", "file:docs/b.md")

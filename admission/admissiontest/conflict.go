@@ -80,7 +80,7 @@ func testConflictRules(t *testing.T, open Factory) {
 				}
 				defer func() {
 					for _, h := range []string{"old", "new"} {
-						if _, err := e.s.Release(ctx, admission.ReleaseRequest{Token: testToken, Holder: h}); err != nil {
+						if _, err := e.s.Release(ctx, admission.ReleaseRequest{Token: tokenOf(h), Holder: h}); err != nil {
 							t.Fatal(err)
 						}
 					}

@@ -131,7 +131,7 @@ func runProperty(t *testing.T, open Factory, pol admission.PolicySet, rng *rand.
 			}
 			ttl := time.Duration(1+rng.IntN(10)) * time.Minute
 			what = fmt.Sprintf("acquire %s %v in %s ttl %v", h, rs, dir, ttl)
-			res, err := e.s.Acquire(ctx, admission.AcquireRequest{Token: testToken, Holder: h, Checkout: dir, Resources: rs, TTL: ttl})
+			res, err := e.s.Acquire(ctx, admission.AcquireRequest{Token: tokenOf(h), Holder: h, Checkout: dir, Resources: rs, TTL: ttl})
 			checkAdmission(t, step, what, pol, before, h, roots[dir], rs, res, err)
 		case op < 60: // renew
 			h := holders[rng.IntN(len(holders))]
@@ -142,7 +142,7 @@ func runProperty(t *testing.T, open Factory, pol admission.PolicySet, rng *rand.
 				}
 			}
 			what = fmt.Sprintf("renew %s %v", h, ids)
-			_, err := e.s.Renew(ctx, admission.RenewRequest{Token: testToken, Holder: h, IDs: ids, TTL: time.Duration(1+rng.IntN(10)) * time.Minute})
+			_, err := e.s.Renew(ctx, admission.RenewRequest{Token: tokenOf(h), Holder: h, IDs: ids, TTL: time.Duration(1+rng.IntN(10)) * time.Minute})
 			if err != nil && !errors.Is(err, admission.ErrQuarantined) && !errors.Is(err, admission.ErrNotFound) {
 				t.Fatalf("step %d: %s: %v", step, what, err)
 			}
@@ -155,7 +155,7 @@ func runProperty(t *testing.T, open Factory, pol admission.PolicySet, rng *rand.
 				}
 			}
 			what = fmt.Sprintf("release %s %v", h, ids)
-			if _, err := e.s.Release(ctx, admission.ReleaseRequest{Token: testToken, Holder: h, IDs: ids}); err != nil {
+			if _, err := e.s.Release(ctx, admission.ReleaseRequest{Token: tokenOf(h), Holder: h, IDs: ids}); err != nil {
 				t.Fatalf("step %d: %s: %v", step, what, err)
 			}
 		case op < 90: // time passes

@@ -13,7 +13,7 @@ import (
 // it expire without release.
 func quarantine(t *testing.T, e *env, ownerPID int) admission.Lease {
 	t.Helper()
-	res, err := e.s.Acquire(context.Background(), admission.AcquireRequest{Token: testToken, Holder: "a", Checkout: e.main.Dir, TTL: time.Minute,
+	res, err := e.s.Acquire(context.Background(), admission.AcquireRequest{Token: tokenOf("a"), Holder: "a", Checkout: e.main.Dir, TTL: time.Minute,
 		Resources: []string{"file:src/a.go"}, OwnerPID: ownerPID})
 	if err != nil {
 		t.Fatal(err)
@@ -51,16 +51,16 @@ func testQuarantineCannotBeRenewed(t *testing.T, open Factory) {
 	e := newEnv(t, open)
 	ctx := context.Background()
 	q := quarantine(t, e, 0)
-	_, err := e.s.Renew(ctx, admission.RenewRequest{Token: testToken, Holder: "a", IDs: []string{q.ID}})
+	_, err := e.s.Renew(ctx, admission.RenewRequest{Token: tokenOf("a"), Holder: "a", IDs: []string{q.ID}})
 	wantErr(t, err, admission.ErrQuarantined)
-	_, err = e.s.Renew(ctx, admission.RenewRequest{Token: testToken, Holder: "a"})
+	_, err = e.s.Renew(ctx, admission.RenewRequest{Token: tokenOf("a"), Holder: "a"})
 	wantErr(t, err, admission.ErrQuarantined)
 	if l := e.lease(q.ID); l.ExpiresAt != q.ExpiresAt {
 		t.Fatalf("a refused renewal changed the expiry: %v -> %v", q.ExpiresAt, l.ExpiresAt)
 	}
 	// Renewing everything renews the active ones and names the rest.
 	act := e.mustAcquire("a", "", "file:src/b.go").Leases[0]
-	res, err := e.s.Renew(ctx, admission.RenewRequest{Token: testToken, Holder: "a", TTL: time.Hour})
+	res, err := e.s.Renew(ctx, admission.RenewRequest{Token: tokenOf("a"), Holder: "a", TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,9 +75,9 @@ func testQuarantineCannotBeRenewed(t *testing.T, open Factory) {
 func testQuarantineLiftedByRelease(t *testing.T, open Factory) {
 	e := newEnv(t, open)
 	q := quarantine(t, e, 0)
-	_, err := e.s.Release(context.Background(), admission.ReleaseRequest{Token: testToken, Holder: "b", IDs: []string{q.ID}})
+	_, err := e.s.Release(context.Background(), admission.ReleaseRequest{Token: tokenOf("b"), Holder: "b", IDs: []string{q.ID}})
 	wantErr(t, err, admission.ErrNotHolder)
-	res, err := e.s.Release(context.Background(), admission.ReleaseRequest{Token: testToken, Holder: "a", IDs: []string{q.ID}})
+	res, err := e.s.Release(context.Background(), admission.ReleaseRequest{Token: tokenOf("a"), Holder: "a", IDs: []string{q.ID}})
 	if err != nil || len(res.Leases) != 1 || res.Leases[0].State != admission.StateReleased {
 		t.Fatalf("release: %+v, %v", res, err)
 	}
@@ -111,7 +111,7 @@ func testQuarantineLiftedByResolve(t *testing.T, open Factory) {
 	}
 	// A released lease needs no resolving.
 	r := e.mustAcquire("d", "", "file:src/d.go").Leases[0]
-	e.s.Release(ctx, admission.ReleaseRequest{Token: testToken, Holder: "d"})
+	e.s.Release(ctx, admission.ReleaseRequest{Token: tokenOf("d"), Holder: "d"})
 	_, err = e.s.Resolve(ctx, admission.ResolveRequest{ID: r.ID, WriterStopped: true})
 	wantErr(t, err, admission.ErrNotQuarantined)
 }
@@ -133,9 +133,17 @@ func testQuarantineOwnerDead(t *testing.T, open Factory) {
 	_, err := e.acquire("b", "", "file:src/a.go")
 	wantErr(t, err, admission.ErrQuarantined)
 
+	if live, _ := e.s.LiveLeases(ctx, "a", ""); len(live) != 1 || live[0].Recoverable {
+		t.Fatalf("LiveLeases with a live owner: %+v, want it not recoverable", live)
+	}
 	owner.kill(t)
-	if live, err := e.s.LiveLeases(ctx, "a", ""); err != nil || len(live) != 0 {
-		t.Fatalf("LiveLeases with a dead owner = %v, %v", live, err)
+	// Its owner dead, the lease keeps nothing in use: it is returned
+	// recoverable (a reclaim retires it), and listed so.
+	if live, err := e.s.LiveLeases(ctx, "a", ""); err != nil || len(live) != 1 || !live[0].Recoverable {
+		t.Fatalf("LiveLeases with a dead owner = %+v, %v; want the lease, recoverable", live, err)
+	}
+	if l := e.lease(q.ID); !l.Recoverable {
+		t.Fatalf("List after the owner died: %+v, want it recoverable", l)
 	}
 	if l := e.lease(q.ID); l.State != admission.StateQuarantined {
 		t.Fatalf("List changed the lease: %+v", l)
@@ -167,7 +175,7 @@ func testOwnerPIDMustRun(t *testing.T, open Factory) {
 	owner := startSleeper(t)
 	pid := owner.cmd.Process.Pid
 	owner.kill(t)
-	_, err := e.s.Acquire(context.Background(), admission.AcquireRequest{Token: testToken, Holder: "a", Checkout: e.main.Dir,
+	_, err := e.s.Acquire(context.Background(), admission.AcquireRequest{Token: tokenOf("a"), Holder: "a", Checkout: e.main.Dir,
 		Resources: []string{"file:x"}, OwnerPID: pid})
 	wantErr(t, err, admission.ErrInvalid)
 }
@@ -198,13 +206,13 @@ func testLiveLeases(t *testing.T, open Factory) {
 	if live("nobody", root) != 1 || live("nobody", "/elsewhere") != 0 {
 		t.Fatal("a lease taken in the checkout does not count for it, or counts elsewhere")
 	}
-	e.s.Release(ctx, admission.ReleaseRequest{Token: testToken, Holder: "a"})
-	e.s.Release(ctx, admission.ReleaseRequest{Token: testToken, Holder: "b"})
+	e.s.Release(ctx, admission.ReleaseRequest{Token: tokenOf("a"), Holder: "a"})
+	e.s.Release(ctx, admission.ReleaseRequest{Token: tokenOf("b"), Holder: "b"})
 	quarantine(t, e, 0)
 	if live("a", "") != 1 {
 		t.Fatal("a quarantined lease without owner is not live")
 	}
-	e.s.Release(ctx, admission.ReleaseRequest{Token: testToken, Holder: "a"})
+	e.s.Release(ctx, admission.ReleaseRequest{Token: tokenOf("a"), Holder: "a"})
 	if live("a", root) != 0 {
 		t.Fatal("released, yet live")
 	}

@@ -21,7 +21,7 @@ func testRequestID(t *testing.T, open Factory) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, open)
 			ctx := context.Background()
-			req := admission.AcquireRequest{Token: testToken, Holder: "a", Checkout: e.main.Dir, Resources: tc.resources, RequestID: "req-1"}
+			req := admission.AcquireRequest{Token: tokenOf("a"), Holder: "a", Checkout: e.main.Dir, Resources: tc.resources, RequestID: "req-1"}
 			first, err := e.s.Acquire(ctx, req)
 			if err != nil {
 				t.Fatal(err)
@@ -56,9 +56,9 @@ func testRequestID(t *testing.T, open Factory) {
 
 			// Other arguments under the same id refuse.
 			for _, other := range []admission.AcquireRequest{
-				{Token: testToken, Holder: "b", Checkout: e.main.Dir, Resources: tc.resources, RequestID: "req-1"},
-				{Token: testToken, Holder: "a", Checkout: e.main.Dir, Resources: append([]string{"file:other"}, tc.resources...), RequestID: "req-1"},
-				{Token: testToken, Holder: "a", Checkout: e.main.Dir, Resources: tc.resources, RequestID: "req-1", TTL: time.Hour},
+				{Token: tokenOf("b"), Holder: "b", Checkout: e.main.Dir, Resources: tc.resources, RequestID: "req-1"},
+				{Token: tokenOf("a"), Holder: "a", Checkout: e.main.Dir, Resources: append([]string{"file:other"}, tc.resources...), RequestID: "req-1"},
+				{Token: tokenOf("a"), Holder: "a", Checkout: e.main.Dir, Resources: tc.resources, RequestID: "req-1", TTL: time.Hour},
 				{Token: "another-token-0123456789", Holder: "a", Checkout: e.main.Dir, Resources: tc.resources, RequestID: "req-1"},
 				{Holder: "a", Checkout: e.main.Dir, Resources: tc.resources, RequestID: "req-1"},
 			} {
@@ -78,10 +78,10 @@ func testRequestIDNotRecordedOnDenial(t *testing.T, open Factory) {
 	e := newEnv(t, open)
 	ctx := context.Background()
 	e.mustAcquire("a", "", "file:x")
-	req := admission.AcquireRequest{Token: testToken, Holder: "b", Checkout: e.main.Dir, Resources: []string{"file:x"}, RequestID: "r"}
+	req := admission.AcquireRequest{Token: tokenOf("b"), Holder: "b", Checkout: e.main.Dir, Resources: []string{"file:x"}, RequestID: "r"}
 	_, err := e.s.Acquire(ctx, req)
 	wantErr(t, err, admission.ErrHeld)
-	e.s.Release(ctx, admission.ReleaseRequest{Token: testToken, Holder: "a"})
+	e.s.Release(ctx, admission.ReleaseRequest{Token: tokenOf("a"), Holder: "a"})
 	res, err := e.s.Acquire(ctx, req)
 	if err != nil || res.Replayed {
 		t.Fatalf("retry: %+v, %v", res, err)
@@ -92,27 +92,27 @@ func testRequestIDRenewReleaseResolve(t *testing.T, open Factory) {
 	e := newEnv(t, open)
 	ctx := context.Background()
 	l := e.mustAcquire("a", "", "file:x").Leases[0]
-	r1, err := e.s.Renew(ctx, admission.RenewRequest{Token: testToken, Holder: "a", TTL: time.Hour, RequestID: "renew-1"})
+	r1, err := e.s.Renew(ctx, admission.RenewRequest{Token: tokenOf("a"), Holder: "a", TTL: time.Hour, RequestID: "renew-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(time.Minute)
-	r2, err := e.s.Renew(ctx, admission.RenewRequest{Token: testToken, Holder: "a", TTL: time.Hour, RequestID: "renew-1"})
+	r2, err := e.s.Renew(ctx, admission.RenewRequest{Token: tokenOf("a"), Holder: "a", TTL: time.Hour, RequestID: "renew-1"})
 	if err != nil || !r2.Replayed || !r2.Leases[0].ExpiresAt.Equal(r1.Leases[0].ExpiresAt) {
 		t.Fatalf("renew replay: %+v, %v", r2, err)
 	}
 	if got := e.lease(l.ID).ExpiresAt; !got.Equal(r1.Leases[0].ExpiresAt) {
 		t.Fatalf("a replayed renewal extended the lease to %v", got)
 	}
-	_, err = e.s.Renew(ctx, admission.RenewRequest{Token: testToken, Holder: "a", TTL: 2 * time.Hour, RequestID: "renew-1"})
+	_, err = e.s.Renew(ctx, admission.RenewRequest{Token: tokenOf("a"), Holder: "a", TTL: 2 * time.Hour, RequestID: "renew-1"})
 	wantErr(t, err, admission.ErrRequestConflict)
-	_, err = e.s.Release(ctx, admission.ReleaseRequest{Token: testToken, Holder: "a", RequestID: "renew-1"})
+	_, err = e.s.Release(ctx, admission.ReleaseRequest{Token: tokenOf("a"), Holder: "a", RequestID: "renew-1"})
 	wantErr(t, err, admission.ErrRequestConflict)
 
-	if _, err := e.s.Release(ctx, admission.ReleaseRequest{Token: testToken, Holder: "a", RequestID: "rel"}); err != nil {
+	if _, err := e.s.Release(ctx, admission.ReleaseRequest{Token: tokenOf("a"), Holder: "a", RequestID: "rel"}); err != nil {
 		t.Fatal(err)
 	}
-	rel, err := e.s.Release(ctx, admission.ReleaseRequest{Token: testToken, Holder: "a", RequestID: "rel"})
+	rel, err := e.s.Release(ctx, admission.ReleaseRequest{Token: tokenOf("a"), Holder: "a", RequestID: "rel"})
 	if err != nil || !rel.Replayed || len(rel.Leases) != 1 {
 		t.Fatalf("release replay: %+v, %v", rel, err)
 	}
@@ -135,14 +135,14 @@ func testGenerations(t *testing.T, open Factory) {
 				}
 				want[l.Resource] = l.Generation
 			}
-			if _, err := e.s.Release(ctx, admission.ReleaseRequest{Token: testToken, Holder: h}); err != nil {
+			if _, err := e.s.Release(ctx, admission.ReleaseRequest{Token: tokenOf(h), Holder: h}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	// Renewal keeps the generation; another checkout counts apart.
 	l := e.mustAcquire("a", "", "file:x").Leases[0]
-	r, err := e.s.Renew(ctx, admission.RenewRequest{Token: testToken, Holder: "a", IDs: []string{l.ID}})
+	r, err := e.s.Renew(ctx, admission.RenewRequest{Token: tokenOf("a"), Holder: "a", IDs: []string{l.ID}})
 	if err != nil || r.Leases[0].Generation != l.Generation {
 		t.Fatalf("renew: %+v, %v", r, err)
 	}
