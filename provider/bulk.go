@@ -24,8 +24,10 @@ const (
 	// SelectReleased: every released workspace (its task handed it back).
 	SelectReleased = "released"
 	// SelectDead: every workspace whose recorded owner process is proven
-	// dead and whose task and checkout hold no live lease. A workspace
-	// with no recorded owner is not dead: nothing proves its task stopped.
+	// dead and whose task and checkout hold no live lease but those whose
+	// own owner is proven dead too (which the reclaim retires as
+	// recovered). A workspace with no recorded owner is not dead: nothing
+	// proves its task stopped.
 	SelectDead = "dead"
 )
 
@@ -117,7 +119,7 @@ func (p *Provider) selectBulk(ctx context.Context, sel string) ([]*Workspace, ma
 		case SelectReleased:
 			match = w.Released
 		case SelectDead:
-			match = w.OwnerState == "exited" && w.Leases != nil && w.Leases.Count == 0
+			match = w.OwnerState == "exited" && w.Leases != nil && !blockedBy(w, BlockLeases, BlockLeasesUnread)
 		}
 		if match {
 			out = append(out, w)
@@ -144,6 +146,9 @@ func (p *Provider) PreviewBulkReclaim(ctx context.Context, sel string) (*BulkPre
 		}
 		p.progress(Progress{Op: "reclaim", Binding: w.Binding, Step: "previewing " + w.Binding, Done: i, Total: len(set)})
 		pv, err := p.PreviewReclaim(ctx, w.Binding)
+		if err == nil {
+			err = p.bulkInside(w.Binding, pv)
+		}
 		item := BulkItem{Binding: w.Binding, Preview: pv}
 		if err != nil {
 			if !refusal(err) {
@@ -343,6 +348,9 @@ func (p *Provider) bulkOne(ctx context.Context, o BulkOptions, plan *bulkPlan, b
 	if err != nil {
 		return nil, err
 	}
+	if err := p.bulkInside(b, pv); err != nil {
+		return nil, err // a process came into it since the bulk preview
+	}
 	paths := map[string]bool{}
 	for _, path := range plan.Paths {
 		paths[path] = true
@@ -368,4 +376,37 @@ func (p *Provider) bulkOne(ctx context.Context, o BulkOptions, plan *bulkPlan, b
 	}
 	ro.Confirm = pv.Digest
 	return p.Reclaim(ctx, ro)
+}
+
+// blockedBy reports whether w's look found a blocker of one of kinds.
+func blockedBy(w *Workspace, kinds ...string) bool {
+	for _, b := range w.BlockedBy {
+		for _, k := range kinds {
+			if b.Kind == k {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// bulkInside refuses, for a bulk reclaim, a workspace that processes
+// still use, or whose processes could not be seen: a dead owner does not
+// prove the processes it started stopped. Its own preview's digest,
+// confirmed, reclaims it alone.
+func (p *Provider) bulkInside(binding string, pv *Preview) error {
+	rec, err := p.current("reclaim", binding)
+	if err != nil {
+		return err
+	}
+	if pv.procErr != nil {
+		return &Error{Op: "reclaim", Binding: binding, Path: pv.Path, Err: ErrWorkspaceLive,
+			Reason: "the processes that may work inside it cannot be listed: " + pv.procErr.Error(),
+			Hint:   "a bulk reclaim leaves it out; reclaim this workspace alone (its preview, then its digest confirmed)"}
+	}
+	if len(pv.Processes) > 0 {
+		state, _ := ownerState(&rec.Claim)
+		return processesError(&rec.Claim, pv.Processes, state)
+	}
+	return nil
 }

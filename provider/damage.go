@@ -284,7 +284,7 @@ func (l *locator) locate(binding string, cause *Error) *Damage {
 
 // damagedView renders a damaged binding for list.
 func damagedView(d *Damage) *Workspace {
-	w := &Workspace{Binding: d.Binding, State: StateDamaged, Intent: []string{}, Damage: d}
+	w := &Workspace{Binding: d.Binding, State: StateDamaged, Intent: []string{}, Damage: d, BlockedBy: []Blocker{}, Processes: []Process{}, DirtySubmodules: []string{}}
 	if len(d.Paths) > 0 {
 		w.Path = d.Paths[len(d.Paths)-1].Path
 	}

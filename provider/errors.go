@@ -31,7 +31,7 @@ var (
 	ErrMissing         = wire.Sentinel("workspace_missing", "provider: workspace directory is missing")
 	ErrIdentity        = wire.Sentinel("identity_drift", "provider: workspace identity drifted")
 	ErrInterrupted     = wire.Sentinel("interrupted", "provider: an earlier operation was interrupted")
-	ErrWorkspaceLive   = wire.Sentinel("workspace_live", "provider: workspace is in use by a live owner")
+	ErrWorkspaceLive   = wire.Sentinel("workspace_live", "provider: workspace is in use")
 	ErrPeerOverlap     = wire.Sentinel("peer_overlap", "provider: a retained peer overlaps the target")
 	ErrPreviewStale    = wire.Sentinel("preview_stale", "provider: the preview changed since it was confirmed")
 	ErrUnconfirmed     = wire.Sentinel("unconfirmed", "provider: reclaim needs confirmation")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/internal/openers"
 	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/internal/workers"
 )
@@ -33,6 +34,7 @@ const (
 	BlockReclaiming   = "reclaiming"    // a reclaim holds its reservation
 	BlockLeasesUnread = "leases_unread" // the ledgers cannot be read: leases unknown
 	BlockUnfinished   = "unfinished"    // its allocation has not finished: a retry with its request id does
+	BlockProcesses    = "processes"     // processes work inside it (a bulk reclaim leaves it out)
 )
 
 // LeaseShown is how many leases of a workspace list names; it counts them all.
@@ -46,6 +48,11 @@ type LeaseRef struct {
 	Holder    string    `json:"holder"`
 	State     string    `json:"state"`
 	ExpiresAt time.Time `json:"expires_at"`
+	// OwnerPID is the owner process the lease records (0: none).
+	// Recoverable: that owner is proven dead, so the lease keeps nothing
+	// in use; a reclaim retires it as recovered (deadowner.go).
+	OwnerPID    int  `json:"owner_pid,omitempty"`
+	Recoverable bool `json:"recoverable"`
 }
 
 // LeaseSummary counts a workspace's leases and names the first few.
@@ -56,12 +63,21 @@ type LeaseSummary struct {
 
 // A Blocker is one reason a reclaim of the workspace would refuse now.
 type Blocker struct {
-	Kind     string     `json:"kind"`
-	Detail   string     `json:"detail"` // in words
-	OwnerPID int        `json:"owner_pid,omitempty"`
-	Leases   []LeaseRef `json:"leases,omitempty"`
-	Peer     string     `json:"peer,omitempty"` // the nested workspace's binding
-	Path     string     `json:"path,omitempty"`
+	Kind     string `json:"kind"`
+	Detail   string `json:"detail"` // in words
+	Hint     string `json:"hint"`   // what resolves it, in words and commands; "" when nothing is to be done but wait
+	OwnerPID int    `json:"owner_pid,omitempty"`
+	// Leases are the leases that block (kind leases); Processes, the
+	// processes that work inside it (kind processes).
+	Leases    []LeaseRef `json:"leases"`
+	Processes []Process  `json:"processes"`
+	Peer      string     `json:"peer,omitempty"` // the nested workspace's binding
+	Path      string     `json:"path,omitempty"`
+}
+
+// newBlocker returns a blocker with its arrays present.
+func newBlocker(kind, detail, hint string) Blocker {
+	return Blocker{Kind: kind, Detail: detail, Hint: hint, Leases: []LeaseRef{}, Processes: []Process{}}
 }
 
 // ownerState judges the recorded owner of c: "" when none is recorded,
@@ -87,9 +103,14 @@ func ownerState(c *Claim) (string, string) {
 func leaseRefs(ls []admission.Lease) []LeaseRef {
 	out := make([]LeaseRef, 0, len(ls))
 	for _, l := range ls {
-		out = append(out, LeaseRef{ID: l.ID, Resource: l.Resource, Holder: l.Holder, State: string(l.State), ExpiresAt: l.ExpiresAt.UTC()})
+		out = append(out, leaseRef(l))
 	}
 	return out
+}
+
+func leaseRef(l admission.Lease) LeaseRef {
+	return LeaseRef{ID: l.ID, Resource: l.Resource, Holder: l.Holder, State: string(l.State), ExpiresAt: l.ExpiresAt.UTC(),
+		OwnerPID: l.OwnerPID, Recoverable: l.Recoverable}
 }
 
 // leaseRead is the result of reading the ledgers for a look.
@@ -123,8 +144,9 @@ func (p *Provider) readLeases(ctx context.Context) <-chan leaseRead {
 }
 
 // look fills the one-look fields of the listed workspaces ws: owner,
-// leases, reclaimable and blocked_by.
+// leases, the processes inside, reclaimable and blocked_by.
 func (p *Provider) look(ws []*Workspace, claims map[*Workspace]*claimRecord, read <-chan leaseRead) {
+	procs := scanProcesses(ws)
 	lr := <-read
 	leases, leaseErr := lr.leases, lr.err
 	byHolder, byCheckout := map[string][]admission.Lease{}, map[string][]admission.Lease{}
@@ -136,59 +158,129 @@ func (p *Provider) look(ws []*Workspace, claims map[*Workspace]*claimRecord, rea
 	}
 	nested := nestedPairs(ws)
 	foreign := foreignLocks(ws, claims)
+	found := <-procs
 	for _, w := range ws {
 		if w.State == StateReclaimed {
 			continue
 		}
 		blocked := []Blocker{}
 		if w.Damage != nil {
-			blocked = append(blocked, Blocker{Kind: BlockDamaged, Path: w.Damage.File,
-				Detail: "its record " + w.Damage.File + " cannot be read ('majlis doctor' says what to do)"})
+			b := newBlocker(BlockDamaged, "its record "+w.Damage.File+" cannot be read", "'majlis doctor' says what to do")
+			b.Path = w.Damage.File
+			blocked = append(blocked, b)
 		}
-		rec := claims[w]
-		if rec != nil && !rec.has(EventCreated) {
-			// Nothing reclaims a workspace majlis never handed out: the
-			// allocation is finished (or undone) by a retry of it.
-			blocked = append(blocked, Blocker{Kind: BlockUnfinished, Detail: "its allocation (request " +
-				rec.Claim.RequestID + ") has not finished; a retry with that request id finishes it or says why not"})
-		}
-		if rec != nil {
-			c := &rec.Claim
-			if state, why := ownerState(c); state != "" {
-				w.OwnerState = state
-				alive := state == string(procid.Alive)
-				w.OwnerAlive = &alive
-				if state != "exited" && !w.Released {
-					blocked = append(blocked, Blocker{Kind: BlockOwnerAlive, OwnerPID: c.OwnerPID,
-						Detail: fmt.Sprintf("owner pid %d is %s (%s)", c.OwnerPID, state, why)})
-				}
-			}
-			if leaseErr != nil {
-				blocked = append(blocked, Blocker{Kind: BlockLeasesUnread, Detail: "the leases cannot be read: " + leaseErr.Error()})
-			} else {
-				mine := workspaceLeases(c, byHolder, byCheckout)
-				w.Leases = &LeaseSummary{Count: len(mine), First: leaseRefs(mine[:min(len(mine), LeaseShown)])}
-				if len(mine) > 0 {
-					b := Blocker{Kind: BlockLeases, Leases: leaseRefs(mine), Detail: describeLeases(mine)}
-					blocked = append(blocked, b)
-				}
-			}
-			if w.State == StateReclaiming {
-				blocked = append(blocked, Blocker{Kind: BlockReclaiming, Detail: "a reclaim of it is under way (or died: 'majlis workspace recover " + c.Binding + "')"})
-			}
+		if rec := claims[w]; rec != nil {
+			blocked = append(blocked, lookClaim(w, rec, byHolder, byCheckout, leaseErr)...)
 			if w.State != StateMissing {
 				if reason, locked := foreign[w]; locked {
-					blocked = append(blocked, Blocker{Kind: BlockLocked, Detail: fmt.Sprintf("git's lock on it is someone else's (reason %q); majlis never lifts it", reason)})
+					blocked = append(blocked, newBlocker(BlockLocked, fmt.Sprintf("git's lock on it is someone else's (reason %q); majlis never lifts it", reason),
+						"whoever locked it unlocks it ('git worktree unlock'), once they are done with it"))
 				}
+				blocked = append(blocked, lookProcesses(w, found)...)
 			}
 		}
 		for _, other := range nested[w] {
-			blocked = append(blocked, Blocker{Kind: BlockNestedPeer, Peer: other.Binding, Path: other.Path,
-				Detail: "workspace " + other.Binding + " overlaps it (" + other.Path + ")"})
+			b := newBlocker(BlockNestedPeer, "workspace "+other.Binding+" overlaps it ("+other.Path+")",
+				"reclaim the workspace inside first")
+			b.Peer, b.Path = other.Binding, other.Path
+			blocked = append(blocked, b)
 		}
 		ok := len(blocked) == 0
 		w.Reclaimable, w.BlockedBy = &ok, blocked
 	}
+}
+
+// lookClaim judges a workspace's owner and leases, and an allocation or
+// reclaim under way, for list.
+func lookClaim(w *Workspace, rec *claimRecord, byHolder, byCheckout map[string][]admission.Lease, leaseErr error) []Blocker {
+	c := &rec.Claim
+	var blocked []Blocker
+	if !rec.has(EventCreated) {
+		// Nothing reclaims a workspace majlis never handed out: the
+		// allocation is finished (or undone) by a retry of it.
+		blocked = append(blocked, newBlocker(BlockUnfinished, "its allocation (request "+c.RequestID+") has not finished",
+			"a retry with request id "+c.RequestID+" finishes it or says why not"))
+	}
+	if state, why := ownerState(c); state != "" {
+		w.OwnerState = state
+		alive := state == string(procid.Alive)
+		w.OwnerAlive = &alive
+		if state != "exited" && !w.Released {
+			b := newBlocker(BlockOwnerAlive, fmt.Sprintf("owner pid %d is %s (%s)", c.OwnerPID, state, why),
+				"wait for it to exit, or stop it; then 'majlis workspace reclaim --dead --preview'")
+			b.OwnerPID = c.OwnerPID
+			blocked = append(blocked, b)
+		}
+	}
+	if leaseErr != nil {
+		blocked = append(blocked, newBlocker(BlockLeasesUnread, "the leases cannot be read: "+leaseErr.Error(), "'majlis doctor' checks the ledgers"))
+	} else {
+		mine := workspaceLeases(c, byHolder, byCheckout)
+		w.Leases = &LeaseSummary{Count: len(mine), First: leaseRefs(mine[:min(len(mine), LeaseShown)])}
+		if keep, _ := splitRecoverable(mine); len(keep) > 0 {
+			b := newBlocker(BlockLeases, describeLeases(keep), leasesHint(keep))
+			b.Leases = leaseRefs(keep)
+			blocked = append(blocked, b)
+		}
+	}
+	if w.State == StateReclaiming {
+		blocked = append(blocked, newBlocker(BlockReclaiming, "a reclaim of it is under way (or died)",
+			"if it died: 'majlis workspace recover "+c.Binding+"' once its reservation has expired"))
+	}
+	return blocked
+}
+
+// leasesHint says how the leases that keep a workspace in use can be
+// ended: by their holder with its token; a quarantined one that records
+// no owner, once its writer has stopped, with no token at all.
+func leasesHint(keep []admission.Lease) string {
+	l := keep[0]
+	switch {
+	case l.State == admission.StateQuarantined && l.OwnerPID == 0:
+		return fmt.Sprintf("lease %s expired without release and records no owner process, so nothing proves its writer stopped: "+
+			"once it has, 'majlis lease resolve %s --writer-stopped' (no token needed); or its holder releases it "+
+			"('majlis lease release --holder %s' with its lease token)", l.ID, l.ID, l.Holder)
+	case l.State == admission.StateQuarantined:
+		return fmt.Sprintf("lease %s expired without release while its owner process %d still runs: stop it, or, once its writer has stopped, "+
+			"'majlis lease resolve %s --writer-stopped' (no token needed)", l.ID, l.OwnerPID, l.ID)
+	case l.OwnerPID != 0:
+		return fmt.Sprintf("its owner process %d still runs: it releases its leases ('majlis end %s', or 'majlis lease release --holder %s' with its lease token); "+
+			"once the process is dead they need no token", l.OwnerPID, l.Holder, l.Holder)
+	}
+	return fmt.Sprintf("its holder releases them ('majlis end %s', or 'majlis lease release --holder %s' with its lease token); "+
+		"they record no owner process, so nothing else proves the task stopped", l.Holder, l.Holder)
+}
+
+// lookProcesses is the blocker of processes working inside w.
+func lookProcesses(w *Workspace, found map[string][]Process) []Blocker {
+	ps := found[w.PhysicalPath]
+	if w.PhysicalPath == "" || len(ps) == 0 {
+		return nil
+	}
+	w.Processes = ps
+	b := newBlocker(BlockProcesses, "processes work inside it: "+describeProcesses(ps),
+		fmt.Sprintf("a bulk reclaim leaves it out: stop them, or reclaim it alone ('majlis workspace reclaim %s --preview', then --confirm DIGEST)", w.Binding))
+	b.Processes = ps
+	return []Blocker{b}
+}
+
+// scanProcesses finds, on another goroutine, the processes that use the
+// listed workspaces that have files (one read of /proc for them all). A
+// scan that fails (not Linux) finds none: list informs, the bulk reclaim
+// judges again and refuses what it cannot see.
+func scanProcesses(ws []*Workspace) <-chan map[string][]Process {
+	ch := make(chan map[string][]Process, 1)
+	var dirs []string
+	for _, w := range ws {
+		if w.State != StateReclaimed && w.State != StateMissing && w.PhysicalPath != "" {
+			dirs = append(dirs, w.PhysicalPath)
+		}
+	}
+	go func() {
+		found, _ := openers.Scan(dirs)
+		ch <- found
+	}()
+	return ch
 }
 
 // workspaceLeases returns the live leases that keep c's workspace in use,

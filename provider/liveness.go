@@ -35,10 +35,13 @@ func (p *Provider) leaseLiveness(ctx context.Context, rec *claimRecord) error {
 	if err != nil {
 		return err
 	}
-	live, err := svc.LiveLeases(ctx, c.Binding, c.PhysicalPath)
+	all, err := svc.LiveLeases(ctx, c.Binding, c.PhysicalPath)
 	if err != nil {
 		return err
 	}
+	// A lease whose owner process is proven dead keeps nothing in use: the
+	// reclaim retires it as recovered (deadowner.go).
+	live, _ := splitRecoverable(all)
 	if len(live) == 0 {
 		return nil
 	}
@@ -50,10 +53,17 @@ func (p *Provider) leaseLiveness(ctx context.Context, rec *claimRecord) error {
 		}
 		names = append(names, fmt.Sprintf("%s %s (holder %s, %s until %s)", l.ID, l.Resource, l.Holder, l.State, l.ExpiresAt.UTC().Format(time.RFC3339)))
 	}
+	reason := "leases keep it in use: " + strings.Join(names, "; ")
+	hint := "let the holder release them with its lease token, or, for a quarantined one whose writer has stopped, resolve it (no token needed)"
+	if state, _ := ownerState(&c); state == "exited" {
+		// The workspace's owner is dead, yet these leases record no owner
+		// (or another, live one): nothing proves their writer stopped.
+		reason = fmt.Sprintf("its owner process %d is dead, but leases that record no dead owner keep it in use: %s", c.OwnerPID, strings.Join(names, "; "))
+		hint = "once their writer has stopped, resolve each quarantined one with --writer-stopped (no token needed); " +
+			"an active one is released by its holder with its lease token"
+	}
 	return &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrWorkspaceLive,
-		Reason:  "leases keep it in use: " + strings.Join(names, "; "),
-		Hint:    "let the holder release them with its lease token, or, for a quarantined one whose writer has stopped, resolve it",
-		Details: liveDetails(c, live)}
+		Reason: reason, Hint: hint, Details: liveDetails(c, live)}
 }
 
 // liveDetails are the facts of a workspace_live refusal for scripts: the

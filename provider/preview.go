@@ -47,7 +47,15 @@ type Preview struct {
 	// They inform; the digest does not cover them.
 	OwnerPID   int    `json:"owner_pid,omitempty"`
 	OwnerState string `json:"owner_state,omitempty"`
-	Salvage    struct {
+	// Processes are the processes whose working directory or open files
+	// are inside the workspace (a dev server its dead agent started): the
+	// reclaim moves the folder from under them, into its kept trash. A
+	// bulk reclaim leaves such a workspace out. RecoverLeases are the
+	// leases whose owner process is proven dead, which the reclaim will
+	// retire as recovered. Both inform; the digest does not cover them.
+	Processes     []Process  `json:"processes"`
+	RecoverLeases []LeaseRef `json:"recover_leases"`
+	Salvage       struct {
 		Clean           bool     `json:"clean"`
 		Files           int      `json:"files"`
 		Modified        int      `json:"modified"`
@@ -106,8 +114,9 @@ type Preview struct {
 		Pinned bool   `json:"pinned"`
 	} `json:"admin_entry"`
 
-	status *gitops.Status
-	facts  []any // what the digest covers beyond the fields (digestWithout)
+	status  *gitops.Status
+	facts   []any // what the digest covers beyond the fields (digestWithout)
+	procErr error // why Processes could not be found
 }
 
 // MaxIgnoredPaths bounds how many ignored files a preview names; it
@@ -125,6 +134,7 @@ func (p *Provider) PreviewReclaim(ctx context.Context, binding string) (*Preview
 	rec = p.asGitSees(ctx, rec)
 	if rec.has(EventMoved) {
 		if pv, ok := p.movedPreview(rec); ok {
+			pv.Processes, pv.RecoverLeases = []Process{}, []LeaseRef{}
 			return pv, nil
 		}
 	}
@@ -133,6 +143,7 @@ func (p *Provider) PreviewReclaim(ctx context.Context, binding string) (*Preview
 		if errors.Is(err, ErrMissing) {
 			pv, _, merr := p.missingPreview(ctx, rec, err)
 			if merr == nil {
+				p.lookInside(ctx, rec, pv)
 				p.rememberPreview(pv)
 			}
 			return pv, merr
@@ -151,8 +162,24 @@ func (p *Provider) PreviewReclaim(ctx context.Context, binding string) (*Preview
 	}
 	pv.OwnerPID = rec.Claim.OwnerPID
 	pv.OwnerState, _ = ownerState(&rec.Claim)
+	p.lookInside(ctx, rec, pv)
 	p.rememberPreview(pv)
 	return pv, nil
+}
+
+// lookInside adds what informs a preview beyond its digest: the
+// processes inside the workspace and the leases the reclaim would
+// recover. A scan that cannot be made leaves Processes nil (procErr
+// says why): a bulk reclaim then leaves the workspace out.
+func (p *Provider) lookInside(ctx context.Context, rec *claimRecord, pv *Preview) {
+	pv.Processes, pv.procErr = workspaceProcesses(&rec.Claim)
+	pv.RecoverLeases = []LeaseRef{}
+	if svc, err := p.admission(ctx); err == nil {
+		if live, err := svc.LiveLeases(ctx, rec.Claim.Binding, rec.Claim.PhysicalPath); err == nil {
+			_, dead := splitRecoverable(live)
+			pv.RecoverLeases = leaseRefs(dead)
+		}
+	}
 }
 
 // preview computes the preview. refresh, set only under the reservation of
@@ -358,6 +385,7 @@ func (pv *Preview) digestWithout(without map[string]bool) string {
 	}
 	c := *pv
 	c.Digest, c.OwnerPID, c.OwnerState = "", 0, ""
+	c.Processes, c.RecoverLeases = nil, nil
 	c.Peers = []Peer{}
 	for _, peer := range pv.Peers {
 		if !without[peer.Path] {

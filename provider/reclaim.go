@@ -55,7 +55,7 @@ type ReclaimResult struct {
 	Path        string   `json:"path"`
 	SalvageRef  *string  `json:"salvage_ref"`  // the salvage taken before the first destructive step
 	SalvageRefs []string `json:"salvage_refs"` // every salvage of this reclaim, across retries
-	Submodules  []string `json:"salvaged_submodules,omitempty"`
+	Submodules  []string `json:"salvaged_submodules"`
 	StepsDone   []string `json:"steps_done"`
 	Removed     bool     `json:"removed"`
 	Branch      string   `json:"branch"` // kept
@@ -76,7 +76,11 @@ type ReclaimResult struct {
 	PathOccupied bool `json:"path_occupied,omitempty"`
 	// TrashPurged is always empty: a reclaim no longer deletes other
 	// workspaces' kept trash in its own time (PurgeDue does, after it).
-	TrashPurged []string `json:"trash_purged,omitempty"`
+	TrashPurged []string `json:"trash_purged"`
+	// RecoveredLeases are the leases of the workspace's task (or taken in
+	// it) whose owner process was proven dead: the reclaim released them,
+	// recorded as a recovery, before its first destructive step.
+	RecoveredLeases []LeaseRef `json:"recovered_leases"`
 	// PinnedOnFirstContact reports that the workspace, allocated before
 	// majlis pinned admin entries, was pinned by this reclaim.
 	PinnedOnFirstContact bool `json:"pinned_on_first_contact,omitempty"`
@@ -191,6 +195,9 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 	}
 	args := requestArgs{Op: "reclaim", Binding: o.Binding}
 	if res, done, err := replay[ReclaimResult](p, o.RequestID, args); done || err != nil {
+		if res != nil {
+			res.arrays() // recorded before a field existed
+		}
 		return res, err
 	}
 	if o.RequestID != "" {
@@ -287,6 +294,7 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, entry 
 	}
 	res := &ReclaimResult{Binding: c.Binding, Path: c.Path, Branch: c.Branch, StepsDone: []string{}, SalvageRefs: []string{},
 		IgnoredFiles: pv.IgnoredFiles, SpecialFiles: pv.SpecialFiles}
+	res.arrays()
 	if len(pv.Salvage.DirtySubmodules) > 0 && !o.SalvageSubmodules {
 		return nil, &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrDirtySubmodule,
 			Reason: "dirty submodules: " + strings.Join(pv.Salvage.DirtySubmodules, ", "),
@@ -324,7 +332,7 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, entry 
 	if err != nil {
 		return nil, err
 	}
-	res.Submodules = kept
+	res.Submodules = nonNil(kept)
 	if !pv.Salvage.Clean {
 		// A retry after an interruption salvages again whatever is there
 		// now; the first salvage (recorded in the salvaged event) holds the
@@ -343,6 +351,12 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, entry 
 		}
 	}
 	if err := p.inject(ctx, fpReclaimSalvaged); err != nil {
+		return nil, err
+	}
+
+	// The leases of a dead owner are retired before the first
+	// destructive step: a crash after it finds none to retire.
+	if err := p.recoverLeases(ctx, rec, res); err != nil {
 		return nil, err
 	}
 
@@ -389,7 +403,11 @@ func (p *Provider) reclaimMissing(ctx context.Context, rec *claimRecord, o Recla
 		return listed, err
 	}
 	res := &ReclaimResult{Binding: c.Binding, Path: c.Path, Branch: c.Branch, StepsDone: []string{}, SalvageRefs: []string{}, Removed: true}
+	res.arrays()
 	if listed, err = recheck(); err != nil {
+		return nil, err
+	}
+	if err := p.recoverLeases(ctx, rec, res); err != nil {
 		return nil, err
 	}
 	if listed {

@@ -163,6 +163,7 @@ func (p *Provider) reclaimMoved(ctx context.Context, rec *claimRecord, o Reclaim
 	defer cancel()
 	defer func() { err = p.lostOr(c.Binding, lease, err) }()
 	res = &ReclaimResult{Binding: c.Binding, Path: c.Path, Branch: c.Branch, StepsDone: []string{}, SalvageRefs: []string{}}
+	res.arrays()
 	if res, err = p.finishMoved(ctx, rec, ev, lease, o, res, inTrash, false); err != nil {
 		return nil, true, err
 	}

@@ -60,7 +60,7 @@ type Workspace struct {
 	Dirty         *bool          `json:"dirty,omitempty"`   // show only
 	Changes       *gitops.Counts `json:"changes,omitempty"` // show only
 	// DirtySubmodules lists submodules with changes salvage cannot capture (show only).
-	DirtySubmodules []string `json:"dirty_submodules,omitempty"`
+	DirtySubmodules []string `json:"dirty_submodules"`
 	// Damage, for state damaged only: which file, why, and where the
 	// workspace may be (damage.go).
 	Damage *Damage `json:"damage,omitempty"`
@@ -75,7 +75,10 @@ type Workspace struct {
 	OwnerAlive  *bool         `json:"owner_alive,omitempty"`
 	Leases      *LeaseSummary `json:"leases,omitempty"`
 	Reclaimable *bool         `json:"reclaimable,omitempty"`
-	BlockedBy   []Blocker     `json:"blocked_by,omitempty"`
+	BlockedBy   []Blocker     `json:"blocked_by"`
+	// Processes are the processes whose working directory or open files
+	// are inside it (list): a dead owner does not prove they stopped.
+	Processes []Process `json:"processes"`
 }
 
 // view renders a claim as a Workspace; with status it also reads git
@@ -98,6 +101,7 @@ func (p *Provider) render(ctx context.Context, reader *gitops.Reader, reclaiming
 		ID: shortDigest(rec.Digest), Binding: c.Binding, Path: c.Path, PhysicalPath: c.PhysicalPath,
 		Branch: c.Branch, Base: c.Base, ClaimDigest: rec.Digest, CreatedAt: c.CreatedAt,
 		Intent: c.Intent, RequestID: c.RequestID, OwnerPID: c.OwnerPID, State: StateActive, DetachedFrom: c.DetachedFrom,
+		BlockedBy: []Blocker{}, Processes: []Process{}, DirtySubmodules: []string{},
 	}
 	if ev := rec.Events[EventReleased]; ev != nil {
 		t := ev.At
@@ -150,7 +154,7 @@ func (p *Provider) render(ctx context.Context, reader *gitops.Reader, reclaiming
 		}
 		counts := st.Counts()
 		dirty := counts.Total() > 0
-		w.Dirty, w.Changes, w.DirtySubmodules = &dirty, &counts, st.DirtySubmodules()
+		w.Dirty, w.Changes, w.DirtySubmodules = &dirty, &counts, nonNil(st.DirtySubmodules())
 		if st.Head != "" {
 			w.Head = st.Head
 		}
