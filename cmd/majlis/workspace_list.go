@@ -24,14 +24,19 @@ what to do).
 
 For each workspace it also says whether its recorded owner process is alive
 (owner_state: alive, exited or unknown), whether it is released, its leases
-(count and the first few, with holder and expiry), and whether a reclaim
-would go ahead now (reclaimable), else what blocks it (blocked_by: the owner
-is alive, leases are held, another workspace lies inside it or it inside
+(count and the first few, with holder, expiry and whether they are
+recoverable: their owner process is proven dead), the processes whose working
+directory or open files are inside it (processes: a dev server that outlived
+its agent), and whether a reclaim would go ahead now (reclaimable), else what
+blocks it (blocked_by, each with a hint: the owner is alive, leases are held,
+processes work inside it, another workspace lies inside it or it inside
 another, its record is damaged, git's lock on it is someone else's, a reclaim
-is under way). This look reads no file of the workspaces and runs no git
-there; a reclaim still judges everything again, and also what list cannot see
-(a repository nested inside the workspace). --status adds each workspace's
-change counts, one git status per workspace.`,
+is under way). A crashed agent's workspace (begun with --owner-pid, the
+process killed) is reclaimable: its leases' owner is dead, and the reclaim
+retires them as recovered. This look reads no file of the workspaces and runs
+no git there; a reclaim still judges everything again, and also what list
+cannot see (a repository nested inside the workspace). --status adds each
+workspace's change counts, one git status per workspace.`,
 		Example: `  majlis workspace list
   majlis workspace list --status
   majlis workspace list --json | jq -r '.workspaces[] | select(.reclaimable) | .binding'`,
@@ -65,6 +70,7 @@ change counts, one git status per workspace.`,
 					fmt.Fprintf(tw, "%s\n", pathCell(ws))
 				}
 				tw.Flush()
+				renderBlockHints(w, list)
 			})
 		},
 	}
@@ -84,7 +90,38 @@ func leasesCell(ws *provider.Workspace) string {
 	if ws.Leases == nil {
 		return "-"
 	}
+	n := 0
+	for _, l := range ws.Leases.First {
+		if l.Recoverable {
+			n++
+		}
+	}
+	if n > 0 && n == ws.Leases.Count {
+		return strconv.Itoa(ws.Leases.Count) + " recoverable"
+	}
 	return strconv.Itoa(ws.Leases.Count)
+}
+
+// blockHintsShown bounds the hint lines under the table.
+const blockHintsShown = 5
+
+// renderBlockHints says, under the table, how to resolve what blocks the
+// first few workspaces held by leases or processes (--json has them all).
+func renderBlockHints(w io.Writer, list []*provider.Workspace) {
+	n := 0
+	for _, ws := range list {
+		for _, b := range ws.BlockedBy {
+			if b.Hint == "" || b.Kind != provider.BlockLeases && b.Kind != provider.BlockProcesses {
+				continue
+			}
+			if n == blockHintsShown {
+				fmt.Fprintln(w, "(more in 'majlis workspace list --json': blocked_by[].hint)")
+				return
+			}
+			n++
+			fmt.Fprintf(w, "%s: %s\n  %s\n", ws.Binding, b.Detail, b.Hint)
+		}
+	}
 }
 
 // reclaimCell says in a word or two whether a reclaim would go ahead, and

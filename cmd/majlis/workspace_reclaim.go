@@ -171,6 +171,15 @@ func renderPreview(w io.Writer, pv *provider.Preview) {
 	default:
 		fmt.Fprintf(tw, "owner\tpid %d %s\n", pv.OwnerPID, pv.OwnerState)
 	}
+	for _, l := range pv.RecoverLeases {
+		fmt.Fprintf(tw, "recover\tlease %s %s of %s: its owner process %d is dead; released, recorded as recovered\n", l.ID, l.Resource, l.Holder, l.OwnerPID)
+	}
+	for _, pr := range pv.Processes {
+		fmt.Fprintf(tw, "in use\t%s\n", processWords(pr))
+	}
+	if len(pv.Processes) > 0 {
+		fmt.Fprintf(tw, "\tthe folder moves from under them into the kept trash; a bulk reclaim leaves this workspace out\n")
+	}
 	s := pv.Salvage
 	if s.Clean {
 		fmt.Fprintf(tw, "salvage\tnothing: no uncommitted work, nothing only this workspace holds\n")
@@ -231,6 +240,19 @@ func renderPreview(w io.Writer, pv *provider.Preview) {
 	tw.Flush()
 }
 
+// processWords says how a process uses a workspace.
+func processWords(pr provider.Process) string {
+	switch pr.Use {
+	case "file":
+		return fmt.Sprintf("pid %d (%s) has %s open", pr.PID, pr.Command, humanPath(pr.Path))
+	case "exe":
+		return fmt.Sprintf("pid %d (%s) runs %s", pr.PID, pr.Command, humanPath(pr.Path))
+	case "root":
+		return fmt.Sprintf("pid %d (%s) has its root folder in it", pr.PID, pr.Command)
+	}
+	return fmt.Sprintf("pid %d (%s) works in %s", pr.PID, pr.Command, humanPath(pr.Path))
+}
+
 // specialList names special files with their types, and how many more
 // there are than named.
 func specialList(n int, named []gitops.SpecialFile) string {
@@ -263,6 +285,9 @@ func renderReclaim(w io.Writer, res *provider.ReclaimResult) {
 	fmt.Fprintf(w, "reclaimed %s: %s (branch %s kept)\n", res.Binding, strings.Join(res.StepsDone, ", "), res.Branch)
 	if res.SalvageRef != nil {
 		fmt.Fprintf(w, "salvaged to %s (majlis workspace restore %s brings it back)\n", *res.SalvageRef, res.Binding)
+	}
+	for _, l := range res.RecoveredLeases {
+		fmt.Fprintf(w, "recovered lease %s %s of %s (its owner process %d was dead)\n", l.ID, l.Resource, l.Holder, l.OwnerPID)
 	}
 	if res.SecondSalvageRef != nil {
 		fmt.Fprintf(w, "work written during the reclaim is on %s\n", *res.SecondSalvageRef)
