@@ -52,10 +52,11 @@ MAJLIS_LEASE_TOKEN when one was generated), for eval or an env file.`,
 			if err := env.check(g); err != nil {
 				return err
 			}
-			var err error
-			if opts.Token, err = tok.token(); err != nil {
+			held, err := tok.forHolder(opts.Task, true)
+			if err != nil {
 				return err
 			}
+			opts.Token = held.token
 			p, err := g.openProvider(cmd.Context())
 			if err != nil {
 				return err
@@ -82,6 +83,9 @@ MAJLIS_LEASE_TOKEN when one was generated), for eval or an env file.`,
 				}
 				if res.Token != "" {
 					fmt.Fprintf(w, "lease token (shown once; renew and release need it): %s\n", res.Token)
+				}
+				if held.created {
+					fmt.Fprintf(w, "lease token kept in %s (mode 0600): lease acquire, renew, release and end of %s need it\n", humanPath(held.file), res.Task)
 				}
 			})
 		},

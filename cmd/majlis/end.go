@@ -36,16 +36,14 @@ held now or before, is not found (exit 5).
 
 Run inside a workspace without TASK, end acts on that workspace's task and
 says so. A lease granted with a lease token is released only with it
-(--token-file F or $MAJLIS_LEASE_TOKEN), as 'majlis lease release' does.`,
+(--token-file F, $MAJLIS_LEASE_TOKEN, or the task's file in
+$MAJLIS_TOKEN_DIR, which end then removes), as 'majlis lease release' does;
+no token is needed for leases whose owner process is proven dead.`,
 		Example: `  majlis end T-14
   majlis end T-14 --reclaim --json
   cd ../app.workspaces/T-14 && majlis end`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var err error
-			if opts.Token, err = tok.token(); err != nil {
-				return err
-			}
 			p, err := g.openProvider(cmd.Context())
 			if err != nil {
 				return err
@@ -56,6 +54,11 @@ says so. A lease granted with a lease token is released only with it
 				return err
 			}
 			opts.Binding = binding
+			held, err := tok.forHolder(binding, false)
+			if err != nil {
+				return err
+			}
+			opts.Token = held.token
 			generated := opts.RequestID == "" && opts.Reclaim
 			if generated {
 				opts.RequestID = newRequestID("end-" + binding)
@@ -64,6 +67,7 @@ says so. A lease granted with a lease token is released only with it
 			if err != nil {
 				return withRequestID(err, opts.RequestID, generated)
 			}
+			held.done() // the task's leases are released: its token file goes
 			out := endBody{Binding: res.Binding, Leases: res.Leases, Workspace: res.Workspace, Reclaimed: res.Reclaimed,
 				Preview: res.Preview, BindingFrom: bindingFrom(fromCwd), Ignored: res.Ignored}
 			if res.NotReclaimed != nil {

@@ -60,10 +60,11 @@ for eval or an env file. No free port: exit 4, no_free_port.`,
 			if err := env.check(g); err != nil {
 				return err
 			}
-			var err error
-			if req.Token, err = tok.token(); err != nil {
+			held, err := tok.forHolder(req.Holder, true)
+			if err != nil {
 				return err
 			}
+			req.Token = held.token
 			req.Cwd, _ = os.Getwd()
 			svc, err := g.openAdmission(cmd.Context())
 			if err != nil {
@@ -95,6 +96,9 @@ for eval or an env file. No free port: exit 4, no_free_port.`,
 				}
 				if res.Token != "" {
 					fmt.Fprintf(w, "lease token (shown once; renew and release need it): %s\n", res.Token)
+				}
+				if held.created {
+					fmt.Fprintf(w, "lease token kept in %s (mode 0600): renew and release need it\n", humanPath(held.file))
 				}
 			})
 		},

@@ -34,7 +34,7 @@ token_required. Leases granted before lease tokens existed need none.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.IDs = args
 			var err error
-			if req.Token, err = tok.token(); err != nil {
+			if req.Token, err = tok.holderToken(req.Holder); err != nil {
 				return err
 			}
 			svc, err := g.openAdmission(cmd.Context())

@@ -33,7 +33,7 @@ it; otherwise exit 3, token_required.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.IDs = args
 			var err error
-			if req.Token, err = tok.token(); err != nil {
+			if req.Token, err = tok.holderToken(req.Holder); err != nil {
 				return err
 			}
 			svc, err := g.openAdmission(cmd.Context())

@@ -52,8 +52,9 @@ func (i isolated) Run() int {
 //	                                  REGEXP, failing after TIMEOUT
 //	grab VAR REGEXP                   set $VAR to the first group of
 //	                                  REGEXP in the last stdout (an id)
-//	spawn VAR                         start a process that waits until
-//	                                  the script ends; $VAR is its pid
+//	spawn VAR [DIR]                   start a process that waits until
+//	                                  the script ends (in DIR); $VAR is
+//	                                  its pid
 //	reap VAR                          kill the process $VAR and wait for
 //	                                  it: proven dead, no zombie left
 //
@@ -75,9 +76,10 @@ func TestScripts(t *testing.T) {
 			e.Setenv("XDG_STATE_HOME", filepath.Join(home, ".local", "state"))
 			e.Setenv("MAJLIS_HOST_LEDGER", filepath.Join(e.WorkDir, "host.db"))
 			e.Defer(func() { killScriptServers(e.WorkDir) })
-			// The scripts' clients present one lease token, as one client
-			// would; lease_tokens.txtar unsets it to see tokens generated.
-			e.Setenv("MAJLIS_LEASE_TOKEN", "script-lease-token-0123456789")
+			// Each task's lease token is kept in a file of its own, as
+			// the README's tour keeps them; lease_tokens.txtar unsets it
+			// to see tokens generated.
+			e.Setenv(TokenDirEnv, filepath.Join(e.WorkDir, "tokens"))
 			e.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 			e.Setenv("MAJLIS_BACKGROUND_PURGE", "0")
 			e.Setenv("GIT_TERMINAL_PROMPT", "0")
@@ -241,12 +243,16 @@ func takeProc(pid string) *exec.Cmd {
 }
 
 // cmdSpawn starts a process (an owner for --owner-pid) that lives until
-// the script ends or reap kills it.
+// the script ends or reap kills it; with DIR, it works in that folder (a
+// dev server in a workspace).
 func cmdSpawn(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: spawn VAR")
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: spawn VAR [DIR]")
 	}
 	cmd := exec.Command("sleep", "3600")
+	if len(args) == 2 {
+		cmd.Dir = ts.MkAbs(args[1])
+	}
 	if err := cmd.Start(); err != nil {
 		ts.Fatalf("spawn: %v", err)
 	}

@@ -53,10 +53,11 @@ no_free_port, the error names it).`,
 			if err := env.check(g); err != nil {
 				return err
 			}
-			token, err := tok.token()
+			held, err := tok.forHolder(opts.Binding, ports > 0)
 			if err != nil {
 				return err
 			}
+			token := held.token
 			p, err := g.openProvider(cmd.Context())
 			if err != nil {
 				return err
