@@ -35,6 +35,11 @@ var (
 	ErrPeerOverlap     = wire.Sentinel("peer_overlap", "provider: a retained peer overlaps the target")
 	ErrPreviewStale    = wire.Sentinel("preview_stale", "provider: the preview changed since it was confirmed")
 	ErrUnconfirmed     = wire.Sentinel("unconfirmed", "provider: reclaim needs confirmation")
+	// ErrNothingToRecover: workspace recover found no reclaim reservation.
+	ErrNothingToRecover = wire.Sentinel("not_found", "provider: nothing to recover")
+	// ErrHoldsWork: end --reclaim left the workspace, which holds work a
+	// reclaim would salvage (its preview's digest is in the details).
+	ErrHoldsWork = wire.Sentinel("holds_work", "provider: the workspace holds work to salvage")
 	ErrDirtySubmodule  = wire.Sentinel("dirty_submodule", "provider: a submodule has changes salvage cannot capture")
 	ErrRepository      = wire.Sentinel("repository_mismatch", "provider: workspace does not belong to the claimed repository")
 	ErrWorktreeConfig  = wire.Sentinel("worktree_config_mismatch", "provider: git would act on another directory than the workspace")

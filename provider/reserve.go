@@ -100,6 +100,11 @@ func (p *Provider) RecoverReservation(ctx context.Context, binding, requestID st
 		return rec, err
 	}
 	rec, err := p.leases.Recover(ctx, reclaimPrefix+binding)
+	if errors.Is(err, reservation.ErrNotFound) {
+		// The words of the user: no reservation file named.
+		return nil, &Error{Op: "recover", Binding: binding, Err: ErrNothingToRecover,
+			Reason: "no reclaim of " + binding + " is under way or crashed"}
+	}
 	if err != nil {
 		return nil, err
 	}

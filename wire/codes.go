@@ -155,6 +155,11 @@ var codes = []Code{
 			{When: "op=end", Text: "look at it with 'majlis workspace reclaim {binding} --preview', then reclaim it with --confirm DIGEST", API: "look at it ({tool:workspace_reclaim_preview}), then reclaim it with that digest as confirm ({tool:workspace_reclaim})"},
 			{Text: "run 'majlis workspace reclaim {binding} --preview', then --confirm DIGEST (or --yes to skip the comparison)", API: "preview it ({tool:workspace_reclaim_preview}), check what it would do, and send its digest as confirm ({tool:workspace_reclaim})"},
 		}},
+	{Code: "holds_work", Exit: ExitRefused,
+		Meaning: "end --reclaim left the workspace: it holds work a reclaim would salvage (details: its preview's digest)",
+		Hints: []Hint{
+			{When: "digest", Text: "look at what it holds with 'majlis workspace reclaim {binding} --preview', then reclaim it with 'majlis workspace reclaim {binding} --confirm {digest}'", API: "look at what it holds ({tool:workspace_reclaim_preview}), then reclaim it with confirm {digest} ({tool:workspace_reclaim})"},
+		}},
 	{Code: "dirty_submodule", Exit: ExitRefused,
 		Meaning: "a submodule has changes that salvage cannot capture",
 		Hints:   []Hint{{Text: "commit their changes, or pass --salvage-submodules to salvage them too", API: "commit their changes, or send salvage_submodules: true to salvage them too"}}},

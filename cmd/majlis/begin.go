@@ -95,6 +95,7 @@ MAJLIS_LEASE_TOKEN when one was generated), for eval or an env file.`,
 	f.StringVar(&opts.Base, "base", "", "revision the workspace starts from (default HEAD of the main worktree)")
 	f.BoolVar(&opts.Shared, "shared", false, "declare the intents in the current checkout; allocate no workspace")
 	f.DurationVar(&opts.TTL, "ttl", 0, "lifetime of the intent leases (default 10m)")
+	defaultInUsage(f, "ttl")
 	f.StringVar(&opts.RequestID, "request-id", "", "idempotency key: a retry returns the recorded result or resumes")
 	f.IntVar(&opts.OwnerPID, "owner-pid", 0, "the task's process: its life marks the workspace and leases in use")
 	f.IntVar(&opts.Ports, "ports", 0, "also grant this many free ports to the task (host:port:auto)")

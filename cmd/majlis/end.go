@@ -86,7 +86,8 @@ no token is needed for leases whose owner process is proven dead.`,
 						fmt.Fprintf(w, "its ignored files wait in the trash folder until then: 'majlis workspace restore %s --from-trash' brings them back\n", res.Binding)
 					}
 				case res.NotReclaimed != nil:
-					fmt.Fprintf(w, "not reclaimed: %v\n", res.NotReclaimed)
+					// The message with the command line's hint, as a refusal shows it.
+					fmt.Fprintf(w, "not reclaimed: %s\n", out.NotReclaimed.Message)
 				default:
 					fmt.Fprintf(w, "its files stay at %s until reclaimed\n", humanPath(res.Workspace.Path))
 				}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"time"
 
@@ -53,6 +54,10 @@ func checkAdmissionEnvironment() error {
 		// The value is a secret: it is not repeated in the error.
 		return &envvar.Error{Name: admission.TokenEnv, Value: "(not shown)", Reason: "not a lease token",
 			Accepted: fmt.Sprintf("a lease token: %d to %d printable characters without spaces; unset or empty means none (one is generated when a lease is acquired)", admission.MinToken, admission.MaxToken)}
+	}
+	if d := os.Getenv(TokenDirEnv); d != "" && !filepath.IsAbs(d) {
+		return &envvar.Error{Name: TokenDirEnv, Value: d, Reason: "not an absolute path",
+			Accepted: "the absolute path of a folder that holds a lease token file per task (made when missing, mode 0700); unset or empty means none"}
 	}
 	if e := os.Getenv(etcdEndpointsEnv); e != "" {
 		if why := admission.CheckCoordinationSetting(admission.PolicyEtcdEndpoints, e); why != "" {

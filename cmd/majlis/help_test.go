@@ -6,7 +6,18 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
+
+// flagLine is the usage line of flag name in usages.
+func flagLine(usages, name string) string {
+	for _, l := range strings.Split(usages, "\n") {
+		if strings.Contains(l, "--"+name+" ") || strings.HasSuffix(l, "--"+name) {
+			return l
+		}
+	}
+	return ""
+}
 
 // Every command's --help has a one-line summary, a paragraph and examples
 // (docs/design.md, "Conventions").
@@ -31,6 +42,13 @@ func TestEveryCommandHasHelp(t *testing.T) {
 		case !strings.Contains(c.Example, "majlis "):
 			t.Errorf("%s: no examples", name)
 		}
+		// A flag's default is said once (issue 27: "(default 10m)
+		// (default 0s)").
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if u := c.LocalFlags().FlagUsages(); strings.Count(flagLine(u, f.Name), "(default") > 1 {
+				t.Errorf("%s --%s: its default is said twice: %q", name, f.Name, flagLine(u, f.Name))
+			}
+		})
 	}
 	walk(root)
 }

@@ -106,6 +106,7 @@ for eval or an env file. No free port: exit 4, no_free_port.`,
 	f := cmd.Flags()
 	f.StringVar(&req.Holder, "holder", "", "who holds the leases (a task id, an agent name)")
 	f.DurationVar(&req.TTL, "ttl", 0, "lifetime of the leases (default 10m)")
+	defaultInUsage(f, "ttl")
 	f.IntVar(&req.OwnerPID, "owner-pid", 0, "a process whose life marks the leases in use: it may renew and release them; its proven death makes them recoverable")
 	f.IntVar(&req.OwnerPID, "pid", 0, "alias of --owner-pid")
 	tok.register(f)

@@ -59,6 +59,7 @@ it; otherwise exit 3, token_required.`,
 	f := cmd.Flags()
 	f.StringVar(&req.Holder, "holder", "", "whose leases to renew")
 	f.DurationVar(&req.TTL, "ttl", 0, "new lifetime, from now (default 10m)")
+	defaultInUsage(f, "ttl")
 	f.StringVar(&req.RequestID, "request-id", "", "idempotency key: a retry returns the recorded result")
 	f.BoolVar(&req.Force, "force", false, "act without the lease token (recorded in the event log, shown by 'majlis lease list')")
 	tok.register(f)

@@ -85,6 +85,7 @@ The server exits at once if its lease stops being its own. Most callers want
 	}
 	f := cmd.Flags()
 	f.IntVar(&opts.MaxHandlers, "max-handlers", server.DefaultMaxHandlers, "API requests served at once (default $"+server.MaxHandlersEnv+", else 32)")
+	defaultInUsage(f, "max-handlers")
 	f.IntVar(&readyFD, "ready-fd", 0, "write one line to this descriptor once ready")
 	f.DurationVar(&opts.BusyWait, "busy-wait", server.DefaultBusyWait, "how long a request waits for a free handler before it is answered 503 busy")
 	f.DurationVar(&opts.HeaderTimeout, "header-timeout", server.DefaultHeaderTimeout, "how long a client may take to send a request's headers")

@@ -50,5 +50,6 @@ through a pidfd: a process that merely reuses the pid is never signalled.`,
 	f := cmd.Flags()
 	f.BoolVar(&opts.Force, "force", false, "signal the verified leaseholder (TERM, then KILL) if it does not stop on request")
 	f.DurationVar(&opts.Grace, "grace", 0, "time between TERM and KILL with --force (default 5s)")
+	defaultInUsage(f, "grace")
 	return cmd
 }
