@@ -127,7 +127,9 @@ func (a authority) authorize(op string, r row) (forced bool, err error) {
 		hint += fmt.Sprintf(" (pid %d)", o.PID)
 		details["owner_pid"] = o.PID
 	}
-	hint += ", or force it (recorded in the event log and shown in the lease list)"
+	if ok {
+		hint += "; once that process is dead, releasing needs no token"
+	}
 	return false, &Error{Op: op, Resource: r.resource, Err: ErrTokenRequired,
 		Reason: fmt.Sprintf("lease %s of %s is protected by its lease token and %s", r.id, r.holder, why), Hint: hint, Details: details}
 }

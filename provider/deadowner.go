@@ -128,7 +128,7 @@ func processesError(c *Claim, ps []Process, owner string) error {
 		reason = fmt.Sprintf("its owner process %d is dead, but processes it may have started run inside it: %s", c.OwnerPID, describeProcesses(ps))
 	}
 	return &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrWorkspaceLive, Reason: reason,
-		Hint: "a bulk reclaim leaves it out: stop them, or reclaim this workspace alone (its preview, then its digest confirmed; no lease token needed)",
+		Hint:    "a bulk reclaim leaves it out: stop them, or reclaim this workspace alone (its preview, then its digest confirmed; no lease token needed)",
 		Details: map[string]any{"processes": ps, "binding": c.Binding, "owner_state": owner, "reclaim_alone": true}}
 }
 

@@ -120,7 +120,7 @@ func (p *Provider) End(ctx context.Context, o EndOptions) (*EndResult, error) {
 	res.Preview = pv
 	if !pv.Salvage.Clean {
 		res.NotReclaimed = &Error{Op: "end", Binding: o.Binding, Path: pv.Path, Err: ErrHoldsWork,
-			Reason: fmt.Sprintf("%s, or what only it holds: only a clean workspace is reclaimed by end", nounCount(pv.Salvage.Files, "changed file", "changed files")),
+			Reason:  fmt.Sprintf("%s, or what only it holds: only a clean workspace is reclaimed by end", nounCount(pv.Salvage.Files, "changed file", "changed files")),
 			Hint:    "look at what its reclaim would salvage (its preview, digest " + pv.Digest + "), then confirm that digest",
 			Details: map[string]any{"digest": pv.Digest, "files": pv.Salvage.Files}}
 		return res, nil

@@ -39,14 +39,14 @@ var (
 	ErrNothingToRecover = wire.Sentinel("not_found", "provider: nothing to recover")
 	// ErrHoldsWork: end --reclaim left the workspace, which holds work a
 	// reclaim would salvage (its preview's digest is in the details).
-	ErrHoldsWork = wire.Sentinel("holds_work", "provider: the workspace holds work to salvage")
-	ErrDirtySubmodule  = wire.Sentinel("dirty_submodule", "provider: a submodule has changes salvage cannot capture")
-	ErrRepository      = wire.Sentinel("repository_mismatch", "provider: workspace does not belong to the claimed repository")
-	ErrWorktreeConfig  = wire.Sentinel("worktree_config_mismatch", "provider: git would act on another directory than the workspace")
-	ErrLocked          = wire.Sentinel("locked", "provider: workspace is locked by someone else")
-	ErrUnsafePath      = wire.Sentinel("unsafe_path", "provider: path lies inside a git directory")
-	ErrTrash           = wire.Sentinel("trash_failed", "provider: the workspace could not be moved to or deleted from its trash folder")
-	ErrCrossDevice     = wire.Sentinel("cross_device", "provider: the workspace is on another file system than its folder")
+	ErrHoldsWork      = wire.Sentinel("holds_work", "provider: the workspace holds work to salvage")
+	ErrDirtySubmodule = wire.Sentinel("dirty_submodule", "provider: a submodule has changes salvage cannot capture")
+	ErrRepository     = wire.Sentinel("repository_mismatch", "provider: workspace does not belong to the claimed repository")
+	ErrWorktreeConfig = wire.Sentinel("worktree_config_mismatch", "provider: git would act on another directory than the workspace")
+	ErrLocked         = wire.Sentinel("locked", "provider: workspace is locked by someone else")
+	ErrUnsafePath     = wire.Sentinel("unsafe_path", "provider: path lies inside a git directory")
+	ErrTrash          = wire.Sentinel("trash_failed", "provider: the workspace could not be moved to or deleted from its trash folder")
+	ErrCrossDevice    = wire.Sentinel("cross_device", "provider: the workspace is on another file system than its folder")
 	// ErrRecorded: a refusal or failure of one workspace of a bulk
 	// reclaim, as its request record kept it (its own code is not kept).
 	ErrRecorded = wire.Sentinel("recorded_failure", "provider: refused or failed, as recorded")

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/majlis-dev/majlis/internal/failpoint"
 	"github.com/majlis-dev/majlis/reservation"
@@ -103,7 +104,8 @@ func (p *Provider) RecoverReservation(ctx context.Context, binding, requestID st
 	if errors.Is(err, reservation.ErrNotFound) {
 		// The words of the user: no reservation file named.
 		return nil, &Error{Op: "recover", Binding: binding, Err: ErrNothingToRecover,
-			Reason: "no reclaim of " + binding + " is under way or crashed"}
+			Reason:  "no reclaim of " + binding + " is under way or crashed",
+			Details: map[string]any{"resource": reclaimPrefix + binding, "path": filepath.Join(p.leases.Path(), reclaimPrefix+binding+".lease")}}
 	}
 	if err != nil {
 		return nil, err

@@ -121,7 +121,7 @@ func newMCPServer(a *api, version string) *mcp.Server {
 		a.acquire)
 	tool(srv, a, "lease_renew", `Extend the holder's active leases (all, or ids) to now + ttl. Needs the lease token. Prefer heartbeat, which keeps them renewed for you. Refused with token_required (exit 3) without the right token, quarantined (exit 3) when a lease already expired: release it and acquire again.`,
 		a.renew)
-	tool(srv, a, "lease_release", `Release the holder's leases (all, or ids); this also lifts their quarantine. Needs the lease token. Releasing twice is harmless. Refused with token_required (exit 3) without the right token (force: true releases without it, recorded), not_holder (exit 3) for an id of another holder's lease.`,
+	tool(srv, a, "lease_release", `Release the holder's leases (all, or ids); this also lifts their quarantine. Needs the lease token. Releasing twice is harmless. Refused with token_required (exit 3) without the right token, unless the lease's owner process is proven dead (a crashed agent's leases need no token), not_holder (exit 3) for an id of another holder's lease.`,
 		a.releaseLeases)
 	tool(srv, a, "lease_list", `List the repository's leases and the machine's host leases with their holder, state (active, quarantined, pending) and expiry. Read-only: call it to see who holds what before acquiring.`,
 		a.leases)

@@ -86,7 +86,7 @@ func TestClassify(t *testing.T) {
 		{"the table's hint replaces the library's", &testError{op: "show", hint: "list the workspaces", err: fmt.Errorf("%w: T-1", errTestNotFound)}, "not_found", ExitNotFound,
 			map[string]any{"op": "show", "hint": "'majlis workspace list' shows the workspaces there are", "not_found": "workspace"}, "show: test: no such thing: T-1; 'majlis workspace list' shows the workspaces there are"},
 		{"a begin's hint, and its annotations", &begunError{testBegun{"T-1", "begin-1", false}, &testError{op: "acquire", err: errTestHeld}}, "held", ExitHeld,
-			map[string]any{"op": "acquire", "request_id": "begin-1", "hint": "the workspace is left in place: retry with --request-id begin-1 once the conflict is gone (it resumes), or take the workspace back with 'majlis workspace reclaim T-1'"}, ""},
+			map[string]any{"op": "acquire", "request_id": "begin-1", "hint": "the workspace is left in place: retry with --request-id begin-1 once the conflict is gone (it resumes), or take the workspace back: 'majlis workspace reclaim T-1 --preview', then --confirm DIGEST"}, ""},
 	} {
 		err := tc.err
 		if tc.name == "the table's hint replaces the library's" {

@@ -133,7 +133,7 @@ var codes = []Code{
 		Meaning: "the workspace is in use: a live owner process, leases, or processes working in it",
 		Hints: []Hint{
 			{When: "reclaim_alone", Text: "a bulk reclaim leaves it out: stop them, or reclaim it alone ('majlis workspace reclaim {binding} --preview', then --confirm DIGEST; no lease token is needed)", API: "a bulk reclaim leaves it out: stop them, or reclaim it alone ({tool:workspace_reclaim_preview}, then {tool:workspace_reclaim} with that digest as confirm; no lease token is needed)"},
-			{When: "holder", Text: "its holder releases them with 'majlis lease release --holder {holder}' and the lease token printed when they were granted (--token-file F or MAJLIS_LEASE_TOKEN), or with --force; a quarantined one whose writer has stopped: 'majlis lease resolve {lease} --writer-stopped'", API: "its holder releases them ({tool:lease_release} with holder {holder}) with the token returned when they were granted, or with force: true; a quarantined one whose writer has stopped: {tool:lease_resolve} with id {lease} and writer_stopped: true"},
+			{When: "holder", Text: "its holder releases them with 'majlis lease release --holder {holder}' and the lease token printed when they were granted (--token-file F, MAJLIS_LEASE_TOKEN, or its file in MAJLIS_TOKEN_DIR); a quarantined one whose writer has stopped: 'majlis lease resolve {lease} --writer-stopped' (no token needed)", API: "its holder releases them ({tool:lease_release} with holder {holder}) with the token returned when they were granted; a quarantined one whose writer has stopped: {tool:lease_resolve} with id {lease} and writer_stopped: true"},
 			{Text: "stop the owner process (or wait for it to exit), then reclaim", API: "stop the owner process (or wait for it to exit), then reclaim"},
 		}},
 	{Code: "peer_overlap", Exit: ExitRefused,
@@ -150,13 +150,13 @@ var codes = []Code{
 	{Code: "unconfirmed", Exit: ExitRefused,
 		Meaning: "a destructive operation without a confirmed preview; nothing was changed",
 		Hints: []Hint{
-			{When: "op=repair", Text: "run 'majlis doctor --repair --preview', then --confirm DIGEST (or --yes)", API: NoAPI},
+			{When: "op=repair", Text: "run 'majlis doctor --repair --preview', then --confirm DIGEST", API: NoAPI},
 			{When: "op=gc", Text: "run 'majlis gc --preview', then --confirm DIGEST", API: NoAPI},
 			{When: "op=end", Text: "look at it with 'majlis workspace reclaim {binding} --preview', then reclaim it with --confirm DIGEST", API: "look at it ({tool:workspace_reclaim_preview}), then reclaim it with that digest as confirm ({tool:workspace_reclaim})"},
-			{Text: "run 'majlis workspace reclaim {binding} --preview', then --confirm DIGEST (or --yes to skip the comparison)", API: "preview it ({tool:workspace_reclaim_preview}), check what it would do, and send its digest as confirm ({tool:workspace_reclaim})"},
+			{Text: "run 'majlis workspace reclaim {binding} --preview', then --confirm DIGEST", API: "preview it ({tool:workspace_reclaim_preview}), check what it would do, and send its digest as confirm ({tool:workspace_reclaim})"},
 		}},
 	{Code: "holds_work", Exit: ExitRefused,
-		Meaning: "end --reclaim left the workspace: it holds work a reclaim would salvage (details: its preview's digest)",
+		Meaning: "ending a task with its reclaim left the workspace: it holds work a reclaim would salvage (details: its preview's digest)",
 		Hints: []Hint{
 			{When: "digest", Text: "look at what it holds with 'majlis workspace reclaim {binding} --preview', then reclaim it with 'majlis workspace reclaim {binding} --confirm {digest}'", API: "look at what it holds ({tool:workspace_reclaim_preview}), then reclaim it with confirm {digest} ({tool:workspace_reclaim})"},
 		}},
@@ -254,8 +254,8 @@ var codes = []Code{
 		Hints: []Hint{
 			{When: "token_of_holder", Text: "acquire with {holder}'s token, the one its leases were granted with: the same --token-file F, MAJLIS_LEASE_TOKEN, or its file in MAJLIS_TOKEN_DIR", API: "send {holder}'s token, the one its leases were granted with"},
 			{When: "owner_dead", Text: "its owner process {owner_pid} is proven dead: release it, no token is needed ('majlis lease release --holder {holder} {lease}'), or reclaim its workspace ('majlis workspace reclaim --dead --preview')", API: "its owner process {owner_pid} is proven dead: release it, no token is needed ({tool:lease_release} with holder {holder} and ids [{lease}]), or reclaim its workspace ({tool:workspace_reclaim_preview}, then {tool:workspace_reclaim} with that digest)"},
-			{When: "owner_pid", Text: "supply the token printed when it was granted (--token-file F or MAJLIS_LEASE_TOKEN), run it from the lease's owner process (pid {owner_pid}), or pass --force (recorded in the event log and shown by 'majlis lease list')", API: "send the token returned when the leases were granted, or force: true (recorded in the event log and shown by {tool:lease_list}); over the server, being the owner process (pid {owner_pid}) does not stand in for the token"},
-			{Text: "supply the token printed when it was granted (--token-file F or MAJLIS_LEASE_TOKEN), run it from the lease's owner process, or pass --force (recorded in the event log and shown by 'majlis lease list')", API: "send the token returned when the leases were granted, or force: true (recorded in the event log and shown by {tool:lease_list})"},
+			{When: "owner_pid", Text: "supply the token the leases were granted with (--token-file F, MAJLIS_LEASE_TOKEN, or its file in MAJLIS_TOKEN_DIR), or run it from the lease's owner process (pid {owner_pid}); once that process is dead, releasing needs no token", API: "send the token returned when the leases were granted; once the owner process (pid {owner_pid}) is dead, releasing needs no token (over the server, being that process does not stand in for the token)"},
+			{Text: "supply the token the leases were granted with (--token-file F, MAJLIS_LEASE_TOKEN, or its file in MAJLIS_TOKEN_DIR), or run it from the lease's owner process", API: "send the token returned when the leases were granted"},
 		}},
 	{Code: "token_in_use", Exit: ExitRefused,
 		Meaning: "the lease token given already guards another holder's leases: each task needs a token of its own",

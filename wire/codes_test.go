@@ -182,17 +182,18 @@ func TestCLIHints(t *testing.T) {
 		details map[string]any
 		want    string
 	}{
-		{"unconfirmed", map[string]any{"op": "reclaim", "binding": "T-1"}, "run 'majlis workspace reclaim T-1 --preview', then --confirm DIGEST (or --yes to skip the comparison)"},
-		{"unconfirmed", map[string]any{"op": "repair"}, "run 'majlis doctor --repair --preview', then --confirm DIGEST (or --yes)"},
+		{"unconfirmed", map[string]any{"op": "reclaim", "binding": "T-1"}, "run 'majlis workspace reclaim T-1 --preview', then --confirm DIGEST"},
+		{"unconfirmed", map[string]any{"op": "repair"}, "run 'majlis doctor --repair --preview', then --confirm DIGEST"},
 		{"invalid_argument", map[string]any{"op": "check", "argument": "holder"}, "pass --holder NAME, or set MAJLIS_HOLDER"},
 		{"invalid_argument", map[string]any{"op": "acquire", "argument": "holder"}, "pass --holder NAME"},
 		{"invalid_argument", map[string]any{"op": "acquire"}, ""},
 		{"workspace_live", map[string]any{"holder": "agent", "lease": "L-1"},
-			"its holder releases them with 'majlis lease release --holder agent' and the lease token printed when they were granted (--token-file F or MAJLIS_LEASE_TOKEN), or with --force; a quarantined one whose writer has stopped: 'majlis lease resolve L-1 --writer-stopped'"},
+			"its holder releases them with 'majlis lease release --holder agent' and the lease token printed when they were granted (--token-file F, MAJLIS_LEASE_TOKEN, or its file in MAJLIS_TOKEN_DIR); a quarantined one whose writer has stopped: 'majlis lease resolve L-1 --writer-stopped' (no token needed)"},
 		{"trash_failed", map[string]any{"binding": "T-2", "resumable": true}, "retry 'majlis workspace reclaim T-2' with the same --request-id; it finishes the deletion"},
 		{"trash_failed", map[string]any{"binding": "T-2"}, ""},
 		{"admission_failed", map[string]any{"resumable": true}, "retry with the same --request-id: it resumes"},
-		{"token_required", map[string]any{"owner_pid": 42}, "supply the token printed when it was granted (--token-file F or MAJLIS_LEASE_TOKEN), run it from the lease's owner process (pid 42), or pass --force (recorded in the event log and shown by 'majlis lease list')"},
+		{"token_required", map[string]any{"owner_pid": 42}, "supply the token the leases were granted with (--token-file F, MAJLIS_LEASE_TOKEN, or its file in MAJLIS_TOKEN_DIR), or run it from the lease's owner process (pid 42); once that process is dead, releasing needs no token"},
+		{"token_required", map[string]any{"owner_pid": 42, "owner_dead": true, "holder": "T-1", "lease": "L-1"}, "its owner process 42 is proven dead: release it, no token is needed ('majlis lease release --holder T-1 L-1'), or reclaim its workspace ('majlis workspace reclaim --dead --preview')"},
 		{"not_found", map[string]any{"not_found": "workspace"}, "'majlis workspace list' shows the workspaces there are"},
 		{"recoverable", map[string]any{}, "release it ('majlis lease release --holder HOLDER LEASE': no token is needed once its owner is dead), then retry"},
 	} {
@@ -281,9 +282,9 @@ func TestAPIHints(t *testing.T) {
 		{"unconfirmed", map[string]any{"op": "reclaim", "binding": "T-1"},
 			"preview it (workspace_reclaim_preview), check what it would do, and send its digest as confirm (workspace_reclaim)",
 			"preview it (POST /api/v1/workspaces/T-1/reclaim/preview), check what it would do, and send its digest as confirm (POST /api/v1/workspaces/T-1/reclaim)"},
-		{"token_required", map[string]any{"op": "renew"},
-			"send the token returned when the leases were granted, or force: true (recorded in the event log and shown by lease_list)",
-			"send the token returned when the leases were granted, or force: true (recorded in the event log and shown by GET /api/v1/leases)"},
+		{"token_required", map[string]any{"op": "renew", "owner_dead": true, "owner_pid": 7, "holder": "T-1", "lease": "L-1"},
+			"its owner process 7 is proven dead: release it, no token is needed (lease_release with holder T-1 and ids [L-1]), or reclaim its workspace (workspace_reclaim_preview, then workspace_reclaim with that digest)",
+			"its owner process 7 is proven dead: release it, no token is needed (POST /api/v1/leases/release with holder T-1 and ids [L-1]), or reclaim its workspace (POST /api/v1/workspaces/{binding}/reclaim/preview, then POST /api/v1/workspaces/{binding}/reclaim with that digest)"},
 		{"invalid_argument", map[string]any{"op": "acquire", "argument": "holder"}, "send holder: who holds the leases", "send holder: who holds the leases"},
 		{"preview_stale", map[string]any{"op": "gc"}, "", ""}, // only the command line collects garbage
 		{"quarantined", map[string]any{"op": "acquire", "holder": "agent", "lease": "L-1"},
@@ -320,5 +321,34 @@ func TestRefusalWords(t *testing.T) {
 	}
 	if got := r.In(SurfaceCLI); got.Hint() != r.Details["hint"] || got.Message != r.Message {
 		t.Errorf("on the command line: %+v", got)
+	}
+}
+
+// No hint teaches a way around a safety check when a safe one exists
+// (issue 27): none names --yes or --force, or force: true on the server.
+// hook_exists is the exception: its --force keeps the user's hook
+// (moved aside, run first), overriding nothing.
+func TestHintsNameNoBypass(t *testing.T) {
+	t.Parallel()
+	bypass := regexp.MustCompile(`--yes\b|--force\b|force: true`)
+	for _, c := range Codes() {
+		if c.Code == "hook_exists" {
+			continue
+		}
+		for _, h := range c.Hints {
+			for _, text := range []string{h.Text, h.API} {
+				if m := bypass.FindString(text); m != "" {
+					t.Errorf("%s (when %q): the hint names %s: %q", c.Code, h.When, m, text)
+				}
+			}
+		}
+	}
+	for _, ports := range []bool{false, true} {
+		for _, s := range []Surface{SurfaceCLI, SurfaceHTTP} {
+			if text := beginHint(s, testBegun{task: "G-2", requestID: "begin-1", ports: ports}); bypass.MatchString(text) ||
+				s == SurfaceCLI && !strings.Contains(text, "'majlis workspace reclaim G-2 --preview', then --confirm DIGEST") {
+				t.Errorf("begin's hint (ports %v, surface %v): %q; want the preview, then --confirm DIGEST", ports, s, text)
+			}
+		}
 	}
 }

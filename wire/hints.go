@@ -67,10 +67,10 @@ func beginHint(s Surface, b Begun) string {
 			"or take workspace %s back ({tool:workspace_reclaim_preview}, then {tool:workspace_reclaim})", requestID, task)
 	case ports:
 		return fmt.Sprintf("the workspace is left in place: acquire its ports later ('majlis lease acquire --holder %s host:port:auto'), "+
-			"or take the workspace back with 'majlis workspace reclaim %s'", task, task)
+			"or take the workspace back: 'majlis workspace reclaim %s --preview', then --confirm DIGEST", task, task)
 	}
 	return fmt.Sprintf("the workspace is left in place: retry with --request-id %s once the conflict is gone (it resumes), "+
-		"or take the workspace back with 'majlis workspace reclaim %s'", requestID, task)
+		"or take the workspace back: 'majlis workspace reclaim %s --preview', then --confirm DIGEST", requestID, task)
 }
 
 // hintFacts are the string facts of details, with the holder, lease and

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -71,7 +72,18 @@ func unknownCommand(cmd *cobra.Command, name string) error {
 	if cmd.SuggestionsMinimumDistance <= 0 {
 		cmd.SuggestionsMinimumDistance = 2 // cobra's default, set only by its own lookup
 	}
-	if s := cmd.SuggestionsFor(name); len(s) > 0 {
+	// A word that means a command (its SuggestFor: "remove" for reclaim)
+	// suggests that command alone, not those spelled alike ("recover").
+	var s []string
+	for _, sub := range cmd.Commands() {
+		if slices.Contains(sub.SuggestFor, name) && sub.IsAvailableCommand() {
+			s = append(s, sub.Name())
+		}
+	}
+	if len(s) == 0 {
+		s = cmd.SuggestionsFor(name)
+	}
+	if len(s) > 0 {
 		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
 	}
 	return errors.New(msg)

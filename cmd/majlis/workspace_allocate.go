@@ -14,8 +14,9 @@ func newWorkspaceAllocateCmd(g *globalOptions) *cobra.Command {
 	var tok tokenFlag
 	var env envFlag
 	cmd := &cobra.Command{
-		Use:   "allocate BINDING",
-		Short: "Create a workspace (linked worktree) for a binding",
+		Use:        "allocate BINDING",
+		SuggestFor: []string{"create", "new", "add", "make"},
+		Short:      "Create a workspace (linked worktree) for a binding",
 		Long: `Create a linked worktree for BINDING on a new branch (default majlis/BINDING)
 at a base revision (default HEAD of the main worktree), at --path (default
 <workspace root>/BINDING).

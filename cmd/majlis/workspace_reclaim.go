@@ -19,8 +19,10 @@ func newWorkspaceReclaimCmd(g *globalOptions) *cobra.Command {
 	var opts provider.ReclaimOptions
 	var preview, released, dead bool
 	cmd := &cobra.Command{
-		Use:   "reclaim [BINDING | --released | --dead]",
-		Short: "Salvage a workspace, move it aside and delete it, safely",
+		Use: "reclaim [BINDING | --released | --dead]",
+		// What people type for it: suggested alone (groups.go).
+		SuggestFor: []string{"remove", "rm", "delete", "del", "destroy", "prune", "clean", "cleanup", "drop", "free"},
+		Short:      "Salvage a workspace, move it aside and delete it, safely",
 		Long: `Take BINDING's workspace back: salvage everything its removal would lose
 except ignored files (its files, the index whole, commits only it holds,
 per-worktree refs, an interrupted operation, hidden edits; see 'majlis
