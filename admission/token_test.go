@@ -40,8 +40,8 @@ func TestLeaseTokens(t *testing.T) {
 	for _, bad := range []string{"", "mlt_not-the-token-0123456789"} {
 		_, err := e.s.Release(ctx, ReleaseRequest{Holder: "A-4", Token: bad})
 		ae := wantErr(t, err, ErrTokenRequired)
-		if !strings.Contains(ae.Hint, "force it") || ae.Details["holder"] != "A-4" {
-			t.Errorf("refusal hint %q (details %v) does not say it can be forced, or whose lease it is", ae.Hint, ae.Details)
+		if !strings.Contains(ae.Hint, "supply the token") || strings.Contains(ae.Hint, "force") || ae.Details["holder"] != "A-4" {
+			t.Errorf("refusal hint %q (details %v) does not ask for the token (and only for it), or whose lease it is", ae.Hint, ae.Details)
 		}
 		_, err = e.s.Renew(ctx, RenewRequest{Holder: "A-4", Token: bad, IDs: ids})
 		wantErr(t, err, ErrTokenRequired)

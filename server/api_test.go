@@ -449,8 +449,8 @@ func TestRefusalHintWords(t *testing.T) {
 		wantHTTP, want string
 	}{
 		{"/api/v1/leases/renew", "lease_renew", RenewRequest{Holder: "h"}, map[string]any{"holder": "h"}, "token_required", http.StatusConflict, 3,
-			"send the token returned when the leases were granted, or force: true (recorded in the event log and shown by GET /api/v1/leases)",
-			"send the token returned when the leases were granted, or force: true (recorded in the event log and shown by lease_list)"},
+			"send the token returned when the leases were granted",
+			"send the token returned when the leases were granted"},
 		{"/api/v1/workspaces/T-1/reclaim", "workspace_reclaim", ReclaimRequest{Confirm: stale}, map[string]any{"binding": "T-1", "confirm": stale}, "preview_stale", http.StatusConflict, 3,
 			"preview it again (POST /api/v1/workspaces/T-1/reclaim/preview) and send the new digest as confirm (POST /api/v1/workspaces/T-1/reclaim)",
 			"preview it again (workspace_reclaim_preview) and send the new digest as confirm (workspace_reclaim)"},
