@@ -56,7 +56,7 @@ type Damage struct {
 	// was found in the journal or git's admin entries.
 	Located bool `json:"located"`
 	// Unlocated lists the claim files (or sequence numbers) found nowhere.
-	Unlocated []string `json:"unlocated,omitempty"`
+	Unlocated []string `json:"unlocated"`
 
 	err *Error // the refusal of the binding's own operations
 }
@@ -278,6 +278,9 @@ func (l *locator) locate(binding string, cause *Error) *Damage {
 	}
 	if d.Paths == nil {
 		d.Paths = []KnownPath{}
+	}
+	if d.Unlocated == nil {
+		d.Unlocated = []string{}
 	}
 	return d
 }

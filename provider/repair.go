@@ -54,8 +54,8 @@ type RepairAction struct {
 	Kind        string   `json:"kind"`
 	Binding     string   `json:"binding,omitempty"`
 	Path        string   `json:"path,omitempty"`    // the file or lease concerned
-	Files       []string `json:"files,omitempty"`   // quarantine: the records moved
-	Salvage     []string `json:"salvage,omitempty"` // quarantine: the directories salvaged first
+	Files       []string `json:"files"`   // quarantine: the records moved
+	Salvage     []string `json:"salvage"` // quarantine: the directories salvaged first
 	Detail      string   `json:"detail"`
 	Fingerprint string   `json:"fingerprint"`
 }
@@ -74,7 +74,7 @@ type RepairDone struct {
 	Binding     string   `json:"binding,omitempty"`
 	Path        string   `json:"path,omitempty"`
 	MovedTo     string   `json:"moved_to,omitempty"`
-	SalvageRefs []string `json:"salvage_refs,omitempty"`
+	SalvageRefs []string `json:"salvage_refs"`
 }
 
 // RepairOptions: Preview only plans; otherwise Confirm (the plan's digest)
@@ -175,7 +175,16 @@ func (p *Provider) planRepair() ([]RepairAction, error) {
 			Fingerprint: leaseFingerprint(a.Record),
 			Detail:      "retire lease " + n + ": expired, its owner proven dead (" + a.Reason + "); the lease file only"})
 	}
-	return append(actions, p.planTemps()...), nil
+	actions = append(actions, p.planTemps()...)
+	for i := range actions { // arrays always present
+		if actions[i].Files == nil {
+			actions[i].Files = []string{}
+		}
+		if actions[i].Salvage == nil {
+			actions[i].Salvage = []string{}
+		}
+	}
+	return actions, nil
 }
 
 func leaseFingerprint(r *reservation.Record) string {
@@ -345,7 +354,7 @@ func (p *Provider) runRepair(ctx context.Context, a RepairAction) (*RepairDone, 
 		return &Error{Op: "repair", Binding: a.Binding, Path: a.Path, Err: ErrPreviewStale,
 			Reason: a.Kind + ": " + why + " since the preview", Hint: "preview the repair again"}
 	}
-	done := &RepairDone{Kind: a.Kind, Binding: a.Binding, Path: a.Path}
+	done := &RepairDone{Kind: a.Kind, Binding: a.Binding, Path: a.Path, SalvageRefs: []string{}}
 	switch a.Kind {
 	case RepairRetireReservation:
 		res := strings.TrimSuffix(filepath.Base(a.Path), ".lease")

@@ -46,6 +46,9 @@ func checkGolden(name, stdout, work string) error {
 	if err := dec.Decode(&v); err != nil || dec.More() {
 		return fmt.Errorf("golden %s: stdout is not one JSON object (%v)", name, err)
 	}
+	if key := nullArray(v); key != "" {
+		return fmt.Errorf("golden %s: %q is null: arrays are always present in a --json result (docs/cli.md), empty or not", name, key)
+	}
 	got := goldenText(normalise(v, "", goldenReplacer(work)))
 	path := filepath.Join(goldenDir, name+".json")
 	if *update {
