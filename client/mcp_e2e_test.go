@@ -114,7 +114,7 @@ func TestAgentWorkflowStdio(t *testing.T) {
 
 	// Refusals name the tools' arguments and tools, never a flag.
 	b := ok("begin_task", map[string]any{"task": "W-2", "paths": []string{"src/**"}})
-	if h := refused("lease_renew", map[string]any{"holder": "W-2"}, "token_required", 3); !strings.Contains(h, "token") || !strings.Contains(h, "force: true") {
+	if h := refused("lease_renew", map[string]any{"holder": "W-2"}, "token_required", 3); !strings.Contains(h, "token") || strings.Contains(h, "force") {
 		t.Errorf("token_required hint: %q", h)
 	}
 	if h := refused("workspace_reclaim_preview", map[string]any{"binding": "W-2"}, "workspace_live", 4); !strings.Contains(h, "lease_release") {
@@ -150,7 +150,7 @@ func TestRefusalWordsHTTP(t *testing.T) {
 	}
 	_, err = c.Renew(ctx, server.RenewRequest{Holder: "h"})
 	ce := refusal(t, err, "token_required", 3)
-	if h := ce.Hint(); cliWords.MatchString(h) || !strings.Contains(h, "force: true") || !strings.Contains(h, "GET /api/v1/leases") {
+	if h := ce.Hint(); cliWords.MatchString(h) || strings.Contains(h, "force") || !strings.Contains(h, "send the token") {
 		t.Errorf("token_required hint over HTTP: %q", h)
 	}
 	if _, err := c.Allocate(ctx, server.AllocateRequest{Binding: "H-1"}); err != nil {
