@@ -53,9 +53,9 @@ const (
 type RepairAction struct {
 	Kind        string   `json:"kind"`
 	Binding     string   `json:"binding,omitempty"`
-	Path        string   `json:"path,omitempty"`    // the file or lease concerned
-	Files       []string `json:"files"`   // quarantine: the records moved
-	Salvage     []string `json:"salvage"` // quarantine: the directories salvaged first
+	Path        string   `json:"path,omitempty"` // the file or lease concerned
+	Files       []string `json:"files"`          // quarantine: the records moved
+	Salvage     []string `json:"salvage"`        // quarantine: the directories salvaged first
 	Detail      string   `json:"detail"`
 	Fingerprint string   `json:"fingerprint"`
 }
