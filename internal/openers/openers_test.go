@@ -148,3 +148,32 @@ func TestParseStat(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkScan times one scan of every process's links, as workspace
+// list makes, beside its floor (bare): listing /proc and reading each
+// process's stat, which any look at the processes costs.
+func BenchmarkScan(b *testing.B) {
+	if runtime.GOOS != "linux" {
+		b.Skip("Linux only")
+	}
+	dir := b.TempDir()
+	var ours, floor time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		names, _ := os.ReadDir("/proc")
+		for _, n := range names {
+			if pid, err := strconv.Atoi(n.Name()); err == nil {
+				readStat(pid)
+			}
+		}
+		t1 := time.Now()
+		if _, err := Scan([]string{dir}); err != nil {
+			b.Fatal(err)
+		}
+		ours, floor = ours+time.Since(t1), floor+t1.Sub(t0)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(ours)/n, "majlis-ns/op")
+	b.ReportMetric(float64(floor)/n, "bare-ns/op")
+	b.ReportMetric(float64(ours)/float64(floor), "x-bare")
+}
