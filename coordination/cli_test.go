@@ -45,7 +45,7 @@ func newHost(t *testing.T, endpoint, key string) *host {
 	t.Helper()
 	h := &host{t: t, bin: fixtures.FailpointsBinary(t), repo: fixtures.NewRepo(t),
 		env: []string{admission.HostLedgerEnv + "=" + filepath.Join(t.TempDir(), "host.db"),
-			admission.TokenEnv + "=multi-host-token-0123456789", "MAJLIS_ETCD_ENDPOINTS=" + endpoint}}
+			"MAJLIS_TOKEN_DIR=" + t.TempDir(), "MAJLIS_ETCD_ENDPOINTS=" + endpoint}}
 	h.ok("init")
 	h.ok("policy", "set", admission.PolicyRepositoryKey, key)
 	return h
