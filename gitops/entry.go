@@ -42,20 +42,30 @@ func (e *EntrySurvey) Clean() bool {
 	return e.Staged.Total() == 0 && e.Survey.Empty() && e.Conflicted == 0 && e.IntentToAdd == 0 && len(e.Modules) == 0
 }
 
-// entryOpts runs git on the admin entry gitDir. Its work tree is named
+// entryOpts runs git on the admin entry gitDir, whose repository's common
+// directory is commonDir ("": the one its commondir file names, or gitDir
+// itself for a repository of its own). The common directory is named,
+// not read from the entry: an entry moved aside (into majlis's trash)
+// keeps a commondir file relative to where it was. Its work tree is named
 // as the entry itself, which no command run here reads (they read and
 // write the index and objects only): the entry's config may name the
 // folder that is gone (core.worktree, a submodule's), where git would
 // fail to go.
-func entryOpts(gitDir string) cmdOpts {
-	return cmdOpts{readOnly: true, gitDir: gitDir, workTree: gitDir}
+func entryOpts(gitDir, commonDir string) cmdOpts {
+	o := cmdOpts{readOnly: true, gitDir: gitDir, workTree: gitDir}
+	if commonDir != "" {
+		o.extraEnv = []string{"GIT_COMMON_DIR=" + commonDir}
+	}
+	return o
 }
 
 // SurveyEntry finds what the admin entry gitDir holds, changing nothing.
-// An entry whose HEAD, index or refs git cannot read is an error: the
-// caller refuses rather than drop what it could not read.
-func SurveyEntry(ctx context.Context, gitDir string) (*EntrySurvey, error) {
-	head, err := entryHead(ctx, gitDir)
+// commonDir is the repository's common directory ("" for a repository of
+// its own, such as a submodule's kept in the entry). An entry whose HEAD,
+// index or refs git cannot read is an error: the caller refuses rather
+// than drop what it could not read.
+func SurveyEntry(ctx context.Context, gitDir, commonDir string) (*EntrySurvey, error) {
+	head, err := entryHead(ctx, gitDir, commonDir)
 	if err != nil {
 		return nil, err
 	}
@@ -63,10 +73,15 @@ func SurveyEntry(ctx context.Context, gitDir string) (*EntrySurvey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gitops: reading %s: %w", filepath.Join(gitDir, "index"), err)
 	}
+	if commonDir != "" {
+		sv.commonDir = filepath.Clean(commonDir)
+	} else {
+		sv.commonDir = gitDir
+	}
 	if err := sv.readGitDir(); err != nil {
 		return nil, err
 	}
-	common := entryOpts(sv.commonDir)
+	common := entryOpts(sv.commonDir, "")
 	sv.commonOpts = &common
 	if err := sv.findPins(ctx); err != nil {
 		return nil, err
@@ -77,7 +92,7 @@ func SurveyEntry(ctx context.Context, gitDir string) (*EntrySurvey, error) {
 		base = emptyTree(2 * sv.hashLen)
 	}
 	// The index as git reads it (a damaged one fails here), against HEAD.
-	res, err := git(ctx, gitDir, entryOpts(gitDir), "diff-index", "--cached", "-z", "--no-renames", "--ignore-submodules=none", base)
+	res, err := git(ctx, gitDir, entryOpts(gitDir, commonDir), "diff-index", "--cached", "-z", "--no-renames", "--ignore-submodules=none", base)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +125,7 @@ func SurveyEntry(ctx context.Context, gitDir string) (*EntrySurvey, error) {
 // entryHead returns the commit the entry's HEAD names, "" when it is an
 // unborn branch; anything else (a HEAD git cannot read, an id that is not
 // a commit) is an error.
-func entryHead(ctx context.Context, gitDir string) (string, error) {
+func entryHead(ctx context.Context, gitDir, commonDir string) (string, error) {
 	b, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
 	if err != nil {
 		return "", fmt.Errorf("gitops: reading the HEAD of %s: %w", gitDir, err)
@@ -123,7 +138,7 @@ func entryHead(ctx context.Context, gitDir string) (string, error) {
 	case !symbolic && !isObjectID(line):
 		return "", fmt.Errorf("gitops: the HEAD of %s holds %q", gitDir, line)
 	}
-	id, err := resolveCLI(ctx, gitDir, entryOpts(gitDir), "HEAD")
+	id, err := resolveCLI(ctx, gitDir, entryOpts(gitDir, commonDir), "HEAD")
 	if errors.Is(err, ErrUnknownRevision) && symbolic {
 		return "", nil // an unborn branch (or one deleted under the worktree)
 	}
@@ -179,8 +194,8 @@ func isGitDir(p string) bool {
 // config), and the pins every commit only the entry holds. It does not
 // store the commit under any ref, nor keep the submodule repositories
 // (EntrySurvey.Modules): the caller does. A Clean entry gets no commit.
-func SnapshotEntry(ctx context.Context, gitDir, message string) (SnapshotResult, *EntrySurvey, error) {
-	es, err := SurveyEntry(ctx, gitDir)
+func SnapshotEntry(ctx context.Context, gitDir, commonDir, message string) (SnapshotResult, *EntrySurvey, error) {
+	es, err := SurveyEntry(ctx, gitDir, commonDir)
 	if err != nil {
 		return SnapshotResult{}, nil, err
 	}
@@ -197,7 +212,7 @@ func SnapshotEntry(ctx context.Context, gitDir, message string) (SnapshotResult,
 			os.Remove(t + ".lock")
 		}
 	}()
-	o := entryOpts(gitDir)
+	o := entryOpts(gitDir, commonDir)
 	o.readOnly = false
 	tree, err := sv.indexTreeIn(ctx, gitDir, o, tmpIndex)
 	if err != nil {
@@ -208,16 +223,16 @@ func SnapshotEntry(ctx context.Context, gitDir, message string) (SnapshotResult,
 	if sv.Head != "" {
 		args = append(args, "-p", sv.Head)
 	}
-	if result.Index, err = entryCommit(ctx, gitDir, placeholderEnv, append(args, "-m", indexMessage, tree)...); err != nil {
+	if result.Index, err = entryCommit(ctx, gitDir, commonDir, placeholderEnv, append(args, "-m", indexMessage, tree)...); err != nil {
 		return SnapshotResult{}, nil, err
 	}
-	eo := entryOpts(gitDir)
+	eo := entryOpts(gitDir, commonDir)
 	eo.readOnly, eo.stdin = false, []byte{}
 	empty, err := git(ctx, gitDir, eo, "mktree")
 	if err != nil {
 		return SnapshotResult{}, nil, err
 	}
-	if result.Untracked, err = entryCommit(ctx, gitDir, placeholderEnv, "commit-tree", "--no-gpg-sign", "-m",
+	if result.Untracked, err = entryCommit(ctx, gitDir, commonDir, placeholderEnv, "commit-tree", "--no-gpg-sign", "-m",
 		placeholderMessage, strings.TrimSuffix(string(empty.stdout), "\n")); err != nil {
 		return SnapshotResult{}, nil, err
 	}
@@ -230,7 +245,7 @@ func SnapshotEntry(ctx context.Context, gitDir, message string) (SnapshotResult,
 		if err != nil {
 			return SnapshotResult{}, nil, err
 		}
-		if result.Meta, err = entryCommit(ctx, gitDir, nil, "commit-tree", "--no-gpg-sign", "-m",
+		if result.Meta, err = entryCommit(ctx, gitDir, commonDir, nil, "commit-tree", "--no-gpg-sign", "-m",
 			"majlis salvage: the worktree's git directory (index, refs, reflogs, operation state)", mt); err != nil {
 			return SnapshotResult{}, nil, err
 		}
@@ -249,7 +264,7 @@ func SnapshotEntry(ctx context.Context, gitDir, message string) (SnapshotResult,
 		args = append(args, "-p", p)
 	}
 	args = append(args, "-m", layout.Message(message), tree)
-	if result.Commit, err = entryCommit(ctx, gitDir, nil, args...); err != nil {
+	if result.Commit, err = entryCommit(ctx, gitDir, commonDir, nil, args...); err != nil {
 		return SnapshotResult{}, nil, err
 	}
 	result.Layout = layout
@@ -293,13 +308,13 @@ func (s *Survey) indexTreeIn(ctx context.Context, dir string, o cmdOpts, index s
 }
 
 // entryCommit is commitTree for git run on the admin entry gitDir.
-func entryCommit(ctx context.Context, gitDir string, env []string, args ...string) (string, error) {
-	o := entryOpts(gitDir)
-	o.readOnly, o.extraEnv = false, env
+func entryCommit(ctx context.Context, gitDir, commonDir string, env []string, args ...string) (string, error) {
+	o := entryOpts(gitDir, commonDir)
+	o.readOnly, o.extraEnv = false, append(o.extraEnv, env...)
 	res, err := git(ctx, gitDir, o, args...)
 	var ge *Error
 	if err != nil && errors.As(err, &ge) && missingIdentity(ge.Stderr) {
-		o.extraEnv = append(env, salvageIdentity...)
+		o.extraEnv = append(o.extraEnv, salvageIdentity...)
 		res, err = git(ctx, gitDir, o, args...)
 	}
 	if err != nil {
@@ -330,7 +345,7 @@ func EntryStashes(gitDir string) ([]string, error) {
 // directory is src (a submodule's, kept in a worktree's entry whose folder
 // is gone): full name -> object id.
 func GitDirRefs(ctx context.Context, src string, prefixes ...string) (map[string]string, error) {
-	res, err := git(ctx, src, entryOpts(src), append([]string{"for-each-ref", "--format=%(objectname) %(refname)"}, prefixes...)...)
+	res, err := git(ctx, src, entryOpts(src, ""), append([]string{"for-each-ref", "--format=%(objectname) %(refname)"}, prefixes...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -367,7 +382,7 @@ func CopyFromGitDir(ctx context.Context, commonDir, src string, refs map[string]
 		}
 		fmt.Fprintf(&updates, "update %s %s\n", name, id)
 	}
-	o := entryOpts(src)
+	o := entryOpts(src, "")
 	o.readOnly, o.stdin = false, []byte(tips.String())
 	if _, err := git(ctx, src, o, "pack-objects", "--revs", "--quiet", filepath.Join(commonDir, "objects", "pack", "pack")); err != nil {
 		return fmt.Errorf("gitops: keeping refs of %s: %w", src, err)

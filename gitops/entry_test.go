@@ -30,7 +30,7 @@ func TestSnapshotEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, es, err := SnapshotEntry(t.Context(), gitDir, "salvage of an entry\n\nMajlis-Binding: T-1\n")
+	snap, es, err := SnapshotEntry(t.Context(), gitDir, repo.CommonDir(), "salvage of an entry\n\nMajlis-Binding: T-1\n")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestSnapshotEntryCleanAndDamaged(t *testing.T) {
 	if err := os.RemoveAll(wt.Dir); err != nil {
 		t.Fatal(err)
 	}
-	snap, es, err := SnapshotEntry(t.Context(), gitDir, "m")
+	snap, es, err := SnapshotEntry(t.Context(), gitDir, repo.CommonDir(), "m")
 	if err != nil || !snap.Clean || !es.Clean() {
 		t.Fatalf("clean entry: %+v %v", snap, err)
 	}
@@ -92,8 +92,36 @@ func TestSnapshotEntryCleanAndDamaged(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(gitDir, "HEAD"), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := SnapshotEntry(t.Context(), gitDir, "m"); err == nil {
+		if _, _, err := SnapshotEntry(t.Context(), gitDir, repo.CommonDir(), "m"); err == nil {
 			t.Errorf("%s HEAD: no error", name)
 		}
+	}
+}
+
+// An entry moved aside (into majlis's trash) keeps a commondir file
+// relative to where it was: salvaged with its common directory named, it
+// is read all the same.
+func TestSnapshotEntryMovedAside(t *testing.T) {
+	t.Parallel()
+	repo := fixtures.NewRepo(t)
+	wt := repo.AddWorktree(filepath.Join(fixtures.TempDir(t), "wt"), "wt")
+	detached := wt.DetachedCommit("d.txt", "detached\n")
+	entry := wt.GitDir()
+	if err := os.RemoveAll(wt.Dir); err != nil {
+		t.Fatal(err)
+	}
+	aside := filepath.Join(repo.CommonDir(), "majlis", "trash", "T-1.000001.entry")
+	if err := os.MkdirAll(filepath.Dir(aside), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(entry, aside); err != nil {
+		t.Fatal(err)
+	}
+	snap, es, err := SnapshotEntry(t.Context(), aside, repo.CommonDir(), "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Clean || es.Head != detached || snap.Layout.Head != detached {
+		t.Errorf("the entry aside: clean %v head %s layout %+v, want its detached commit %s", snap.Clean, es.Head, snap.Layout, detached)
 	}
 }

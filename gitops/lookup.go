@@ -94,7 +94,7 @@ func resolveCLI(ctx context.Context, dir string, tree cmdOpts, rev string) (stri
 	if rev == "" || strings.ContainsAny(rev, "\x00\n") {
 		return "", fmt.Errorf("%w: %q", ErrUnknownRevision, rev)
 	}
-	res, err := git(ctx, dir, cmdOpts{readOnly: true, okCodes: []int{1}, gitDir: tree.gitDir, workTree: tree.workTree, ceiling: tree.ceiling},
+	res, err := git(ctx, dir, cmdOpts{readOnly: true, okCodes: []int{1}, gitDir: tree.gitDir, workTree: tree.workTree, ceiling: tree.ceiling, extraEnv: tree.extraEnv},
 		"rev-parse", "-q", "--verify", "--end-of-options", rev+"^{commit}")
 	if err != nil {
 		return "", classify(err, ErrUnknownRevision, "Needed a single revision", "unknown revision", "ambiguous argument")

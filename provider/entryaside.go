@@ -51,7 +51,7 @@ func (p *Provider) entryAsidePath(c *Claim) string {
 
 // surveyEntry reads what the entry holds, or refuses naming it.
 func surveyEntry(ctx context.Context, c *Claim, entryDir string) (*gitops.EntrySurvey, error) {
-	es, err := gitops.SurveyEntry(ctx, entryDir)
+	es, err := gitops.SurveyEntry(ctx, entryDir, c.CommonDir)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err
@@ -122,7 +122,7 @@ func (p *Provider) salvageEntry(ctx context.Context, rec *claimRecord, entryDir,
 	c := rec.Claim
 	msg := fmt.Sprintf("majlis %s of workspace %s: what git's entry of it held, its folder gone\n\nMajlis-Binding: %s\nMajlis-Claim: %s\nMajlis-Path: %s\nMajlis-Entry: %s\n",
 		why, c.Binding, c.Binding, rec.Digest, c.Path, entryDir)
-	snap, es, err := gitops.SnapshotEntry(ctx, entryDir, msg)
+	snap, es, err := gitops.SnapshotEntry(ctx, entryDir, c.CommonDir, msg)
 	if err != nil {
 		if _, serr := surveyEntry(ctx, &c, entryDir); serr != nil {
 			return "", nil, serr
@@ -169,7 +169,7 @@ func (p *Provider) keepEntryModules(ctx context.Context, rec *claimRecord, entry
 	for _, mod := range mods {
 		dir := filepath.Join(entryDir, filepath.FromSlash(mod))
 		prefix := base + strconv.Itoa(k) + "/" + refSafe(mod)
-		sv, err := gitops.SurveyEntry(ctx, dir)
+		sv, err := gitops.SurveyEntry(ctx, dir, "")
 		if err != nil {
 			return nil, &Error{Op: "reclaim", Binding: c.Binding, Path: dir, Err: ErrMalformed,
 				Reason: "a submodule repository in git's entry of the workspace cannot be read: " + err.Error(),

@@ -101,6 +101,17 @@ func TestReclaimMissingFolderKeepsWhatTheEntryHolds(t *testing.T) {
 				if ev.AdminKept != aside || ev.KeepUntil == nil || res.TrashKeptUntil == nil || !ev.KeepUntil.Equal(*res.TrashKeptUntil) {
 					t.Errorf("reclaimed event: admin_kept %q keep_until %v; result %v", ev.AdminKept, ev.KeepUntil, res.TrashKeptUntil)
 				}
+				// The purge of the kept entry salvages it again first: read
+				// where it is now (its commondir file is relative to where
+				// it was).
+				rec := mustReadBinding(t, p, "T-1")[0]
+				again, err := p.salvageKeptEntry(t.Context(), rec, aside)
+				if err != nil || again == "" {
+					t.Fatalf("salvage of the kept entry: %q %v", again, err)
+				}
+				if got := strings.TrimSpace(repo.Git("rev-parse", again+"^1")); got != s.detached {
+					t.Errorf("the kept entry's salvage is on %s, want HEAD %s", got, s.detached)
+				}
 				// Attached again: the entry back in git's list, git told
 				// where the folder is now.
 				if err := os.Rename(aside, entry); err != nil {
