@@ -57,9 +57,13 @@ const (
 // A KeptTrash is a reclaimed workspace that waits in its trash folder
 // for the undo window to end. Its JSON is part of the CLI contract.
 type KeptTrash struct {
-	Binding     string    `json:"binding"`
-	Seq         int       `json:"seq"`
-	Path        string    `json:"path"`
+	Binding string `json:"binding"`
+	Seq     int    `json:"seq"`
+	Path    string `json:"path"`
+	// Entry: what is kept is git's entry of a workspace whose folder was
+	// gone (moved or deleted by hand), in majlis's trash; Path names it.
+	// restore --from-trash has no folder to give back then.
+	Entry       bool      `json:"entry"`
 	Branch      string    `json:"branch"` // the branch its HEAD was detached from ("" when none)
 	ReclaimedAt time.Time `json:"reclaimed_at"`
 	KeptUntil   time.Time `json:"kept_until"`
@@ -101,16 +105,31 @@ type PurgeResult struct {
 }
 
 // keptTrashOf returns the kept trash of r, if r has one that is not
-// purged: its reclaimed event kept the folder, or a purge of it began.
+// purged: its reclaimed event kept the folder (trash_path, beside a moved
+// event) or, for a workspace whose folder was gone, git's entry of it
+// moved aside (admin_kept: entryaside.go), or a purge of it began.
 func keptTrashOf(r *claimRecord) (ev *Event, ok bool) {
 	ev = r.Events[EventReclaimed]
-	if ev == nil || r.Events[EventMoved] == nil || r.has(EventPurged) {
+	if ev == nil || r.has(EventPurged) {
 		return nil, false
 	}
-	if (ev.TrashPath == "" || ev.KeepUntil == nil) && !r.has(EventPurging) {
+	folder := ev.TrashPath != "" && r.Events[EventMoved] != nil
+	if !folder && ev.AdminKept == "" {
+		return nil, false
+	}
+	if ev.KeepUntil == nil && !r.has(EventPurging) {
 		return nil, false
 	}
 	return ev, true
+}
+
+// keptPath is where r's kept trash is: its trash folder, or (entry) git's
+// entry of it kept aside.
+func keptPath(r *claimRecord, ev *Event) (path string, entry bool) {
+	if ev.AdminKept != "" {
+		return ev.AdminKept, true
+	}
+	return r.Events[EventMoved].TrashPath, false
 }
 
 // KeptTrash lists every kept trash folder of the repository, oldest
@@ -154,8 +173,8 @@ func (p *Provider) keptTrash(all [][]*claimRecord, tp TrashPolicy, mode sizeMode
 			if !ok {
 				continue
 			}
-			mv := r.Events[EventMoved]
-			k := KeptTrash{Binding: r.Claim.Binding, Seq: r.Claim.Seq, Path: mv.TrashPath, Branch: ev.Branch,
+			path, entry := keptPath(r, ev)
+			k := KeptTrash{Binding: r.Claim.Binding, Seq: r.Claim.Seq, Path: path, Entry: entry, Branch: ev.Branch,
 				ReclaimedAt: ev.At.UTC(), Age: now.Sub(ev.At).Truncate(time.Second).String(), SizeBytes: -1,
 				SalvageRefs: salvagesOf(r)}
 			if ev.KeepUntil != nil {
@@ -306,8 +325,8 @@ func (p *Provider) purgeKept(ctx context.Context, binding string, seq int, due s
 	if _, ok := keptTrashOf(r); !ok {
 		return nil, errPurgeGone
 	}
-	mv := r.Events[EventMoved]
-	lease, err := p.reservePurge(ctx, r, mv.TrashPath)
+	path, entry := keptPath(r, r.Events[EventReclaimed])
+	lease, err := p.reservePurge(ctx, r, path)
 	if err != nil {
 		return nil, err
 	}
@@ -322,11 +341,16 @@ func (p *Provider) purgeKept(ctx context.Context, binding string, seq int, due s
 	if _, ok := keptTrashOf(r); !ok {
 		return nil, errPurgeGone
 	}
-	pt := &PurgedTrash{Binding: binding, Seq: seq, Path: mv.TrashPath, Due: due}
+	pt := &PurgedTrash{Binding: binding, Seq: seq, Path: path, Due: due}
 	if ev := r.Events[EventPurging]; ev != nil {
 		pt.Due, pt.SalvageRef, started = ev.Reason, ev.SalvageRef, true
 	} else {
-		if pt.SalvageRef, err = p.purgeSalvage(ctx, r); err != nil {
+		if entry {
+			pt.SalvageRef, err = p.purgeSalvageEntry(ctx, r, path)
+		} else {
+			pt.SalvageRef, err = p.purgeSalvage(ctx, r)
+		}
+		if err != nil {
 			return nil, err
 		}
 		if err := p.inject(ctx, fpPurgeSalvaged); err != nil {
@@ -335,7 +359,13 @@ func (p *Provider) purgeKept(ctx context.Context, binding string, seq int, due s
 		if err := lease.Check(); err != nil {
 			return nil, err
 		}
-		if _, err := p.publishEvent(r, Event{Kind: EventPurging, TrashPath: mv.TrashPath, SalvageRef: pt.SalvageRef, Reason: due}); err != nil {
+		purging := Event{Kind: EventPurging, TrashPath: path, SalvageRef: pt.SalvageRef, Reason: due}
+		if id, err := pathid.Lstat(path); entry && err == nil {
+			// An entry half deleted may have lost its pin: the deletion
+			// that finishes it goes by this identity.
+			purging.Dev, purging.Ino = id.Dev, id.Ino
+		}
+		if _, err := p.publishEvent(r, purging); err != nil {
 			return nil, err
 		}
 		started = true
@@ -346,23 +376,91 @@ func (p *Provider) purgeKept(ctx context.Context, binding string, seq int, due s
 	if err := lease.Check(); err != nil {
 		return nil, err
 	}
-	if err := p.deleteTrashFolder(r, mv); err != nil {
+	if err := p.purgeDelete(ctx, r, path, entry); err != nil {
 		return nil, err
+	}
+	if _, err := p.publishEvent(r, Event{Kind: EventPurged, TrashPath: path, SalvageRef: pt.SalvageRef, Reason: pt.Due}); err != nil {
+		return nil, err
+	}
+	p.log.Info("kept trash purged", "binding", binding, "path", path, "due", pt.Due, "salvage_ref", pt.SalvageRef)
+	return pt, lease.Release()
+}
+
+// purgeDelete deletes a kept trash: the folder (by descriptor, by
+// identity), then git's entry of it; or git's entry kept aside, once it
+// is found to be the claim's.
+func (p *Provider) purgeDelete(ctx context.Context, r *claimRecord, path string, entry bool) error {
+	if entry {
+		if err := p.deleteKeptEntry(r, path); err != nil {
+			return err
+		}
+		if err := p.inject(ctx, fpPurgeDeleted); err != nil {
+			return err
+		}
+		return p.inject(ctx, fpPurgeDropped)
+	}
+	mv := r.Events[EventMoved]
+	if err := p.deleteTrashFolder(r, mv); err != nil {
+		return err
 	}
 	if err := p.inject(ctx, fpPurgeDeleted); err != nil {
-		return nil, err
+		return err
 	}
 	if err := p.deleteTrash(r, mv); err != nil { // the folder is gone: git's entry
-		return nil, err
+		return err
 	}
-	if err := p.inject(ctx, fpPurgeDropped); err != nil {
-		return nil, err
+	return p.inject(ctx, fpPurgeDropped)
+}
+
+// purgeSalvageEntry salvages again git's entry of a workspace whose
+// folder was gone, kept aside (entryaside.go), when it is still there and
+// the claim's: what someone added to it since (moved back and used).
+func (p *Provider) purgeSalvageEntry(ctx context.Context, r *claimRecord, dir string) (string, error) {
+	c := r.Claim
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		return "", nil
 	}
-	if _, err := p.publishEvent(r, Event{Kind: EventPurged, TrashPath: mv.TrashPath, SalvageRef: pt.SalvageRef, Reason: pt.Due}); err != nil {
-		return nil, err
+	if !ownEntry(r, dir) {
+		return "", &Error{Op: "purge", Binding: c.Binding, Path: dir, Err: ErrIdentity,
+			Reason: "the entry in majlis's trash is not the workspace's (neither its claim's pin nor majlis's lock of it); nothing was deleted",
+			Hint:   "majlis will not delete it; inspect it"}
 	}
-	p.log.Info("kept trash purged", "binding", binding, "path", mv.TrashPath, "due", pt.Due, "salvage_ref", pt.SalvageRef)
-	return pt, lease.Release()
+	ref, err := p.salvageKeptEntry(ctx, r, dir)
+	if err != nil {
+		return "", &Error{Op: "purge", Binding: c.Binding, Path: dir, Err: ErrTrash,
+			Reason: "salvaging git's entry kept aside failed: " + err.Error() + "; nothing was deleted",
+			Hint:   "the entry is kept until this is fixed; the next purge tries again"}
+	}
+	return ref, nil
+}
+
+// deleteKeptEntry deletes git's entry kept aside, if it is still there,
+// only when it is the claim's, by its identity as it is opened.
+func (p *Provider) deleteKeptEntry(r *claimRecord, dir string) error {
+	c := r.Claim
+	id, err := pathid.Lstat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	want := gitops.DirIdentity{Dev: id.Dev, Ino: id.Ino}
+	if pg := r.Events[EventPurging]; pg != nil && pg.Ino != 0 {
+		want = gitops.DirIdentity{Dev: pg.Dev, Ino: pg.Ino} // recorded whole, before any deletion
+	} else if !ownEntry(r, dir) {
+		return &Error{Op: "purge", Binding: c.Binding, Path: dir, Err: ErrIdentity,
+			Reason: "the entry in majlis's trash is not the workspace's", Hint: "majlis will not delete it; inspect it"}
+	}
+	if err := gitops.DeleteTree(dir, want); err != nil {
+		if errors.Is(err, gitops.ErrNotSameDir) {
+			return &Error{Op: "purge", Binding: c.Binding, Path: dir, Err: ErrIdentity,
+				Reason: "another directory than the entry the purge began with is there: " + err.Error(), Hint: "majlis will not delete it; inspect it"}
+		}
+		return &Error{Op: "purge", Binding: c.Binding, Path: dir, Err: ErrTrash, Reason: "deleting git's entry kept aside: " + err.Error(),
+			Hint: "it is salvaged; the next purge finishes the deletion", Details: map[string]any{"resumable": true}}
+	}
+	return nil
 }
 
 // claimOf reads binding's claim seq.

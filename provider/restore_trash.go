@@ -119,8 +119,12 @@ func (p *Provider) RestoreFromTrash(ctx context.Context, binding, requestID stri
 func restorableTrash(binding string, recs []*claimRecord) (*claimRecord, error) {
 	for i := len(recs) - 1; i >= 0; i-- {
 		r := recs[i]
-		if _, ok := keptTrashOf(r); !ok {
+		ev, ok := keptTrashOf(r)
+		if !ok {
 			continue
+		}
+		if _, entry := keptPath(r, ev); entry {
+			continue // git's entry alone: no folder to give back
 		}
 		if pg := r.Events[EventPurging]; pg != nil {
 			ref := "the salvage refs refs/majlis/salvage/" + binding + "/*"
@@ -133,9 +137,7 @@ func restorableTrash(binding string, recs []*claimRecord) (*claimRecord, error) 
 				Hint:    "its work is on " + ref + ", which a restore of the binding's latest salvage brings back; the next purge finishes the deletion",
 				Details: map[string]any{"half_purged": true, "trash_path": pg.TrashPath}}
 		}
-		if r.Events[EventReclaimed].TrashPath != "" {
-			return r, nil
-		}
+		return r, nil
 	}
 	return nil, &Error{Op: "restore", Binding: binding, Err: ErrNotFound, Reason: "no reclaim of it kept a trash folder that is still there",
 		Hint: "only a reclaim that keeps its trash can be undone; the salvage refs (refs/majlis/salvage/" + binding + "/*) hold the work"}

@@ -54,7 +54,7 @@ var jsonPinned = map[string]struct {
 	"damage":     {provider.Damage{}, []string{"binding", "file", "located", "paths", "reason", "unlocated"}},
 	"known_path": {provider.KnownPath{}, []string{"path", "source"}},
 	"doctor":     {provider.DoctorReport{}, []string{"checked", "common_dir", "findings", "ok", "state_dir", "trash"}},
-	"kept_trash": {provider.KeptTrash{}, []string{"age", "binding", "branch", "due", "half_purged", "kept_until", "path", "reclaimed_at",
+	"kept_trash": {provider.KeptTrash{}, []string{"age", "binding", "branch", "due", "entry", "half_purged", "kept_until", "path", "reclaimed_at",
 		"salvage_refs", "seq", "size_bytes"}},
 	"purge":         {provider.PurgeResult{}, []string{"left", "purged"}},
 	"purged_trash":  {provider.PurgedTrash{}, []string{"binding", "due", "path", "reason", "salvage_ref", "seq"}},
