@@ -73,6 +73,11 @@ no token is needed for leases whose owner process is proven dead.`,
 			if res.NotReclaimed != nil {
 				out.NotReclaimed = errorObject(res.NotReclaimed)
 			}
+			defer func() {
+				if res.Reclaimed != nil {
+					g.purgeAfter(cmd.Context(), p) // once the result is written
+				}
+			}()
 			return g.emit(endJSON{End: out}, func(w io.Writer) {
 				if res.Workspace == nil {
 					fmt.Fprintf(w, "ended %s: released %s; it has no workspace (begun with --shared, or reclaimed)\n", res.Binding, plural(len(res.Leases), "lease", "leases"))
