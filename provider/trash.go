@@ -194,50 +194,7 @@ func (p *Provider) finishMoved(ctx context.Context, rec *claimRecord, ev *Event,
 		return p.undoMove(rec, ev, undoable, repointed, cause)
 	}
 	if inTrash && !rec.has(EventChecked) {
-		repointed, err := p.verifyMoved(rec, ev)
-		if err != nil {
-			return nil, undo(false, err)
-		}
-		if !repointed {
-			// git's entry names the worktree's .git file by path: written
-			// whole (temporary file, fsync, rename), as `git worktree
-			// repair` would, but without git looking for the worktree.
-			if err := durable.Replace(ev.AdminEntry, "gitdir", []byte(filepath.Join(trash, ".git")+"\n")); err != nil {
-				return nil, undo(true, err)
-			}
-		}
-		if err := p.inject(ctx, fpReclaimRepaired); err != nil {
-			return nil, err
-		}
-		// git itself, run plainly in the trash folder, must now find the
-		// workspace and its entry there.
-		if err := gitops.CheckWorkTree(ctx, trash); err != nil {
-			return nil, undo(true, err)
-		}
-		// Checked-out submodules keep their git directories in the admin
-		// entry, which did not move; they are told where their files are.
-		if err := gitops.RelinkSubmodules(ctx, trash, c.Path, filepath.Join(ev.AdminEntry, "modules")); err != nil {
-			return nil, err
-		}
-		second, err := p.resalvage(ctx, rec, trash, res)
-		if err != nil {
-			return nil, err
-		}
-		if err := p.inject(ctx, fpReclaimResalvaged); err != nil {
-			return nil, err
-		}
-		// Whether the trash is kept is decided here, once, and recorded:
-		// a retry after a crash keeps or deletes as this run would have
-		// (a deletion cut short is never kept, nor restored).
-		checked := Event{Kind: EventChecked, SalvageRef: second}
-		if o.KeepTrash > 0 {
-			until := p.now().UTC().Add(o.KeepTrash)
-			checked.KeepUntil = &until
-			if checked.Branch, checked.Head, err = keptHead(ctx, trash); err != nil {
-				return nil, err
-			}
-		}
-		if _, err := p.publishEvent(rec, checked); err != nil {
+		if err := p.checkMoved(ctx, rec, ev, o, res, undo); err != nil {
 			return nil, err
 		}
 	}
@@ -301,6 +258,62 @@ func (p *Provider) finishMoved(ctx context.Context, rec *claimRecord, ev *Event,
 		return nil, err
 	}
 	return res, nil
+}
+
+// checkMoved verifies the workspace in its trash folder, points git's
+// entry at it, salvages it again when it holds anything new, and records
+// all of it in the checked event, with the decision to keep the trash (and
+// the branch its HEAD will be detached from).
+func (p *Provider) checkMoved(ctx context.Context, rec *claimRecord, ev *Event, o ReclaimOptions, res *ReclaimResult, undo func(bool, error) error) error {
+	c := rec.Claim
+	trash := ev.TrashPath
+	repointed, err := p.verifyMoved(rec, ev)
+	if err != nil {
+		return undo(false, err)
+	}
+	if !repointed {
+		// git's entry names the worktree's .git file by path: written
+		// whole (temporary file, fsync, rename), as `git worktree
+		// repair` would, but without git looking for the worktree.
+		if err := durable.Replace(ev.AdminEntry, "gitdir", []byte(filepath.Join(trash, ".git")+"\n")); err != nil {
+			return undo(true, err)
+		}
+	}
+	if err := p.inject(ctx, fpReclaimRepaired); err != nil {
+		return err
+	}
+	// git itself, run plainly in the trash folder, must now find the
+	// workspace and its entry there.
+	if err := gitops.CheckWorkTree(ctx, trash); err != nil {
+		return undo(true, err)
+	}
+	// Checked-out submodules keep their git directories in the admin
+	// entry, which did not move; they are told where their files are.
+	if err := gitops.RelinkSubmodules(ctx, trash, c.Path, filepath.Join(ev.AdminEntry, "modules")); err != nil {
+		return err
+	}
+	second, err := p.resalvage(ctx, rec, trash, res)
+	if err != nil {
+		return err
+	}
+	if err := p.inject(ctx, fpReclaimResalvaged); err != nil {
+		return err
+	}
+	// Whether the trash is kept is decided here, once, and recorded:
+	// a retry after a crash keeps or deletes as this run would have
+	// (a deletion cut short is never kept, nor restored).
+	checked := Event{Kind: EventChecked, SalvageRef: second}
+	if o.KeepTrash > 0 {
+		until := p.now().UTC().Add(o.KeepTrash)
+		checked.KeepUntil = &until
+		if checked.Branch, checked.Head, err = keptHead(ctx, trash); err != nil {
+			return err
+		}
+	}
+	if _, err := p.publishEvent(rec, checked); err != nil {
+		return err
+	}
+	return nil
 }
 
 // verifyMoved checks that the directory in the trash folder is the

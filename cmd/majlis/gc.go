@@ -83,11 +83,7 @@ written when no server runs.`,
 			}
 			defer p.Close()
 			if purgeDue {
-				res, err := p.PurgeDue(cmd.Context())
-				if err != nil {
-					return err
-				}
-				return g.emit(purgeJSON{Purge: res}, func(w io.Writer) { renderPurge(w, res) })
+				return runPurgeDue(cmd, g, p)
 			}
 			if preview || opts.Confirm == "" {
 				plan, err := p.PreviewGC(cmd.Context(), opts)
@@ -111,30 +107,7 @@ written when no server runs.`,
 			if err != nil {
 				return err
 			}
-			return g.emit(gcJSON{GC: res}, func(w io.Writer) {
-				for _, b := range res.Branches {
-					fmt.Fprintf(w, "deleted branch %s (merged into %s; its tip is kept as %s)\n", b.Branch, b.Into, b.KeptAs)
-				}
-				for _, r := range res.SalvageRefs {
-					fmt.Fprintf(w, "deleted %s: %s\n", r.Ref, r.Reason)
-				}
-				for _, r := range res.DeletedTips {
-					fmt.Fprintf(w, "deleted %s: %s\n", r.Ref, r.Reason)
-				}
-				for _, t := range res.Trash {
-					fmt.Fprintf(w, "deleted the trash folder %s of %s (%s)\n", humanPath(t.Path), t.Binding, dueWords(t.Due))
-				}
-				for _, c := range countRecords(res.Records) {
-					fmt.Fprintf(w, "compacted %s of %s\n", plural(c.n, "old record", "old records"), c.binding)
-				}
-				for _, s := range res.Skipped {
-					fmt.Fprintf(w, "left %s: %s\n", s.Branch, s.Reason)
-				}
-				n := len(res.Branches) + len(res.SalvageRefs) + len(res.DeletedTips) + len(res.Trash) + len(res.Records)
-				if n == 0 && len(res.Skipped) == 0 {
-					fmt.Fprintln(w, "nothing to delete")
-				}
-			})
+			return g.emit(gcJSON{GC: res}, func(w io.Writer) { renderGC(w, res) })
 		},
 	}
 	f := cmd.Flags()
@@ -227,4 +200,30 @@ func seqRuns(seqs []int) string {
 		i = j + 1
 	}
 	return strings.Join(parts, ", ")
+}
+
+// renderGC says what gc did.
+func renderGC(w io.Writer, res *provider.GCResult) {
+	for _, b := range res.Branches {
+		fmt.Fprintf(w, "deleted branch %s (merged into %s; its tip is kept as %s)\n", b.Branch, b.Into, b.KeptAs)
+	}
+	for _, r := range res.SalvageRefs {
+		fmt.Fprintf(w, "deleted %s: %s\n", r.Ref, r.Reason)
+	}
+	for _, r := range res.DeletedTips {
+		fmt.Fprintf(w, "deleted %s: %s\n", r.Ref, r.Reason)
+	}
+	for _, t := range res.Trash {
+		fmt.Fprintf(w, "deleted the trash folder %s of %s (%s)\n", humanPath(t.Path), t.Binding, dueWords(t.Due))
+	}
+	for _, c := range countRecords(res.Records) {
+		fmt.Fprintf(w, "compacted %s of %s\n", plural(c.n, "old record", "old records"), c.binding)
+	}
+	for _, s := range res.Skipped {
+		fmt.Fprintf(w, "left %s: %s\n", s.Branch, s.Reason)
+	}
+	n := len(res.Branches) + len(res.SalvageRefs) + len(res.DeletedTips) + len(res.Trash) + len(res.Records)
+	if n == 0 && len(res.Skipped) == 0 {
+		fmt.Fprintln(w, "nothing to delete")
+	}
 }

@@ -5,11 +5,21 @@ import (
 	"io"
 
 	"github.com/majlis-dev/majlis/provider"
+	"github.com/spf13/cobra"
 )
 
 // purgeJSON is the result of gc --purge-due.
 type purgeJSON struct {
 	Purge *provider.PurgeResult `json:"purge"`
+}
+
+// runPurgeDue purges the kept trash that is due (gc --purge-due).
+func runPurgeDue(cmd *cobra.Command, g *globalOptions, p *provider.Provider) error {
+	res, err := p.PurgeDue(cmd.Context())
+	if err != nil {
+		return err
+	}
+	return g.emit(purgeJSON{Purge: res}, func(w io.Writer) { renderPurge(w, res) })
 }
 
 // renderPurge says what a purge of the due trash did.

@@ -128,19 +128,7 @@ is free, and refuses with identity_drift). See docs/reclaim.md.`,
 				}
 				opts.Confirm = pv.Digest
 			}
-			// A reclaim interrupted (Ctrl-C) resumes with the same request
-			// id: one is made up when none was given, and told if needed.
-			generated := opts.RequestID == ""
-			if generated {
-				opts.RequestID = newRequestID("reclaim-" + opts.Binding)
-			}
-			res, err := p.Reclaim(cmd.Context(), opts)
-			if err != nil {
-				return withRequestID(err, opts.RequestID, generated)
-			}
-			err = g.emit(reclaimJSON{Reclaim: res, BindingFrom: bindingFrom(fromCwd)}, func(w io.Writer) { renderReclaim(w, res) })
-			g.purgeAfter(cmd.Context(), p)
-			return err
+			return reclaimOne(cmd, g, p, opts, fromCwd)
 		},
 	}
 	f := cmd.Flags()
@@ -153,6 +141,24 @@ is free, and refuses with identity_drift). See docs/reclaim.md.`,
 	f.StringVar(&opts.RequestID, "request-id", "", "idempotency key: a retry returns the recorded result or resumes")
 	f.DurationVar(&opts.KeepTrash, "keep-trash", 0, "keep the moved workspace in its trash folder this long (a Go duration; 0 deletes it at once) instead of the policy's trash.keep")
 	return cmd
+}
+
+// reclaimOne reclaims one workspace, confirmed, prints the result and
+// then starts the purge of what is due.
+func reclaimOne(cmd *cobra.Command, g *globalOptions, p *provider.Provider, opts provider.ReclaimOptions, fromCwd bool) error {
+	// A reclaim interrupted (Ctrl-C) resumes with the same request id: one
+	// is made up when none was given, and told if needed.
+	generated := opts.RequestID == ""
+	if generated {
+		opts.RequestID = newRequestID("reclaim-" + opts.Binding)
+	}
+	res, err := p.Reclaim(cmd.Context(), opts)
+	if err != nil {
+		return withRequestID(err, opts.RequestID, generated)
+	}
+	err = g.emit(reclaimJSON{Reclaim: res, BindingFrom: bindingFrom(fromCwd)}, func(w io.Writer) { renderReclaim(w, res) })
+	g.purgeAfter(cmd.Context(), p)
+	return err
 }
 
 func renderPreview(w io.Writer, pv *provider.Preview) {

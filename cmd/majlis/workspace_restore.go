@@ -72,17 +72,7 @@ takes none of --salvage, --path and --branch.`,
 				if err != nil {
 					return err
 				}
-				return g.emit(workspaceJSON{Workspace: ws}, func(w io.Writer) {
-					if ws.Branch == "" {
-						fmt.Fprintf(w, "restored %s at %s from its trash folder, on a detached HEAD", ws.Binding, humanPath(ws.Path))
-						if ws.DetachedFrom != "" {
-							fmt.Fprintf(w, ": branch %s moved or went since the reclaim, or is checked out elsewhere (majlis never moves a branch)", ws.DetachedFrom)
-						}
-						fmt.Fprintln(w)
-						return
-					}
-					fmt.Fprintf(w, "restored %s at %s from its trash folder (branch %s)\n", ws.Binding, humanPath(ws.Path), ws.Branch)
-				})
+				return g.emit(workspaceJSON{Workspace: ws}, func(w io.Writer) { renderFromTrash(w, ws) })
 			}
 			res, err := p.Restore(cmd.Context(), opts)
 			if err != nil {
@@ -113,4 +103,18 @@ takes none of --salvage, --path and --branch.`,
 	f.StringVar(&opts.RequestID, "request-id", "", "idempotency key for the allocation")
 	f.BoolVar(&fromTrash, "from-trash", false, "move the workspace back from the trash folder its reclaim kept (reclaim --keep-trash)")
 	return cmd
+}
+
+// renderFromTrash says where restore --from-trash put the workspace back,
+// and on what HEAD.
+func renderFromTrash(w io.Writer, ws *provider.Workspace) {
+	if ws.Branch != "" {
+		fmt.Fprintf(w, "restored %s at %s from its trash folder (branch %s)\n", ws.Binding, humanPath(ws.Path), ws.Branch)
+		return
+	}
+	fmt.Fprintf(w, "restored %s at %s from its trash folder, on a detached HEAD", ws.Binding, humanPath(ws.Path))
+	if ws.DetachedFrom != "" {
+		fmt.Fprintf(w, ": branch %s moved or went since the reclaim, or is checked out elsewhere (majlis never moves a branch)", ws.DetachedFrom)
+	}
+	fmt.Fprintln(w)
 }
