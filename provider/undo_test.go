@@ -605,10 +605,6 @@ func TestPurgeOnAFullDiskDeletesNothing(t *testing.T) {
 // held stays reachable.
 func TestPurgeKeptEntry(t *testing.T) {
 	t.Parallel()
-	// salvageKeptEntry cannot read an entry once it is aside yet (its
-	// commondir file is relative to worktrees/): the purge leaves it,
-	// whole. Owned by the entry-aside work (NOTES, undo 01:40).
-	t.Skip("salvageKeptEntry does not read an entry kept aside yet")
 	repo, p, clk := undoProvider(t)
 	w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 	ws := &fixtures.Repo{T: t, Dir: w.Path}
