@@ -359,6 +359,9 @@ func (p *Provider) purgeKept(ctx context.Context, binding string, seq int, due s
 		if err := lease.Check(); err != nil {
 			return nil, err
 		}
+		if err := ctx.Err(); err != nil {
+			return nil, err // stopped (a server's stop, Ctrl-C): the last safe point before deleting
+		}
 		purging := Event{Kind: EventPurging, TrashPath: path, SalvageRef: pt.SalvageRef, Reason: due}
 		if id, err := pathid.Lstat(path); entry && err == nil {
 			// An entry half deleted may have lost its pin: the deletion

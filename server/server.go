@@ -86,7 +86,7 @@ func Serve(ctx context.Context, o Options) error {
 	go s.beats.run(bctx, o.HeartbeatTick)
 	// The background purge stops before the provider closes.
 	purged := make(chan struct{})
-	go func() { defer close(purged); purgeLoop(bctx, p, o.PurgeInterval, o.Logf) }()
+	go func() { defer close(purged); s.purgeLoop(bctx, o.PurgeInterval) }()
 	defer func() { bcancel(); <-purged }()
 	s.ready.Store(true)
 	if o.Ready != nil {
