@@ -22,8 +22,12 @@ func (p *Provider) checkTrash(inv *inventory, add func(Finding)) []KeptTrash {
 		if n := len(k.SalvageRefs); n > 0 {
 			where = fmt.Sprintf("its work is on %s", k.SalvageRefs[n-1])
 		}
+		msg := fmt.Sprintf("a purge of the kept trash folder %s of %s began and did not finish: the folder may be half deleted, and restore --from-trash refuses it", k.Path, k.Binding)
+		if k.Entry {
+			msg = fmt.Sprintf("a purge of git's record of %s kept in the trash (%s; its folder was gone) began and did not finish: it may be half deleted", k.Binding, k.Path)
+		}
 		add(Finding{Code: FindingTrashHalfPurged, Severity: SeverityWarning, Binding: k.Binding, Path: k.Path,
-			Message: fmt.Sprintf("a purge of the kept trash folder %s of %s began and did not finish: the folder may be half deleted, and restore --from-trash refuses it", k.Path, k.Binding),
+			Message: msg,
 			Fix:     "majlis gc --purge-due finishes the purge (" + where + "; majlis workspace restore " + k.Binding + " restores the latest)"})
 	}
 	return kept

@@ -194,3 +194,89 @@ func backgroundPurges(dir string) int {
 	}
 	return n
 }
+
+// TestPurgeKeptEntryCrashMatrix: git's entry of a workspace whose folder
+// was deleted by hand, kept aside for the undo window (issue 24 items 1
+// and 2), purged by the real majlis binary killed with SIGKILL at every
+// purge step. After the crash and after the retry, which finishes the
+// purge, every commit and blob only the entry held is reachable (detached
+// HEAD, worktree and bisect refs, a commit only HEAD's reflog names, a
+// staged blob) and git fsck is clean; once the purge is recorded, doctor
+// reports it half purged until the retry; restore then gives the entry's
+// HEAD and index back.
+func TestPurgeKeptEntryCrashMatrix(t *testing.T) {
+	t.Parallel()
+	bin := crashBinary(t)
+	for _, fp := range purgeFailpoints {
+		t.Run(strings.ReplaceAll(fp, "/", "-"), func(t *testing.T) {
+			t.Parallel()
+			for range fixtures.Rounds(1, 4) {
+				purgeEntryCrashAt(t, bin, fp)
+			}
+		})
+	}
+}
+
+func purgeEntryCrashAt(t *testing.T, bin, fp string) {
+	repo, p := peerProvider(t)
+	w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+	held := makeEntryHeld(t, &fixtures.Repo{T: t, Dir: w.Path}, w.Branch)
+	if err := os.RemoveAll(w.Path); err != nil {
+		t.Fatal(err)
+	}
+	ttl := []string{envvar.ReservationTTL + "=2s"}
+	rec := crashExec(t, bin, repo.Dir, nil, "workspace", "reclaim", "T-1", "--yes", "--keep-trash", "1ns", "--json")
+	if rec.exit != 0 {
+		t.Fatalf("reclaim\n%s", rec)
+	}
+	aside := p.entryAsidePath(&mustReadBinding(t, p, "T-1")[0].Claim)
+	if _, err := os.Lstat(aside); err != nil {
+		t.Fatalf("git's entry is not kept aside: %v\n%s", err, rec)
+	}
+	reach := reachable(t, repo)
+	crash := crashExec(t, bin, repo.Dir, append(ttl, failpoint.EnvVar+"="+fp+"=crash"), "gc", "--purge-due", "--json")
+	if !crash.killed {
+		t.Fatalf("the purge was not killed at %s\n%s", fp, crash)
+	}
+	purgeCheckReachable(t, repo, reach)
+	held.mustSurvive(t, repo)
+	kept, err := p.KeptTrash(t.Context())
+	if err != nil || len(kept) != 1 || !kept[0].Entry || kept[0].HalfPurged != (fp != "purge/salvaged") {
+		t.Fatalf("kept trash after the crash at %s: %+v, %v", fp, kept, err)
+	}
+	if fp == "purge/salvaged" {
+		if !ownEntry(mustReadBinding(t, p, "T-1")[0], aside) {
+			t.Errorf("the entry is not whole before the purge was recorded")
+		}
+	} else if doc := crashExec(t, bin, repo.Dir, nil, "doctor", "--json"); !strings.Contains(doc.stdout, `"code": "trash_half_purged"`) {
+		t.Errorf("doctor does not report the half-purged entry\n%s", doc)
+	}
+	lease, err := p.leases.Inspect(reclaimPrefix + "T-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashWaitExpired(t, lease.ExpiresAt)
+	retry := crashExec(t, bin, repo.Dir, ttl, "gc", "--purge-due", "--json")
+	if retry.exit != 0 {
+		t.Fatalf("retry\n%s", retry)
+	}
+	var purged struct {
+		Purge PurgeResult `json:"purge"`
+	}
+	retry.decode(t, &purged)
+	if len(purged.Purge.Purged) != 1 || purged.Purge.Purged[0].Path != aside || len(purged.Purge.Left) != 0 {
+		t.Fatalf("the retry did not finish the purge: %+v", purged.Purge)
+	}
+	if _, err := os.Lstat(aside); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("git's entry kept aside is still there after the retry: %v", err)
+	}
+	purgeCheckReachable(t, repo, reach)
+	held.mustSurvive(t, repo)
+	if r := crashExec(t, bin, repo.Dir, ttl, "workspace", "restore", "T-1", "--json"); r.exit != 0 {
+		t.Fatalf("restore after the purge\n%s", r)
+	}
+	back := &fixtures.Repo{T: t, Dir: w.Path}
+	if back.Head() != held.detached || back.Git("show", ":README.md") != "staged, then the folder went\n" {
+		t.Errorf("restored after the purge: HEAD %s, staged README %q", back.Head(), back.Git("show", ":README.md"))
+	}
+}

@@ -624,6 +624,7 @@ func TestPurgeKeptEntry(t *testing.T) {
 	if _, err := p.RestoreFromTrash(t.Context(), "T-1", ""); !errors.Is(err, ErrNotFound) {
 		t.Errorf("restore --from-trash of an entry alone: %v, want ErrNotFound (no folder to give back)", err)
 	}
+	keptEntryShown(t, p, aside)
 	reach := reachable(t, repo)
 	clk.Add(DefaultTrashKeep + time.Second)
 	purged, err := p.PurgeDue(t.Context())
@@ -636,6 +637,9 @@ func TestPurgeKeptEntry(t *testing.T) {
 	if r, _ := p.claimOf("T-1", 1); !r.has(EventPurging) || !r.has(EventPurged) {
 		t.Errorf("purge not recorded: %v", r.Events)
 	}
+	if ws, err := p.List(t.Context(), ListOptions{All: true}); err != nil || len(ws) != 1 || ws[0].TrashEntry != "" || ws[0].TrashPurged != DueExpired {
+		t.Errorf("list --all after the purge: %+v, %v", ws, err)
+	}
 	after := reachable(t, repo)
 	for id := range reach {
 		if !after[id] {
@@ -643,4 +647,29 @@ func TestPurgeKeptEntry(t *testing.T) {
 		}
 	}
 	s.mustSurvive(t, repo)
+}
+
+// keptEntryShown: git's entry kept aside for the undo window is shown as
+// kept trash, with its age and size, by list --all, gc --preview and
+// doctor.
+func keptEntryShown(t *testing.T, p *Provider, aside string) {
+	t.Helper()
+	ws, err := p.List(t.Context(), ListOptions{All: true})
+	if err != nil || len(ws) != 1 {
+		t.Fatalf("list --all: %+v, %v", ws, err)
+	}
+	if w := ws[0]; w.TrashEntry != aside || w.TrashPath != "" || w.TrashKeptUntil == nil || w.TrashSizeBytes == nil || *w.TrashSizeBytes <= 0 {
+		t.Errorf("list --all shows the kept entry as %+v, want trash_entry %s with its time and size", w, aside)
+	}
+	isEntry := func(k []KeptTrash) bool {
+		return len(k) == 1 && k[0].Entry && k[0].Path == aside && k[0].SizeBytes > 0 && k[0].Age != "" && !k[0].KeptUntil.IsZero()
+	}
+	plan, err := p.PreviewGC(t.Context(), GCOptions{})
+	if err != nil || !isEntry(plan.TrashKept) {
+		t.Errorf("gc --preview's kept trash: %+v, %v", plan, err)
+	}
+	rep, err := p.Doctor(t.Context())
+	if err != nil || !isEntry(rep.Trash) {
+		t.Errorf("doctor's kept trash: %+v, %v", rep, err)
+	}
 }

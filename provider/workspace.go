@@ -46,6 +46,13 @@ type Workspace struct {
 	// puts it back.
 	TrashPath      string     `json:"trash_path,omitempty"`
 	TrashKeptUntil *time.Time `json:"trash_kept_until,omitempty"`
+	// TrashEntry names git's entry of a workspace whose folder was gone
+	// (moved or deleted by hand), kept aside in majlis's trash for the
+	// undo window instead of a trash folder; TrashKeptUntil,
+	// TrashSizeBytes and TrashHalfPurged then speak of it. Nothing of it
+	// is restored (there is no folder): it holds what git's entry held
+	// (HEAD, index, per-worktree refs, reflogs), all salvaged.
+	TrashEntry string `json:"trash_entry,omitempty"`
 	// TrashSizeBytes is the disk space the kept trash folder takes;
 	// TrashHalfPurged, that a purge of it began and did not finish (it may
 	// be half deleted; restore --from-trash refuses it).
@@ -110,15 +117,21 @@ func (p *Provider) render(ctx context.Context, reader *gitops.Reader, reclaiming
 	if ev := rec.Events[EventReclaimed]; ev != nil {
 		t := ev.At
 		w.ReclaimedAt, w.State, w.SalvageRef = &t, StateReclaimed, ev.SalvageRef
-		if ev.TrashPath != "" && !rec.has(EventPurged) {
-			w.TrashPath, w.TrashKeptUntil, w.TrashHalfPurged = ev.TrashPath, ev.KeepUntil, rec.has(EventPurging)
+		if kept, ok := keptTrashOf(rec); ok {
+			path, entry := keptPath(rec, kept)
+			if entry {
+				w.TrashEntry = path
+			} else {
+				w.TrashPath = path
+			}
+			w.TrashKeptUntil, w.TrashHalfPurged = ev.KeepUntil, rec.has(EventPurging)
 			ts := p.loadTrashSizes()
-			if n := p.cachedTrashSize(ts, c.Binding, c.Seq, ev.TrashPath, true); n >= 0 {
+			if n := p.cachedTrashSize(ts, c.Binding, c.Seq, path, true); n >= 0 {
 				w.TrashSizeBytes = &n
 			}
 			p.saveTrashSizes(ts)
 		}
-		if pg := rec.Events[EventPurged]; pg != nil && ev.TrashPath != "" {
+		if pg := rec.Events[EventPurged]; pg != nil && (ev.TrashPath != "" || ev.AdminKept != "") {
 			t := pg.At
 			w.TrashPurgedAt, w.TrashPurged = &t, pg.Reason
 		}

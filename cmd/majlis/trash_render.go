@@ -25,27 +25,32 @@ func runPurgeDue(cmd *cobra.Command, g *globalOptions, p *provider.Provider) err
 // renderPurge says what a purge of the due trash did.
 func renderPurge(w io.Writer, res *provider.PurgeResult) {
 	for _, t := range res.Purged {
-		fmt.Fprintf(w, "deleted the trash folder %s of %s (%s)", humanPath(t.Path), t.Binding, dueWords(t.Due))
+		fmt.Fprintf(w, "deleted the kept trash %s of %s (%s)", humanPath(t.Path), t.Binding, dueWords(t.Due))
 		if t.SalvageRef != "" {
 			fmt.Fprintf(w, "; what changed in it since the reclaim is on %s", t.SalvageRef)
 		}
 		fmt.Fprintln(w)
 	}
 	for _, t := range res.Left {
-		fmt.Fprintf(w, "left the trash folder %s of %s: %s\n", humanPath(t.Path), t.Binding, t.Reason)
+		fmt.Fprintf(w, "left the kept trash %s of %s: %s\n", humanPath(t.Path), t.Binding, t.Reason)
 	}
 	if len(res.Purged)+len(res.Left) == 0 {
 		fmt.Fprintln(w, "no kept trash is due")
 	}
 }
 
-// keptLine describes a kept trash folder on one line.
+// keptLine describes a kept trash folder (or git's entry of a workspace
+// whose folder was gone, kept in its stead) on one line.
 func keptLine(k provider.KeptTrash) string {
 	size := "size unknown"
 	if k.SizeBytes >= 0 {
 		size = byteSize(k.SizeBytes)
 	}
-	s := fmt.Sprintf("%s (of %s, reclaimed %s ago, %s, kept until %s)", humanPath(k.Path), k.Binding, k.Age, size, k.KeptUntil.Format("2006-01-02 15:04"))
+	of := "of " + k.Binding
+	if k.Entry {
+		of = "git's record of " + k.Binding + ", whose folder was gone"
+	}
+	s := fmt.Sprintf("%s (%s, reclaimed %s ago, %s, kept until %s)", humanPath(k.Path), of, k.Age, size, k.KeptUntil.Format("2006-01-02 15:04"))
 	if k.Due != "" {
 		s += ": " + dueWords(k.Due)
 	}

@@ -154,7 +154,7 @@ func pathCell(ws *provider.Workspace) string {
 	switch {
 	case ws.Damage != nil:
 		return "damaged record (majlis doctor)"
-	case ws.State == provider.StateReclaimed && ws.TrashPath != "":
+	case ws.State == provider.StateReclaimed && (ws.TrashPath != "" || ws.TrashEntry != ""):
 		return trashCell(ws)
 	case ws.State == provider.StateReclaimed && ws.SalvageRef != "":
 		return "salvaged to " + ws.SalvageRef + purgedNote(ws)
@@ -164,10 +164,14 @@ func pathCell(ws *provider.Workspace) string {
 	return humanPath(ws.Path)
 }
 
-// trashCell describes a kept trash folder: how old, how large, until
-// when (its path, long, is in --json and in majlis gc --preview).
+// trashCell describes a kept trash folder, or git's entry of a
+// workspace whose folder was gone kept in its stead: how old, how large,
+// until when (its path, long, is in --json and in majlis gc --preview).
 func trashCell(ws *provider.Workspace) string {
 	s := "kept in its trash folder"
+	if ws.TrashEntry != "" {
+		s = "folder gone; git's record of it kept in the trash"
+	}
 	var facts []string
 	if ws.ReclaimedAt != nil {
 		facts = append(facts, time.Since(*ws.ReclaimedAt).Truncate(time.Second).String()+" old")
