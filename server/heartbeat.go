@@ -52,7 +52,13 @@ type beats struct {
 	grace time.Duration
 	now   func() time.Time
 	renew func(ctx context.Context, req admission.RenewRequest) (*admission.RenewResult, error)
+	// share keeps this host's registration with the coordination cluster
+	// and the etcd leases of the clone's active shared leases alive
+	// ((*admission.Service).Heartbeat; it does nothing without a cluster).
+	share func(ctx context.Context) error
 	logf  func(format string, args ...any)
+	// shareFailing: the last share failed (logged once, until it works).
+	shareFailing bool
 
 	mu sync.Mutex
 	m  map[string]*beat // by holder
@@ -66,7 +72,7 @@ type beat struct {
 }
 
 func newBeats(grace time.Duration, now func() time.Time, adm *admission.Service, logf func(string, ...any)) *beats {
-	return &beats{grace: grace, now: now, renew: adm.Renew, logf: logf, m: map[string]*beat{}}
+	return &beats{grace: grace, now: now, renew: adm.Renew, share: adm.Heartbeat, logf: logf, m: map[string]*beat{}}
 }
 
 func (a *api) heartbeat(ctx context.Context, q *HeartbeatRequest) (*HeartbeatResult, error) {
@@ -177,16 +183,55 @@ func (b *beats) sweep(ctx context.Context) {
 	}
 }
 
-// run sweeps every tick until ctx ends.
+// run sweeps every tick until ctx ends, and keeps the shared
+// registration alive (keepShared) beside the sweep: a coordination
+// cluster that answers slowly or not at all never delays the renewal of
+// local leases. It returns once the last keepShared has ended.
 func (b *beats) run(ctx context.Context, tick time.Duration) {
 	t := time.NewTicker(tick)
 	defer t.Stop()
+	var shared sync.WaitGroup
+	defer shared.Wait()
+	busy := make(chan struct{}, 1) // one keepShared at a time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			select {
+			case busy <- struct{}{}:
+				shared.Add(1)
+				go func() {
+					defer shared.Done()
+					defer func() { <-busy }()
+					b.keepShared(ctx)
+				}()
+			default: // the last one is still running
+			}
 			b.sweep(ctx)
 		}
+	}
+}
+
+// keepShared renews, once, this host's registration with the coordination
+// cluster and the etcd leases of the clone's active shared leases. A
+// failure is logged when it starts and when it ends, not at every tick.
+func (b *beats) keepShared(ctx context.Context) {
+	if b.share == nil {
+		return
+	}
+	err := b.share(ctx)
+	if ctx.Err() != nil {
+		return
+	}
+	b.mu.Lock()
+	was := b.shareFailing
+	b.shareFailing = err != nil
+	b.mu.Unlock()
+	switch {
+	case err != nil && !was:
+		b.logf("keeping this host's shared leases alive with the coordination cluster failed (retrying every tick): %v", err)
+	case err == nil && was:
+		b.logf("the coordination cluster answers again: this host's shared leases are kept alive")
 	}
 }

@@ -83,7 +83,10 @@ func Serve(ctx context.Context, o Options) error {
 	s.beats = newBeats(o.HeartbeatGrace, time.Now, s.adm, o.Logf)
 	bctx, bcancel := context.WithCancel(ctx)
 	defer bcancel()
-	go s.beats.run(bctx, o.HeartbeatTick)
+	// The heartbeat loop ends before the admission service closes.
+	beaten := make(chan struct{})
+	go func() { defer close(beaten); s.beats.run(bctx, o.HeartbeatTick) }()
+	defer func() { bcancel(); <-beaten }()
 	// The background purge stops before the provider closes.
 	purged := make(chan struct{})
 	go func() { defer close(purged); s.purgeLoop(bctx, o.PurgeInterval) }()
