@@ -16,6 +16,7 @@ import (
 	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/coordination/etcdtest"
 	"github.com/majlis-dev/majlis/fixtures"
+	"github.com/majlis-dev/majlis/internal/envvar"
 )
 
 // A host is one clone of the repository with a host ledger of its own,
@@ -152,14 +153,20 @@ func TestEtcdStopped(t *testing.T) {
 	h := newHost(t, srv.Endpoint, "example.com/stopped")
 	h.ok("lease", "acquire", "--holder", "T-1", "intent:src/**")
 	srv.Stop()
+	// A bound far below the default's 5 seconds: the test need not wait
+	// it out twice.
+	bound := []string{envvar.EtcdTimeout + "=300ms"}
 	for _, res := range []string{"intent:docs/**", "cluster:stopped-deploy"} {
-		r := h.acquire("T-2", res)
+		r := h.run(bound, "lease", "acquire", "--json", "--holder", "T-2", res)
 		wantRefused(t, r, 4, "coordination_unavailable")
 		if !strings.Contains(r.stdout, srv.Endpoint) {
 			t.Errorf("the refusal does not name the endpoint %s: %s", srv.Endpoint, r)
 		}
+		if !strings.Contains(r.stdout, "within 300ms") {
+			t.Errorf("the refusal does not say its bound: %s", r)
+		}
 	}
-	if r := h.acquire("T-2", "file:a.txt", "host:port:7001"); r.exit != 0 {
+	if r := h.run(bound, "lease", "acquire", "--json", "--holder", "T-2", "file:a.txt", "host:port:7001"); r.exit != 0 {
 		t.Fatalf("local leases with the cluster down: %s", r)
 	}
 }

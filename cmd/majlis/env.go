@@ -59,6 +59,9 @@ func checkAdmissionEnvironment() error {
 		return &envvar.Error{Name: TokenDirEnv, Value: d, Reason: "not an absolute path",
 			Accepted: "the absolute path of a folder that holds a lease token file per task (made when missing, mode 0700); unset or empty means none"}
 	}
+	if _, err := coordinationTimeout(); err != nil {
+		return err
+	}
 	if e := os.Getenv(etcdEndpointsEnv); e != "" {
 		if why := admission.CheckCoordinationSetting(admission.PolicyEtcdEndpoints, e); why != "" {
 			return &envvar.Error{Name: etcdEndpointsEnv, Value: e, Reason: why,
@@ -102,13 +105,26 @@ const etcdEndpointsEnv = "MAJLIS_ETCD_ENDPOINTS"
 
 // openCoordination opens the shared ledger on etcd (package coordination).
 func openCoordination(_ context.Context, c admission.SharedConfig) (admission.SharedLedger, error) {
+	timeout, err := coordinationTimeout()
+	if err != nil {
+		return nil, err
+	}
 	return coordination.Open(coordination.Options{Endpoints: c.Endpoints, CA: c.CA, Cert: c.Cert, Key: c.Key,
 		RepositoryKey: c.RepositoryKey, Clone: c.Clone, StateDir: c.StateDir, KnownCluster: c.KnownCluster,
-		RecordCluster: c.RecordCluster, Timeout: coordinationTimeout})
+		RecordCluster: c.RecordCluster, Timeout: timeout})
 }
 
-// coordinationTimeout bounds each call to the coordination cluster.
-const coordinationTimeout = coordination.DefaultTimeout
+// Bounds of MAJLIS_ETCD_TIMEOUT.
+const (
+	minCoordinationTimeout = 100 * time.Millisecond
+	maxCoordinationTimeout = 5 * time.Minute
+)
+
+// coordinationTimeout bounds each call to the coordination cluster:
+// MAJLIS_ETCD_TIMEOUT, else coordination.DefaultTimeout.
+func coordinationTimeout() (time.Duration, error) {
+	return envvar.Duration(envvar.EtcdTimeout, coordination.DefaultTimeout, minCoordinationTimeout, maxCoordinationTimeout)
+}
 
 // panicError is a panic recovered in run: a bug, reported as `internal`.
 type panicError struct {

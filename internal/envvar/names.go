@@ -11,3 +11,9 @@ const ReservationTTL = "MAJLIS_RESERVATION_TTL"
 // off (tests do, so that no process outlives them); unset, empty or "1"
 // leaves it on.
 const BackgroundPurge = "MAJLIS_BACKGROUND_PURGE"
+
+// EtcdTimeout names the variable the majlis command reads for the bound
+// of each call to the coordination cluster (coordination.Options.Timeout):
+// a Go duration. Tests lower it to see an unreachable cluster refused
+// without waiting the default.
+const EtcdTimeout = "MAJLIS_ETCD_TIMEOUT"
