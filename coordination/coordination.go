@@ -10,6 +10,7 @@
 //	repo/K/live/ID    its permission, attached to the grant's etcd lease
 //	repo/K/policy     the shared policy (JSON)
 //	repo/K/clones/C   the clones that share K (JSON: host, state folder)
+//	repo/K/holders/C/H/S  the etcd lease that clone C's holder H's leases of TTL S seconds ride (empty)
 //	cluster/rec/ID, cluster/live/ID   cluster singletons, shared by every repository
 //	hosts/M/B         a host's registration (machine id M, boot id B), under an etcd lease of its own
 //
@@ -99,6 +100,19 @@ type Ledger struct {
 	mu         sync.Mutex
 	registered bool
 	checked    bool // the cluster id was checked
+	// holders are the etcd leases of this clone's holders as the last
+	// View read them (holderKey -> lease), for Put to reuse.
+	holders map[string]clientv3.LeaseID
+	// written are the records Put wrote pending, by attempt, for Settle
+	// to confirm or delete without reading them again.
+	written map[string][]written
+}
+
+// A written record: its key and its value as Put wrote it, at revision.
+type written struct {
+	key, live string
+	rec       admission.SharedRecord
+	revision  int64
 }
 
 var _ admission.SharedLedger = (*Ledger)(nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/internal/procid"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -28,11 +30,14 @@ func (l *Ledger) View(ctx context.Context) (*admission.SharedView, error) {
 	}
 	v := &admission.SharedView{Revision: resp.Header.Revision}
 	live := map[string]bool{}
+	holders := map[string]clientv3.LeaseID{}
 	var recs []admission.SharedRecord
 	for k, prefix := range []string{l.repo, l.cluster} {
 		for _, kv := range resp.Responses[k].GetResponseRange().Kvs {
 			name := strings.TrimPrefix(string(kv.Key), prefix)
 			switch {
+			case k == 0 && strings.HasPrefix(name, "holders/"):
+				holders[string(kv.Key)] = clientv3.LeaseID(kv.Lease)
 			case strings.HasPrefix(name, "live/"):
 				live[strings.TrimPrefix(name, "live/")] = true
 			case strings.HasPrefix(name, "rec/"):
@@ -55,6 +60,9 @@ func (l *Ledger) View(ctx context.Context) (*admission.SharedView, error) {
 		recs[i].Live = live[recs[i].ID]
 	}
 	v.Records = recs
+	l.mu.Lock()
+	l.holders = holders
+	l.mu.Unlock()
 	return v, nil
 }
 
@@ -102,46 +110,130 @@ func ttlSeconds(ttl time.Duration) int64 {
 }
 
 // Put writes the records in one transaction that commits only if neither
-// record range changed after the view's revision; their permission rides
-// one new etcd lease of ttl (rounded up to whole seconds; etcd raises it
-// to its minimum).
+// record range changed after the view's revision. Their permission rides
+// the etcd lease of their holder and TTL (rounded up to whole seconds;
+// etcd raises it to its minimum): the one the view found, renewed once
+// here, else a new one, named in the same transaction under holders/.
+// All records of one call have one holder and clone.
 func (l *Ledger) Put(ctx context.Context, v *admission.SharedView, recs []admission.SharedRecord, ttl time.Duration) ([]admission.SharedRecord, error) {
+	if len(recs) == 0 {
+		return nil, nil
+	}
 	cctx, cancel := l.ctx(ctx)
 	defer cancel()
-	lease, err := l.c.Grant(cctx, ttlSeconds(ttl))
+	secs := ttlSeconds(ttl)
+	hk := l.repo + "holders/" + url.PathEscape(recs[0].Clone) + "/" + url.PathEscape(recs[0].Holder) + "/" + strconv.FormatInt(secs, 10)
+	lease, fresh, err := l.holderLease(cctx, hk, secs)
 	if err != nil {
-		return nil, l.fail(err)
+		return nil, err
 	}
 	var ops []clientv3.Op
+	var wr []written
 	for _, r := range recs {
 		b, err := json.Marshal(r)
 		if err != nil {
 			return nil, err
 		}
 		p := l.prefixOf(r.Scope)
-		ops = append(ops, clientv3.OpPut(p+"rec/"+r.ID, string(b)), clientv3.OpPut(p+"live/"+r.ID, "", clientv3.WithLease(lease.ID)))
+		ops = append(ops, clientv3.OpPut(p+"rec/"+r.ID, string(b)), clientv3.OpPut(p+"live/"+r.ID, "", clientv3.WithLease(lease)))
+		wr = append(wr, written{key: p + "rec/" + r.ID, live: p + "live/" + r.ID, rec: r})
+	}
+	if fresh {
+		ops = append(ops, clientv3.OpPut(hk, "", clientv3.WithLease(lease)))
 	}
 	resp, err := l.c.Txn(cctx).If(
 		clientv3.Compare(clientv3.ModRevision(l.repo).WithPrefix(), "<", v.Revision+1),
 		clientv3.Compare(clientv3.ModRevision(l.cluster).WithPrefix(), "<", v.Revision+1),
 	).Then(ops...).Commit()
-	if err != nil {
+	switch {
+	case err != nil && !fresh && rpctypes.Error(err) == rpctypes.ErrLeaseNotFound:
+		return nil, admission.ErrSharedChanged // it lapsed since it was renewed: read again
+	case err != nil:
 		return nil, l.fail(err)
-	}
-	if !resp.Succeeded {
-		_, _ = l.c.Revoke(cctx, lease.ID)
+	case !resp.Succeeded:
+		if fresh {
+			_, _ = l.c.Revoke(cctx, lease)
+		}
 		return nil, admission.ErrSharedChanged
 	}
 	out := make([]admission.SharedRecord, len(recs))
 	for i, r := range recs {
 		r.Generation, r.Live = resp.Header.Revision, true
 		out[i] = r
+		wr[i].revision = resp.Header.Revision
+	}
+	if a := recs[0].Attempt; a != "" && recs[0].Pending {
+		l.mu.Lock()
+		if l.written == nil {
+			l.written = map[string][]written{}
+		}
+		l.written[a] = wr
+		l.mu.Unlock()
 	}
 	return out, nil
 }
 
+// holderLease returns the etcd lease of holder key hk that the last View
+// found, renewed once now; or, when there was none or it lapsed, a new
+// one of secs (fresh).
+func (l *Ledger) holderLease(ctx context.Context, hk string, secs int64) (id clientv3.LeaseID, fresh bool, err error) {
+	l.mu.Lock()
+	id, ok := l.holders[hk]
+	l.mu.Unlock()
+	if ok && id != 0 {
+		r, err := l.c.KeepAliveOnce(ctx, id)
+		switch {
+		case err == nil && r.TTL > 0:
+			return id, false, nil
+		case err != nil && rpctypes.Error(err) != rpctypes.ErrLeaseNotFound:
+			return 0, false, l.fail(err)
+		}
+	}
+	g, err := l.c.Grant(ctx, secs)
+	if err != nil {
+		return 0, false, l.fail(err)
+	}
+	return g.ID, true, nil
+}
+
+// settleWritten settles the records of attempt as Put wrote them, in one
+// transaction that commits only if none changed since; done is false
+// when Put did not write them here, or one changed (then read them).
+func (l *Ledger) settleWritten(ctx context.Context, attempt string, committed bool) (done bool, err error) {
+	l.mu.Lock()
+	wr, ok := l.written[attempt]
+	delete(l.written, attempt)
+	l.mu.Unlock()
+	if !ok {
+		return false, nil
+	}
+	var cmps []clientv3.Cmp
+	var ops []clientv3.Op
+	for _, w := range wr {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(w.key), "=", w.revision))
+		if committed {
+			r := w.rec
+			r.Pending = false
+			b, _ := json.Marshal(r)
+			ops = append(ops, clientv3.OpPut(w.key, string(b)))
+		} else {
+			ops = append(ops, clientv3.OpDelete(w.key), clientv3.OpDelete(w.live))
+		}
+	}
+	cctx, cancel := l.ctx(ctx)
+	defer cancel()
+	tr, err := l.c.Txn(cctx).If(cmps...).Then(ops...).Commit()
+	if err != nil {
+		return false, l.fail(err)
+	}
+	return tr.Succeeded, nil
+}
+
 // Settle confirms (committed) or deletes the pending records of attempt.
 func (l *Ledger) Settle(ctx context.Context, attempt string, committed bool) error {
+	if done, err := l.settleWritten(ctx, attempt, committed); done || err != nil {
+		return err
+	}
 	for try := 0; try < 8; try++ {
 		cctx, cancel := l.ctx(ctx)
 		resp, err := l.c.Txn(cctx).Then(clientv3.OpGet(l.repo+"rec/", clientv3.WithPrefix()), clientv3.OpGet(l.cluster+"rec/", clientv3.WithPrefix())).Commit()
