@@ -17,6 +17,7 @@ import (
 	"github.com/majlis-dev/majlis/coordination/etcdtest"
 	"github.com/majlis-dev/majlis/fixtures"
 	"github.com/majlis-dev/majlis/internal/envvar"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // A host is one clone of the repository with a host ledger of its own,
@@ -41,12 +42,20 @@ func (r run) String() string {
 }
 
 // newHost makes a clone registered with majlis whose shared leases go to
-// endpoint under repository key.
-func newHost(t *testing.T, endpoint, key string) *host {
+// endpoint under repository key. ids, when given, are the host's machine
+// id and boot id (else this machine's): one machine acts as several hosts.
+func newHost(t *testing.T, endpoint, key string, ids ...string) *host {
 	t.Helper()
 	h := &host{t: t, bin: fixtures.FailpointsBinary(t), repo: fixtures.NewRepo(t),
 		env: []string{admission.HostLedgerEnv + "=" + filepath.Join(t.TempDir(), "host.db"),
 			"MAJLIS_TOKEN_DIR=" + t.TempDir(), "MAJLIS_ETCD_ENDPOINTS=" + endpoint}}
+	for i, name := range []string{envvar.MachineIDFile, envvar.BootIDFile}[:len(ids)] {
+		f := filepath.Join(t.TempDir(), "id")
+		if err := os.WriteFile(f, []byte(ids[i]+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		h.env = append(h.env, name+"="+f)
+	}
 	h.ok("init")
 	h.ok("policy", "set", admission.PolicyRepositoryKey, key)
 	return h
@@ -117,7 +126,7 @@ func TestTwoHosts(t *testing.T) {
 	t.Parallel()
 	srv := etcdtest.Shared(t)
 	key := "example.com/two-hosts"
-	a, b := newHost(t, srv.Endpoint, key), newHost(t, srv.Endpoint, key)
+	a, b := newHost(t, srv.Endpoint, key, "m-two-hosts-a"), newHost(t, srv.Endpoint, key, "m-two-hosts-b")
 
 	// A cluster singleton: one holder across both.
 	a.ok("lease", "acquire", "--holder", "T-1", "cluster:two-hosts-deploy")
@@ -139,6 +148,36 @@ func TestTwoHosts(t *testing.T) {
 	// Released, the singleton goes to the other clone.
 	a.ok("lease", "release", "--holder", "T-1")
 	b.ok("lease", "acquire", "--holder", "T-1", "cluster:two-hosts-deploy")
+
+	// Each registered as a host of its own.
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.Endpoint}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, m := range []string{"m-two-hosts-a", "m-two-hosts-b"} {
+		if r, err := c.Get(t.Context(), "/majlis/hosts/"+m+"/", clientv3.WithPrefix()); err != nil || len(r.Kvs) != 1 {
+			t.Errorf("registrations of machine %s: %v %v", m, r, err)
+		}
+	}
+}
+
+// TestSameMachineID: a second host with the machine id of a live one
+// (hosts cloned from one image) is refused its shared leases, exit 3
+// duplicate_machine_id, through the real command line: its processes
+// could not be told from the other's. Its local leases are granted.
+func TestSameMachineID(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	key := "example.com/same-machine-id"
+	a := newHost(t, srv.Endpoint, key, "m-same-machine-id", "boot-one")
+	b := newHost(t, srv.Endpoint, key, "m-same-machine-id", "boot-two")
+	a.ok("lease", "acquire", "--holder", "T-1", "cluster:same-machine-id")
+	for _, res := range []string{"cluster:same-machine-id-2", "intent:src/**"} {
+		wantRefused(t, b.acquire("T-2", res), 3, "duplicate_machine_id")
+	}
+	b.ok("lease", "acquire", "--holder", "T-2", "file:a.txt")
+	a.ok("lease", "acquire", "--holder", "T-1", "intent:src/**") // the first host is not troubled
 }
 
 // TestEtcdStopped: with the cluster down, shared leases are refused with

@@ -12,6 +12,7 @@ import (
 	"github.com/majlis-dev/majlis/coordination"
 	"github.com/majlis-dev/majlis/internal/envvar"
 	"github.com/majlis-dev/majlis/internal/failpoint"
+	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/majlis-dev/majlis/server"
 )
@@ -36,11 +37,38 @@ func checkEnvironment() error {
 	if err := checkBackgroundPurge(); err != nil {
 		return err
 	}
+	if err := useIdentity(); err != nil {
+		return err
+	}
 	if h := os.Getenv(holderEnv); h != "" {
 		if err := admission.CheckHolder(h); err != nil {
 			return &envvar.Error{Name: holderEnv, Value: h, Reason: "not a holder name",
 				Accepted: "a holder name: printable characters, without leading or trailing spaces; unset or empty means none"}
 		}
+	}
+	return nil
+}
+
+// useIdentity reads this host's machine id and boot id from the files
+// MAJLIS_MACHINE_ID_FILE and MAJLIS_BOOT_ID_FILE name, when set, in place
+// of the system's (procid.Use): tests run several hosts on one machine.
+func useIdentity() error {
+	src := procid.Source{MachineIDFile: os.Getenv(envvar.MachineIDFile), BootIDFile: os.Getenv(envvar.BootIDFile)}
+	if src == (procid.Source{}) {
+		return nil
+	}
+	accepted := "the absolute path of a file holding one id (letters, digits, - or _), for tests that run several hosts on one machine; unset or empty means the system's"
+	for _, v := range [][2]string{{envvar.MachineIDFile, src.MachineIDFile}, {envvar.BootIDFile, src.BootIDFile}} {
+		name, value := v[0], v[1]
+		if value == "" {
+			continue
+		}
+		if err := procid.CheckIDFile(value); err != nil {
+			return &envvar.Error{Name: name, Value: value, Reason: err.Error(), Accepted: accepted}
+		}
+	}
+	if err := procid.Use(src); err != nil {
+		return &envvar.Error{Name: envvar.MachineIDFile, Value: src.MachineIDFile, Reason: err.Error(), Accepted: accepted}
 	}
 	return nil
 }

@@ -17,3 +17,12 @@ const BackgroundPurge = "MAJLIS_BACKGROUND_PURGE"
 // a Go duration. Tests lower it to see an unreachable cluster refused
 // without waiting the default.
 const EtcdTimeout = "MAJLIS_ETCD_TIMEOUT"
+
+// MachineIDFile and BootIDFile name the variables the majlis command
+// reads for the files that hold this host's machine id and boot id
+// (procid.Source), in place of the system's: tests run several hosts of
+// a coordination cluster on one machine with them.
+const (
+	MachineIDFile = "MAJLIS_MACHINE_ID_FILE"
+	BootIDFile    = "MAJLIS_BOOT_ID_FILE"
+)

@@ -22,7 +22,11 @@ func readSelf() (Owner, error) {
 	if o.MachineID, err = readMachineID(); err != nil {
 		return o, err
 	}
-	if o.BootID, err = readTrimmed("/proc/sys/kernel/random/boot_id"); err != nil {
+	boot := "/proc/sys/kernel/random/boot_id"
+	if source.BootIDFile != "" {
+		boot = source.BootIDFile
+	}
+	if o.BootID, err = readTrimmed(boot); err != nil {
 		return o, err
 	}
 	if o.PIDNamespace, err = os.Readlink("/proc/self/ns/pid"); err != nil {
@@ -38,6 +42,13 @@ func readSelf() (Owner, error) {
 }
 
 func readMachineID() (string, error) {
+	if source.MachineIDFile != "" {
+		id, err := readTrimmed(source.MachineIDFile)
+		if err == nil && id == "" {
+			err = fmt.Errorf("machine id file %s is empty", source.MachineIDFile)
+		}
+		return id, err
+	}
 	var firstErr error
 	for _, p := range []string{"/etc/machine-id", "/var/lib/dbus/machine-id"} {
 		id, err := readTrimmed(p)
