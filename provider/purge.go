@@ -503,6 +503,9 @@ func (p *Provider) purgeSalvage(ctx context.Context, r *claimRecord) (string, er
 			Reason: "the trash folder is not the workspace as the reclaim left it: " + err.Error() + "; nothing was deleted",
 			Hint:   "inspect it: majlis will not delete it"}
 	}
+	if err := p.purgePeers(ctx, r, mv.TrashPath); err != nil {
+		return "", err
+	}
 	var from gitops.HeadState
 	if ev := r.Events[EventReclaimed]; ev != nil && ev.Branch != "" {
 		from = gitops.HeadState{Branch: ev.Branch, Commit: ev.Head}
