@@ -483,7 +483,8 @@ func (p *Provider) claimOf(binding string, seq int) (*claimRecord, error) {
 // purgeSalvage checks that the kept trash folder of r is still the
 // workspace, snapshots it, and stores the snapshot on a salvage ref when
 // it holds anything the reclaim's last salvage does not. It returns that
-// ref, or "". A folder that is gone has nothing to salvage. Any failure
+// ref, or "". A folder that is gone leaves git's entry of it to salvage
+// (purgegone.go). Any failure
 // is returned: the purge then deletes nothing.
 func (p *Provider) purgeSalvage(ctx context.Context, r *claimRecord) (string, error) {
 	c, mv := r.Claim, r.Events[EventMoved]
@@ -493,7 +494,7 @@ func (p *Provider) purgeSalvage(ctx context.Context, r *claimRecord) (string, er
 			Hint:   "the trash folder is kept until this is fixed; the next purge tries again"}
 	}
 	if _, err := pathid.Lstat(mv.TrashPath); errors.Is(err, os.ErrNotExist) {
-		return "", nil
+		return p.purgeSalvageGone(ctx, r, mv)
 	}
 	if repointed, err := p.verifyMoved(r, mv); err != nil || !repointed {
 		if err == nil {
