@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
+	"strings"
 )
 
 // purgeSalvageGone salvages git's entry of a kept trash whose folder is
@@ -23,6 +25,16 @@ func (p *Provider) purgeSalvageGone(ctx context.Context, r *claimRecord, mv *Eve
 		return "", &Error{Op: "purge", Binding: c.Binding, Path: mv.AdminEntry, Err: ErrIdentity,
 			Reason: "the kept trash folder " + mv.TrashPath + " is gone, and git's entry of it is not the workspace's (neither its claim's pin nor majlis's lock of it); nothing was deleted",
 			Hint:   "majlis will not delete it; inspect it"}
+	}
+	// Moved and attached again (git worktree repair): a worktree of
+	// someone's, which the purge leaves, before it salvages anything.
+	if back, err := os.ReadFile(filepath.Join(mv.AdminEntry, "gitdir")); err == nil {
+		named := filepath.Dir(strings.TrimRight(string(back), "\n"))
+		if _, err := os.Lstat(named); !errors.Is(err, os.ErrNotExist) {
+			return "", &Error{Op: "purge", Binding: c.Binding, Path: mv.TrashPath, Peer: named, Err: ErrIdentity,
+				Reason: "the kept trash folder was moved to " + named + " and git's entry of it names it there (git worktree repair): it is a worktree again; nothing was deleted",
+				Hint:   "majlis leaves it; to have it purged, move it back to " + mv.TrashPath + " and run 'git worktree repair' there"}
+		}
 	}
 	ref, err := p.salvageKeptEntry(ctx, r, mv.AdminEntry)
 	if err != nil {

@@ -70,3 +70,46 @@ func TestPurgeOfAKeptTrashMovedByHand(t *testing.T) {
 		t.Errorf("restored refs/worktree/rescued at %s, want %s", got, made)
 	}
 }
+
+// TestPurgeLeavesAKeptTrashAttachedElsewhere: a kept trash folder moved by
+// hand and attached again where it is (git worktree repair) is a worktree
+// someone uses: the purge leaves it, salvages nothing, records nothing,
+// and says where it is and what to do.
+func TestPurgeLeavesAKeptTrashAttachedElsewhere(t *testing.T) {
+	t.Parallel()
+	repo, p, clk := undoProvider(t)
+	mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+	res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := filepath.Join(fixtures.TempDir(t), "attached")
+	if err := os.Rename(res.TrashPath, moved); err != nil {
+		t.Fatal(err)
+	}
+	repo.Git("worktree", "repair", moved)
+	refs := repo.Git("for-each-ref")
+	files := crashCaptureFiles(t, moved)
+
+	clk.Add(DefaultTrashKeep + time.Second)
+	purged, err := p.PurgeDue(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(purged.Purged) != 0 || len(purged.Left) != 1 || !strings.Contains(purged.Left[0].Reason, moved) ||
+		!strings.Contains(purged.Left[0].Reason, "nothing was deleted") {
+		t.Fatalf("purge: %+v, want it left, naming %s", purged, moved)
+	}
+	if got := repo.Git("for-each-ref"); got != refs {
+		t.Errorf("refs changed:\n%s\nwant\n%s", got, refs)
+	}
+	if rec, _ := p.claimOf("T-1", 1); rec.has(EventPurging) || rec.has(EventPurged) {
+		t.Errorf("a purge was recorded: %v", rec.Events)
+	}
+	if _, err := (&fixtures.Repo{T: t, Dir: moved}).TryGit("status"); err != nil {
+		t.Errorf("the attached worktree is broken: %v", err)
+	}
+	if len(crashCaptureFiles(t, moved)) != len(files) {
+		t.Errorf("the attached worktree's files changed")
+	}
+}
