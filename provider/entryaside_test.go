@@ -87,6 +87,9 @@ func TestReclaimMissingFolderKeepsWhatTheEntryHolds(t *testing.T) {
 			if res.SalvageRef == nil || !res.Removed || strings.Join(res.StepsDone, ",") != map[bool]string{true: "salvage,forget,keep-trash", false: "salvage,forget"}[tc.keep > 0] {
 				t.Fatalf("result: %+v", res)
 			}
+			if res.Submodules == nil || res.SalvageRefs == nil || res.TrashPurged == nil || res.RecoveredLeases == nil {
+				t.Errorf("result %+v: an array is null (salvaged_submodules, salvage_refs, trash_purged, recovered_leases)", res)
+			}
 			if strings.Contains(repo.Git("worktree", "list", "--porcelain"), "T-1") {
 				t.Errorf("git still lists T-1")
 			}

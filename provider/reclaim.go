@@ -415,6 +415,7 @@ func (p *Provider) reclaimMissing(ctx context.Context, rec *claimRecord, o Recla
 		if err := p.forgetEntry(ctx, rec, pv.AdminEntry.Path, o, res, recheck); err != nil {
 			return nil, err
 		}
+		res.arrays() // no submodules: still an array
 	}
 	reclaimed := Event{Kind: EventReclaimed, RequestID: o.RequestID}
 	if err := p.keepOrDropEntry(rec, o, &reclaimed, res); err != nil {
