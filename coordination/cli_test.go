@@ -255,6 +255,46 @@ func TestCrashBetweenPhases(t *testing.T) {
 	}
 }
 
+// TestCrashSeenFromAnotherHost: a client killed between the two phases
+// of a mixed request, seen from another host, which cannot judge its
+// processes: the pending half blocks, never granted, and once its etcd
+// lease lapses it is quarantined; the next admission on the admitter's
+// own host proves the admitter dead and deletes it. (The admitter's own
+// host settling at once is TestCrashBetweenPhases.)
+func TestCrashSeenFromAnotherHost(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Shared(t)
+	key := "example.com/crash-other-host"
+	a, b := newHost(t, srv.Endpoint, key, "m-crash-other-a"), newHost(t, srv.Endpoint, key, "m-crash-other-b")
+	// Overlapping intents block, so that a lapsed one is refused too (a
+	// policy that warns grants beside it, with a warning).
+	b.ok("policy", "set", admission.PolicyCrossWorktreeOverlap, "block")
+	r := a.run([]string{"MAJLIS_FAILPOINTS=admission/shared-pending=crash"},
+		"lease", "acquire", "--json", "--holder", "T-1", "--ttl", "1s", "file:a.txt", "intent:docs/**")
+	if !r.killed {
+		t.Fatalf("not killed: %s", r)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for pending := true; pending; {
+		r := b.acquire("T-9", "intent:docs/**")
+		_, _, code := r.result(t)
+		switch {
+		case r.exit == 0:
+			t.Fatalf("granted over another host's unfinished admission: %s", r)
+		case code == "quarantined":
+			pending = false
+		case code != "held" || time.Now().After(deadline):
+			t.Fatalf("want held, then quarantined once the etcd lease lapses: %s", r)
+		}
+	}
+	a.ok("lease", "acquire", "--holder", "T-2", "file:b.txt") // settles nothing shared
+	a.ok("lease", "acquire", "--holder", "T-2", "intent:more/**")
+	r = b.acquire("T-9", "intent:docs/**")
+	if _, w, _ := r.result(t); r.exit != 0 || len(w) != 0 {
+		t.Fatalf("want a plain grant once the admitter's host settled it: %s", r)
+	}
+}
+
 // TestLapseWhileWriterRuns: a cluster lease whose etcd lease lapsed while
 // its owner process still exists (stopped with SIGSTOP) is quarantined
 // for the other clone, never granted to it, until resolved.
