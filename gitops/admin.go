@@ -276,15 +276,18 @@ func UnlockWorktreeIf(adminDir, reason string) error {
 	return os.Remove(aside)
 }
 
-// pinFile is the name of the pin in a worktree entry.
+// pinFile is the name of the entry pin in a worktree entry: the digest of
+// the claim that made the entry (WriteEntryPin, ReadEntryPin,
+// ReadWorktreePin, EntriesPinnedWith). It is not a Pin, which is a commit
+// a worktree holds (Survey).
 const pinFile = "majlis-claim"
 
-// PinWorktree writes token into the worktree entry adminDir (the file
+// WriteEntryPin writes token into the worktree entry adminDir (the file
 // majlis-claim), durably and without ever replacing one: an entry already
 // pinned with token is fine, one pinned with another token gives
 // ErrPinMismatch. git deletes the pin with the entry, so an entry that
 // git makes later at the same place (same name, same path) has none.
-func PinWorktree(adminDir, token string) error {
+func WriteEntryPin(adminDir, token string) error {
 	if token == "" || strings.ContainsAny(token, "\n\x00") {
 		return errors.New("gitops: a pin is one line")
 	}
@@ -293,7 +296,7 @@ func PinWorktree(adminDir, token string) error {
 	if !errors.Is(err, durable.ErrExists) {
 		return err
 	}
-	got, rerr := WorktreePin(adminDir)
+	got, rerr := ReadEntryPin(adminDir)
 	if rerr != nil {
 		return rerr
 	}
@@ -303,10 +306,10 @@ func PinWorktree(adminDir, token string) error {
 	return nil
 }
 
-// WorktreePin returns the token the worktree entry adminDir is pinned
+// ReadEntryPin returns the token the worktree entry adminDir is pinned
 // with; an entry without a pin gives an error satisfying
 // errors.Is(err, fs.ErrNotExist).
-func WorktreePin(adminDir string) (string, error) {
+func ReadEntryPin(adminDir string) (string, error) {
 	b, err := os.ReadFile(filepath.Join(adminDir, pinFile))
 	if err != nil {
 		return "", err
@@ -318,15 +321,15 @@ func WorktreePin(adminDir string) (string, error) {
 	return s, nil
 }
 
-// PinAt returns the pin of the worktree whose top level is dir, read
-// through its .git file; a directory that is not a linked worktree, or
+// ReadWorktreePin returns the entry pin of the worktree whose top level
+// is dir, read through its .git file; a directory that is not a linked worktree, or
 // whose entry has no pin, gives an error.
-func PinAt(dir string) (string, error) {
+func ReadWorktreePin(dir string) (string, error) {
 	gitDir, err := worktreeGitDir(dir)
 	if err != nil {
 		return "", err
 	}
-	return WorktreePin(gitDir)
+	return ReadEntryPin(gitDir)
 }
 
 // WorktreeEntries returns the administrative entries
@@ -370,11 +373,11 @@ type PinnedEntry struct {
 	WorkTree string // the directory gitdir names, "" when it cannot be read
 }
 
-// PinnedEntries returns every administrative entry of commonDir pinned
+// EntriesPinnedWith returns every administrative entry of commonDir pinned
 // with token, wherever its worktree is now: one that `git worktree move`
 // or `git worktree repair` pointed elsewhere is still the same entry. It
 // reads the entries in process.
-func PinnedEntries(commonDir, token string) ([]PinnedEntry, error) {
+func EntriesPinnedWith(commonDir, token string) ([]PinnedEntry, error) {
 	root := filepath.Join(commonDir, "worktrees")
 	entries, err := os.ReadDir(root)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -389,7 +392,7 @@ func PinnedEntries(commonDir, token string) ([]PinnedEntry, error) {
 			continue
 		}
 		dir := filepath.Join(root, e.Name())
-		if pin, err := WorktreePin(dir); err != nil || pin != token {
+		if pin, err := ReadEntryPin(dir); err != nil || pin != token {
 			continue
 		}
 		pe := PinnedEntry{Dir: dir}

@@ -83,17 +83,27 @@ func TestWorktreeFunctionsIgnoreWorktreeConfig(t *testing.T) {
 			if head, err := r.WorktreeHead(ctx, ws.Dir); err != nil || head != ws.Head() {
 				t.Errorf("WorktreeHead = %q, %v", head, err)
 			}
-			if err := ResetHard(ctx, ws.Dir); err != nil {
+			// The writers a kept trash uses: HEAD detached in ws and put
+			// back, never in the main worktree.
+			h, err := ReadHead(ctx, ws.Dir)
+			if err != nil || h.Branch == "" || h.Commit != ws.Head() {
+				t.Fatalf("ReadHead = %+v, %v", h, err)
+			}
+			mainHead := fixtures.Git(t, main.Dir, "symbolic-ref", "HEAD")
+			if err := DetachHead(ctx, ws.Dir, h.Branch, h.Commit); err != nil {
 				t.Fatal(err)
 			}
-			if err := CleanUntracked(ctx, ws.Dir, CleanOptions{}); err != nil {
+			if got, err := ReadHead(ctx, ws.Dir); err != nil || got.Branch != "" || got.Commit != h.Commit {
+				t.Errorf("after DetachHead, ws's HEAD = %+v, %v", got, err)
+			}
+			if got := fixtures.Git(t, main.Dir, "symbolic-ref", "HEAD"); got != mainHead {
+				t.Errorf("DetachHead of ws moved the main worktree's HEAD: %q, was %q", got, mainHead)
+			}
+			if err := AttachHead(ctx, ws.Dir, h.Branch); err != nil {
 				t.Fatal(err)
 			}
-			if got := ws.ReadFile("tracked.txt"); got != "committed\n" {
-				t.Errorf("ws tracked.txt after reset = %q", got)
-			}
-			if exists(ws.Path("ws-untracked.txt")) {
-				t.Errorf("clean left ws's untracked file")
+			if got, err := ReadHead(ctx, ws.Dir); err != nil || got != h {
+				t.Errorf("after AttachHead, ws's HEAD = %+v, %v; want %+v", got, err, h)
 			}
 			if diff := cmp.Diff(mainBefore, files(t, main.Dir)); diff != "" {
 				t.Errorf("the main worktree changed (-before +after):\n%s", diff)
@@ -242,25 +252,25 @@ func TestUnlockWorktreeIf(t *testing.T) {
 	}
 }
 
-func TestPinWorktree(t *testing.T) {
+func TestWriteEntryPin(t *testing.T) {
 	t.Parallel()
 	main := fixtures.NewRepo(t)
 	ws := main.NewWorktree("ws")
 	admin := fixtures.AdminDir(t, ws.Dir)
-	if _, err := WorktreePin(admin); !errorsIs(err, fs.ErrNotExist) {
-		t.Fatalf("WorktreePin of an unpinned entry = %v", err)
+	if _, err := ReadEntryPin(admin); !errorsIs(err, fs.ErrNotExist) {
+		t.Fatalf("ReadEntryPin of an unpinned entry = %v", err)
 	}
-	if err := PinWorktree(admin, "sha256:1"); err != nil {
+	if err := WriteEntryPin(admin, "sha256:1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := PinWorktree(admin, "sha256:1"); err != nil {
+	if err := WriteEntryPin(admin, "sha256:1"); err != nil {
 		t.Errorf("pinning again with the same token: %v", err)
 	}
-	if err := PinWorktree(admin, "sha256:2"); !errorsIs(err, ErrPinMismatch) {
+	if err := WriteEntryPin(admin, "sha256:2"); !errorsIs(err, ErrPinMismatch) {
 		t.Errorf("pinning with another token = %v, want ErrPinMismatch", err)
 	}
-	if got, err := WorktreePin(admin); err != nil || got != "sha256:1" {
-		t.Errorf("WorktreePin = %q, %v", got, err)
+	if got, err := ReadEntryPin(admin); err != nil || got != "sha256:1" {
+		t.Errorf("ReadEntryPin = %q, %v", got, err)
 	}
 	if left, _ := filepath.Glob(filepath.Join(admin, pinFile+".tmp-*")); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
@@ -274,8 +284,8 @@ func TestPinWorktree(t *testing.T) {
 	if fixtures.AdminDir(t, again.Dir) != admin {
 		t.Fatalf("the new entry has another name")
 	}
-	if _, err := WorktreePin(admin); !errorsIs(err, fs.ErrNotExist) {
-		t.Errorf("WorktreePin of the re-added entry = %v, want none", err)
+	if _, err := ReadEntryPin(admin); !errorsIs(err, fs.ErrNotExist) {
+		t.Errorf("ReadEntryPin of the re-added entry = %v, want none", err)
 	}
 }
 
@@ -319,7 +329,7 @@ func TestAdminEntries(t *testing.T) {
 	plain := main.NewWorktree("plain")
 	main.Git("worktree", "lock", "--reason", "majlis workspace X (claim 0123456789ab)", locked.Dir)
 	lockedAdmin, plainAdmin := fixtures.AdminDir(t, locked.Dir), fixtures.AdminDir(t, plain.Dir)
-	if err := PinWorktree(lockedAdmin, "sha256:0123456789abcdef"); err != nil {
+	if err := WriteEntryPin(lockedAdmin, "sha256:0123456789abcdef"); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(plainAdmin, pinFile), []byte("two\nlines\n"), 0o644); err != nil {

@@ -147,7 +147,7 @@ func bareRecipe(b *testing.B, r *fixtures.Repo, gitDir, ref string) string {
 	return tree
 }
 
-// BenchmarkRestore measures a restore (AddWorktreeEmpty + RestoreInto) of
+// BenchmarkRestore measures a restore (AddWorktree with NoCheckout + RestoreInto) of
 // a salvage of 1,000 dirty files in a 1,000-file repository (100 in 100
 // when the benchmarks run once each: fixtures.BenchSmoke) against `git
 // worktree add --detach` of the same salvage commit, the two alternating
@@ -174,7 +174,7 @@ func BenchmarkRestore(b *testing.B) {
 		ours, floor := filepath.Join(root, fmt.Sprintf("restore-%d", i)), filepath.Join(root, fmt.Sprintf("add-%d", i))
 		runRestore := func() {
 			t0 := time.Now()
-			if err := AddWorktreeEmpty(ctx, r.Dir, ours, Detached, "", snap.Parent, "bench"); err != nil {
+			if err := AddWorktree(ctx, r.Dir, AddOptions{Path: ours, Mode: Detached, Commit: snap.Parent, LockReason: "bench", NoCheckout: true}); err != nil {
 				b.Fatal(err)
 			}
 			if _, err := RestoreInto(ctx, ours, snap.Commit, snap.Layout); err != nil {

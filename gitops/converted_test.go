@@ -80,7 +80,7 @@ func TestSnapshotKeepsConvertedBytes(t *testing.T) {
 	noTempIndex(t, r)
 
 	dst := filepath.Join(fixtures.TempDir(t), "restored")
-	if err := AddWorktreeEmpty(ctx, r.Dir, dst, Detached, "", res.Parent, "test"); err != nil {
+	if err := AddWorktree(ctx, r.Dir, AddOptions{Path: dst, Mode: Detached, Commit: res.Parent, LockReason: "test", NoCheckout: true}); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := RestoreInto(ctx, dst, res.Commit, res.Layout)
@@ -298,7 +298,7 @@ func TestRestoreConvertedOnlyTreeFiles(t *testing.T) {
 	commit := strings.TrimSpace(r.Git(append(args, res.Tree)...))
 
 	dst := filepath.Join(fixtures.TempDir(t), "restored")
-	if err := AddWorktreeEmpty(ctx, r.Dir, dst, Detached, "", res.Parent, "test"); err != nil {
+	if err := AddWorktree(ctx, r.Dir, AddOptions{Path: dst, Mode: Detached, Commit: res.Parent, LockReason: "test", NoCheckout: true}); err != nil {
 		t.Fatal(err)
 	}
 	dotGit, err := os.ReadFile(filepath.Join(dst, ".git"))

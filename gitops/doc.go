@@ -41,21 +41,22 @@
 //
 //   - Discover: where a path is (worktree top level, its git dir, the
 //     common dir, the main worktree), in one git process.
-//   - Worktrees: AddWorktree (always locked), ListWorktrees (strictly
-//     parsed), RemoveWorktree, PruneWorktrees, LockWorktree,
-//     UnlockWorktree; in a worktree's administrative entry, its lock's
-//     reason (ReadWorktreeLock, UnlockWorktreeIf, which lifts only a lock
-//     with the reason given) and a pin that dies with the entry
-//     (PinWorktree, WorktreePin); CheckWorkTree.
+//   - Worktrees: AddWorktree (always locked; one call, AddOptions say
+//     what HEAD is and whether files are checked out), ListWorktrees
+//     (strictly parsed), RemoveWorktree, LockWorktree, UnlockWorktree; in
+//     a worktree's administrative entry, its lock's reason
+//     (ReadWorktreeLock, UnlockWorktreeIf, which lifts only a lock with
+//     the reason given) and an entry pin, the claim's digest, that dies
+//     with the entry (WriteEntryPin, ReadEntryPin, ReadWorktreePin,
+//     EntriesPinnedWith); CheckWorkTree.
 //   - ReadStatus: `git status --porcelain=v2 -z` parsed into entries, with
 //     submodule state and counts by kind.
 //   - Snapshot: the salvage of a worktree's uncommitted state as a commit,
 //     touching nothing the user sees; UpdateRefCreate, UpdateRef and
 //     DeleteRef store and retire it with explicit expected values.
-//   - ResetHard, CleanUntracked, CheckIgnore: the destructive steps of a
-//     reclaim and the ignore check it needs. They check nothing but that
-//     they are given the top level of a worktree: callers establish that
-//     the effect is safe first.
+//   - CheckIgnore: the ignore check a reclaim needs. No function here
+//     resets or cleans a worktree: a reclaim moves the whole folder to
+//     the trash after its salvage, and DeleteTree deletes it when due.
 //   - Reader: read-only lookups (ResolveCommit, Refs, IsAncestor) with
 //     go-git, falling back to the CLI where go-git cannot open the
 //     repository or might answer differently from git.

@@ -14,7 +14,7 @@ type AdminEntry struct {
 	Dir  string       // the entry itself
 	Path string       // the worktree it names (its gitdir back-pointer, without /.git); empty if unreadable
 	Lock WorktreeLock // git's lock, if any
-	Pin  string       // majlis's pin (PinWorktree), empty if none
+	Pin  string       // majlis's pin (WriteEntryPin), empty if none
 	// PinErr is set when the pin exists but cannot be read or is not one line.
 	PinErr error
 }
@@ -46,7 +46,7 @@ func AdminEntries(commonDir string) ([]AdminEntry, error) {
 			}
 		}
 		e.Lock, _ = ReadWorktreeLock(e.Dir)
-		pin, err := WorktreePin(e.Dir)
+		pin, err := ReadEntryPin(e.Dir)
 		switch {
 		case err == nil:
 			e.Pin = pin

@@ -81,7 +81,7 @@ func ExampleListWorktrees() {
 	}
 	ws := filepath.Join(repo+".workspaces", "T-14")
 	defer os.RemoveAll(repo + ".workspaces")
-	if err := gitops.AddWorktree(ctx, repo, ws, "majlis/T-14", head, "majlis workspace T-14"); err != nil {
+	if err := gitops.AddWorktree(ctx, repo, gitops.AddOptions{Path: ws, Branch: "majlis/T-14", Commit: head, LockReason: "majlis workspace T-14"}); err != nil {
 		log.Fatal(err)
 	}
 	list, err := gitops.ListWorktrees(ctx, repo)

@@ -18,7 +18,7 @@ import (
 type progressKey struct{}
 
 // WithProgress returns ctx asking the commands that check out files
-// (AddWorktree, AddWorktreeBranch) to show git's progress meter on w; a
+// (AddWorktree with a checkout) to show git's progress meter on w; a
 // nil w asks for none.
 func WithProgress(ctx context.Context, w io.Writer) context.Context {
 	return context.WithValue(ctx, progressKey{}, w)

@@ -26,10 +26,10 @@ func TestAddWorktreeProgress(t *testing.T) {
 
 	var shown bytes.Buffer
 	ctx := WithProgress(t.Context(), &shown)
-	if err := AddWorktree(ctx, r.Dir, filepath.Join(dir, "a"), "new", r.Head(), "test"); err != nil {
+	if err := AddWorktree(ctx, r.Dir, AddOptions{Path: filepath.Join(dir, "a"), Branch: "new", Commit: r.Head(), LockReason: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := AddWorktreeBranch(ctx, r.Dir, filepath.Join(dir, "b"), "existing", "test"); err != nil {
+	if err := AddWorktree(ctx, r.Dir, AddOptions{Path: filepath.Join(dir, "b"), Mode: ExistingBranch, Branch: "existing", LockReason: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	got := shown.String()
@@ -43,11 +43,11 @@ func TestAddWorktreeProgress(t *testing.T) {
 	}
 
 	// Without: nothing, and git's error still classified.
-	if err := AddWorktree(t.Context(), r.Dir, filepath.Join(dir, "c"), "other", r.Head(), "test"); err != nil {
+	if err := AddWorktree(t.Context(), r.Dir, AddOptions{Path: filepath.Join(dir, "c"), Branch: "other", Commit: r.Head(), LockReason: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	shown.Reset()
-	err := AddWorktree(ctx, r.Dir, filepath.Join(dir, "a"), "again", r.Head(), "test")
+	err := AddWorktree(ctx, r.Dir, AddOptions{Path: filepath.Join(dir, "a"), Branch: "again", Commit: r.Head(), LockReason: "test"})
 	if err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Errorf("AddWorktree onto an existing path with progress: %v", err)
 	}

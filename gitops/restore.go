@@ -17,50 +17,6 @@ import (
 	"github.com/majlis-dev/majlis/internal/durable"
 )
 
-// A CheckoutMode says what HEAD of a new worktree is.
-type CheckoutMode int
-
-// Checkout modes of AddWorktreeEmpty.
-const (
-	NewBranch      CheckoutMode = iota // a new branch at the commit (-b)
-	ExistingBranch                     // an existing branch, as it is (never moved)
-	Detached                           // HEAD detached at the commit
-)
-
-// AddWorktreeEmpty creates a linked worktree at path, locked with
-// lockReason, whose HEAD is branch or commit as mode says, without checking
-// out any file and without an index (`git worktree add --no-checkout`):
-// RestoreInto fills it. Errors are classified as AddWorktree's.
-// ExistingBranch needs branch to be at commit already; git refuses a
-// branch checked out in another worktree.
-func AddWorktreeEmpty(ctx context.Context, dir, path string, mode CheckoutMode, branch, commit, lockReason string) error {
-	if path == "" || commit == "" || mode != Detached && branch == "" {
-		return errors.New("gitops: AddWorktreeEmpty needs a path, a commit and, unless detached, a branch")
-	}
-	args := []string{"worktree", "add", "--quiet", "--no-checkout", "--lock"}
-	if lockReason != "" {
-		args = append(args, "--reason", lockReason)
-	}
-	switch mode {
-	case NewBranch:
-		args = append(args, "-b", branch, "--", path, commit)
-	case ExistingBranch:
-		args = append(args, "--", path, branch)
-	case Detached:
-		args = append(args, "--detach", "--", path, commit)
-	}
-	_, err := git(ctx, dir, cmdOpts{}, args...)
-	err = classify(err, ErrBranchExists, "fatal: a branch named ", "is already checked out at", "is already used by worktree at")
-	err = classify(err, ErrPathExists, "' already exists", "is a missing but already registered worktree", "is a missing but locked worktree")
-	err = classify(err, ErrUnknownRevision, "fatal: invalid reference: ", "fatal: not a valid object name: ")
-	if errors.Is(err, ErrPathExists) && mode == NewBranch {
-		if cerr := deleteCreatedBranch(context.WithoutCancel(ctx), dir, "refs/heads/"+branch); cerr != nil {
-			return errors.Join(err, cerr)
-		}
-	}
-	return err
-}
-
 // A RestoreReport says what RestoreInto put back and what it could not.
 type RestoreReport struct {
 	Restored    []string
@@ -68,7 +24,7 @@ type RestoreReport struct {
 }
 
 // RestoreInto fills the empty worktree whose top level is worktree (made
-// by AddWorktreeEmpty at the salvage's HEAD) from the salvage commit
+// by AddWorktree with NoCheckout at the salvage's HEAD) from the salvage commit
 // commit with layout l: the worktree's files from the salvage tree
 // (deletions stay deleted, modes and symbolic links as they were, files
 // outside a sparse cone left out as they were), then the worktree's own
@@ -388,37 +344,6 @@ func writeFileAtomic(name string, data []byte) error {
 		return err
 	}
 	return durable.Replace(dir, filepath.Base(name), data)
-}
-
-// AddWorktreeBranch creates a linked worktree at path, locked with
-// lockReason, with the existing branch checked out as it is (`git
-// worktree add -- path branch`): the branch is neither created nor moved.
-// git refuses a branch checked out in another worktree (ErrBranchExists)
-// and a path that exists (ErrPathExists); a branch that does not exist is
-// ErrUnknownRevision, never created.
-func AddWorktreeBranch(ctx context.Context, dir, path, branch, lockReason string) error {
-	if path == "" || branch == "" {
-		return errors.New("gitops: AddWorktreeBranch needs a path and a branch")
-	}
-	if err := CheckBranchName(branch); err != nil {
-		return err
-	}
-	ref := "refs/heads/" + branch
-	if _, err := git(ctx, dir, cmdOpts{}, "rev-parse", "--verify", "--quiet", ref); err != nil {
-		return fmt.Errorf("%w: no branch %s", ErrUnknownRevision, branch)
-	}
-	o, args := checkoutOpts(ctx)
-	args = append(args, "--lock")
-	if lockReason != "" {
-		args = append(args, "--reason", lockReason)
-	}
-	// The short name of a branch that exists: git checks that branch out
-	// (a full ref name would detach); never guess a remote one to create.
-	args = append(args, "--no-guess-remote", "--", path, branch)
-	_, err := git(ctx, dir, o, args...)
-	err = classify(err, ErrBranchExists, "is already checked out at", "is already used by worktree at")
-	err = classify(err, ErrPathExists, "' already exists", "is a missing but already registered worktree", "is a missing but locked worktree")
-	return classify(err, ErrUnknownRevision, "fatal: invalid reference: ")
 }
 
 // restoredConfig lists the per-worktree settings a restore writes back:

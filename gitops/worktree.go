@@ -28,73 +28,6 @@ type Worktree struct {
 	PrunableReason string
 }
 
-// AddWorktree creates a linked worktree at path, on a new branch created at
-// commit, and locks it with lockReason (`git worktree add --lock --reason
-// R -b branch -- path commit`). The worktree is always created locked, so
-// that no `git worktree prune` (run by the user or by gc) can drop its
-// administrative files while its directory is briefly unreachable; with an
-// empty lockReason git records "added with --lock". dir is any directory
-// of the repository; a relative path is relative to dir.
-//
-// A branch that already exists gives ErrBranchExists; an existing path, or
-// a path registered to a missing worktree, gives ErrPathExists; an
-// unknown commit gives ErrUnknownRevision. git creates the branch before
-// it checks the path, so on ErrPathExists AddWorktree deletes the branch
-// again: nothing is left behind. Other failures may leave the branch, and
-// even the worktree (a post-checkout hook that fails runs after the
-// checkout); the caller, which knows the branch and path were new, cleans
-// up.
-func AddWorktree(ctx context.Context, dir, path, branch, commit, lockReason string) error {
-	return AddWorktreeThen(ctx, dir, path, branch, commit, lockReason, nil)
-}
-
-// AddWorktreeThen is AddWorktree that calls entryMade once git has made
-// the worktree and its entry, and before it returns: when the add runs in
-// steps (stepsThreshold), while git checks the files out and makes the
-// branch, else after git's add. entryMade must not run git, nor change
-// the worktree's files or git's files in its entry (it may add one of its
-// own there: the provider's pin). Its error stops the add as soon as it
-// can (in steps, before the branch is made) and is returned, the worktree
-// left for the caller to remove as after any failure; what entryMade
-// wrote goes with it. An add that fails otherwise returns its own error.
-// A nil entryMade is not called.
-func AddWorktreeThen(ctx context.Context, dir, path, branch, commit, lockReason string, entryMade func() error) error {
-	if branch == "" || commit == "" || path == "" {
-		return errors.New("gitops: AddWorktree needs a path, a branch and a commit")
-	}
-	if entryMade == nil {
-		entryMade = func() error { return nil }
-	}
-	if manyWorktrees(dir, commit) {
-		return addWorktreeInSteps(ctx, dir, path, branch, commit, lockReason, entryMade)
-	}
-	o, args := checkoutOpts(ctx)
-	args = append(args, "--lock")
-	if lockReason != "" {
-		args = append(args, "--reason", lockReason)
-	}
-	args = append(args, "-b", branch, "--", path, commit)
-	// No branch may be left behind before a retry (or one we may remove,
-	// since -b names a branch that did not exist).
-	err := addRetryingPartial(ctx, path, func() error {
-		_, err := git(ctx, dir, o, args...)
-		return err
-	}, func() bool { return removeBranchAt(context.WithoutCancel(ctx), dir, "refs/heads/"+branch, commit) })
-	if err == nil {
-		return entryMade()
-	}
-	err = classify(err, ErrBranchExists, "fatal: a branch named ")
-	err = classify(err, ErrPathExists, "' already exists", "is a missing but already registered worktree", "is a missing but locked worktree")
-	err = classify(err, ErrUnknownRevision, "fatal: invalid reference: ", "fatal: not a valid object name: ")
-	if !errors.Is(err, ErrPathExists) {
-		return err
-	}
-	if cerr := deleteCreatedBranch(context.WithoutCancel(ctx), dir, "refs/heads/"+branch); cerr != nil {
-		return errors.Join(err, fmt.Errorf("gitops: removing branch %s left by the failed worktree add: %w", branch, cerr))
-	}
-	return err
-}
-
 // addRetryingPartial runs add, a `git worktree add` of path, again when
 // git died on a sibling's worktree entry that a concurrent add is still
 // writing: only when it died before creating anything of ours (nothing
@@ -192,14 +125,6 @@ func RemoveWorktree(ctx context.Context, dir, path string, force bool) error {
 	_, err := git(ctx, dir, cmdOpts{}, args...)
 	err = classify(err, ErrWorktreeLocked, "cannot remove a locked working tree")
 	err = classify(err, ErrWorktreeDirty, "contains modified or untracked files")
-	return err
-}
-
-// PruneWorktrees drops the administrative files of every worktree whose
-// directory is gone, except locked ones (`git worktree prune`). git has no
-// way to prune one entry only; that is why AddWorktree always locks.
-func PruneWorktrees(ctx context.Context, dir string) error {
-	_, err := git(ctx, dir, cmdOpts{}, "worktree", "prune")
 	return err
 }
 

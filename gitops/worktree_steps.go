@@ -23,8 +23,9 @@ var fpAddDetached = failpoint.New("gitops/add-detached")
 // proving that the branch it has just created is checked out nowhere: it
 // reads every worktree's HEAD and its rebase and bisect state (about 24
 // µs a worktree, 24 ms of 60 with 1,000 worktrees). A branch created a
-// moment ago by this command cannot be checked out anywhere, so above
-// stepsThreshold linked worktrees AddWorktree runs git's own steps
+// moment ago by this command cannot be checked out anywhere, so from
+// defaultStepsThreshold linked worktrees on (AddOptions.StepsThreshold)
+// AddWorktree runs git's own steps
 // itself, in an order that makes an interrupted add recognisable:
 //
 //  1. `git worktree add --detach --no-checkout --lock`, which checks the
@@ -39,15 +40,18 @@ var fpAddDetached = failpoint.New("gitops/add-detached")
 //
 // The result is the one `git worktree add --lock -b` leaves; below the
 // threshold the one command is faster (one process fewer).
-var stepsThreshold = 256
+const defaultStepsThreshold = 256
 
 // manyWorktrees reports whether the repository whose directory is dir
 // (its common git directory, as the provider passes it) has at least
-// stepsThreshold linked worktrees. It reads at most stepsThreshold
-// names. The steps need nothing of git that majlis does not already
+// threshold linked worktrees (0: defaultStepsThreshold). It reads at most
+// threshold names. The steps need nothing of git that majlis does not already
 // need (rev-parse's --path-format, 2.31; majlis asks for 2.39), so git's
 // version is not asked: that would be one more process per add.
-func manyWorktrees(dir, commit string) bool {
+func manyWorktrees(dir, commit string, threshold int) bool {
+	if threshold <= 0 {
+		threshold = defaultStepsThreshold
+	}
 	if !fullObjectID(commit) {
 		return false // the hook is given the full id, which git alone would look up
 	}
@@ -59,8 +63,8 @@ func manyWorktrees(dir, commit string) bool {
 		return false
 	}
 	defer f.Close()
-	names, _ := f.Readdirnames(stepsThreshold)
-	return len(names) >= stepsThreshold
+	names, _ := f.Readdirnames(threshold)
+	return len(names) >= threshold
 }
 
 // fullObjectID reports whether s is a full SHA-1 or SHA-256 object id.
@@ -71,9 +75,10 @@ func fullObjectID(s string) bool {
 	return strings.Trim(s, "0123456789abcdef") == ""
 }
 
-// addWorktreeInSteps is AddWorktreeThen in git's own steps (see
-// stepsThreshold), with the same results and the same errors. entryMade
-// runs beside steps 2 to 5, once step 1 has made the entry.
+// addWorktreeInSteps is a new branch's AddWorktree in git's own steps
+// (see defaultStepsThreshold), with the same results and the same
+// errors. entryMade runs beside steps 2 to 5, once step 1 has made the
+// entry.
 func addWorktreeInSteps(ctx context.Context, dir, path, branch, commit, lockReason string, entryMade func() error) error {
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(dir, path)
@@ -127,7 +132,7 @@ func addWorktreeInSteps(ctx context.Context, dir, path, branch, commit, lockReas
 	return finishSteps(ctx, dir, path, branch, commit, false, hook)
 }
 
-// FinishAddInSteps finishes an add in steps (see stepsThreshold) that
+// FinishAddInSteps finishes an add in steps (see defaultStepsThreshold) that
 // was stopped after its checkout: the worktree at path is detached at
 // commit, its files and index written. It makes the branch (or takes one
 // that exists at commit and is checked out nowhere: made by the stopped

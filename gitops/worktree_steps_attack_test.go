@@ -167,15 +167,15 @@ func addBothWays(t *testing.T, dir, commit, parent, hookLog string) (plain, step
 	t.Helper()
 	common := dir
 	p1 := filepath.Join(parent, "plainwt")
-	withStepsThreshold(t, 1<<30)
-	err := AddWorktree(ctx, dir, p1, "plainwt", commit, "reason")
+	threshold := 1 << 30
+	err := AddWorktree(ctx, dir, AddOptions{Path: p1, Branch: "plainwt", Commit: commit, LockReason: "reason", StepsThreshold: threshold})
 	plain = captureAdd(t, common, p1, "plainwt", hookLog, err)
-	withStepsThreshold(t, 1)
-	if !manyWorktrees(dir, commit) {
+	threshold = 1
+	if !manyWorktrees(dir, commit, threshold) {
 		t.Fatalf("the steps are not taken (git's add: %v)", err)
 	}
 	p2 := filepath.Join(parent, "stepswt")
-	err = AddWorktree(ctx, dir, p2, "stepswt", commit, "reason")
+	err = AddWorktree(ctx, dir, AddOptions{Path: p2, Branch: "stepswt", Commit: commit, LockReason: "reason", StepsThreshold: threshold})
 	steps = captureAdd(t, common, p2, "stepswt", hookLog, err)
 	return plain, steps
 }
@@ -367,8 +367,8 @@ func TestAddWorktreeStepsAttack(t *testing.T) {
 }
 
 // The comparison in a real repository at the threshold, the threshold
-// left as it is: git's add with one worktree fewer than stepsThreshold,
-// the steps with stepsThreshold.
+// left as it is: git's add with one worktree fewer than defaultStepsThreshold,
+// the steps with defaultStepsThreshold.
 func TestAddWorktreeStepsAtRealThreshold(t *testing.T) {
 	if testing.Short() {
 		t.Skip("makes hundreds of worktrees")
@@ -381,19 +381,19 @@ func TestAddWorktreeStepsAtRealThreshold(t *testing.T) {
 	repo.Symlink("a.txt", "link")
 	commit := repo.Commit("files")
 	repo.WriteExecutable(".git/hooks/post-checkout", hookRecorder(log))
-	repo.AddWorktreeEntries(fixtures.TempDir(t), stepsThreshold-1, commit)
+	repo.AddWorktreeEntries(fixtures.TempDir(t), defaultStepsThreshold-1, commit)
 	parent := filepath.Join(fixtures.TempDir(t), "with space ünï")
 	p1 := filepath.Join(parent, "plainwt")
-	if manyWorktrees(repo.CommonDir(), commit) {
+	if manyWorktrees(repo.CommonDir(), commit, 0) {
 		t.Fatal("the steps are taken below the threshold")
 	}
-	err := AddWorktree(ctx, repo.CommonDir(), p1, "plainwt", commit, "reason")
+	err := AddWorktree(ctx, repo.CommonDir(), AddOptions{Path: p1, Branch: "plainwt", Commit: commit, LockReason: "reason"})
 	plain := captureAdd(t, repo.CommonDir(), p1, "plainwt", log, err)
-	if !manyWorktrees(repo.CommonDir(), commit) {
+	if !manyWorktrees(repo.CommonDir(), commit, 0) {
 		t.Fatal("the steps are not taken at the threshold")
 	}
 	p2 := filepath.Join(parent, "stepswt")
-	err = AddWorktree(ctx, repo.CommonDir(), p2, "stepswt", commit, "reason")
+	err = AddWorktree(ctx, repo.CommonDir(), AddOptions{Path: p2, Branch: "stepswt", Commit: commit, LockReason: "reason"})
 	steps := captureAdd(t, repo.CommonDir(), p2, "stepswt", log, err)
 	diffAdds(t, plain, steps)
 	if plain.Hook == "" {

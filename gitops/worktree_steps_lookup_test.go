@@ -125,7 +125,7 @@ func TestAddWorktreeInStepsLeavesNoProcess(t *testing.T) {
 	repo := fixtures.NewRepo(t)
 	head := repo.Head()
 	base := fixtures.TempDir(t)
-	withStepsThreshold(t, 1)
+	threshold := 1
 	repo.Git("worktree", "add", "--quiet", "--detach", filepath.Join(base, "first"), head)
 	h := holdHookLookUp(t)
 
@@ -140,7 +140,7 @@ func TestAddWorktreeInStepsLeavesNoProcess(t *testing.T) {
 		}
 		done := make(chan outcome, 1)
 		go func() {
-			err := AddWorktree(ctx, repo.CommonDir(), occupied, "fresh", head, "r")
+			err := AddWorktree(ctx, repo.CommonDir(), AddOptions{Path: occupied, Branch: "fresh", Commit: head, LockReason: "r", StepsThreshold: threshold})
 			done <- outcome{err, h.outliving()}
 		}()
 		h.waitStarted(t)
@@ -171,7 +171,7 @@ func TestAddWorktreeInStepsLeavesNoProcess(t *testing.T) {
 		done := make(chan outcome, 1)
 		before := len(h.pids())
 		go func() {
-			err := AddWorktree(cctx, repo.CommonDir(), filepath.Join(base, "second"), "second", head, "r")
+			err := AddWorktree(cctx, repo.CommonDir(), AddOptions{Path: filepath.Join(base, "second"), Branch: "second", Commit: head, LockReason: "r", StepsThreshold: threshold})
 			done <- outcome{err, h.outliving()}
 		}()
 		deadline := time.Now().Add(time.Minute)
@@ -205,7 +205,7 @@ func TestAddWorktreeInStepsHookChangedDuringAdd(t *testing.T) {
 	repo := fixtures.NewRepo(t)
 	head := repo.Head()
 	base := fixtures.TempDir(t)
-	withStepsThreshold(t, 1)
+	threshold := 1
 	repo.Git("worktree", "add", "--quiet", "--detach", filepath.Join(base, "first"), head)
 	hook := filepath.Join(repo.CommonDir(), "hooks", "post-checkout")
 	if err := os.MkdirAll(filepath.Dir(hook), 0o755); err != nil {
@@ -231,7 +231,7 @@ func TestAddWorktreeInStepsHookChangedDuringAdd(t *testing.T) {
 			started := len(h.pids())
 			done := make(chan error, 1)
 			go func() {
-				done <- AddWorktree(ctx, repo.CommonDir(), filepath.Join(base, fmt.Sprintf("wt-%d", i)), fmt.Sprintf("b-%d", i), head, "r")
+				done <- AddWorktree(ctx, repo.CommonDir(), AddOptions{Path: filepath.Join(base, fmt.Sprintf("wt-%d", i)), Branch: fmt.Sprintf("b-%d", i), Commit: head, LockReason: "r", StepsThreshold: threshold})
 			}()
 			deadline := time.Now().Add(time.Minute)
 			for len(h.pids()) == started {

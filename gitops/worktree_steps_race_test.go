@@ -16,8 +16,10 @@ import (
 // the branch before its checkout, so git refuses the other process. The
 // steps must leave the branch checked out in one worktree at most too.
 func TestAddWorktreeStepsBranchTakenMidway(t *testing.T) {
+	t.Parallel()
 	for _, steps := range []bool{false, true} {
 		t.Run(fmt.Sprintf("steps=%v", steps), func(t *testing.T) {
+			t.Parallel()
 			repo := fixtures.NewRepo(t)
 			base := fixtures.TempDir(t)
 			other := filepath.Join(base, "other")
@@ -32,16 +34,17 @@ func TestAddWorktreeStepsBranchTakenMidway(t *testing.T) {
 				"' worktree add --quiet '"+other+"' grabbed >>'"+base+"/grab.log' 2>&1\ncat\n"), 0o755)
 			repo.Config("filter.grab.smudge", script)
 			repo.Config("filter.grab.clean", "cat")
+			threshold := 0 // the default: git's own add
 			if steps {
-				withStepsThreshold(t, 1)
+				threshold = 1
 				repo.Git("worktree", "add", "--quiet", "--detach", "--no-checkout", filepath.Join(base, "dummy"), "HEAD")
-				if !manyWorktrees(repo.CommonDir(), commit) {
+				if !manyWorktrees(repo.CommonDir(), commit, threshold) {
 					t.Fatal("the steps are not taken")
 				}
 			} else {
-				withStepsThreshold(t, 1<<30)
+				threshold = 1 << 30
 			}
-			err := AddWorktree(ctx, repo.CommonDir(), filepath.Join(base, "mine"), "grabbed", commit, "r")
+			err := AddWorktree(ctx, repo.CommonDir(), AddOptions{Path: filepath.Join(base, "mine"), Branch: "grabbed", Commit: commit, LockReason: "r", StepsThreshold: threshold})
 			wts, lerr := ListWorktrees(ctx, repo.Dir)
 			if lerr != nil {
 				t.Fatal(lerr)
@@ -67,6 +70,7 @@ func TestAddWorktreeStepsBranchTakenMidway(t *testing.T) {
 // that exists, and leaves nothing: neither the worktree it made nor any
 // change to the other process's branch.
 func TestAddWorktreeStepsBranchMadeMidway(t *testing.T) {
+	t.Parallel()
 	repo := fixtures.NewRepo(t)
 	base := fixtures.TempDir(t)
 	repo.WriteFile(".gitattributes", "*.bin filter=make\n")
@@ -77,10 +81,10 @@ func TestAddWorktreeStepsBranchMadeMidway(t *testing.T) {
 		"' branch made HEAD~1 >/dev/null 2>&1\ncat\n"), 0o755)
 	repo.Config("filter.make.smudge", script)
 	repo.Config("filter.make.clean", "cat")
-	withStepsThreshold(t, 1)
+	threshold := 1
 	repo.Git("worktree", "add", "--quiet", "--detach", "--no-checkout", filepath.Join(base, "dummy"), "HEAD")
 	mine := filepath.Join(base, "mine")
-	err := AddWorktree(ctx, repo.CommonDir(), mine, "made", commit, "r")
+	err := AddWorktree(ctx, repo.CommonDir(), AddOptions{Path: mine, Branch: "made", Commit: commit, LockReason: "r", StepsThreshold: threshold})
 	if !errors.Is(err, ErrBranchExists) {
 		t.Fatalf("a branch made during the checkout: got %v, want ErrBranchExists", err)
 	}
@@ -110,6 +114,7 @@ func mustList(t *testing.T, dir string) []Worktree {
 // checked out (the stopped add's own), and refuses one elsewhere or
 // checked out, leaving the worktree detached.
 func TestFinishAddInSteps(t *testing.T) {
+	t.Parallel()
 	repo := fixtures.NewRepo(t)
 	head := repo.Head()
 	repo.WriteFile("b.txt", "b\n")
@@ -158,23 +163,26 @@ func TestFinishAddInSteps(t *testing.T) {
 // before it makes anything, and so do the steps, in the end: no
 // worktree, no entry, no ref changed.
 func TestAddWorktreeStepsBranchRefused(t *testing.T) {
+	t.Parallel()
 	for _, steps := range []bool{false, true} {
 		t.Run(fmt.Sprintf("steps=%v", steps), func(t *testing.T) {
+			t.Parallel()
 			repo := fixtures.NewRepo(t)
 			base := fixtures.TempDir(t)
 			repo.Git("branch", "a")
+			threshold := 0 // the default: git's own add
 			if steps {
-				withStepsThreshold(t, 1)
+				threshold = 1
 				repo.Git("worktree", "add", "--quiet", "--detach", "--no-checkout", filepath.Join(base, "dummy"), "HEAD")
 			} else {
-				withStepsThreshold(t, 1<<30)
+				threshold = 1 << 30
 			}
 			if err := CheckBranchName("a/b"); err != nil {
 				t.Fatal(err)
 			}
 			refs := repo.Git("for-each-ref", "--format=%(refname) %(objectname)")
 			path := filepath.Join(base, "mine")
-			if err := AddWorktree(ctx, repo.CommonDir(), path, "a/b", repo.Head(), "r"); err == nil {
+			if err := AddWorktree(ctx, repo.CommonDir(), AddOptions{Path: path, Branch: "a/b", Commit: repo.Head(), LockReason: "r", StepsThreshold: threshold}); err == nil {
 				t.Fatal("a branch clashing with branch a was made")
 			}
 			if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {

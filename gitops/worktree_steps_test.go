@@ -12,14 +12,6 @@ import (
 	"github.com/majlis-dev/majlis/fixtures"
 )
 
-// withStepsThreshold makes AddWorktree take its many-worktrees way from n
-// linked worktrees on, for one test (which must not run in parallel).
-func withStepsThreshold(t *testing.T, n int) {
-	old := stepsThreshold
-	stepsThreshold = n
-	t.Cleanup(func() { stepsThreshold = old })
-}
-
 // addedState is what a test compares between the two ways of adding a
 // worktree: what git lists, what status says, the files, and the
 // post-checkout hook's arguments and the branch it saw.
@@ -63,6 +55,7 @@ func stateOfAdded(t *testing.T, repo *fixtures.Repo, path, hookLog string) added
 // the post-checkout hook's view are what one `git worktree add --lock -b`
 // gives.
 func TestAddWorktreeInStepsLikeGit(t *testing.T) {
+	t.Parallel()
 	repo := fixtures.NewRepo(t)
 	repo.WriteFiles(map[string]string{"a.txt": "a\n", "dir/b.txt": "b\n"})
 	repo.WriteExecutable("run.sh", "#!/bin/sh\n")
@@ -73,17 +66,17 @@ func TestAddWorktreeInStepsLikeGit(t *testing.T) {
 	base := fixtures.TempDir(t)
 
 	one := filepath.Join(base, "one")
-	if err := AddWorktree(ctx, repo.CommonDir(), one, "one", head, "reason"); err != nil {
+	if err := AddWorktree(ctx, repo.CommonDir(), AddOptions{Path: one, Branch: "one", Commit: head, LockReason: "reason"}); err != nil {
 		t.Fatal(err)
 	}
 	want := stateOfAdded(t, repo, one, hookLog)
 
-	withStepsThreshold(t, 1)
-	if !manyWorktrees(repo.CommonDir(), head) {
+	threshold := 1
+	if !manyWorktrees(repo.CommonDir(), head, threshold) {
 		t.Fatal("the steps are not taken with the threshold at 1")
 	}
 	steps := filepath.Join(base, "two")
-	if err := AddWorktree(ctx, repo.CommonDir(), steps, "two", head, "reason"); err != nil {
+	if err := AddWorktree(ctx, repo.CommonDir(), AddOptions{Path: steps, Branch: "two", Commit: head, LockReason: "reason", StepsThreshold: threshold}); err != nil {
 		t.Fatal(err)
 	}
 	got := stateOfAdded(t, repo, steps, hookLog)
@@ -98,17 +91,18 @@ func TestAddWorktreeInStepsLikeGit(t *testing.T) {
 // TestAddWorktreeInStepsRefusals: the steps refuse as git does and leave
 // nothing behind where git leaves nothing.
 func TestAddWorktreeInStepsRefusals(t *testing.T) {
+	t.Parallel()
 	repo := fixtures.NewRepo(t)
 	head := repo.Head()
 	base := fixtures.TempDir(t)
-	withStepsThreshold(t, 1)
-	if err := AddWorktree(ctx, repo.CommonDir(), filepath.Join(base, "first"), "first", head, "r"); err != nil {
+	threshold := 1
+	if err := AddWorktree(ctx, repo.CommonDir(), AddOptions{Path: filepath.Join(base, "first"), Branch: "first", Commit: head, LockReason: "r", StepsThreshold: threshold}); err != nil {
 		t.Fatal(err)
 	}
 	before := repo.Git("for-each-ref", "--format=%(refname) %(objectname)")
 
 	// A branch that exists.
-	err := AddWorktree(ctx, repo.CommonDir(), filepath.Join(base, "again"), "first", head, "r")
+	err := AddWorktree(ctx, repo.CommonDir(), AddOptions{Path: filepath.Join(base, "again"), Branch: "first", Commit: head, LockReason: "r", StepsThreshold: threshold})
 	if !errors.Is(err, ErrBranchExists) {
 		t.Fatalf("existing branch: got %v, want ErrBranchExists", err)
 	}
@@ -117,7 +111,7 @@ func TestAddWorktreeInStepsRefusals(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(occupied, "x"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	err = AddWorktree(ctx, repo.CommonDir(), occupied, "fresh", head, "r")
+	err = AddWorktree(ctx, repo.CommonDir(), AddOptions{Path: occupied, Branch: "fresh", Commit: head, LockReason: "r", StepsThreshold: threshold})
 	if !errors.Is(err, ErrPathExists) {
 		t.Fatalf("existing path: got %v, want ErrPathExists", err)
 	}
@@ -132,7 +126,7 @@ func TestAddWorktreeInStepsRefusals(t *testing.T) {
 	// worktree is there, on its branch, for the caller to remove.
 	repo.WriteExecutable(".git/hooks/post-checkout", "#!/bin/sh\nexit 3\n")
 	hooked := filepath.Join(base, "hooked")
-	if err := AddWorktree(ctx, repo.CommonDir(), hooked, "hooked", head, "r"); err == nil {
+	if err := AddWorktree(ctx, repo.CommonDir(), AddOptions{Path: hooked, Branch: "hooked", Commit: head, LockReason: "r", StepsThreshold: threshold}); err == nil {
 		t.Fatal("a failing post-checkout hook did not fail the add")
 	}
 	if got := fixtures.Git(t, hooked, "symbolic-ref", "HEAD"); strings.TrimSpace(got) != "refs/heads/hooked" {
@@ -144,10 +138,11 @@ func TestAddWorktreeInStepsRefusals(t *testing.T) {
 // missing and locked) is refused by the steps as by git: ErrPathExists,
 // no branch made, and the other worktree's entry kept as it was.
 func TestAddWorktreeInStepsKeepsAMissingWorktreesEntry(t *testing.T) {
+	t.Parallel()
 	repo := fixtures.NewRepo(t)
 	head := repo.Head()
 	base := fixtures.TempDir(t)
-	withStepsThreshold(t, 1)
+	threshold := 1
 	for _, locked := range []bool{false, true} {
 		gone := filepath.Join(base, fmt.Sprintf("gone-%v", locked))
 		other := repo.AddWorktree(gone, fmt.Sprintf("other-%v", locked))
@@ -157,7 +152,7 @@ func TestAddWorktreeInStepsKeepsAMissingWorktreesEntry(t *testing.T) {
 		other.Remove("")
 		before := repo.Git("worktree", "list", "--porcelain")
 		refs := repo.Git("for-each-ref", "--format=%(refname) %(objectname)")
-		err := AddWorktree(ctx, repo.CommonDir(), gone, fmt.Sprintf("new-%v", locked), head, "r")
+		err := AddWorktree(ctx, repo.CommonDir(), AddOptions{Path: gone, Branch: fmt.Sprintf("new-%v", locked), Commit: head, LockReason: "r", StepsThreshold: threshold})
 		if !errors.Is(err, ErrPathExists) {
 			t.Fatalf("locked=%v: got %v, want ErrPathExists", locked, err)
 		}
@@ -170,35 +165,38 @@ func TestAddWorktreeInStepsKeepsAMissingWorktreesEntry(t *testing.T) {
 	}
 }
 
-// TestAddWorktreeThenCallsEntryMade: AddWorktreeThen calls entryMade once
+// TestAddWorktreeCallsEntryMade: AddWorktree calls EntryMade once
 // git has made the worktree's entry, both ways (git's add, and the steps,
 // where it runs beside the checkout), and returns after it. Its error
 // stops the add (in steps, before the branch is made) and is returned,
 // the worktree left for the caller to remove; it is never called for an
 // add git refuses before making anything.
-func TestAddWorktreeThenCallsEntryMade(t *testing.T) {
+func TestAddWorktreeCallsEntryMade(t *testing.T) {
+	t.Parallel()
 	for _, steps := range []bool{false, true} {
 		t.Run(fmt.Sprintf("steps=%v", steps), func(t *testing.T) {
+			t.Parallel()
 			repo := fixtures.NewRepo(t)
 			head := repo.Head()
 			base := fixtures.TempDir(t)
+			threshold := 0 // the default: git's own add
 			if steps {
-				withStepsThreshold(t, 1)
-				if err := AddWorktree(ctx, repo.CommonDir(), filepath.Join(base, "first"), "first", head, "r"); err != nil {
+				threshold = 1
+				if err := AddWorktree(ctx, repo.CommonDir(), AddOptions{Path: filepath.Join(base, "first"), Branch: "first", Commit: head, LockReason: "r", StepsThreshold: threshold}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			// Called once, with the entry there; its file stays in it.
 			path := filepath.Join(base, "made")
 			calls := 0
-			err := AddWorktreeThen(ctx, repo.CommonDir(), path, "made", head, "r", func() error {
+			err := AddWorktree(ctx, repo.CommonDir(), AddOptions{Path: path, Branch: "made", Commit: head, LockReason: "r", StepsThreshold: threshold, EntryMade: func() error {
 				calls++
 				admin, err := worktreeGitDir(path)
 				if err != nil {
 					return err
 				}
 				return os.WriteFile(filepath.Join(admin, "caller-file"), []byte("x\n"), 0o644)
-			})
+			}})
 			if err != nil || calls != 1 {
 				t.Fatalf("add: %v, entryMade called %d times", err, calls)
 			}
@@ -213,7 +211,7 @@ func TestAddWorktreeThenCallsEntryMade(t *testing.T) {
 			// made.
 			boom := errors.New("entry refused")
 			failing := filepath.Join(base, "failing")
-			err = AddWorktreeThen(ctx, repo.CommonDir(), failing, "failing", head, "r", func() error { return boom })
+			err = AddWorktree(ctx, repo.CommonDir(), AddOptions{Path: failing, Branch: "failing", Commit: head, LockReason: "r", StepsThreshold: threshold, EntryMade: func() error { return boom }})
 			if !errors.Is(err, boom) {
 				t.Errorf("entryMade's error: got %v", err)
 			}
@@ -229,14 +227,14 @@ func TestAddWorktreeThenCallsEntryMade(t *testing.T) {
 				t.Fatal(err)
 			}
 			calls = 0
-			err = AddWorktreeThen(ctx, repo.CommonDir(), occupied, "fresh", head, "r", func() error { calls++; return nil })
+			err = AddWorktree(ctx, repo.CommonDir(), AddOptions{Path: occupied, Branch: "fresh", Commit: head, LockReason: "r", StepsThreshold: threshold, EntryMade: func() error { calls++; return nil }})
 			if !errors.Is(err, ErrPathExists) || calls != 0 {
 				t.Errorf("occupied path: %v, entryMade called %d times", err, calls)
 			}
 			// A branch that exists: git's add refuses before making
 			// anything; the steps make the entry, call entryMade, then
 			// remove the worktree. Either way the add's error.
-			err = AddWorktreeThen(ctx, repo.CommonDir(), filepath.Join(base, "again"), "made", head, "r", func() error { return nil })
+			err = AddWorktree(ctx, repo.CommonDir(), AddOptions{Path: filepath.Join(base, "again"), Branch: "made", Commit: head, LockReason: "r", StepsThreshold: threshold, EntryMade: func() error { return nil }})
 			if !errors.Is(err, ErrBranchExists) {
 				t.Errorf("existing branch: got %v, want ErrBranchExists", err)
 			}

@@ -19,13 +19,13 @@ func TestWorktreeLifecycle(t *testing.T) {
 	plain := filepath.Join(base, "plain")
 	gone := filepath.Join(base, "gone")
 
-	if err := AddWorktree(ctx, repo.Dir, spaced, "majlis/T-14", head, "majlis: workspace T-14"); err != nil {
+	if err := AddWorktree(ctx, repo.Dir, AddOptions{Path: spaced, Branch: "majlis/T-14", Commit: head, LockReason: "majlis: workspace T-14"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := AddWorktree(ctx, repo.Dir, plain, "plain", head, ""); err != nil {
+	if err := AddWorktree(ctx, repo.Dir, AddOptions{Path: plain, Branch: "plain", Commit: head}); err != nil {
 		t.Fatal(err)
 	}
-	if err := AddWorktree(ctx, repo.Dir, gone, "gone", head, "kept"); err != nil {
+	if err := AddWorktree(ctx, repo.Dir, AddOptions{Path: gone, Branch: "gone", Commit: head, LockReason: "kept"}); err != nil {
 		t.Fatal(err)
 	}
 	// A worktree that git does not lock, then loses its directory: prunable.
@@ -63,10 +63,9 @@ func TestWorktreeLifecycle(t *testing.T) {
 		t.Errorf("ListWorktrees from a linked worktree mismatch (-want +got):\n%s", diff)
 	}
 
-	// Prune drops the unlocked entry whose directory is gone, keeps the locked one.
-	if err := PruneWorktrees(ctx, repo.Dir); err != nil {
-		t.Fatal(err)
-	}
+	// The user's `git worktree prune` drops the unlocked entry whose
+	// directory is gone, and keeps the locked one: AddWorktree always locks.
+	fixtures.Git(t, repo.Dir, "worktree", "prune")
 	got, err = ListWorktrees(ctx, repo.Dir)
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +133,7 @@ func TestAddWorktreeFailures(t *testing.T) {
 	existing := fixtures.TempDir(t)
 	(&fixtures.Repo{T: t, Dir: existing}).WriteFile("file", "x")
 	registered := filepath.Join(fixtures.TempDir(t), "registered")
-	if err := AddWorktree(ctx, repo.Dir, registered, "registered", head, "r"); err != nil {
+	if err := AddWorktree(ctx, repo.Dir, AddOptions{Path: registered, Branch: "registered", Commit: head, LockReason: "r"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := removeAll(registered); err != nil {
@@ -154,7 +153,7 @@ func TestAddWorktreeFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := AddWorktree(ctx, repo.Dir, tt.path, tt.branch, tt.commit, "r")
+			err := AddWorktree(ctx, repo.Dir, AddOptions{Path: tt.path, Branch: tt.branch, Commit: tt.commit, LockReason: "r"})
 			if tt.want != ErrBranchExists && branchExists(repo, tt.branch) {
 				t.Errorf("branch %s was created", tt.branch)
 			}
@@ -167,7 +166,7 @@ func TestAddWorktreeFailures(t *testing.T) {
 			}
 		})
 	}
-	if err := AddWorktree(ctx, repo.Dir, "", "b", head, ""); err == nil {
+	if err := AddWorktree(ctx, repo.Dir, AddOptions{Branch: "b", Commit: head}); err == nil {
 		t.Errorf("AddWorktree with an empty path succeeded")
 	}
 }
@@ -179,7 +178,7 @@ func TestAddWorktreeHookFails(t *testing.T) {
 	repo := fixtures.NewRepo(t)
 	repo.WriteExecutable(".git/hooks/post-checkout", "#!/bin/sh\necho hook says no >&2\nexit 3\n")
 	path := filepath.Join(fixtures.TempDir(t), "w")
-	err := AddWorktree(ctx, repo.Dir, path, "hooked", repo.Head(), "r")
+	err := AddWorktree(ctx, repo.Dir, AddOptions{Path: path, Branch: "hooked", Commit: repo.Head(), LockReason: "r"})
 	var e *Error
 	if !errorsAs(err, &e) || e.ExitCode == 0 || !strings.Contains(e.Stderr, "hook says no") {
 		t.Fatalf("AddWorktree with a failing hook: %v", err)
@@ -280,7 +279,7 @@ func TestAddWorktreeRetriesHalfWrittenSibling(t *testing.T) {
 	}
 	t.Cleanup(func() { testHookPartialEntry = nil })
 	path := filepath.Join(fixtures.TempDir(t), "ws")
-	if err := AddWorktree(t.Context(), repo.Dir, path, "nb", head, ""); err != nil {
+	if err := AddWorktree(t.Context(), repo.Dir, AddOptions{Path: path, Branch: "nb", Commit: head}); err != nil {
 		t.Fatalf("AddWorktree beside a half-written entry: %v", err)
 	}
 	if finished != nil {

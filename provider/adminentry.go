@@ -66,7 +66,7 @@ func verifyAdminEntry(op string, rec *claimRecord, dir string, missing bool) (*a
 		return nil, lockedError(op, rec, dir, lock.Reason)
 	}
 	e := &adminEntry{dir: dir, lock: lock}
-	pin, err := gitops.WorktreePin(dir)
+	pin, err := gitops.ReadEntryPin(dir)
 	switch {
 	case err == nil && pin == rec.Digest:
 		e.pinned = true

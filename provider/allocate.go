@@ -625,7 +625,9 @@ func (p *Provider) createWorktree(ctx context.Context, rec *claimRecord, populat
 	var created *preparedEvent // written beside git's checkout, named after it
 	switch {
 	case populate == nil && c.Checkout && c.Restore == "":
-		err = gitops.AddWorktreeBranch(p.withGitProgress(ctx), c.CommonDir, c.Path, c.Branch, reason)
+		err = gitops.AddWorktree(p.withGitProgress(ctx), c.CommonDir, gitops.AddOptions{
+			Path: c.Path, Mode: gitops.ExistingBranch, Branch: c.Branch, LockReason: reason,
+		})
 	case populate != nil || !newBranch:
 		mode := gitops.NewBranch
 		if c.Checkout {
@@ -633,7 +635,9 @@ func (p *Provider) createWorktree(ctx context.Context, rec *claimRecord, populat
 		} else if c.Detached {
 			mode = gitops.Detached
 		}
-		err = gitops.AddWorktreeEmpty(ctx, c.CommonDir, c.Path, mode, c.Branch, c.Base, reason)
+		err = gitops.AddWorktree(ctx, c.CommonDir, gitops.AddOptions{
+			Path: c.Path, Mode: mode, Branch: c.Branch, Commit: c.Base, LockReason: reason, NoCheckout: true,
+		})
 		if err == nil && populate != nil {
 			if perr := populate(ctx, c.Path); perr != nil {
 				return nil, p.undoAllocation(ctx, rec, perr, made{worktree: true, branch: newBranch})
@@ -643,16 +647,19 @@ func (p *Provider) createWorktree(ctx context.Context, rec *claimRecord, populat
 		// The entry is pinned as soon as git has made it, and the created
 		// event written (not yet named): with many worktrees, while git
 		// checks the files out.
-		err = gitops.AddWorktreeThen(p.withGitProgress(ctx), c.CommonDir, c.Path, c.Branch, c.Base, reason, func() error {
-			if err := pinEntry(rec); err != nil {
+		err = gitops.AddWorktree(p.withGitProgress(ctx), c.CommonDir, gitops.AddOptions{
+			Path: c.Path, Branch: c.Branch, Commit: c.Base, LockReason: reason,
+			EntryMade: func() error {
+				if err := pinEntry(rec); err != nil {
+					return err
+				}
+				id, err := pathid.Lstat(c.Path)
+				if err != nil {
+					return err
+				}
+				created, err = p.prepareEvent(rec, Event{Kind: EventCreated, Dev: id.Dev, Ino: id.Ino, Head: c.Base})
 				return err
-			}
-			id, err := pathid.Lstat(c.Path)
-			if err != nil {
-				return err
-			}
-			created, err = p.prepareEvent(rec, Event{Kind: EventCreated, Dev: id.Dev, Ino: id.Ino, Head: c.Base})
-			return err
+			},
 		})
 		pinned = err == nil
 	}
@@ -699,7 +706,7 @@ func pinEntry(rec *claimRecord) error {
 	if err != nil {
 		return err
 	}
-	return gitops.PinWorktree(dir, rec.Digest)
+	return gitops.WriteEntryPin(dir, rec.Digest)
 }
 
 // made says what an allocation created before it failed.

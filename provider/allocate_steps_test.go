@@ -157,7 +157,7 @@ func TestAllocateManyWorktreesPinBesideCheckout(t *testing.T) {
 	if again.exit != 0 {
 		t.Fatalf("the retry of the allocation killed at its pin failed:\n%s", again)
 	}
-	if pin, err := gitops.WorktreePin(fixtures.AdminDir(t, path)); err != nil || !strings.HasPrefix(pin, "sha256:") {
+	if pin, err := gitops.ReadEntryPin(fixtures.AdminDir(t, path)); err != nil || !strings.HasPrefix(pin, "sha256:") {
 		t.Fatalf("pin of the resumed workspace: %q, %v", pin, err)
 	}
 	checkResumed(t, bin, repo, path, "T-2", false)

@@ -330,7 +330,7 @@ func (p *Provider) checkEntries(inv *inventory, live []*claimRecord, add func(Fi
 				Fix: "majlis refuses to reclaim it until its directory and git's entry point to each other again; inspect it (git worktree repair may help)"})
 			continue
 		}
-		if pin, err := gitops.WorktreePin(dir); err != nil || pin != r.Digest {
+		if pin, err := gitops.ReadEntryPin(dir); err != nil || pin != r.Digest {
 			msg := "git's entry " + dir + " of workspace " + c.Binding + " has no majlis pin"
 			if err == nil {
 				msg = "git's entry " + dir + " of workspace " + c.Binding + " is pinned by another claim (" + shortDigest(pin) + ")"

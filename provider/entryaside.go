@@ -304,7 +304,7 @@ func (p *Provider) keepOrDropEntry(rec *claimRecord, o ReclaimOptions, reclaimed
 // the claim's pin, or, allocated before pins, no pin and majlis's own lock
 // for this claim.
 func ownEntry(rec *claimRecord, dir string) bool {
-	pin, err := gitops.WorktreePin(dir)
+	pin, err := gitops.ReadEntryPin(dir)
 	if err == nil {
 		return pin == rec.Digest
 	}

@@ -199,7 +199,7 @@ func TestAllocatePinsAdminEntry(t *testing.T) {
 	_, p := newProvider(t)
 	ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 	admin := fixtures.AdminDir(t, ws.Path)
-	if pin, err := gitops.WorktreePin(admin); err != nil || pin != ws.ClaimDigest {
+	if pin, err := gitops.ReadEntryPin(admin); err != nil || pin != ws.ClaimDigest {
 		t.Errorf("pin %q, %v; want the claim digest %s", pin, err, ws.ClaimDigest)
 	}
 	lock, err := gitops.ReadWorktreeLock(admin)

@@ -316,7 +316,7 @@ func absentNow(path string, dev, ino uint64, digest string) bool {
 	if id.Dev != dev || id.Ino != ino {
 		return true
 	}
-	pin, err := gitops.PinAt(path)
+	pin, err := gitops.ReadWorktreePin(path)
 	return err == nil && digest != "" && pin != digest
 }
 

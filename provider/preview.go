@@ -435,7 +435,7 @@ func (p *Provider) missingPreview(ctx context.Context, rec *claimRecord, missing
 		// with the claim may still exist: `git worktree move` (or a move
 		// and `git worktree repair`) took the workspace elsewhere, with its
 		// work and majlis's lock. It was moved, not removed.
-		moved, err := gitops.PinnedEntries(c.CommonDir, rec.Digest)
+		moved, err := gitops.EntriesPinnedWith(c.CommonDir, rec.Digest)
 		if err != nil {
 			return nil, false, err
 		}

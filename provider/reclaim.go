@@ -318,7 +318,7 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, entry 
 		if _, err := verifyAdminEntry("reclaim", rec, entry.dir, false); err != nil {
 			return nil, err
 		}
-		if err := gitops.PinWorktree(entry.dir, rec.Digest); err != nil {
+		if err := gitops.WriteEntryPin(entry.dir, rec.Digest); err != nil {
 			return nil, &Error{Op: "reclaim", Binding: c.Binding, Path: entry.dir, Err: ErrIdentity,
 				Reason: "pinning git's entry of the workspace: " + err.Error(), Hint: "inspect it"}
 		}

@@ -2,70 +2,17 @@ package gitops
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/majlis-dev/majlis/fixtures"
 )
 
-func TestResetHardAndClean(t *testing.T) {
-	t.Parallel()
-	main := fixtures.NewRepo(t)
-	main.WriteFile("tracked.txt", "committed\n")
-	main.WriteGitignore("*.o")
-	main.Commit("files")
-	w := main.NewWorktree("T-14")
-	w.WriteFile("tracked.txt", "changed\n")
-	w.WriteFile("staged.txt", "staged\n")
-	w.Git("add", "staged.txt")
-	w.WriteFile("untracked/file.txt", "untracked\n")
-	w.WriteFile("build.o", "ignored\n")
-	w.NestedRepo("nested")
-	mainFiles := files(t, main.Dir)
-
-	if err := ResetHard(ctx, w.Dir); err != nil {
-		t.Fatal(err)
-	}
-	if got := w.ReadFile("tracked.txt"); got != "committed\n" {
-		t.Errorf("tracked.txt after ResetHard = %q", got)
-	}
-	for _, p := range []string{"untracked/file.txt", "build.o", "nested/README.md"} {
-		if !exists(w.Path(p)) {
-			t.Errorf("ResetHard removed %s", p)
-		}
-	}
-
-	if err := CleanUntracked(ctx, w.Dir, CleanOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for p, want := range map[string]bool{"untracked": false, "staged.txt": false, "build.o": true, "nested/README.md": true, "tracked.txt": true} {
-		if exists(w.Path(p)) != want {
-			t.Errorf("after CleanUntracked, %s exists = %v, want %v", p, !want, want)
-		}
-	}
-	if err := CleanUntracked(ctx, w.Dir, CleanOptions{Ignored: true}); err != nil {
-		t.Fatal(err)
-	}
-	if exists(w.Path("build.o")) || !exists(w.Path("nested/README.md")) {
-		t.Errorf("CleanUntracked{Ignored} should remove build.o and keep the nested repository")
-	}
-	st, err := ReadStatus(ctx, w.Dir, StatusOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]brief{{Kind: "untracked", Path: "nested/"}}, briefs(st)); diff != "" {
-		t.Errorf("status after reset and clean (-want +got):\n%s", diff)
-	}
-	// The main worktree was not touched.
-	if diff := cmp.Diff(mainFiles, files(t, main.Dir)); diff != "" {
-		t.Errorf("main worktree changed (-before +after):\n%s", diff)
-	}
-}
-
-// TestDestructiveRefusesNonTopLevel: run in a directory that is not a
-// worktree's top level, git would walk up and reset or clean the
-// enclosing repository. The helpers refuse instead.
-func TestDestructiveRefusesNonTopLevel(t *testing.T) {
+// TestWritersRefuseNonTopLevel: run in a directory that is not a
+// worktree's top level, git would walk up and act on the enclosing
+// repository. The functions that write to a worktree refuse instead.
+func TestWritersRefuseNonTopLevel(t *testing.T) {
 	t.Parallel()
 	r := fixtures.NewRepo(t)
 	r.WriteFile("tracked.txt", "committed\n")
@@ -78,13 +25,16 @@ func TestDestructiveRefusesNonTopLevel(t *testing.T) {
 	r.WriteFile("fake/untracked.txt", "untracked work\n")
 	before := files(t, r.Dir)
 
+	head, branch := r.Head(), strings.TrimSpace(r.Git("symbolic-ref", "HEAD"))
 	for _, dir := range []string{r.Path("sub"), r.Path("fake"), filepath.Join(r.Dir, "missing")} {
-		err := ResetHard(ctx, dir)
-		if err == nil {
-			t.Errorf("ResetHard(%s) succeeded", dir)
+		if err := DetachHead(ctx, dir, branch, head); err == nil {
+			t.Errorf("DetachHead(%s) succeeded", dir)
 		}
-		if err := CleanUntracked(ctx, dir, CleanOptions{Ignored: true}); err == nil {
-			t.Errorf("CleanUntracked(%s) succeeded", dir)
+		if err := AttachHead(ctx, dir, branch); err == nil {
+			t.Errorf("AttachHead(%s) succeeded", dir)
+		}
+		if err := SetUnbornBranch(ctx, dir, "orphan"); err == nil {
+			t.Errorf("SetUnbornBranch(%s) succeeded", dir)
 		}
 		if _, err := CheckIgnore(ctx, dir, "x"); err == nil {
 			t.Errorf("CheckIgnore(%s) succeeded", dir)
@@ -93,11 +43,14 @@ func TestDestructiveRefusesNonTopLevel(t *testing.T) {
 	if _, err := Snapshot(ctx, r.Path("fake"), "m"); err == nil {
 		t.Errorf("Snapshot of a fake worktree succeeded")
 	}
-	if err := ResetHard(ctx, r.Path("sub")); !errorsIs(err, ErrNotTopLevel) {
-		t.Errorf("ResetHard of a subdirectory: %v, want ErrNotTopLevel", err)
+	if err := SetUnbornBranch(ctx, r.Path("sub"), "orphan"); !errorsIs(err, ErrNotTopLevel) {
+		t.Errorf("SetUnbornBranch of a subdirectory: %v, want ErrNotTopLevel", err)
 	}
-	if err := ResetHard(ctx, r.Path("fake")); !errorsIs(err, ErrNotARepository) {
-		t.Errorf("ResetHard below an empty .git: %v, want ErrNotARepository", err)
+	if err := SetUnbornBranch(ctx, r.Path("fake"), "orphan"); !errorsIs(err, ErrNotARepository) {
+		t.Errorf("SetUnbornBranch below an empty .git: %v, want ErrNotARepository", err)
+	}
+	if got := strings.TrimSpace(r.Git("symbolic-ref", "HEAD")); got != branch || r.Head() != head {
+		t.Errorf("HEAD is %s at %s, was %s at %s", got, r.Head(), branch, head)
 	}
 	if diff := cmp.Diff(before, files(t, r.Dir)); diff != "" {
 		t.Errorf("files changed (-before +after):\n%s", diff)
