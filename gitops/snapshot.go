@@ -8,10 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/majlis-dev/majlis/internal/workers"
 )
 
 // SnapshotResult describes what Snapshot captured.
@@ -209,12 +209,12 @@ func snapshot(ctx context.Context, worktree, message string, from HeadState) (Sn
 			return err
 		}
 		if parent != "" {
-			return concurrently(writeTree, diff(parent), submodules(len(parent)/2), findConverted)
+			return workers.Concurrently(writeTree, diff(parent), submodules(len(parent)/2), findConverted)
 		}
 		if err := writeTree(); err != nil {
 			return err
 		}
-		return concurrently(diff(emptyTree(len(result.Tree))), submodules(len(result.Tree)/2), findConverted)
+		return workers.Concurrently(diff(emptyTree(len(result.Tree))), submodules(len(result.Tree)/2), findConverted)
 	}
 	// The index commit, as git stash makes it: the index's tree on HEAD.
 	// It is signed and dated as the stand-in is, so that it is named by
@@ -287,7 +287,7 @@ func snapshot(ctx context.Context, worktree, message string, from HeadState) (Sn
 		return err
 	}
 	chains := []func() error{worktreeTree, indexCommit, metaCommit, placeholder}
-	if err := concurrently(chains...); err != nil {
+	if err := workers.Concurrently(chains...); err != nil {
 		return SnapshotResult{}, err
 	}
 	if !convertedDone && changesAddAttributes(changes) {
@@ -385,27 +385,6 @@ func commitTree(ctx context.Context, dir, ceiling string, env []string, args ...
 		return "", unexpected("git commit-tree", "%q is not an object id", id)
 	}
 	return id, nil
-}
-
-// concurrently runs fns at once and returns the first error, after all
-// have returned.
-func concurrently(fns ...func() error) error {
-	errs := make([]error, len(fns))
-	var wg sync.WaitGroup
-	for i, fn := range fns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = fn()
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // emptyTree is the id of the empty tree, for SHA-1 or SHA-256 ids of

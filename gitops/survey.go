@@ -14,6 +14,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/majlis-dev/majlis/internal/workers"
 )
 
 // A Pin is a commit that a salvage keeps reachable because nothing else
@@ -206,7 +208,7 @@ func survey(ctx context.Context, dir, ceiling, gitDir, head string, index []byte
 	if err := s.readGitDir(); err != nil {
 		return nil, err
 	}
-	if err := concurrently(
+	if err := workers.Concurrently(
 		func() error { return s.findPins(ctx) },
 		func() error { return s.findHidden(ctx, dir, ceiling) },
 		func() error { return s.findExecBits(ctx, dir, ceiling, s.indexData) },
@@ -759,7 +761,7 @@ func surveyWorktree(ctx context.Context, worktree, what string) (surveyed, error
 	if s.sv, err = newSurvey(s.gitDir, s.parent, indexData); err != nil {
 		return s, err
 	}
-	err = concurrently(func() error {
+	err = workers.Concurrently(func() error {
 		if err := s.sv.loadFlagged(ctx, s.dir, s.ceiling); err != nil {
 			return err
 		}

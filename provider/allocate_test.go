@@ -186,12 +186,12 @@ func TestConcurrentAllocations(t *testing.T) {
 	t.Parallel()
 	t.Run("different bindings", func(t *testing.T) {
 		repo, p := newProvider(t)
-		var kids []*child
+		var kids []*fixtures.Helper
 		for i := range 8 {
 			kids = append(kids, startChild(t, "allocate", "MAJLIS_REPO="+repo.Dir, "MAJLIS_BINDING=T-"+string(rune('a'+i))))
 		}
 		for _, k := range kids {
-			if r := k.result(t); !r.OK {
+			if r := result(k); !r.OK {
 				t.Errorf("allocation failed: %s", r.Err)
 			}
 		}
@@ -204,13 +204,13 @@ func TestConcurrentAllocations(t *testing.T) {
 	})
 	t.Run("one binding", func(t *testing.T) {
 		repo, p := newProvider(t)
-		var kids []*child
+		var kids []*fixtures.Helper
 		for range 8 {
 			kids = append(kids, startChild(t, "allocate", "MAJLIS_REPO="+repo.Dir, "MAJLIS_BINDING=T-1"))
 		}
 		wins := 0
 		for _, k := range kids {
-			r := k.result(t)
+			r := result(k)
 			if r.OK {
 				wins++
 			} else if r.Code != "binding_live" {
@@ -237,7 +237,7 @@ func TestInterruptedAllocationResumes(t *testing.T) {
 	path := filepath.Join(p.reg.WorkspaceRoot, "T-1")
 	k := startChild(t, "claim-and-die", "MAJLIS_REPO="+repo.Dir, "MAJLIS_BINDING=T-1", "MAJLIS_PATH="+path,
 		"MAJLIS_REQUEST=req-7", "MAJLIS_BASE="+repo.Head())
-	k.cmd.Wait()
+	k.Wait()
 	// The list does not call it reclaimable: reclaim would not find it.
 	listed, err := p.List(t.Context(), ListOptions{Look: true})
 	if err != nil || len(listed) != 1 || listed[0].Reclaimable == nil || *listed[0].Reclaimable ||
@@ -387,7 +387,7 @@ func TestCheckoutBranchIsNeverDeleted(t *testing.T) {
 	path := filepath.Join(p.reg.WorkspaceRoot, "F-2")
 	k := startChild(t, "claim-and-die", "MAJLIS_REPO="+repo.Dir, "MAJLIS_BINDING=F-2", "MAJLIS_PATH="+path,
 		"MAJLIS_REQUEST=req-8", "MAJLIS_BASE="+tip, "MAJLIS_CHECKOUT=feature")
-	k.cmd.Wait()
+	k.Wait()
 	ws, err := p.Allocate(t.Context(), AllocateOptions{Binding: "F-2", RequestID: "req-8", Path: path, CheckoutBranch: "feature"})
 	if err != nil {
 		t.Fatalf("resume: %v", err)
@@ -410,7 +410,7 @@ func TestInterruptedCheckoutNotFinished(t *testing.T) {
 	path := filepath.Join(p.reg.WorkspaceRoot, "T-1")
 	k := startChild(t, "claim-and-die", "MAJLIS_REPO="+repo.Dir, "MAJLIS_BINDING=T-1", "MAJLIS_PATH="+path,
 		"MAJLIS_REQUEST=req-7", "MAJLIS_BASE="+repo.Head())
-	k.cmd.Wait()
+	k.Wait()
 	// What git had done when it was stopped: the branch, the entry, HEAD,
 	// no files and no index.
 	repo.Git("worktree", "add", "--quiet", "--no-checkout", "-b", "majlis/T-1", path, repo.Head())

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,36 +17,15 @@ import (
 // Benchmarks run the real majlis binary beside the plain git commands that
 // do the same job, in the same run, so make bench can report ratios.
 
-var (
-	buildOnce sync.Once
-	majlisBin string
-	buildErr  error
-)
-
-// majlisBinary builds cmd/majlis once per test binary: the release build,
-// which the benchmarks measure. When they run once each
-// (fixtures.BenchSmoke) nothing is measured, and the tests' shared binary
-// serves (fixtures.Binary: the same code, its failpoints off).
+// majlisBinary is the release build of cmd/majlis, which the benchmarks
+// measure. When they run once each (fixtures.BenchSmoke) nothing is
+// measured, and the tests' shared binary serves (fixtures.Binary: the
+// same code, its failpoints off).
 func majlisBinary(b *testing.B) string {
 	if fixtures.BenchSmoke() {
 		return fixtures.Binary(b)
 	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "majlis-bench-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		majlisBin = filepath.Join(dir, "majlis")
-		out, err := exec.Command("go", "build", "-o", majlisBin, "github.com/majlis-dev/majlis/cmd/majlis").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		b.Fatal(buildErr)
-	}
-	return majlisBin
+	return fixtures.ReleaseBinary(b)
 }
 
 func run(b *testing.B, dir string, env []string, name string, args ...string) {

@@ -24,13 +24,12 @@ import (
 func runChildOK(t *testing.T, mode string, killed bool, env ...string) {
 	t.Helper()
 	c := startChild(t, mode, env...)
-	err := c.cmd.Wait()
-	var exit interface{ ExitCode() int }
-	if errors.As(err, &exit) && killed && exit.ExitCode() == -1 {
+	st := c.Wait()
+	if killed && st.ExitCode() == -1 {
 		return // claim-and-die: killed itself once its claim was published
 	}
-	if err != nil || killed {
-		t.Fatalf("child %s: %v: %s", mode, err, c.out.String())
+	if !st.Success() || killed {
+		t.Fatalf("child %s: %v: %s", mode, st, c.Output())
 	}
 }
 

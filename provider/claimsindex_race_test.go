@@ -30,7 +30,7 @@ func TestClaimsIndexCrossProcess(t *testing.T) {
 	c := startChild(t, "allocate-many", "MAJLIS_REPO="+repo.Dir, "MAJLIS_BINDING=C", "MAJLIS_PATH="+filepath.Join(outer.Path, "nested"),
 		"MAJLIS_NESTED=1", fmt.Sprintf("MAJLIS_COUNT=%d", rounds), "MAJLIS_PROGRESS="+progress)
 	done := make(chan struct{})
-	go func() { c.cmd.Wait(); close(done) }()
+	go func() { c.Wait(); close(done) }()
 	target := peerCurrent(t, p, "outer")
 
 	finished := func() []string {
@@ -94,7 +94,7 @@ func TestClaimsIndexCrossProcess(t *testing.T) {
 			}
 		}
 	}
-	if r := c.result(t); !r.OK {
+	if r := result(c); !r.OK {
 		t.Fatalf("the allocating process failed: %+v", r)
 	}
 	if got := len(finished()); got != rounds {

@@ -46,7 +46,7 @@ func TestClaimsIndexSlackCrossProcess(t *testing.T) {
 	snapshot()
 
 	progress := filepath.Join(t.TempDir(), "progress")
-	var children []*child
+	var children []*fixtures.Helper
 	for _, prefix := range []string{"C", "D"} {
 		children = append(children, startChild(t, "allocate-many", "MAJLIS_REPO="+repo.Dir, "MAJLIS_BINDING="+prefix,
 			"MAJLIS_PATH="+filepath.Join(outer.Path, prefix), "MAJLIS_NESTED=1",
@@ -55,7 +55,7 @@ func TestClaimsIndexSlackCrossProcess(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		for _, c := range children {
-			c.cmd.Wait()
+			c.Wait()
 		}
 		close(done)
 	}()
@@ -241,7 +241,7 @@ func TestClaimsIndexSlackCrossProcess(t *testing.T) {
 		}
 	}
 	for _, c := range children {
-		if r := c.result(t); !r.OK {
+		if r := result(c); !r.OK {
 			t.Fatalf("an allocating process failed: %+v", r)
 		}
 	}

@@ -22,7 +22,7 @@ func TestJournalReadDuringAllocations(t *testing.T) {
 		"MAJLIS_PATH="+filepath.Join(t.TempDir(), "ws"), "MAJLIS_COUNT=30",
 		"MAJLIS_PROGRESS="+filepath.Join(t.TempDir(), "progress"))
 	done := make(chan struct{})
-	go func() { c.cmd.Wait(); close(done) }()
+	go func() { c.Wait(); close(done) }()
 	reads := 0
 	for exited := false; !exited; reads++ {
 		select {
@@ -34,7 +34,7 @@ func TestJournalReadDuringAllocations(t *testing.T) {
 			t.Fatalf("read %d of the journal during allocations: %v", reads, err)
 		}
 	}
-	if r := c.result(t); !r.OK {
+	if r := result(c); !r.OK {
 		t.Fatalf("the allocating process failed: %+v", r)
 	}
 	t.Log(fmt.Sprintf("%d reads", reads))

@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -24,9 +22,7 @@ import (
 const childEnv = "MAJLIS_PROVIDER_TEST_CHILD"
 
 func TestMain(m *testing.M) {
-	if mode := os.Getenv(childEnv); mode != "" {
-		os.Exit(runChild(mode))
-	}
+	fixtures.RunHelper(childEnv, runChild)
 	fixtures.Main(m)
 }
 
@@ -150,31 +146,16 @@ func runChild(mode string) int {
 	return 2
 }
 
-type child struct {
-	cmd *exec.Cmd
-	out strings.Builder
+// startChild re-runs the test binary as a helper in mode (runChild).
+func startChild(t *testing.T, mode string, env ...string) *fixtures.Helper {
+	t.Helper()
+	return fixtures.StartHelper(t, childEnv, mode, fixtures.HelperOptions{Env: env})
 }
 
-func startChild(t *testing.T, mode string, env ...string) *child {
-	t.Helper()
-	c := &child{cmd: exec.Command(os.Args[0], "-test.run=^$")}
-	c.cmd.Env = append(append(os.Environ(), childEnv+"="+mode), env...)
-	c.cmd.Stdout = &c.out
-	c.cmd.Stderr = os.Stderr
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.cmd.Process.Kill(); c.cmd.Wait() })
-	return c
-}
-
-func (c *child) result(t *testing.T) childResult {
-	t.Helper()
-	c.cmd.Wait()
+// result waits for an allocating helper and decodes what it printed.
+func result(c *fixtures.Helper) childResult {
 	var r childResult
-	if err := json.Unmarshal([]byte(c.out.String()), &r); err != nil {
-		t.Fatalf("child printed %q: %v", c.out.String(), err)
-	}
+	c.Result(&r, false)
 	return r
 }
 

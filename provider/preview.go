@@ -18,9 +18,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/internal/workers"
 )
 
 // A Step is one effect a reclaim will have (or had).
@@ -207,7 +207,7 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 	var specials []gitops.SpecialFile
 	var nSpecial, nDotGit int
 	var dotgit, refused []string
-	err := concurrently(func() (err error) {
+	err := workers.ConcurrentlyJoined(func() (err error) {
 		if st, err = gitops.ReadStatus(ctx, c.Path, gitops.StatusOptions{Ignored: true, Refresh: refresh}); err != nil {
 			return err
 		}
@@ -493,22 +493,6 @@ func (p *Provider) missingPreview(ctx context.Context, rec *claimRecord, missing
 	}
 	pv.Digest = previewDigest(pv, facts...)
 	return pv, listed, nil
-}
-
-// concurrently runs fns at once and returns the first error, after all
-// have returned.
-func concurrently(fns ...func() error) error {
-	errs := make([]error, len(fns))
-	var wg sync.WaitGroup
-	for i, fn := range fns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = fn()
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // CheckDigest reports whether d is a well-formed preview digest: "sha256:"

@@ -1,20 +1,18 @@
 package provider
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/majlis-dev/majlis/fixtures"
 	"github.com/majlis-dev/majlis/reservation"
 )
 
@@ -177,31 +175,15 @@ func takeReservation(t *testing.T, leases *reservation.Dir, resource string, pro
 		}
 		return &otherOwner{check: l.Check, release: l.Release}
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=hold-reservation", "MAJLIS_LEASES="+leases.Path(), "MAJLIS_RESOURCE="+resource)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	out := bufio.NewReader(stdout)
-	if line, err := out.ReadString('\n'); line != "held\n" {
-		t.Fatalf("the other process did not take the reservation: %q, %v", line, err)
-	}
+	h := fixtures.StartHelper(t, childEnv, "hold-reservation", fixtures.HelperOptions{
+		Env: []string{"MAJLIS_LEASES=" + leases.Path(), "MAJLIS_RESOURCE=" + resource}, Lines: true})
+	h.Expect("held")
 	held, err := leases.Inspect(resource)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if held.Owner.PID != cmd.Process.Pid {
-		t.Fatalf("the reservation is held by pid %d, not the other process %d", held.Owner.PID, cmd.Process.Pid)
+	if held.Owner.PID != h.Pid() {
+		t.Fatalf("the reservation is held by pid %d, not the other process %d", held.Owner.PID, h.Pid())
 	}
 	return &otherOwner{
 		check: func() error {
@@ -215,10 +197,13 @@ func takeReservation(t *testing.T, leases *reservation.Dir, resource string, pro
 			return nil
 		},
 		release: func() error {
-			stdin.Close()
-			rest, _ := io.ReadAll(out)
-			if err := cmd.Wait(); err != nil {
-				return fmt.Errorf("the other process: %v: %s", err, rest)
+			h.CloseStdin()
+			var rest []string
+			for line, ok := h.Line(); ok; line, ok = h.Line() {
+				rest = append(rest, line)
+			}
+			if st := h.Wait(); !st.Success() {
+				return fmt.Errorf("the other process: %v: %s", st, strings.Join(rest, "\n"))
 			}
 			return nil
 		},

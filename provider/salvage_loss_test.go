@@ -216,7 +216,7 @@ func TestInterruptedRestore(t *testing.T) {
 
 	k := startChild(t, "restore-claim-and-die", "MAJLIS_REPO="+repo.Dir, "MAJLIS_BINDING=T-1", "MAJLIS_PATH="+w.Path,
 		"MAJLIS_REQUEST=req-r", "MAJLIS_BASE="+detached, "MAJLIS_SALVAGE="+*res.SalvageRef)
-	k.cmd.Wait()
+	k.Wait()
 	if _, err := p.Restore(t.Context(), RestoreOptions{Binding: "T-1", RequestID: "req-r"}); !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("retry of the interrupted restore: %v, want ErrInterrupted", err)
 	}

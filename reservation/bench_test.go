@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/majlis-dev/majlis/fixtures"
 	"golang.org/x/sys/unix"
 )
 
@@ -88,12 +89,12 @@ func BenchmarkFloorSyscalls(b *testing.B) {
 func contended(b *testing.B, mode string, op func(d *Dir) error) {
 	d := openTestDir(b)
 	env := []string{"LEASE_DIR=" + d.path, "LEASE_RES=bench"}
-	var kids []*child
+	var kids []*fixtures.Helper
 	for range 4 {
 		kids = append(kids, startChild(b, mode, env))
 	}
 	for _, k := range kids {
-		k.send("go")
+		k.Send("go")
 	}
 	start := time.Now()
 	n := 0
@@ -107,9 +108,9 @@ func contended(b *testing.B, mode string, op func(d *Dir) error) {
 	b.StopTimer()
 	total := n
 	for _, k := range kids {
-		k.stdin.Close()
+		k.CloseStdin()
 		var r childReply
-		k.recv(&r)
+		k.Recv(&r)
 		if !r.OK {
 			b.Fatalf("child: %s", r.Err)
 		}

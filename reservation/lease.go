@@ -198,7 +198,7 @@ func (d *Dir) tryAcquire(req Request, self procid.Owner, waitLock bool) (l *Leas
 		}
 		// Another error may still have created the link (e.g. a lost
 		// reply): only the inode says whether the name is ours.
-		if !sameFile(f, lp) {
+		if !durable.SameFile(f, lp) {
 			return nil, &Error{Op: "acquire", Resource: res, Path: lp, Err: err}
 		}
 	}
@@ -217,7 +217,7 @@ func (d *Dir) tryAcquire(req Request, self procid.Owner, waitLock bool) (l *Leas
 // undoLink withdraws a lease that was linked but could not be made
 // durable, so the failed acquire leaves nothing behind.
 func (d *Dir) undoLink(res string, f *os.File, cause error) error {
-	if sameFile(f, d.leasePath(res)) {
+	if durable.SameFile(f, d.leasePath(res)) {
 		os.Remove(d.leasePath(res))
 		_ = d.syncDir()
 	}
@@ -237,19 +237,6 @@ func (d *Dir) writeTemp(op string, rec *Record) (*os.File, string, error) {
 		return nil, "", &Error{Op: op, Resource: rec.Resource, Path: tmp, Err: err}
 	}
 	return f, tmp, nil
-}
-
-// sameFile reports whether path names the file open as f.
-func sameFile(f *os.File, path string) bool {
-	a, err := f.Stat()
-	if err != nil {
-		return false
-	}
-	b, err := os.Lstat(path)
-	if err != nil {
-		return false
-	}
-	return os.SameFile(a, b)
 }
 
 // Check verifies that the lease is still held by the calling process

@@ -4,11 +4,8 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,9 +17,7 @@ import (
 const childEnv = "MAJLIS_RESERVATION_TEST_CHILD"
 
 func TestMain(m *testing.M) {
-	if mode := os.Getenv(childEnv); mode != "" {
-		os.Exit(runChild(mode))
-	}
+	fixtures.RunHelper(childEnv, runChild)
 	fixtures.Main(m)
 }
 
@@ -36,77 +31,12 @@ func openTestDir(t testing.TB) *Dir {
 	return d
 }
 
-// A child is a helper process speaking JSON lines on stdout and reading
-// commands on stdin.
-type child struct {
-	t     testing.TB
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	out   *bufio.Scanner
-	once  sync.Once
-}
-
 // startChild runs the test binary in the given mode with extra environment
-// (KEY=VALUE) and optional inherited files (fd 3 onwards).
-func startChild(t testing.TB, mode string, env []string, files ...*os.File) *child {
+// (KEY=VALUE) and optional inherited files (fd 3 onwards): a helper
+// speaking JSON lines on stdout and reading commands on stdin.
+func startChild(t testing.TB, mode string, env []string, files ...*os.File) *fixtures.Helper {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+mode)
-	cmd.Env = append(cmd.Env, env...)
-	cmd.Stderr = os.Stderr
-	cmd.ExtraFiles = files
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &child{t: t, cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
-	c.out.Buffer(make([]byte, 1<<16), 1<<20)
-	t.Cleanup(c.kill)
-	return c
-}
-
-func (c *child) send(line string) {
-	c.t.Helper()
-	if _, err := io.WriteString(c.stdin, line+"\n"); err != nil {
-		c.t.Fatalf("child %d: send %q: %v", c.cmd.Process.Pid, line, err)
-	}
-}
-
-// recv reads one JSON line into v, failing the test after a deadline.
-func (c *child) recv(v any) {
-	c.t.Helper()
-	type result struct {
-		line string
-		ok   bool
-	}
-	ch := make(chan result, 1)
-	go func() { ok := c.out.Scan(); ch <- result{c.out.Text(), ok} }()
-	select {
-	case r := <-ch:
-		if !r.ok {
-			c.t.Fatalf("child %d exited without answering (%v)", c.cmd.Process.Pid, c.out.Err())
-		}
-		if err := json.Unmarshal([]byte(r.line), v); err != nil {
-			c.t.Fatalf("child %d: bad line %q: %v", c.cmd.Process.Pid, r.line, err)
-		}
-	case <-time.After(60 * time.Second):
-		c.t.Fatalf("child %d: no answer within 60s", c.cmd.Process.Pid)
-	}
-}
-
-// kill SIGKILLs the child and reaps it.
-func (c *child) kill() {
-	c.once.Do(func() {
-		c.cmd.Process.Kill()
-		c.cmd.Wait()
-	})
+	return fixtures.StartHelper(t, childEnv, mode, fixtures.HelperOptions{Env: env, Files: files, Lines: true})
 }
 
 // childReply is what children print.

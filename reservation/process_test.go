@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/majlis-dev/majlis/fixtures"
 	"github.com/majlis-dev/majlis/internal/procid"
 )
 
@@ -28,20 +29,20 @@ func TestRaceManyProcesses(t *testing.T) {
 		rounds = 10
 	}
 	d := openTestDir(t)
-	var kids []*child
+	var kids []*fixtures.Helper
 	for range procs {
 		kids = append(kids, startChild(t, "race", childEnvFor(d, "res")))
 	}
 	var lastGen uint64
 	for round := range rounds {
 		for _, k := range kids {
-			k.send("go")
+			k.Send("go")
 		}
-		var winner *child
+		var winner *fixtures.Helper
 		var won *Record
 		replies := make([]childReply, procs)
 		for i, k := range kids {
-			k.recv(&replies[i])
+			k.Recv(&replies[i])
 			if replies[i].OK {
 				if winner != nil {
 					t.Fatalf("round %d: two winners", round)
@@ -56,7 +57,7 @@ func TestRaceManyProcesses(t *testing.T) {
 			if r.OK {
 				continue
 			}
-			if r.Sentinel != "held" || r.Holder == nil || r.Holder.Token != won.Token || r.Holder.Owner.PID != winner.cmd.Process.Pid {
+			if r.Sentinel != "held" || r.Holder == nil || r.Holder.Token != won.Token || r.Holder.Owner.PID != winner.Pid() {
 				t.Fatalf("round %d: loser %d got %s (%s), want held by the winner", round, i, r.Sentinel, r.Err)
 			}
 		}
@@ -69,9 +70,9 @@ func TestRaceManyProcesses(t *testing.T) {
 		}
 		lastGen = won.Generation
 		assertNoTemps(t, d)
-		winner.send("release")
+		winner.Send("release")
 		var rel childReply
-		winner.recv(&rel)
+		winner.Recv(&rel)
 		if !rel.OK {
 			t.Fatalf("round %d: winner's release: %s", round, rel.Err)
 		}
@@ -84,7 +85,7 @@ func TestForkedChildCannotRelease(t *testing.T) {
 	l := mustAcquire(t, d, req("res"))
 	k := startChild(t, "forked-release", childEnvFor(d, "res"), l.f)
 	var r childReply
-	k.recv(&r)
+	k.Recv(&r)
 	if r.OK || r.Sentinel != "not_owner,not_owner" {
 		t.Fatalf("child with the owner's descriptor and record: release,renew = %s (%s); want not_owner twice", r.Sentinel, r.Err)
 	}
@@ -101,11 +102,11 @@ func holdAndKill(t *testing.T, d *Dir, res string, ttl time.Duration) *Record {
 	t.Helper()
 	k := startChild(t, "hold", childEnvFor(d, res, "LEASE_TTL="+ttl.String()))
 	var r childReply
-	k.recv(&r)
+	k.Recv(&r)
 	if !r.OK {
 		t.Fatalf("holder: %s", r.Err)
 	}
-	k.kill()
+	k.Kill()
 	return r.Record
 }
 
@@ -196,13 +197,12 @@ func TestCrashAtEveryStep(t *testing.T) {
 			}
 			k := startChild(t, "crash", env)
 			var r childReply
-			k.recv(&r)
+			k.Recv(&r)
 			if r.Stepped != s.step {
 				t.Fatalf("child did not reach %s: %+v", s.step, r)
 			}
-			err := k.cmd.Wait()
-			k.once.Do(func() {})
-			if ws, ok := k.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+			err := k.Cmd.Wait()
+			if ws, ok := k.Cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
 				t.Fatalf("child did not die by SIGKILL: %v", err)
 			}
 
@@ -277,7 +277,7 @@ func TestStalenessTable(t *testing.T) {
 					}
 					k := startChild(t, mode, childEnvFor(d, "res"))
 					var r childReply
-					k.recv(&r)
+					k.Recv(&r)
 					if !r.OK {
 						t.Fatal(r.Err)
 					}
@@ -285,7 +285,7 @@ func TestStalenessTable(t *testing.T) {
 						t.Cleanup(func() { syscall.Kill(r.Grandkid, syscall.SIGKILL) })
 					}
 					if owner != "alive" {
-						k.kill()
+						k.Kill()
 					}
 					// Rewrite the owner in place (same inode, so a held witness stays held).
 					rec := *r.Record
@@ -381,11 +381,11 @@ func TestConcurrentRecoverers(t *testing.T) {
 		dead := holdAndKill(t, d, "res", time.Minute)
 		env := childEnvFor(d, "res", "LEASE_SKEW=2m")
 		a, b := startChild(t, "recover", env), startChild(t, "recover", env)
-		a.send("go")
-		b.send("go")
+		a.Send("go")
+		b.Send("go")
 		var ra, rb childReply
-		a.recv(&ra)
-		b.recv(&rb)
+		a.Recv(&ra)
+		b.Recv(&rb)
 		if ra.OK == rb.OK {
 			t.Fatalf("round %d: both or neither recovered: %+v / %+v", round, ra, rb)
 		}

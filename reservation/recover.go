@@ -146,7 +146,7 @@ func (d *Dir) recover(ctx context.Context, res string, needExpiry bool) (*Record
 		return nil, &Error{Op: "recover", Resource: res, Path: rd, Err: err}
 	}
 	rp := filepath.Join(rd, res+"."+strconv.FormatUint(rec.Generation, 10)+"."+rec.Token+leaseSuffix)
-	if err := os.Link(lp, rp); err != nil && !(errors.Is(err, os.ErrExist) && sameFile(f, rp)) {
+	if err := os.Link(lp, rp); err != nil && !(errors.Is(err, os.ErrExist) && durable.SameFile(f, rp)) {
 		return nil, &Error{Op: "recover", Resource: res, Path: rp, Err: err}
 	}
 	if err := durable.SyncDir(rd); err != nil {
