@@ -37,116 +37,178 @@ type RestoreReport struct {
 // A version 1 salvage has no index: the index is HEAD's, so every change
 // shows as unstaged.
 func RestoreInto(ctx context.Context, worktree, commit string, l SalvageLayout) (RestoreReport, error) {
-	var rep RestoreReport
-	dir, ceiling, err := topLevel(worktree)
-	if err != nil {
-		return rep, err
+	r := &restoreRun{ctx: ctx, commit: commit, l: l}
+	var err error
+	if r.dir, r.ceiling, err = topLevel(worktree); err != nil {
+		return r.rep, err
 	}
-	gitDir, err := worktreeGitDir(dir)
-	if err != nil {
-		return rep, err
+	if r.gitDir, err = worktreeGitDir(r.dir); err != nil {
+		return r.rep, err
 	}
-	hashLen := len(commit) / 2
-	var meta map[string][]byte
-	if l.Version >= 2 && l.Meta != "" {
-		res, err := git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling}, "archive", "--format=tar", l.Meta)
-		if err != nil {
-			return rep, err
-		}
-		if meta, err = readMetaTar(res.stdout); err != nil {
-			return rep, fmt.Errorf("gitops: meta commit %s: %w", l.Meta, err)
-		}
+	if err := r.readMeta(); err != nil {
+		return r.rep, err
 	}
-	rawIndex, haveIndex := meta["index"]
-
-	// The files. The skip-worktree files that were not on disk (outside a
-	// sparse cone) are left out: through a private index holding the
-	// salvage tree with those marked, which checkout-index skips.
-	// Otherwise one `git read-tree --reset -u` writes them all (into the
-	// worktree's own index, which is replaced below).
-	var absent, sparseDirs []string
-	if haveIndex {
-		present := map[string]bool{}
-		for _, p := range strings.Split(string(meta["majlis/skip-worktree-present"]), "\x00") {
-			present[p] = true
-		}
-		if err := scanIndex(rawIndex, hashLen, func(e indexEntry) {
-			switch {
-			case e.Stage != 0 || !e.SkipWorktree || present[e.Path]:
-			case e.Mode == ModeTree:
-				// A sparse index's folder outside the cone ("other/"):
-				// none of its files was on disk.
-				sparseDirs = append(sparseDirs, strings.TrimSuffix(e.Path, "/")+"/")
-			default:
-				absent = append(absent, e.Path)
-			}
-		}); err != nil {
-			// A split index, say: its skip-worktree entries are not known
-			// here. That matters only with a sparse checkout.
-			if _, sparse := meta["info/sparse-checkout"]; sparse {
-				rep.NotRestored = append(rep.NotRestored, "sparse checkout: the index could not be read, so files outside the cone were written too")
-			}
-		}
+	if err := r.writeFiles(); err != nil {
+		return r.rep, err
 	}
-	if len(sparseDirs) > 0 {
-		res, err := git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling}, "ls-tree", "-r", "-z", "--name-only", "--full-tree", commit+"^{tree}")
-		if err != nil {
-			return rep, err
-		}
-		for _, p := range strings.Split(string(res.stdout), "\x00") {
-			for _, d := range sparseDirs {
-				if strings.HasPrefix(p, d) {
-					absent = append(absent, p)
-					break
-				}
-			}
-		}
-	}
-	if len(absent) == 0 {
-		if _, err := git(ctx, dir, cmdOpts{ceiling: ceiling}, "read-tree", "--reset", "-u", commit+"^{tree}"); err != nil {
-			return rep, err
-		}
-	} else {
-		tmp := filepath.Join(gitDir, "majlis-restore.index")
-		defer func() { os.Remove(tmp); os.Remove(tmp + ".lock") }()
-		o := cmdOpts{indexFile: tmp, ceiling: ceiling}
-		if _, err := git(ctx, dir, o, "read-tree", commit+"^{tree}"); err != nil {
-			return rep, err
-		}
-		o.stdin = []byte(strings.Join(absent, "\x00") + "\x00")
-		if _, err := git(ctx, dir, o, "update-index", "--skip-worktree", "-z", "--stdin"); err != nil {
-			return rep, err
-		}
-		o.stdin = nil
-		if _, err := git(ctx, dir, o, "checkout-index", "--all", "--force"); err != nil {
-			return rep, err
-		}
-	}
-	rep.Restored = append(rep.Restored, "files")
-
 	if l.Version < 2 {
-		if l.Head != "" {
-			if _, err := git(ctx, dir, cmdOpts{ceiling: ceiling}, "read-tree", l.Head); err != nil {
-				return rep, err
-			}
-		}
-		rep.NotRestored = append(rep.NotRestored,
-			"index: a salvage made by an earlier majlis keeps no index, so every change shows as unstaged",
-			"per-worktree refs, reflogs and an interrupted operation's state: not kept by earlier salvages")
-		return rep, nil
+		return r.rep, r.legacyIndex()
 	}
-
 	if l.Meta == "" {
 		// Nothing beyond HEAD and the index commit, whose tree is the
 		// whole index.
-		if _, err := git(ctx, dir, cmdOpts{ceiling: ceiling}, "read-tree", l.Index); err != nil {
-			return rep, err
+		if _, err := git(ctx, r.dir, cmdOpts{ceiling: r.ceiling}, "read-tree", l.Index); err != nil {
+			return r.rep, err
 		}
-		rep.Restored = append(rep.Restored, "index")
-		return rep, nil
+		r.rep.Restored = append(r.rep.Restored, "index")
+		return r.rep, nil
 	}
+	// The git directory's own files, the files kept outside the tree,
+	// then the index.
+	if err := r.writeGitDirFiles(); err != nil {
+		return r.rep, err
+	}
+	if err := r.writeKeptOutside(); err != nil {
+		return r.rep, err
+	}
+	if raw, ok := r.meta["index"]; ok {
+		if err := writeFileAtomic(filepath.Join(r.gitDir, "index"), raw); err != nil {
+			return r.rep, err
+		}
+		r.rep.Restored = append(r.rep.Restored, "index")
+	}
+	return r.rep, nil
+}
 
-	// The git directory's own files, then the index.
+// A restoreRun is one RestoreInto: the worktree, the salvage, the meta
+// commit's files, and the report each step adds to.
+type restoreRun struct {
+	ctx                  context.Context
+	dir, ceiling, gitDir string
+	commit               string
+	l                    SalvageLayout
+	meta                 map[string][]byte // the meta commit's files, by name
+	rep                  RestoreReport
+}
+
+// readMeta reads the meta commit's files (a version 2 salvage's).
+func (r *restoreRun) readMeta() error {
+	if r.l.Version < 2 || r.l.Meta == "" {
+		return nil
+	}
+	res, err := git(r.ctx, r.dir, cmdOpts{readOnly: true, ceiling: r.ceiling}, "archive", "--format=tar", r.l.Meta)
+	if err != nil {
+		return err
+	}
+	if r.meta, err = readMetaTar(res.stdout); err != nil {
+		return fmt.Errorf("gitops: meta commit %s: %w", r.l.Meta, err)
+	}
+	return nil
+}
+
+// writeFiles writes the worktree's files from the salvage tree. The
+// skip-worktree files that were not on disk (outside a sparse cone) are
+// left out: through a private index holding the salvage tree with those
+// marked, which checkout-index skips. Otherwise one `git read-tree --reset
+// -u` writes them all (into the worktree's own index, which is replaced
+// later).
+func (r *restoreRun) writeFiles() error {
+	absent, err := r.absentFiles()
+	if err != nil {
+		return err
+	}
+	ctx, dir, tree := r.ctx, r.dir, r.commit+"^{tree}"
+	if len(absent) == 0 {
+		if _, err := git(ctx, dir, cmdOpts{ceiling: r.ceiling}, "read-tree", "--reset", "-u", tree); err != nil {
+			return err
+		}
+	} else {
+		tmp := filepath.Join(r.gitDir, "majlis-restore.index")
+		defer func() { os.Remove(tmp); os.Remove(tmp + ".lock") }()
+		o := cmdOpts{indexFile: tmp, ceiling: r.ceiling}
+		if _, err := git(ctx, dir, o, "read-tree", tree); err != nil {
+			return err
+		}
+		o.stdin = []byte(strings.Join(absent, "\x00") + "\x00")
+		if _, err := git(ctx, dir, o, "update-index", "--skip-worktree", "-z", "--stdin"); err != nil {
+			return err
+		}
+		o.stdin = nil
+		if _, err := git(ctx, dir, o, "checkout-index", "--all", "--force"); err != nil {
+			return err
+		}
+	}
+	r.rep.Restored = append(r.rep.Restored, "files")
+	return nil
+}
+
+// absentFiles lists the files of the salvage tree that were not on disk
+// when it was taken: skip-worktree entries outside a sparse cone, and
+// every file under a sparse index's folder outside it.
+func (r *restoreRun) absentFiles() ([]string, error) {
+	rawIndex, haveIndex := r.meta["index"]
+	if !haveIndex {
+		return nil, nil
+	}
+	var absent, sparseDirs []string
+	present := map[string]bool{}
+	for _, p := range strings.Split(string(r.meta["majlis/skip-worktree-present"]), "\x00") {
+		present[p] = true
+	}
+	if err := scanIndex(rawIndex, len(r.commit)/2, func(e indexEntry) {
+		switch {
+		case e.Stage != 0 || !e.SkipWorktree || present[e.Path]:
+		case e.Mode == ModeTree:
+			// A sparse index's folder outside the cone ("other/"): none
+			// of its files was on disk.
+			sparseDirs = append(sparseDirs, strings.TrimSuffix(e.Path, "/")+"/")
+		default:
+			absent = append(absent, e.Path)
+		}
+	}); err != nil {
+		// A split index, say: its skip-worktree entries are not known
+		// here. That matters only with a sparse checkout.
+		if _, sparse := r.meta["info/sparse-checkout"]; sparse {
+			r.rep.NotRestored = append(r.rep.NotRestored, "sparse checkout: the index could not be read, so files outside the cone were written too")
+		}
+	}
+	if len(sparseDirs) == 0 {
+		return absent, nil
+	}
+	res, err := git(r.ctx, r.dir, cmdOpts{readOnly: true, ceiling: r.ceiling}, "ls-tree", "-r", "-z", "--name-only", "--full-tree", r.commit+"^{tree}")
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range strings.Split(string(res.stdout), "\x00") {
+		for _, d := range sparseDirs {
+			if strings.HasPrefix(p, d) {
+				absent = append(absent, p)
+				break
+			}
+		}
+	}
+	return absent, nil
+}
+
+// legacyIndex gives a version 1 salvage, which keeps no index, HEAD's
+// index: every change shows as unstaged.
+func (r *restoreRun) legacyIndex() error {
+	if r.l.Head != "" {
+		if _, err := git(r.ctx, r.dir, cmdOpts{ceiling: r.ceiling}, "read-tree", r.l.Head); err != nil {
+			return err
+		}
+	}
+	r.rep.NotRestored = append(r.rep.NotRestored,
+		"index: a salvage made by an earlier majlis keeps no index, so every change shows as unstaged",
+		"per-worktree refs, reflogs and an interrupted operation's state: not kept by earlier salvages")
+	return nil
+}
+
+// writeGitDirFiles writes the worktree's own git-directory files from
+// the meta commit (per-worktree refs, reflogs, an interrupted operation's
+// state, per-worktree config, sparse patterns), and reports them.
+func (r *restoreRun) writeGitDirFiles() error {
+	meta := r.meta
 	names := make([]string, 0, len(meta))
 	for n := range meta {
 		names = append(names, n)
@@ -158,102 +220,110 @@ func RestoreInto(ctx context.Context, worktree, commit string, l SalvageLayout) 
 		case n == "index" || n == "HEAD" || strings.HasPrefix(n, "conflicts/") || strings.HasPrefix(n, "resolve-undo/") || strings.HasPrefix(n, "majlis/"):
 			continue
 		case !keptName(n):
-			rep.NotRestored = append(rep.NotRestored, n+": not a file majlis restores")
+			r.rep.NotRestored = append(r.rep.NotRestored, n+": not a file majlis restores")
 			continue
 		}
-		dst := filepath.Join(gitDir, filepath.FromSlash(n))
-		if n == "logs/HEAD" {
-			// The old reflog, then the entry git just wrote.
-			now, err := os.ReadFile(dst)
-			if err != nil && !errors.Is(err, os.ErrNotExist) {
-				return rep, err
-			}
-			if err := writeFileAtomic(dst, append(append([]byte{}, meta[n]...), now...)); err != nil {
-				return rep, err
-			}
-			continue
-		}
-		if _, err := os.Lstat(dst); err == nil {
-			rep.NotRestored = append(rep.NotRestored, n+": git made its own on the new worktree")
-			continue
-		}
-		if pseudoRefName(n) && !slices.Contains(keptFiles, n) && !pseudoRefContent(meta[n]) {
-			rep.NotRestored = append(rep.NotRestored, n+": not a ref")
-			continue
-		}
-		if err := writeFileAtomic(dst, meta[n]); err != nil {
-			return rep, err
-		}
-		if n == "config.worktree" {
-			dropped, err := restrictWorktreeConfig(ctx, dir, dst)
-			if err != nil {
-				return rep, err
-			}
-			for _, key := range dropped {
-				rep.NotRestored = append(rep.NotRestored, "config.worktree: "+key+" (a restore writes back only user.name, user.email and the sparse-checkout settings; the salvage keeps the file: set it again by hand if you trust it)")
-			}
+		written, err := r.writeGitDirFile(n)
+		if err != nil {
+			return err
 		}
 		for _, ns := range perWorktreeRefs {
-			if strings.HasPrefix(n, ns) {
+			if written && strings.HasPrefix(n, ns) {
 				refs = append(refs, n)
 			}
 		}
 	}
-	rep.Restored = append(rep.Restored, refs...)
+	r.rep.Restored = append(r.rep.Restored, refs...)
 	for _, op := range operations {
 		if _, ok := meta[op.file]; ok || hasPrefixKey(meta, op.file+"/") {
-			rep.Restored = append(rep.Restored, "the state of the interrupted "+op.op)
+			r.rep.Restored = append(r.rep.Restored, "the state of the interrupted "+op.op)
 			break
 		}
 	}
 	if _, ok := meta["logs/HEAD"]; ok {
-		rep.Restored = append(rep.Restored, "HEAD's reflog")
+		r.rep.Restored = append(r.rep.Restored, "HEAD's reflog")
 	}
-	if list, ok := meta[convertedList]; ok {
-		n, failed, err := restoreConverted(ctx, dir, ceiling, l.Meta, commit+"^{tree}", list)
+	return nil
+}
+
+// writeGitDirFile writes the meta commit's file n into the worktree's git
+// directory, and reports whether it wrote it as it was kept (HEAD's
+// reflog, put before the entry git just wrote, is not counted so).
+func (r *restoreRun) writeGitDirFile(n string) (bool, error) {
+	dst := filepath.Join(r.gitDir, filepath.FromSlash(n))
+	if n == "logs/HEAD" {
+		// The old reflog, then the entry git just wrote.
+		now, err := os.ReadFile(dst)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return false, err
+		}
+		return false, writeFileAtomic(dst, append(append([]byte{}, r.meta[n]...), now...))
+	}
+	if _, err := os.Lstat(dst); err == nil {
+		r.rep.NotRestored = append(r.rep.NotRestored, n+": git made its own on the new worktree")
+		return false, nil
+	}
+	if pseudoRefName(n) && !slices.Contains(keptFiles, n) && !pseudoRefContent(r.meta[n]) {
+		r.rep.NotRestored = append(r.rep.NotRestored, n+": not a ref")
+		return false, nil
+	}
+	if err := writeFileAtomic(dst, r.meta[n]); err != nil {
+		return false, err
+	}
+	if n == "config.worktree" {
+		dropped, err := restrictWorktreeConfig(r.ctx, r.dir, dst)
 		if err != nil {
-			return rep, err
+			return false, err
 		}
-		if n > 0 {
-			rep.Restored = append(rep.Restored, fmt.Sprintf("the bytes of %d files as they were on disk, where git's end-of-line conversion or filters would change them", n))
+		for _, key := range dropped {
+			r.rep.NotRestored = append(r.rep.NotRestored, "config.worktree: "+key+" (a restore writes back only user.name, user.email and the sparse-checkout settings; the salvage keeps the file: set it again by hand if you trust it)")
 		}
-		rep.NotRestored = append(rep.NotRestored, failed...)
+	}
+	return true, nil
+}
+
+// writeKeptOutside writes back what the salvage keeps outside its tree:
+// the bytes of converted files (written over what the checkout wrote, see
+// converted.go), files in unpopulated submodules' folders, files whose
+// names git refuses, and last the permissions of private files, which may
+// be among them.
+func (r *restoreRun) writeKeptOutside() error {
+	ctx, dir, ceiling, meta, tree := r.ctx, r.dir, r.ceiling, r.meta, r.commit+"^{tree}"
+	if list, ok := meta[convertedList]; ok {
+		n, failed, err := restoreConverted(ctx, dir, ceiling, r.l.Meta, tree, list)
+		if err != nil {
+			return err
+		}
+		r.report(n, "the bytes of %d files as they were on disk, where git's end-of-line conversion or filters would change them", failed)
 	}
 	if _, ok := meta[unpopulatedPrefix]; ok {
-		n, failed, err := restoreUnpopulated(ctx, dir, ceiling, l.Meta, commit+"^{tree}")
+		n, failed, err := restoreUnpopulated(ctx, dir, ceiling, r.l.Meta, tree)
 		if err != nil {
-			return rep, err
+			return err
 		}
-		if n > 0 {
-			rep.Restored = append(rep.Restored, fmt.Sprintf("%d files in the folders of submodules that were not checked out", n))
-		}
-		rep.NotRestored = append(rep.NotRestored, failed...)
+		r.report(n, "%d files in the folders of submodules that were not checked out", failed)
 	}
 	if list, ok := meta[refusedList]; ok {
-		n, failed, err := restoreRefused(ctx, dir, ceiling, l.Meta, list)
+		n, failed, err := restoreRefused(ctx, dir, ceiling, r.l.Meta, list)
 		if err != nil {
-			return rep, err
+			return err
 		}
-		if n > 0 {
-			rep.Restored = append(rep.Restored, fmt.Sprintf("%d files whose names git refuses to track", n))
-		}
-		rep.NotRestored = append(rep.NotRestored, failed...)
+		r.report(n, "%d files whose names git refuses to track", failed)
 	}
-	// After the files kept outside the tree, which may be among them.
 	if data, ok := meta[privateModesFile]; ok {
 		n, failed := restorePrivate(dir, data)
-		if n > 0 {
-			rep.Restored = append(rep.Restored, fmt.Sprintf("the permissions of %d files others could not read", n))
-		}
-		rep.NotRestored = append(rep.NotRestored, failed...)
+		r.report(n, "the permissions of %d files others could not read", failed)
 	}
-	if haveIndex {
-		if err := writeFileAtomic(filepath.Join(gitDir, "index"), rawIndex); err != nil {
-			return rep, err
-		}
-		rep.Restored = append(rep.Restored, "index")
+	return nil
+}
+
+// report adds n things restored (format names them, with n) when there
+// are any, and what failed.
+func (r *restoreRun) report(n int, format string, failed []string) {
+	if n > 0 {
+		r.rep.Restored = append(r.rep.Restored, fmt.Sprintf(format, n))
 	}
-	return rep, nil
+	r.rep.NotRestored = append(r.rep.NotRestored, failed...)
 }
 
 // keptName reports whether n is one of the git-directory files a salvage
