@@ -145,46 +145,11 @@ func oneLine(s string) string { return strings.NewReplacer("\n", " ", "\r", " ")
 // are errors: restore never guesses.
 func ParseSalvageCommit(raw []byte) (SalvageLayout, error) {
 	var l SalvageLayout
-	hdr, msg, ok := bytes.Cut(raw, []byte("\n\n"))
-	if !ok {
-		if !bytes.HasSuffix(raw, []byte("\n")) {
-			return l, fmt.Errorf("salvage commit: no header end")
-		}
-		hdr = bytes.TrimSuffix(raw, []byte("\n"))
+	parents, msg, err := parseCommitHeader(raw)
+	if err != nil {
+		return l, err
 	}
-	var parents []string
-	sawTree := false
-	for i, line := range strings.Split(string(hdr), "\n") {
-		k, v, _ := strings.Cut(line, " ")
-		switch {
-		case i == 0 && k != "tree", i > 0 && k == "tree":
-			return l, fmt.Errorf("salvage commit: header line %d %q", i+1, line)
-		case k == "tree":
-			if !isObjectID(v) {
-				return l, fmt.Errorf("salvage commit: tree %q", v)
-			}
-			sawTree = true
-		case k == "parent":
-			if !isObjectID(v) {
-				return l, fmt.Errorf("salvage commit: parent %q", v)
-			}
-			parents = append(parents, v)
-		}
-	}
-	if !sawTree {
-		return l, fmt.Errorf("salvage commit: no tree")
-	}
-	trailers := map[string][]string{}
-	// The trailers are the last paragraph.
-	text := strings.TrimRight(string(msg), "\n")
-	if i := strings.LastIndex(text, "\n\n"); i >= 0 {
-		text = text[i+2:]
-	}
-	for _, line := range strings.Split(text, "\n") {
-		if k, v, ok := strings.Cut(line, ": "); ok && strings.HasPrefix(k, "Majlis-") {
-			trailers[k] = append(trailers[k], v)
-		}
-	}
+	trailers := salvageTrailers(msg)
 	switch b := trailers["Majlis-Binding"]; len(b) {
 	case 0:
 	case 1:
@@ -207,6 +172,66 @@ func ParseSalvageCommit(raw []byte) (SalvageLayout, error) {
 		return l, fmt.Errorf("salvage commit: unknown layout %q", ver)
 	}
 	l.Version = 2
+	if err := l.parseHeadAndBranch(trailers); err != nil {
+		return l, err
+	}
+	return l, l.parseParents(trailers["Majlis-Parent"], parents)
+}
+
+// parseCommitHeader checks a raw commit's header (a tree first, then
+// only object ids where ids belong) and returns its parents and its
+// message.
+func parseCommitHeader(raw []byte) (parents []string, msg []byte, err error) {
+	hdr, msg, ok := bytes.Cut(raw, []byte("\n\n"))
+	if !ok {
+		if !bytes.HasSuffix(raw, []byte("\n")) {
+			return nil, nil, fmt.Errorf("salvage commit: no header end")
+		}
+		hdr = bytes.TrimSuffix(raw, []byte("\n"))
+	}
+	sawTree := false
+	for i, line := range strings.Split(string(hdr), "\n") {
+		k, v, _ := strings.Cut(line, " ")
+		switch {
+		case i == 0 && k != "tree", i > 0 && k == "tree":
+			return nil, nil, fmt.Errorf("salvage commit: header line %d %q", i+1, line)
+		case k == "tree":
+			if !isObjectID(v) {
+				return nil, nil, fmt.Errorf("salvage commit: tree %q", v)
+			}
+			sawTree = true
+		case k == "parent":
+			if !isObjectID(v) {
+				return nil, nil, fmt.Errorf("salvage commit: parent %q", v)
+			}
+			parents = append(parents, v)
+		}
+	}
+	if !sawTree {
+		return nil, nil, fmt.Errorf("salvage commit: no tree")
+	}
+	return parents, msg, nil
+}
+
+// salvageTrailers returns the Majlis- trailers of a commit message (its
+// last paragraph), each key's values in order.
+func salvageTrailers(msg []byte) map[string][]string {
+	trailers := map[string][]string{}
+	text := strings.TrimRight(string(msg), "\n")
+	if i := strings.LastIndex(text, "\n\n"); i >= 0 {
+		text = text[i+2:]
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if k, v, ok := strings.Cut(line, ": "); ok && strings.HasPrefix(k, "Majlis-") {
+			trailers[k] = append(trailers[k], v)
+		}
+	}
+	return trailers
+}
+
+// parseHeadAndBranch reads a version 2 salvage's Majlis-Head and
+// Majlis-Branch trailers, exactly one of each.
+func (l *SalvageLayout) parseHeadAndBranch(trailers map[string][]string) error {
 	one := func(k string) (string, error) {
 		v := trailers[k]
 		if len(v) != 1 {
@@ -216,27 +241,33 @@ func ParseSalvageCommit(raw []byte) (SalvageLayout, error) {
 	}
 	head, err := one("Majlis-Head")
 	if err != nil {
-		return l, err
+		return err
 	}
 	if head != "unborn" {
 		if !isObjectID(head) {
-			return l, fmt.Errorf("salvage commit: Majlis-Head %q", head)
+			return fmt.Errorf("salvage commit: Majlis-Head %q", head)
 		}
 		l.Head = head
 	}
 	branch, err := one("Majlis-Branch")
 	if err != nil {
-		return l, err
+		return err
 	}
 	if branch != "detached" {
 		if !strings.HasPrefix(branch, "refs/") || CheckRefName(branch) != nil {
-			return l, fmt.Errorf("salvage commit: Majlis-Branch %q", branch)
+			return fmt.Errorf("salvage commit: Majlis-Branch %q", branch)
 		}
 		l.Branch = branch
 	}
-	ps := trailers["Majlis-Parent"]
+	return nil
+}
+
+// parseParents matches a version 2 salvage's Majlis-Parent trailers (ps)
+// with its parents, in order: HEAD (unless unborn), the index commit,
+// the stand-in, the meta commit if any, then the pins.
+func (l *SalvageLayout) parseParents(ps, parents []string) error {
 	if len(ps) != len(parents) {
-		return l, fmt.Errorf("salvage commit: %d Majlis-Parent trailers for %d parents", len(ps), len(parents))
+		return fmt.Errorf("salvage commit: %d Majlis-Parent trailers for %d parents", len(ps), len(parents))
 	}
 	want := []string{"index", "untracked"}
 	if l.Head != "" {
@@ -248,16 +279,16 @@ func ParseSalvageCommit(raw []byte) (SalvageLayout, error) {
 	for i, p := range ps {
 		id, role, _ := strings.Cut(p, " ")
 		if id != parents[i] {
-			return l, fmt.Errorf("salvage commit: Majlis-Parent %d names %q, parent %d is %s", i+1, id, i+1, parents[i])
+			return fmt.Errorf("salvage commit: Majlis-Parent %d names %q, parent %d is %s", i+1, id, i+1, parents[i])
 		}
 		if i < len(want) {
 			if role != want[i] {
-				return l, fmt.Errorf("salvage commit: parent %d is %q, want %q", i+1, role, want[i])
+				return fmt.Errorf("salvage commit: parent %d is %q, want %q", i+1, role, want[i])
 			}
 			switch role {
 			case "head":
 				if id != l.Head {
-					return l, fmt.Errorf("salvage commit: parent 1 %s is not Majlis-Head %s", id, l.Head)
+					return fmt.Errorf("salvage commit: parent 1 %s is not Majlis-Head %s", id, l.Head)
 				}
 			case "index":
 				l.Index = id
@@ -270,14 +301,14 @@ func ParseSalvageCommit(raw []byte) (SalvageLayout, error) {
 		}
 		src, ok := strings.CutPrefix(role, "pin ")
 		if !ok || src == "" {
-			return l, fmt.Errorf("salvage commit: parent %d is %q, want a pin", i+1, role)
+			return fmt.Errorf("salvage commit: parent %d is %q, want a pin", i+1, role)
 		}
 		l.Pins = append(l.Pins, Pin{Commit: id, Source: src})
 	}
 	if len(ps) < len(want) {
-		return l, fmt.Errorf("salvage commit: %d parents, want at least %d", len(ps), len(want))
+		return fmt.Errorf("salvage commit: %d parents, want at least %d", len(ps), len(want))
 	}
-	return l, nil
+	return nil
 }
 
 // CheckRefName reports why name is not a valid full ref name, or nil. It
