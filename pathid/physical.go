@@ -147,12 +147,7 @@ func (w *walker) identify(path string, fi fs.FileInfo) (dirID, error) {
 // walk resolves seg starting in dir, a physical directory ("/" for an
 // absolute path).
 func (w *walker) walk(dir string, seg segment) (resolution, error) {
-	dest := dir    // the physical path resolved so far
-	isDir := true  // whether dest is a directory
-	existing := "" // once a component is missing: the last existing prefix
-	// With w.track: the identities of "/" and of each component of dest
-	// (while it exists), root first, kept in step with dest.
-	var ids []dirID
+	st := &walkState{dest: dir, isDir: true, stack: []segment{seg}}
 	if w.track {
 		fi, err := w.lstat("/")
 		if err != nil {
@@ -162,18 +157,17 @@ func (w *walker) walk(dir string, seg segment) (resolution, error) {
 		if err != nil {
 			return resolution{}, err
 		}
-		ids = []dirID{d}
+		st.ids = []dirID{d}
 	}
-	stack := []segment{seg}
-	for len(stack) > 0 {
-		top := &stack[len(stack)-1]
+	for len(st.stack) > 0 {
+		top := &st.stack[len(st.stack)-1]
 		if top.rest == "" {
 			// A symlink's target is fully walked: that is where the
 			// symlink resolves to.
-			if err := w.checkLink(top.link, dest); err != nil {
+			if err := w.checkLink(top.link, st.dest); err != nil {
 				return resolution{}, err
 			}
-			stack = stack[:len(stack)-1]
+			st.stack = st.stack[:len(st.stack)-1]
 			continue
 		}
 		var c string
@@ -181,95 +175,110 @@ func (w *walker) walk(dir string, seg segment) (resolution, error) {
 		if c == "" {
 			continue // a repeated or trailing slash
 		}
-
-		if existing != "" {
-			// Past the closest existing ancestor nothing can be resolved,
-			// so only plain names may follow. No symlink is expanded here,
-			// so these components are all the caller's own.
-			switch c {
-			case ".":
-			case "..":
-				return resolution{}, w.fail(existing, "'..' follows "+dest+", which does not exist", ErrUnresolvable, nil)
-			default:
-				dest = join(dest, c)
-			}
-			continue
+		if err := w.component(st, c); err != nil {
+			return resolution{}, err
 		}
+	}
+	if st.existing == "" {
+		st.existing = st.dest
+	}
+	slices.Reverse(st.ids)
+	return resolution{path: st.dest, existing: st.existing, ids: st.ids}, nil
+}
 
-		if !isDir {
-			return resolution{}, w.fail("", "", nil, &fs.PathError{Op: "lstat", Path: join(dest, c), Err: syscall.ENOTDIR})
-		}
+// A walkState is where a walk stands.
+type walkState struct {
+	dest     string // the physical path resolved so far
+	isDir    bool   // whether dest is a directory
+	existing string // once a component is missing: the last existing prefix
+	// With w.track: the identities of "/" and of each component of dest
+	// (while it exists), root first, kept in step with dest.
+	ids []dirID
+	// The segments still to walk: the caller's path, then the target of
+	// each symlink met, innermost last.
+	stack []segment
+}
+
+// component walks one component c of the innermost segment.
+func (w *walker) component(st *walkState, c string) error {
+	if st.existing != "" {
+		// Past the closest existing ancestor nothing can be resolved, so
+		// only plain names may follow. No symlink is expanded here, so
+		// these components are all the caller's own.
 		switch c {
 		case ".":
-			continue
 		case "..":
-			// dest holds no symlinks, so its lexical parent is its
-			// physical parent.
-			dest = filepath.Dir(dest)
-			if len(ids) > 1 {
-				ids = ids[:len(ids)-1]
-			}
-			if err := w.checkFence(dest, stack); err != nil {
-				return resolution{}, err
-			}
-			continue
+			return w.fail(st.existing, "'..' follows "+st.dest+", which does not exist", ErrUnresolvable, nil)
+		default:
+			st.dest = join(st.dest, c)
 		}
-
-		next := join(dest, c)
-		fi, err := w.lstat(next)
-		if err != nil {
-			// Only ENOENT means absence; ENOTDIR, EACCES, ELOOP and the
-			// rest are real failures.
-			if !errors.Is(err, fs.ErrNotExist) {
-				return resolution{}, w.fail("", "", nil, err)
-			}
-			if top.link != "" && !w.ahead {
-				return resolution{}, w.fail(top.link, "symlink "+top.link+" needs "+next+", which does not exist", ErrDanglingSymlink, nil)
-			}
-			existing = dest
-			dest = next
-			continue
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			dest = next
-			isDir = fi.IsDir()
-			if w.track {
-				d, err := w.identify(next, fi)
-				if err != nil {
-					return resolution{}, err
-				}
-				ids = append(ids, d)
-			}
-			if err := w.checkFence(dest, stack); err != nil {
-				return resolution{}, err
-			}
-			continue
-		}
-
-		w.links++
-		if w.links > maxSymlinks {
-			return resolution{}, w.fail(next, fmt.Sprintf("reached %s after following %d symlinks", next, maxSymlinks), ErrSymlinkLoop, syscall.ELOOP)
-		}
-		target, err := w.readlink(next)
-		if err != nil {
-			return resolution{}, w.fail("", "", nil, err)
-		}
-		if target == "" {
-			return resolution{}, w.fail(next, "symlink "+next+" has an empty target", ErrDanglingSymlink, nil)
-		}
-		if filepath.IsAbs(target) {
-			dest = "/"
-			ids = ids[:min(len(ids), 1)]
-		}
-		// A relative target is walked from the directory holding the
-		// link, which is dest as it stands.
-		stack = append(stack, segment{rest: target, link: next})
+		return nil
 	}
-	if existing == "" {
-		existing = dest
+	if !st.isDir {
+		return w.fail("", "", nil, &fs.PathError{Op: "lstat", Path: join(st.dest, c), Err: syscall.ENOTDIR})
 	}
-	slices.Reverse(ids)
-	return resolution{path: dest, existing: existing, ids: ids}, nil
+	switch c {
+	case ".":
+		return nil
+	case "..":
+		// dest holds no symlinks, so its lexical parent is its physical
+		// parent.
+		st.dest = filepath.Dir(st.dest)
+		if len(st.ids) > 1 {
+			st.ids = st.ids[:len(st.ids)-1]
+		}
+		return w.checkFence(st.dest, st.stack)
+	}
+	next := join(st.dest, c)
+	fi, err := w.lstat(next)
+	if err != nil {
+		// Only ENOENT means absence; ENOTDIR, EACCES, ELOOP and the rest
+		// are real failures.
+		if !errors.Is(err, fs.ErrNotExist) {
+			return w.fail("", "", nil, err)
+		}
+		if link := st.stack[len(st.stack)-1].link; link != "" && !w.ahead {
+			return w.fail(link, "symlink "+link+" needs "+next+", which does not exist", ErrDanglingSymlink, nil)
+		}
+		st.existing = st.dest
+		st.dest = next
+		return nil
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return w.follow(st, next)
+	}
+	st.dest = next
+	st.isDir = fi.IsDir()
+	if w.track {
+		d, err := w.identify(next, fi)
+		if err != nil {
+			return err
+		}
+		st.ids = append(st.ids, d)
+	}
+	return w.checkFence(st.dest, st.stack)
+}
+
+// follow reads the symlink next and pushes its target, walked from the
+// directory holding the link (dest as it stands), or from "/".
+func (w *walker) follow(st *walkState, next string) error {
+	w.links++
+	if w.links > maxSymlinks {
+		return w.fail(next, fmt.Sprintf("reached %s after following %d symlinks", next, maxSymlinks), ErrSymlinkLoop, syscall.ELOOP)
+	}
+	target, err := w.readlink(next)
+	if err != nil {
+		return w.fail("", "", nil, err)
+	}
+	if target == "" {
+		return w.fail(next, "symlink "+next+" has an empty target", ErrDanglingSymlink, nil)
+	}
+	if filepath.IsAbs(target) {
+		st.dest = "/"
+		st.ids = st.ids[:min(len(st.ids), 1)]
+	}
+	st.stack = append(st.stack, segment{rest: target, link: next})
+	return nil
 }
 
 // checkFence enforces, during a confined walk, that the walk only passes
