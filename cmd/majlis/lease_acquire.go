@@ -80,27 +80,7 @@ for eval or an env file. No free port: exit 4, no_free_port.`,
 				writeEnv(g.Stdout, res.Ports, res.Token)
 				return nil
 			}
-			return g.emit(res, func(w io.Writer) {
-				notes := map[string]string{}
-				for _, id := range res.Reused {
-					notes[id] = "already held"
-				}
-				if res.Replayed {
-					fmt.Fprintf(w, "request %s was carried out before; its leases as recorded then (nothing new granted):\n", res.RequestID)
-				} else {
-					fmt.Fprintf(w, "granted %s to %s:\n", plural(len(res.Leases), "lease", "leases"), req.Holder)
-				}
-				renderLeases(w, res.Leases, false, notes)
-				for _, l := range portEnv(res.Ports) {
-					fmt.Fprintln(w, l)
-				}
-				if res.Token != "" {
-					fmt.Fprintf(w, "lease token (shown once; renew and release need it): %s\n", res.Token)
-				}
-				if held.created {
-					fmt.Fprintf(w, "lease token kept in %s (mode 0600): renew and release need it\n", humanPath(held.file))
-				}
-			})
+			return g.emit(res, func(w io.Writer) { renderAcquired(w, res, req.Holder, held) })
 		},
 	}
 	f := cmd.Flags()
@@ -113,4 +93,28 @@ for eval or an env file. No free port: exit 4, no_free_port.`,
 	f.BoolVar((*bool)(&env), "env", false, "print only MAJLIS_PORT=... lines (and a generated MAJLIS_LEASE_TOKEN) for eval or an env file")
 	f.StringVar(&req.RequestID, "request-id", "", "idempotency key: a retry returns the recorded result")
 	return cmd
+}
+
+// renderAcquired prints an acquire's result for people: the leases
+// granted (or replayed), the ports, and the token when it was made.
+func renderAcquired(w io.Writer, res *admission.AcquireResult, holder string, held heldToken) {
+	notes := map[string]string{}
+	for _, id := range res.Reused {
+		notes[id] = "already held"
+	}
+	if res.Replayed {
+		fmt.Fprintf(w, "request %s was carried out before; its leases as recorded then (nothing new granted):\n", res.RequestID)
+	} else {
+		fmt.Fprintf(w, "granted %s to %s:\n", plural(len(res.Leases), "lease", "leases"), holder)
+	}
+	renderLeases(w, res.Leases, false, notes)
+	for _, l := range portEnv(res.Ports) {
+		fmt.Fprintln(w, l)
+	}
+	if res.Token != "" {
+		fmt.Fprintf(w, "lease token (shown once; renew and release need it): %s\n", res.Token)
+	}
+	if held.created {
+		fmt.Fprintf(w, "lease token kept in %s (mode 0600): renew and release need it\n", humanPath(held.file))
+	}
 }
