@@ -212,62 +212,14 @@ func (p *Provider) BulkReclaim(ctx context.Context, o BulkOptions) (*BulkResult,
 	}
 	args := requestArgs{Op: "reclaim-" + o.Select, Binding: "-"}
 	planID := o.RequestID + "#plan"
-	var plan *bulkPlan
-	refused := map[string]error{}
-	if o.RequestID != "" {
-		if r, err := p.readRequest(o.RequestID); err == nil {
-			if err := p.checkRequest(o.RequestID, args); err != nil {
-				return nil, err
-			}
-			var res BulkResult
-			if err := json.Unmarshal(r.Result, &res); err != nil {
-				return nil, &Error{Op: "reclaim", Err: ErrMalformed, Reason: "recorded result: " + err.Error()}
-			}
-			for i := range res.Workspaces {
-				if m := res.Workspaces[i].Message; m != "" {
-					res.Workspaces[i].Err = &Error{Op: "reclaim", Binding: res.Workspaces[i].Binding, Err: ErrRecorded, Reason: m}
-				}
-			}
-			return &res, nil
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return nil, err
-		}
-		if r, err := p.readRequest(planID); err == nil {
-			if err := p.checkRequest(planID, args); err != nil {
-				return nil, err
-			}
-			plan = &bulkPlan{}
-			if err := json.Unmarshal(r.Result, plan); err != nil || plan.Digest != o.Confirm {
-				return nil, &Error{Op: "reclaim", Err: ErrRequestConflict,
-					Reason: fmt.Sprintf("request id %q was used for another bulk reclaim", o.RequestID), Hint: "use a new request id"}
-			}
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return nil, err
-		}
+	done, plan, err := p.recordedBulk(o, args, planID)
+	if err != nil || done != nil {
+		return done, err
 	}
+	refused := map[string]error{}
 	if plan == nil {
-		bp, err := p.PreviewBulkReclaim(ctx, o.Select)
-		if err != nil {
+		if plan, err = p.planBulk(ctx, o, args, planID, refused); err != nil {
 			return nil, err
-		}
-		if bp.Digest != o.Confirm {
-			return nil, &Error{Op: "reclaim", Err: ErrPreviewStale,
-				Reason: fmt.Sprintf("the set of %s workspaces, or one of their previews, changed since the preview %s; it is now %s (%s)",
-					o.Select, shortDigest(o.Confirm), bp.Digest, bp.describe()),
-				Hint:    "preview the set again and confirm the new digest",
-				Details: map[string]any{"confirmed": o.Confirm, "digest": bp.Digest, "select": o.Select}}
-		}
-		plan = bp.plan()
-		plan.Digest = bp.Digest
-		for _, it := range bp.Workspaces {
-			if it.Refused != nil {
-				refused[it.Binding] = it.Refused
-			}
-		}
-		if o.RequestID != "" {
-			if err := p.recordRequest(planID, args, plan); err != nil {
-				return nil, err
-			}
 		}
 	}
 	res := &BulkResult{Select: o.Select, Digest: plan.Digest, RequestID: o.RequestID, Workspaces: []BulkReclaimItem{}}
@@ -310,6 +262,75 @@ func (p *Provider) BulkReclaim(ctx context.Context, o BulkOptions) (*BulkResult,
 		}
 	}
 	return res, nil
+}
+
+// recordedBulk reads what a request id recorded: the result of a bulk
+// reclaim that ended (done), or the plan of one that was interrupted.
+func (p *Provider) recordedBulk(o BulkOptions, args requestArgs, planID string) (done *BulkResult, plan *bulkPlan, err error) {
+	if o.RequestID == "" {
+		return nil, nil, nil
+	}
+	if r, err := p.readRequest(o.RequestID); err == nil {
+		if err := p.checkRequest(o.RequestID, args); err != nil {
+			return nil, nil, err
+		}
+		var res BulkResult
+		if err := json.Unmarshal(r.Result, &res); err != nil {
+			return nil, nil, &Error{Op: "reclaim", Err: ErrMalformed, Reason: "recorded result: " + err.Error()}
+		}
+		for i := range res.Workspaces {
+			if m := res.Workspaces[i].Message; m != "" {
+				res.Workspaces[i].Err = &Error{Op: "reclaim", Binding: res.Workspaces[i].Binding, Err: ErrRecorded, Reason: m}
+			}
+		}
+		return &res, nil, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, nil, err
+	}
+	if r, err := p.readRequest(planID); err == nil {
+		if err := p.checkRequest(planID, args); err != nil {
+			return nil, nil, err
+		}
+		plan = &bulkPlan{}
+		if err := json.Unmarshal(r.Result, plan); err != nil || plan.Digest != o.Confirm {
+			return nil, nil, &Error{Op: "reclaim", Err: ErrRequestConflict,
+				Reason: fmt.Sprintf("request id %q was used for another bulk reclaim", o.RequestID), Hint: "use a new request id"}
+		}
+		return nil, plan, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, nil, err
+	}
+	return nil, nil, nil
+}
+
+// planBulk previews the set again, refuses it if its digest is not the
+// one confirmed, notes the workspaces the preview refused (refused), and
+// records the plan under the request id.
+func (p *Provider) planBulk(ctx context.Context, o BulkOptions, args requestArgs, planID string, refused map[string]error) (*bulkPlan, error) {
+	bp, err := p.PreviewBulkReclaim(ctx, o.Select)
+	if err != nil {
+		return nil, err
+	}
+	if bp.Digest != o.Confirm {
+		return nil, &Error{Op: "reclaim", Err: ErrPreviewStale,
+			Reason: fmt.Sprintf("the set of %s workspaces, or one of their previews, changed since the preview %s; it is now %s (%s)",
+				o.Select, shortDigest(o.Confirm), bp.Digest, bp.describe()),
+			Hint:    "preview the set again and confirm the new digest",
+			Details: map[string]any{"confirmed": o.Confirm, "digest": bp.Digest, "select": o.Select}}
+	}
+	plan := bp.plan()
+	plan.Digest = bp.Digest
+	for _, it := range bp.Workspaces {
+		if it.Refused != nil {
+			refused[it.Binding] = it.Refused
+		}
+	}
+	if o.RequestID != "" {
+		if err := p.recordRequest(planID, args, plan); err != nil {
+			return nil, err
+		}
+	}
+	return plan, nil
 }
 
 // describe names the workspaces of the preview, for a stale refusal.
