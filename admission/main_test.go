@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,12 +22,12 @@ import (
 const childEnv = "MAJLIS_ADMISSION_TEST_CHILD"
 
 func TestMain(m *testing.M) {
-	if mode := os.Getenv(childEnv); mode != "" {
+	fixtures.RunHelper(childEnv, func(mode string) int {
 		if m, ok := isRacer(mode); ok {
-			os.Exit(runRacer(m))
+			return runRacer(m)
 		}
-		os.Exit(runChild(mode))
-	}
+		return runChild(mode)
+	})
 	fixtures.Main(m)
 }
 
@@ -102,76 +101,28 @@ func runChild(mode string) int {
 	return 2
 }
 
-type child struct {
-	cmd   *exec.Cmd
-	out   strings.Builder
-	stdin interface{ Close() error }
-}
-
 // startChild re-runs the test binary in helper mode; Cleanup kills it.
-func startChild(t *testing.T, mode string, env ...string) *child {
+func startChild(t *testing.T, mode string, env ...string) *fixtures.Helper {
 	t.Helper()
-	c := &child{cmd: exec.Command(os.Args[0], "-test.run=^$")}
-	c.cmd.Env = append(append(os.Environ(), childEnv+"="+mode), env...)
-	c.cmd.Stdout = &c.out
-	c.cmd.Stderr = os.Stderr
-	in, err := c.cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.stdin = in
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.cmd.Process.Kill(); c.cmd.Wait() })
-	return c
+	return fixtures.StartHelper(t, childEnv, mode, fixtures.HelperOptions{Env: env})
 }
 
 // startSleeper starts a helper process that runs until killed, and waits
-// until it runs.
-func startSleeper(t *testing.T) *child {
+// until it runs. Its Kill reaps it: afterwards its pid is free, and its
+// owner identity proven dead.
+func startSleeper(t *testing.T) *fixtures.Helper {
 	t.Helper()
-	c := &child{cmd: exec.Command(os.Args[0], "-test.run=^$")}
-	c.cmd.Env = append(os.Environ(), childEnv+"=sleep")
-	in, err := c.cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := c.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.stdin = in
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.cmd.Process.Kill(); c.cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || line != "ready\n" {
-		t.Fatalf("sleeper said %q: %v", line, err)
-	}
+	c := fixtures.StartHelper(t, childEnv, "sleep", fixtures.HelperOptions{Lines: true})
+	c.Expect("ready")
 	return c
 }
 
-// kill kills the child with SIGKILL and reaps it: afterwards its pid is
-// free, and its owner identity proven dead.
-func (c *child) kill(t *testing.T) {
-	t.Helper()
-	_ = c.cmd.Process.Kill()
-	_ = c.cmd.Wait()
-}
-
-// result waits for an acquiring helper and decodes what it printed.
-func (c *child) result(t *testing.T) (childResult, *os.ProcessState) {
-	t.Helper()
-	_ = c.cmd.Wait()
+// result waits for an acquiring helper and decodes what it printed (a
+// helper killed at a failpoint prints nothing).
+func result(c *fixtures.Helper) (childResult, *os.ProcessState) {
 	var r childResult
-	if s := strings.TrimSpace(c.out.String()); s != "" {
-		if err := json.Unmarshal([]byte(s), &r); err != nil {
-			t.Fatalf("child printed %q: %v", s, err)
-		}
-	}
-	return r, c.cmd.ProcessState
+	st := c.Result(&r, true)
+	return r, st
 }
 
 // A clock is a fake time source for tests.

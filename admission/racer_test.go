@@ -5,12 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/majlis-dev/majlis/fixtures"
 )
 
 // A racer is a helper process that takes part in cross-process races:
@@ -20,11 +20,7 @@ import (
 // jobs, so that the racers meet at the contested step, not at their
 // process starts; further rounds reuse the same processes, whose start is
 // not what the tests race.
-type racer struct {
-	cmd   *exec.Cmd
-	in    io.WriteCloser
-	lines chan string
-}
+type racer = fixtures.Helper
 
 // A racerJob is one line a racer reads: open the repository ledger at
 // Ledger (mode open), or acquire Resources for Holder in Checkout (mode
@@ -40,40 +36,16 @@ type racerJob struct {
 // state dir, host ledger and clock of e) and waits until all are ready.
 func startRacers(t *testing.T, n int, mode string, e *env) []*racer {
 	t.Helper()
-	env := []string{childEnv + "=racer-" + mode}
+	var env []string
 	if e != nil {
 		env = append(env, "MAJLIS_STATE="+e.state, "MAJLIS_HOST="+e.host, "MAJLIS_NOW="+e.clock.Now().Format(time.RFC3339Nano))
 	}
 	rs := make([]*racer, n)
 	for i := range rs {
-		r := &racer{cmd: exec.Command(os.Args[0], "-test.run=^$"), lines: make(chan string, 16)}
-		r.cmd.Env = append(os.Environ(), env...)
-		r.cmd.Stderr = os.Stderr
-		var err error
-		if r.in, err = r.cmd.StdinPipe(); err != nil {
-			t.Fatal(err)
-		}
-		out, err := r.cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { r.in.Close(); r.cmd.Process.Kill(); r.cmd.Wait() })
-		go func() {
-			defer close(r.lines)
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				r.lines <- sc.Text()
-			}
-		}()
-		rs[i] = r
+		rs[i] = fixtures.StartHelper(t, childEnv, "racer-"+mode, fixtures.HelperOptions{Env: env, Lines: true})
 	}
-	for i, r := range rs {
-		if line, ok := <-r.lines; !ok || line != "ready" {
-			t.Fatalf("racer %d said %q instead of ready", i, line)
-		}
+	for _, r := range rs {
+		r.Expect("ready")
 	}
 	return rs
 }
@@ -88,22 +60,14 @@ func race(t *testing.T, rs []*racer, job func(i int) racerJob) []childResult {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lines[i] = append(b, '\n')
+		lines[i] = b
 	}
 	for i, r := range rs { // all jobs written before any result is read
-		if _, err := r.in.Write(lines[i]); err != nil {
-			t.Fatalf("racer %d: %v", i, err)
-		}
+		r.Send(string(lines[i]))
 	}
 	results := make([]childResult, len(rs))
 	for i, r := range rs {
-		line, ok := <-r.lines
-		if !ok {
-			t.Fatalf("racer %d ended without a result", i)
-		}
-		if err := json.Unmarshal([]byte(line), &results[i]); err != nil {
-			t.Fatalf("racer %d printed %q: %v", i, line, err)
-		}
+		r.Recv(&results[i])
 	}
 	return results
 }

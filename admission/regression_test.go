@@ -294,7 +294,7 @@ func TestPendingAdmitterPIDReused(t *testing.T) {
 	if err := json.Unmarshal([]byte(adm), &o); err != nil {
 		t.Fatal(err)
 	}
-	o.PID = sleeper.cmd.Process.Pid // the dead admitter's pid, reused
+	o.PID = sleeper.Pid() // the dead admitter's pid, reused
 	b, _ := json.Marshal(o)
 	if _, err := hl.db.Exec(`UPDATE leases SET admitter_json = ?`, string(b)); err != nil {
 		t.Fatal(err)

@@ -129,7 +129,7 @@ func TestLeaseOwnerProcess(t *testing.T) {
 
 	owner := startSleeper(t)
 	res, err := e.s.Acquire(ctx, AcquireRequest{Holder: "agent", Checkout: e.main.Dir, Resources: []string{"file:a", "host:port:3000"},
-		OwnerPID: owner.cmd.Process.Pid})
+		OwnerPID: owner.Pid()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestLeaseOwnerProcess(t *testing.T) {
 	_, err = e.acquire("other", "", "file:a")
 	wantErr(t, err, ErrHeld)
 
-	owner.kill(t)
+	owner.Kill()
 	_, err = e.s.Acquire(ctx, AcquireRequest{Token: tokenOf("other"), Holder: "other", Checkout: e.main.Dir, Resources: []string{"file:a", "host:port:3000"}})
 	ae := wantErr(t, err, ErrRecoverable)
 	if !strings.Contains(ae.Reason, "recoverable") || !strings.Contains(ae.Hint, "release it") || ae.Details["holder"] != "agent" || ae.Details["lease"] == nil {
@@ -254,7 +254,7 @@ func TestLeaseOwnerDescendantReleases(t *testing.T) {
 		ok     bool
 	}{
 		{"mine", os.Getpid(), true},
-		{"theirs", sleeper.cmd.Process.Pid, false},
+		{"theirs", sleeper.Pid(), false},
 	} {
 		if _, err := e.s.Acquire(ctx, AcquireRequest{Holder: tc.holder, Checkout: e.main.Dir, Resources: []string{"file:" + tc.holder},
 			OwnerPID: tc.owner}); err != nil {
@@ -262,7 +262,7 @@ func TestLeaseOwnerDescendantReleases(t *testing.T) {
 		}
 		c := startChild(t, "acquire", "MAJLIS_STATE="+e.state, "MAJLIS_HOST="+e.host, "MAJLIS_HOLDER="+tc.holder, "MAJLIS_RELEASE=1",
 			"MAJLIS_NOW="+e.clock.Now().Format(time.RFC3339Nano))
-		r, _ := c.result(t)
+		r, _ := result(c)
 		if r.OK != tc.ok || (!tc.ok && r.Code != "token_required") {
 			t.Errorf("%s: release by a child process without the token: %+v, want ok %v (else token_required)", tc.holder, r, tc.ok)
 		}
@@ -339,10 +339,10 @@ func TestOneTokenPerTask(t *testing.T) {
 	// holder, is accepted.
 	owner := startSleeper(t)
 	if _, err := e.s.Acquire(ctx, AcquireRequest{Token: tokenOf("agent"), Holder: "agent", Checkout: e.main.Dir,
-		Resources: []string{"file:a"}, OwnerPID: owner.cmd.Process.Pid}); err != nil {
+		Resources: []string{"file:a"}, OwnerPID: owner.Pid()}); err != nil {
 		t.Fatal(err)
 	}
-	owner.kill(t)
+	owner.Kill()
 	if _, err := e.s.Acquire(ctx, AcquireRequest{Holder: "agent", Checkout: e.main.Dir, Resources: []string{"file:b"}}); err != nil {
 		t.Fatalf("a new token for a holder whose only leases' owner is dead: %v", err)
 	}

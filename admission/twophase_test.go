@@ -125,7 +125,7 @@ func crashAcquire(t *testing.T, e *env, at, holder, request string, resources ..
 	c := startChild(t, "acquire", "MAJLIS_STATE="+e.state, "MAJLIS_HOST="+e.host, "MAJLIS_CHECKOUT="+e.main.Dir,
 		"MAJLIS_HOLDER="+holder, "MAJLIS_RESOURCES="+strings.Join(resources, ","), "MAJLIS_CRASH_AT="+at,
 		"MAJLIS_REQUEST="+request, "MAJLIS_NOW="+e.clock.Now().Format(time.RFC3339Nano))
-	r, st := c.result(t)
+	r, st := result(c)
 	if st.Exited() {
 		t.Fatalf("the child did not crash at %s: %+v (exit %d)", at, r, st.ExitCode())
 	}
