@@ -56,7 +56,8 @@
 //     DeleteRef store and retire it with explicit expected values.
 //   - CheckIgnore: the ignore check a reclaim needs. No function here
 //     resets or cleans a worktree: a reclaim moves the whole folder to
-//     the trash after its salvage, and DeleteTree deletes it when due.
+//     the trash after its salvage, and durable.DeleteTree deletes it when
+//     due.
 //   - Reader: read-only lookups (ResolveCommit, Refs, IsAncestor) with
 //     go-git, falling back to the CLI where go-git cannot open the
 //     repository or might answer differently from git.

@@ -10,119 +10,12 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/majlis-dev/majlis/internal/failpoint"
-	"github.com/majlis-dev/majlis/wire"
-	"golang.org/x/sys/unix"
+	"github.com/majlis-dev/majlis/internal/durable"
 )
 
-// The functions in this file move a worktree's directory out of the way
-// and delete it afterwards. They work on directories by file descriptor
-// and never follow a symbolic link below the directory given, so that a
-// link planted inside cannot send a deletion elsewhere. Like the
-// destructive functions, they do no safety checks of their own beyond the
-// directory identity their callers pass: callers verify first.
-
-// gitops/delete-partial: DeleteTree has deleted about half of the
-// top level of a tree (tests kill it there to leave a half-deleted tree).
-var fpDeletePartial = failpoint.New("gitops/delete-partial")
-
-// A DirIdentity is the device and inode of a directory, as recorded when
-// it was created.
-type DirIdentity struct{ Dev, Ino uint64 }
-
-// ErrNotSameDir means the directory at a path is not the one expected.
-var ErrNotSameDir = wire.Sentinel("git_failed", "gitops: not the expected directory")
-
-// DeleteTree deletes the directory dir and everything in it, provided dir
-// is, at the moment it is opened, a directory (not a symbolic link) with
-// identity id; otherwise it deletes nothing and returns an error wrapping
-// ErrNotSameDir. A dir that does not exist is not an error: a deletion
-// interrupted after its last step is finished.
-//
-// Below dir, nothing is followed: every directory is opened relative to
-// its parent's descriptor with O_NOFOLLOW. Directories without write or
-// search permission are given it (to their owner) first, as they must be
-// to be emptied. If dir's top level holds a .git entry it is deleted last
-// but one (before dir itself): an interrupted deletion leaves a directory
-// that still says which worktree it was.
-func DeleteTree(dir string, id DirIdentity) error {
-	parent, base := filepath.Split(filepath.Clean(dir))
-	pfd, err := unix.Open(parent, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return &os.PathError{Op: "open", Path: parent, Err: err}
-	}
-	defer unix.Close(pfd)
-	var st unix.Stat_t
-	if err := unix.Fstatat(pfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return nil
-		}
-		return &os.PathError{Op: "lstat", Path: dir, Err: err}
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR || uint64(st.Dev) != id.Dev || st.Ino != id.Ino {
-		return fmt.Errorf("%w: %s is %d:%d (mode %o), want the directory %d:%d", ErrNotSameDir, dir, st.Dev, st.Ino, st.Mode, id.Dev, id.Ino)
-	}
-	fd, err := openDirAt(pfd, base)
-	if err != nil {
-		return &os.PathError{Op: "open", Path: dir, Err: err}
-	}
-	if err := unix.Fstat(fd, &st); err != nil || uint64(st.Dev) != id.Dev || st.Ino != id.Ino {
-		unix.Close(fd)
-		if err != nil {
-			return &os.PathError{Op: "fstat", Path: dir, Err: err}
-		}
-		return fmt.Errorf("%w: %s changed while it was opened", ErrNotSameDir, dir)
-	}
-	err = emptyAndRemove(pfd, fd, base, dir, true)
-	unix.Close(fd)
-	if err != nil {
-		return err
-	}
-	if err := unix.Fsync(pfd); err != nil {
-		return &os.PathError{Op: "fsync", Path: parent, Err: err}
-	}
-	return nil
-}
-
-// openDirAt opens the directory name in dirfd without following a
-// symbolic link, giving it search and read permission first if it lacks
-// them.
-func openDirAt(dirfd int, name string) (int, error) {
-	flags := unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_RDONLY | unix.O_CLOEXEC
-	fd, err := unix.Openat(dirfd, name, flags, 0)
-	if errors.Is(err, unix.EACCES) {
-		// fchmodat cannot refuse to follow a link on Linux; O_NOFOLLOW on
-		// the open that follows still refuses one.
-		if cerr := unix.Fchmodat(dirfd, name, 0o700, 0); cerr == nil {
-			fd, err = unix.Openat(dirfd, name, flags, 0)
-		}
-	}
-	return fd, err
-}
-
-// removeAt unlinks name in dirfd (rmdir with dir); on a permission error
-// it gives dirfd's directory write permission and tries once more.
-func removeAt(dirfd int, name string, dir bool) error {
-	flags := 0
-	if dir {
-		flags = unix.AT_REMOVEDIR
-	}
-	err := unix.Unlinkat(dirfd, name, flags)
-	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
-		if cerr := unix.Fchmod(dirfd, 0o700); cerr == nil {
-			err = unix.Unlinkat(dirfd, name, flags)
-		}
-	}
-	return err
-}
-
-// dirEntry is a DirEntry for a name known to be a directory.
-type dirEntry string
-
-func (d dirEntry) Name() string               { return string(d) }
-func (d dirEntry) IsDir() bool                { return true }
-func (d dirEntry) Type() fs.FileMode          { return fs.ModeDir }
-func (d dirEntry) Info() (fs.FileInfo, error) { return nil, errors.ErrUnsupported }
+// The functions in this file read and repair what a worktree moved to
+// the trash keeps of git's; moving and deleting folders, which runs no
+// git, is durable's (durable.MoveDir, durable.DeleteTree).
 
 // TreeOf returns the id of the tree of the commit rev names, in the
 // repository containing dir.
@@ -151,7 +44,7 @@ func TreeOf(ctx context.Context, dir, rev string) (string, error) {
 // it. The caller has verified that adminDir is the entry to drop.
 func DropWorktreeEntry(adminDir, aside string) error {
 	if _, err := os.Lstat(adminDir); err == nil {
-		if err := MoveDir(adminDir, aside); err != nil {
+		if err := durable.MoveDir(adminDir, aside); err != nil {
 			return err
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
@@ -166,9 +59,9 @@ func DropWorktreeEntry(adminDir, aside string) error {
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok || !fi.IsDir() {
-		return fmt.Errorf("%w: %s is not a directory", ErrNotSameDir, aside)
+		return fmt.Errorf("%w: %s is not a directory", durable.ErrNotSameDir, aside)
 	}
-	return DeleteTree(aside, DirIdentity{Dev: uint64(st.Dev), Ino: st.Ino})
+	return durable.DeleteTree(aside, durable.DirIdentity{Dev: uint64(st.Dev), Ino: st.Ino})
 }
 
 // RelinkSubmodules re-attaches the checked-out submodules of the worktree

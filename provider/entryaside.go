@@ -29,6 +29,7 @@ import (
 	"strings"
 
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/internal/durable"
 	"github.com/majlis-dev/majlis/internal/failpoint"
 	"github.com/majlis-dev/majlis/pathid"
 )
@@ -246,7 +247,7 @@ func (p *Provider) forgetEntry(ctx context.Context, rec *claimRecord, entryDir s
 	if err := os.MkdirAll(filepath.Dir(aside), 0o700); err != nil {
 		return err
 	}
-	if err := gitops.MoveDir(entryDir, aside); err != nil {
+	if err := durable.MoveDir(entryDir, aside); err != nil {
 		return &Error{Op: "reclaim", Binding: c.Binding, Path: entryDir, Peer: aside, Err: ErrTrash,
 			Reason: "moving git's entry of the workspace into majlis's trash: " + err.Error(),
 			Hint:   "nothing was deleted, and the entry is salvaged; retry the reclaim with the same request id"}
@@ -292,7 +293,7 @@ func (p *Provider) keepOrDropEntry(rec *claimRecord, o ReclaimOptions, reclaimed
 	if err != nil {
 		return err
 	}
-	if err := gitops.DeleteTree(aside, gitops.DirIdentity{Dev: id.Dev, Ino: id.Ino}); err != nil {
+	if err := durable.DeleteTree(aside, durable.DirIdentity{Dev: id.Dev, Ino: id.Ino}); err != nil {
 		return &Error{Op: "reclaim", Binding: c.Binding, Path: aside, Err: ErrTrash, Reason: "deleting git's entry of the workspace, salvaged: " + err.Error(),
 			Hint: "a retry of the reclaim with the same request id finishes the deletion", Details: map[string]any{"resumable": true}}
 	}

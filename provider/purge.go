@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/internal/durable"
 	"github.com/majlis-dev/majlis/internal/failpoint"
 	"github.com/majlis-dev/majlis/pathid"
 )
@@ -448,15 +449,15 @@ func (p *Provider) deleteKeptEntry(r *claimRecord, dir string) error {
 	if err != nil {
 		return err
 	}
-	want := gitops.DirIdentity{Dev: id.Dev, Ino: id.Ino}
+	want := durable.DirIdentity{Dev: id.Dev, Ino: id.Ino}
 	if pg := r.Events[EventPurging]; pg != nil && pg.Ino != 0 {
-		want = gitops.DirIdentity{Dev: pg.Dev, Ino: pg.Ino} // recorded whole, before any deletion
+		want = durable.DirIdentity{Dev: pg.Dev, Ino: pg.Ino} // recorded whole, before any deletion
 	} else if !ownEntry(r, dir) {
 		return &Error{Op: "purge", Binding: c.Binding, Path: dir, Err: ErrIdentity,
 			Reason: "the entry in majlis's trash is not the workspace's", Hint: "majlis will not delete it; inspect it"}
 	}
-	if err := gitops.DeleteTree(dir, want); err != nil {
-		if errors.Is(err, gitops.ErrNotSameDir) {
+	if err := durable.DeleteTree(dir, want); err != nil {
+		if errors.Is(err, durable.ErrNotSameDir) {
 			return &Error{Op: "purge", Binding: c.Binding, Path: dir, Err: ErrIdentity,
 				Reason: "another directory than the entry the purge began with is there: " + err.Error(), Hint: "majlis will not delete it; inspect it"}
 		}
@@ -541,12 +542,12 @@ func (p *Provider) purgeSalvage(ctx context.Context, r *claimRecord) (string, er
 // by file descriptor and only if it is the directory allocated.
 func (p *Provider) deleteTrashFolder(r *claimRecord, mv *Event) error {
 	c := r.Claim
-	if err := gitops.DeleteTree(mv.TrashPath, createdIdentity(r)); err != nil {
-		if errors.Is(err, gitops.ErrNotSameDir) {
+	if err := durable.DeleteTree(mv.TrashPath, createdIdentity(r)); err != nil {
+		if errors.Is(err, durable.ErrNotSameDir) {
 			return driftError(r, mv, err.Error())
 		}
 		code := ErrTrash
-		if errors.Is(err, gitops.ErrCrossDevice) {
+		if errors.Is(err, durable.ErrCrossDevice) {
 			code = ErrCrossDevice
 		}
 		return &Error{Op: "purge", Binding: c.Binding, Path: mv.TrashPath, Err: code, Reason: "deleting the trash folder: " + err.Error(),

@@ -259,7 +259,7 @@ func (p *Provider) restoreTrashHeld(ctx context.Context, prev *claimRecord, head
 	if err := durable.Replace(mv.AdminEntry, "locked", []byte(lockReason(rec))); err != nil {
 		return nil, undo(err)
 	}
-	if err := gitops.MoveDir(trash, c.Path); err != nil {
+	if err := durable.MoveDir(trash, c.Path); err != nil {
 		err = fmt.Errorf("moving %s back to %s: %w", trash, c.Path, err)
 		_ = durable.Replace(mv.AdminEntry, "majlis-claim", []byte(prev.Digest+"\n"))
 		_ = durable.Replace(mv.AdminEntry, "locked", []byte(lockReason(prev)))

@@ -82,9 +82,9 @@ func (p *Provider) adminAside(c *Claim) string {
 	return filepath.Join(p.stateDir, "trash", fmt.Sprintf("%s.%06d.admin", c.Binding, c.Seq))
 }
 
-func createdIdentity(rec *claimRecord) gitops.DirIdentity {
+func createdIdentity(rec *claimRecord) durable.DirIdentity {
 	ev := rec.Events[EventCreated]
-	return gitops.DirIdentity{Dev: ev.Dev, Ino: ev.Ino}
+	return durable.DirIdentity{Dev: ev.Dev, Ino: ev.Ino}
 }
 
 // moveAside records the move, re-checks everything, renames the workspace
@@ -113,8 +113,8 @@ func (p *Provider) moveAside(ctx context.Context, rec *claimRecord, entry *admin
 	if err := p.inject(ctx, fpReclaimBeforeMove); err != nil {
 		return nil, err
 	}
-	if err := gitops.MoveDir(c.Path, ev.TrashPath); err != nil {
-		if errors.Is(err, gitops.ErrCrossDevice) {
+	if err := durable.MoveDir(c.Path, ev.TrashPath); err != nil {
+		if errors.Is(err, durable.ErrCrossDevice) {
 			return nil, &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Peer: ev.TrashPath, Err: ErrCrossDevice,
 				Reason: "renaming it into its trash folder would cross file systems (a bind mount?), and majlis never copies a workspace across",
 				Hint:   "nothing was changed; unmount it, or remove it by hand", Details: map[string]any{"trash_path": ev.TrashPath}}
@@ -372,7 +372,7 @@ func (p *Provider) undoMove(rec *claimRecord, ev *Event, undoable, repointed boo
 	if !undoable {
 		return driftError(rec, ev, cause.Error())
 	}
-	if err := gitops.MoveDir(ev.TrashPath, c.Path); err != nil {
+	if err := durable.MoveDir(ev.TrashPath, c.Path); err != nil {
 		return driftError(rec, ev, cause.Error()+"; it stays in the trash folder, since it could not be moved back: "+err.Error())
 	}
 	// git's entry follows it back (it was re-pointed only after the
@@ -469,11 +469,11 @@ func (p *Provider) resalvage(ctx context.Context, rec *claimRecord, trash string
 // git's admin entry, once it is verified to be the workspace's own.
 func (p *Provider) deleteTrash(rec *claimRecord, ev *Event) error {
 	c := rec.Claim
-	if err := gitops.DeleteTree(ev.TrashPath, createdIdentity(rec)); err != nil {
-		if errors.Is(err, gitops.ErrNotSameDir) {
+	if err := durable.DeleteTree(ev.TrashPath, createdIdentity(rec)); err != nil {
+		if errors.Is(err, durable.ErrNotSameDir) {
 			return driftError(rec, ev, err.Error())
 		}
-		if errors.Is(err, gitops.ErrCrossDevice) {
+		if errors.Is(err, durable.ErrCrossDevice) {
 			return &Error{Op: "reclaim", Binding: c.Binding, Path: ev.TrashPath, Err: ErrCrossDevice,
 				Reason: "deleting the trash folder stopped at a file system mounted inside it: " + err.Error(),
 				Hint:   "unmount it (what is mounted there was not touched), then retry the reclaim with the same request id", Details: map[string]any{"resumable": true}}
@@ -540,7 +540,7 @@ func (p *Provider) movedPreview(rec *claimRecord) (pv *Preview, ok bool) {
 // workspace is never copied across file systems.
 func checkMovable(rec *claimRecord) error {
 	c := rec.Claim
-	mp, err := gitops.MountPoint(c.Path)
+	mp, err := durable.MountPoint(c.Path)
 	if err != nil {
 		return &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrIdentity, Reason: err.Error()}
 	}

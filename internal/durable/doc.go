@@ -14,6 +14,15 @@
 //
 // SyncDir and MkdirAll make folder entries themselves durable.
 //
+// # Moving and deleting folders
+//
+// MoveDir moves a folder with one rename that never replaces anything and
+// never crosses file systems (MountPoint tells a mount root ahead), and
+// makes the move durable. DeleteTree deletes a folder by its identity,
+// through descriptors, never following a link below it and stopping at a
+// mount inside it. Neither runs git: a worktree's trash is moved and
+// deleted here, and gitops only reads and repairs what git keeps of it.
+//
 // # Sealed records
 //
 // Seal and Unseal are the layout of every majlis record on disk (lease

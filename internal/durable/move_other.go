@@ -1,6 +1,6 @@
 //go:build !linux
 
-package gitops
+package durable
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package gitops
+package durable
 
 import (
 	"errors"
@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/majlis-dev/majlis/internal/durable"
 	"github.com/majlis-dev/majlis/wire"
 	"golang.org/x/sys/unix"
 )
@@ -29,7 +28,7 @@ func MoveDir(from, to string) error {
 		return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
 	}
 	for _, dir := range []string{filepath.Dir(from), filepath.Dir(to)} {
-		if err := durable.SyncDir(dir); err != nil {
+		if err := SyncDir(dir); err != nil {
 			return err
 		}
 	}
