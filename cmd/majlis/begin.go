@@ -77,13 +77,7 @@ MAJLIS_LEASE_TOKEN when one was generated), for eval or an env file.`,
 				} else {
 					fmt.Fprintf(w, "began %s in the shared checkout %s\n", res.Task, res.Checkout)
 				}
-				renderLeases(w, res.Leases, false, nil)
-				for _, l := range portEnv(res.Ports) {
-					fmt.Fprintln(w, l)
-				}
-				if res.Token != "" {
-					fmt.Fprintf(w, "lease token (shown once; renew and release need it): %s\n", res.Token)
-				}
+				renderGrant(w, res.Leases, nil, res.Ports, res.Token)
 				if held.created {
 					fmt.Fprintf(w, "lease token kept in %s (mode 0600): lease acquire, renew, release and end of %s need it\n", humanPath(held.file), res.Task)
 				}

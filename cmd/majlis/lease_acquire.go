@@ -107,14 +107,20 @@ func renderAcquired(w io.Writer, res *admission.AcquireResult, holder string, he
 	} else {
 		fmt.Fprintf(w, "granted %s to %s:\n", plural(len(res.Leases), "lease", "leases"), holder)
 	}
-	renderLeases(w, res.Leases, false, notes)
-	for _, l := range portEnv(res.Ports) {
-		fmt.Fprintln(w, l)
-	}
-	if res.Token != "" {
-		fmt.Fprintf(w, "lease token (shown once; renew and release need it): %s\n", res.Token)
-	}
+	renderGrant(w, res.Leases, notes, res.Ports, res.Token)
 	if held.created {
 		fmt.Fprintf(w, "lease token kept in %s (mode 0600): renew and release need it\n", humanPath(held.file))
+	}
+}
+
+// renderGrant prints leases just granted, the ports among them, and the
+// token when it was generated (shown this once).
+func renderGrant(w io.Writer, leases []admission.Lease, notes map[string]string, ports []int, token string) {
+	renderLeases(w, leases, false, notes)
+	for _, l := range portEnv(ports) {
+		fmt.Fprintln(w, l)
+	}
+	if token != "" {
+		fmt.Fprintf(w, "lease token (shown once; renew and release need it): %s\n", token)
 	}
 }
