@@ -82,25 +82,9 @@ func (p *Provider) Restore(ctx context.Context, o RestoreOptions) (*RestoreResul
 		return nil, err
 	}
 	prefix := SalvagePrefix + o.Binding + "/"
-	refs, err := reader.Refs(ctx, prefix)
+	n, err := pickSalvage(ctx, reader, o.Binding, prefix, o.Salvage, fail)
 	if err != nil {
 		return nil, err
-	}
-	var nums []int
-	for _, r := range refs {
-		if n, err := strconv.Atoi(strings.TrimPrefix(r.Name, prefix)); err == nil && n > 0 && strconv.Itoa(n) == strings.TrimPrefix(r.Name, prefix) {
-			nums = append(nums, n)
-		}
-	}
-	sort.Ints(nums)
-	n := o.Salvage
-	switch {
-	case len(nums) == 0:
-		return nil, fail(ErrNotFound, "no salvage of "+o.Binding+" under "+prefix, "list them: git for-each-ref "+prefix)
-	case n == 0:
-		n = nums[len(nums)-1]
-	case !containsInt(nums, n):
-		return nil, fail(ErrNotFound, fmt.Sprintf("no salvage %s%d", prefix, n), "list them: git for-each-ref "+prefix)
 	}
 	ref := prefix + strconv.Itoa(n)
 	commit, layout, err := gitops.ReadSalvage(ctx, p.reg.CommonDir, ref)
@@ -122,38 +106,9 @@ func (p *Provider) Restore(ctx context.Context, o RestoreOptions) (*RestoreResul
 
 	// What HEAD becomes.
 	ao := AllocateOptions{Binding: o.Binding, Path: o.Path, Base: layout.Head, RequestID: o.RequestID, restore: ref}
-	branch := ""
-	switch {
-	case o.Branch != "":
-		ao.Branch, ao.mode = o.Branch, gitops.NewBranch
-		branch = o.Branch
-	case layout.Version >= 2 && layout.Branch == "":
-		ao.mode = gitops.Detached
-	default:
-		name := strings.TrimPrefix(layout.Branch, "refs/heads/")
-		if layout.Version < 2 || !strings.HasPrefix(layout.Branch, "refs/heads/") {
-			if len(recs) == 0 {
-				return nil, fail(ErrNotFound, "no claim of "+o.Binding+" names its branch", "name the branch to restore onto")
-			}
-			name = recs[len(recs)-1].Claim.Branch
-		}
-		if name == "" {
-			ao.mode = gitops.Detached
-			break
-		}
-		ao.Branch, branch = name, name
-		at, err := reader.ResolveCommit(ctx, "refs/heads/"+name)
-		switch {
-		case errors.Is(err, gitops.ErrUnknownRevision):
-			ao.mode = gitops.NewBranch
-		case err != nil:
-			return nil, err
-		case at == layout.Head:
-			ao.mode = gitops.ExistingBranch
-		default:
-			return nil, fail(ErrBranchExists, fmt.Sprintf("branch %s has moved to %s since the salvage (which was on %s); majlis never moves a branch", name, at, layout.Head),
-				"restore onto a new branch at "+layout.Head)
-		}
+	branch, err := restoreHead(ctx, reader, &ao, o, layout, recs, fail)
+	if err != nil {
+		return nil, err
 	}
 	var report gitops.RestoreReport
 	ao.populate = func(ctx context.Context, path string) error {
@@ -181,6 +136,74 @@ func (p *Provider) Restore(ctx context.Context, o RestoreOptions) (*RestoreResul
 		}
 	}
 	return res, nil
+}
+
+// pickSalvage returns the number of binding's salvage under prefix to
+// restore: want, or the newest when want is 0.
+func pickSalvage(ctx context.Context, reader *gitops.Reader, binding, prefix string, want int, fail func(err error, reason, hint string) error) (int, error) {
+	refs, err := reader.Refs(ctx, prefix)
+	if err != nil {
+		return 0, err
+	}
+	var nums []int
+	for _, r := range refs {
+		if n, err := strconv.Atoi(strings.TrimPrefix(r.Name, prefix)); err == nil && n > 0 && strconv.Itoa(n) == strings.TrimPrefix(r.Name, prefix) {
+			nums = append(nums, n)
+		}
+	}
+	sort.Ints(nums)
+	n := want
+	switch {
+	case len(nums) == 0:
+		return 0, fail(ErrNotFound, "no salvage of "+binding+" under "+prefix, "list them: git for-each-ref "+prefix)
+	case n == 0:
+		n = nums[len(nums)-1]
+	case !containsInt(nums, n):
+		return 0, fail(ErrNotFound, fmt.Sprintf("no salvage %s%d", prefix, n), "list them: git for-each-ref "+prefix)
+	}
+	return n, nil
+}
+
+// restoreHead sets what HEAD of the restored workspace becomes (ao's
+// branch and mode): the branch asked for, new; detached where the
+// salvage was; else the salvage's branch (or, for an earlier layout, the
+// last claim's), taken as it is if still at the salvage's HEAD, made if
+// gone, refused if it moved. It returns the branch, "" when detached.
+func restoreHead(ctx context.Context, reader *gitops.Reader, ao *AllocateOptions, o RestoreOptions, layout gitops.SalvageLayout,
+	recs []*claimRecord, fail func(err error, reason, hint string) error) (string, error) {
+	switch {
+	case o.Branch != "":
+		ao.Branch, ao.mode = o.Branch, gitops.NewBranch
+		return o.Branch, nil
+	case layout.Version >= 2 && layout.Branch == "":
+		ao.mode = gitops.Detached
+		return "", nil
+	}
+	name := strings.TrimPrefix(layout.Branch, "refs/heads/")
+	if layout.Version < 2 || !strings.HasPrefix(layout.Branch, "refs/heads/") {
+		if len(recs) == 0 {
+			return "", fail(ErrNotFound, "no claim of "+o.Binding+" names its branch", "name the branch to restore onto")
+		}
+		name = recs[len(recs)-1].Claim.Branch
+	}
+	if name == "" {
+		ao.mode = gitops.Detached
+		return "", nil
+	}
+	ao.Branch = name
+	at, err := reader.ResolveCommit(ctx, "refs/heads/"+name)
+	switch {
+	case errors.Is(err, gitops.ErrUnknownRevision):
+		ao.mode = gitops.NewBranch
+	case err != nil:
+		return "", err
+	case at == layout.Head:
+		ao.mode = gitops.ExistingBranch
+	default:
+		return "", fail(ErrBranchExists, fmt.Sprintf("branch %s has moved to %s since the salvage (which was on %s); majlis never moves a branch", name, at, layout.Head),
+			"restore onto a new branch at "+layout.Head)
+	}
+	return name, nil
 }
 
 func containsInt(s []int, n int) bool {
