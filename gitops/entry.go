@@ -252,19 +252,8 @@ func SnapshotEntry(ctx context.Context, gitDir, commonDir, message string) (Snap
 	}
 	layout := SalvageLayout{Version: SalvageVersion, Head: sv.Head, Branch: sv.Branch, Index: result.Index,
 		Untracked: result.Untracked, Meta: result.Meta}
-	seen := map[string]bool{sv.Head: true}
-	for _, p := range sv.Pins {
-		if !seen[p.Commit] {
-			seen[p.Commit] = true
-			layout.Pins = append(layout.Pins, p)
-		}
-	}
-	args = []string{"commit-tree", "--no-gpg-sign"}
-	for _, p := range layout.Parents() {
-		args = append(args, "-p", p)
-	}
-	args = append(args, "-m", layout.Message(message), tree)
-	if result.Commit, err = entryCommit(ctx, gitDir, commonDir, nil, args...); err != nil {
+	layout.Pins = sv.salvagePins()
+	if result.Commit, err = entryCommit(ctx, gitDir, commonDir, nil, layout.commitTreeArgs(message, tree)...); err != nil {
 		return SnapshotResult{}, nil, err
 	}
 	result.Layout = layout

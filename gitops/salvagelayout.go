@@ -406,37 +406,7 @@ func (s *Survey) needsMeta() bool {
 // conflicted index has no tree of its own; its conflicted paths are put at
 // their "ours" stage (stage 2), or left out where there is none.
 func (s *Survey) indexTree(ctx context.Context, dir, ceiling, index string) (string, error) {
-	o := cmdOpts{indexFile: index, ceiling: ceiling}
-	if len(s.stages) > 0 {
-		var in bytes.Buffer
-		zero := strings.Repeat("0", 2*s.hashLen)
-		done := map[string]bool{}
-		for _, e := range s.stages {
-			if !done[e.Path] {
-				done[e.Path] = true
-				fmt.Fprintf(&in, "0 %s\t%s\x00", zero, e.Path)
-			}
-		}
-		for _, e := range s.stages {
-			if e.Stage == 2 {
-				fmt.Fprintf(&in, "%s %s 0\t%s\x00", e.Mode, e.ID, e.Path)
-			}
-		}
-		o.stdin = in.Bytes()
-		if _, err := git(ctx, dir, o, "update-index", "-z", "--index-info"); err != nil {
-			return "", err
-		}
-		o.stdin = nil
-	}
-	res, err := git(ctx, dir, o, "write-tree")
-	if err != nil {
-		return "", err
-	}
-	id := strings.TrimSuffix(string(res.stdout), "\n")
-	if !isObjectID(id) {
-		return "", unexpected("git write-tree", "%q is not an object id", id)
-	}
-	return id, nil
+	return s.indexTreeIn(ctx, dir, cmdOpts{ceiling: ceiling}, index)
 }
 
 // metaTree stores the kept git-directory files, the conflict stages and

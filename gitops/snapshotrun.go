@@ -303,21 +303,34 @@ func (r *snapshotRun) salvageCommit(message string, from HeadState) (string, Sal
 	if r.sv.Branch == "" && from.Branch != "" && r.parent != "" && r.parent == from.Commit {
 		layout.Branch = from.Branch
 	}
-	seen := map[string]bool{r.parent: true}
-	for _, p := range r.sv.Pins {
-		if !seen[p.Commit] {
-			seen[p.Commit] = true
-			layout.Pins = append(layout.Pins, p)
-		}
-	}
-	args := []string{"commit-tree", "--no-gpg-sign"}
-	for _, p := range layout.Parents() {
-		args = append(args, "-p", p)
-	}
-	args = append(args, "-m", layout.Message(message), r.tree)
-	commit, err := commitTree(r.ctx, r.dir, r.ceiling, nil, args...)
+	layout.Pins = r.sv.salvagePins()
+	commit, err := commitTree(r.ctx, r.dir, r.ceiling, nil, layout.commitTreeArgs(message, r.tree)...)
 	if err != nil {
 		return "", SalvageLayout{}, err
 	}
 	return commit, layout, nil
+}
+
+// salvagePins are the commits the survey found pinned, each once, HEAD
+// left out: the salvage commit's pin parents.
+func (s *Survey) salvagePins() []Pin {
+	var pins []Pin
+	seen := map[string]bool{s.Head: true}
+	for _, p := range s.Pins {
+		if !seen[p.Commit] {
+			seen[p.Commit] = true
+			pins = append(pins, p)
+		}
+	}
+	return pins
+}
+
+// commitTreeArgs are the arguments of the `git commit-tree` that makes
+// the salvage commit of tree with layout l and message.
+func (l SalvageLayout) commitTreeArgs(message, tree string) []string {
+	args := []string{"commit-tree", "--no-gpg-sign"}
+	for _, p := range l.Parents() {
+		args = append(args, "-p", p)
+	}
+	return append(args, "-m", l.Message(message), tree)
 }
