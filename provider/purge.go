@@ -518,6 +518,9 @@ func (p *Provider) purgeSalvage(ctx context.Context, r *claimRecord) (string, er
 	if err != nil {
 		return "", fail("snapshotting the trash folder failed", err)
 	}
+	if err := p.purgeKeepSubmodules(ctx, r, mv.TrashPath, snap.DirtySubmodules); err != nil {
+		return "", err
+	}
 	refs := salvagesOf(r)
 	last := ""
 	if len(refs) > 0 {
