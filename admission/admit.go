@@ -283,7 +283,7 @@ func (s *Service) targets(ctx context.Context, op string, req AcquireRequest) ([
 			return nil, err
 		}
 		parsed[i] = r
-		needCheckout = needCheckout || r.Scope != ScopeHost
+		needCheckout = needCheckout || (r.Scope != ScopeHost && r.Scope != ScopeCluster)
 	}
 	var co Checkout
 	if needCheckout {

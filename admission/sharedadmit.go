@@ -39,6 +39,9 @@ type sharedPhase struct {
 	decided  []string
 	clone    string
 	now      time.Time
+	// final: the records are written granted, in the one transaction
+	// that decides the request (admitClusterOnly), not pending.
+	final bool
 }
 
 // record returns the shared record of target i (nil-safe).
@@ -70,7 +73,8 @@ func (sp *sharedPhase) clusterLease(i int) (Lease, bool) {
 // crash leaves pending records that block and grant nothing: the next
 // admission on this machine settles them by the attempt record once this
 // process is proven dead; another machine cannot prove that, and takes
-// them for quarantined once their lease lapses.
+// them for quarantined once their lease lapses. A request of cluster
+// names alone is decided in one transaction (admitClusterOnly).
 func (s *Service) admitShared(ctx context.Context, p *prepared) (*AcquireResult, error) {
 	var res AcquireResult
 	found, rec, err := s.precheck(ctx, "acquire", p.requestID, p.digest, &res)
@@ -79,6 +83,9 @@ func (s *Service) admitShared(ctx context.Context, p *prepared) (*AcquireResult,
 	}
 	if found {
 		return s.resumeShared(ctx, p, rec, &res)
+	}
+	if clusterOnly(p) {
+		return s.admitClusterOnly(ctx, p)
 	}
 	self, err := procid.Of(os.Getpid())
 	if err != nil {
@@ -175,6 +182,9 @@ func (s *Service) newRecord(p *prepared, t target, sp *sharedPhase, admitter str
 		TokenDigest: tokenDigest(p.token), RequestID: p.requestID}
 	if p.owner.Valid {
 		r.Owner = p.owner.String
+	}
+	if sp.final {
+		r.Attempt, r.RepoLedger, r.Pending = "", "", false
 	}
 	return r
 }
