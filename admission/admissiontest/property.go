@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/admission"
+	"github.com/majlis-dev/majlis/fixtures"
 )
 
 // TestPropertyNoConflictingGrants drives random sequences of acquire,
@@ -20,7 +21,9 @@ import (
 // at block level, that generations only grow, and that every acquire was
 // granted exactly when the model says nothing blocks it.
 func testPropertyNoConflictingGrants(t *testing.T, open Factory) {
-	steps := 300
+	// Each run draws a new seed, so runs add up; make soak runs 20 times
+	// as many steps.
+	steps := fixtures.Rounds(150, 3000)
 	if testing.Short() {
 		steps = 60
 	}
