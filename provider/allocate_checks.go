@@ -318,6 +318,10 @@ func liveBindingError(binding string, recs []*claimRecord) error {
 	hint := "use another binding: this one is free again only once its workspace is reclaimed"
 	if !last.has(EventCreated) {
 		hint = "an allocation of it (request " + last.Claim.RequestID + ") has not finished; a retry with that request id resumes it"
+		if last.Claim.FromTrash != "" {
+			hint = "a restore of it from its trash folder (request " + last.Claim.RequestID + ") has not finished; 'majlis workspace restore " +
+				binding + " --from-trash --request-id " + last.Claim.RequestID + "' finishes it"
+		}
 	}
 	reason := "its workspace is at " + last.Claim.Path
 	if last.has(EventReleased) {

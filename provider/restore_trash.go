@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/majlis-dev/majlis/gitops"
 	"github.com/majlis-dev/majlis/internal/durable"
 	"github.com/majlis-dev/majlis/internal/procid"
-	"github.com/majlis-dev/majlis/pathid"
 	"github.com/majlis-dev/majlis/reservation"
 )
 
@@ -52,12 +50,17 @@ func (p *Provider) RestoreFromTrash(ctx context.Context, binding, requestID stri
 	if rec, err := p.findRequestClaim(binding, requestID); err != nil {
 		return nil, err
 	} else if rec != nil {
-		if err := p.checkRequest(requestID, args); err != nil {
+		// A restore killed before its request was recorded left only its
+		// claim, which names the trash folder it restores.
+		if err := p.checkRequest(requestID, args); err != nil && !(errors.Is(err, os.ErrNotExist) && rec.Claim.FromTrash != "") {
 			return nil, err
 		}
 		if !rec.has(EventCreated) {
-			return nil, fail(ErrInterrupted, rec.Claim.Path, "an earlier restore with this request id was interrupted",
-				"inspect the path and the trash folder; nothing was deleted")
+			if rec.Claim.FromTrash == "" {
+				return nil, fail(ErrInterrupted, rec.Claim.Path, "an earlier allocation with this request id was interrupted",
+					"inspect the path; nothing was deleted")
+			}
+			return p.resumeRestoreTrash(ctx, rec, requestID)
 		}
 		return p.view(ctx, rec, false)
 	}
@@ -232,6 +235,9 @@ func (p *Provider) restoreTrashHeld(ctx context.Context, prev *claimRecord, head
 	if err != nil {
 		return nil, err
 	}
+	if err := p.inject(ctx, fpRestoreClaimed); err != nil {
+		return nil, err
+	}
 	undo := func(cause error) error {
 		if head.attach != "" {
 			if err := gitops.DetachHead(context.WithoutCancel(ctx), trash, head.attach, prev.Events[EventReclaimed].Head); err != nil {
@@ -265,26 +271,11 @@ func (p *Provider) restoreTrashHeld(ctx context.Context, prev *claimRecord, head
 		_ = durable.Replace(mv.AdminEntry, "locked", []byte(lockReason(prev)))
 		return nil, undo(err)
 	}
-	if err := durable.Replace(mv.AdminEntry, "gitdir", []byte(filepath.Join(c.Path, ".git")+"\n")); err != nil {
+	if err := p.inject(ctx, fpRestoreMoved); err != nil {
 		return nil, err
 	}
-	if err := gitops.RelinkSubmodules(ctx, c.Path, trash, filepath.Join(mv.AdminEntry, "modules")); err != nil {
+	if err := p.completeTrashRestore(ctx, prev, rec, head.why); err != nil {
 		return nil, err
 	}
-	id, err := pathid.Lstat(c.Path)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := p.publishEvent(rec, Event{Kind: EventCreated, Dev: id.Dev, Ino: id.Ino, Head: c.Base}); err != nil {
-		return nil, err
-	}
-	reason := fmt.Sprintf("restored to its path as claim #%d", rec.Claim.Seq)
-	if head.why != "" {
-		reason += ", on a detached HEAD: " + head.why
-	}
-	if _, err := p.publishEvent(prev, Event{Kind: EventPurged, TrashPath: trash, Reason: reason}); err != nil {
-		return nil, err
-	}
-	p.log.Info("workspace restored from its trash folder", "binding", c.Binding, "path", c.Path, "detached_from", claim.DetachedFrom, "why", head.why)
 	return rec, nil
 }
