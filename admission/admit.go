@@ -13,6 +13,7 @@ import (
 	"github.com/majlis-dev/majlis/internal/failpoint"
 	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/pathid"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // Failpoints of admission (see package failpoint).
@@ -76,40 +77,11 @@ type AcquireRequest struct {
 	Token string
 }
 
-// An AcquireResult is a successful admission.
-type AcquireResult struct {
-	// Leases holds one lease per distinct requested resource, in request
-	// order: new grants, or (see Reused) leases the holder already held.
-	Leases   []Lease   `json:"leases"`
-	Warnings []Warning `json:"warnings"`
-	// DecidedBy lists the policy keys consulted (each conflict's key,
-	// whatever its value decided).
-	DecidedBy []string `json:"decided_by"`
-	// Reused lists the ids of leases returned unchanged because the
-	// holder already held that exact resource, active, in that checkout.
-	Reused []string `json:"reused"`
-	// Ports lists the ports picked for the host:port:auto resources, in
-	// request order (their leases are host:port:N).
-	Ports     []int  `json:"ports"`
-	RequestID string `json:"request_id,omitempty"`
-	// Replayed: the result was recorded by an earlier call with the same
-	// request id; nothing was granted now, and the states are as recorded.
-	Replayed bool `json:"replayed"`
-	// Token is the lease token Acquire generated because none was
-	// supplied. It is returned this once (the ledger keeps only its
-	// digest): renewing and releasing these leases needs it.
-	Token string `json:"token,omitempty"`
-}
+// AcquireResult is wire.AcquireResult: the result type is defined once, in the wire contract.
+type AcquireResult = wire.AcquireResult
 
-// A Warning is a conflict that policy let through, or another fact the
-// caller should see.
-type Warning struct {
-	Code     string `json:"code"` // intent_overlap, checkout_conflict, quarantined, enforcement_gap
-	Message  string `json:"message"`
-	Policy   string `json:"policy"`             // the policy key that decided it
-	Resource string `json:"resource,omitempty"` // the requested resource or changed path concerned
-	Lease    *Lease `json:"lease,omitempty"`    // the other lease
-}
+// Warning is wire.Warning: the result type is defined once, in the wire contract.
+type Warning = wire.Warning
 
 // A target is one requested resource, made canonical.
 type target struct {

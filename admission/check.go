@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // A CheckRequest asks whether a checkout's changes lie inside a holder's
@@ -21,21 +23,8 @@ type CheckRequest struct {
 	Changed []string
 }
 
-// A CheckResult reports the changed paths outside the holder's leases.
-type CheckResult struct {
-	Checkout string `json:"checkout"`
-	Holder   string `json:"holder"`
-	// Changed counts the changed paths the request named (both sides of
-	// renames, untracked files included), each once.
-	Changed int `json:"changed"`
-	// Gaps lists changed paths (checkout-relative, as git reports them)
-	// that no active lease of the holder in this checkout covers; empty
-	// when the enforcement_gap policy is allow.
-	Gaps      []string    `json:"gaps"`
-	Warnings  []Warning   `json:"warnings"`
-	Policy    PolicyValue `json:"policy"` // the value of enforcement_gap
-	DecidedBy []string    `json:"decided_by"`
-}
+// CheckResult is wire.LeaseCheck: the result type is defined once, in the wire contract.
+type CheckResult = wire.LeaseCheck
 
 // Check compares the checkout's changes (req.Changed: git status,
 // untracked files included, both sides of renames) with the active leases of req.Holder in

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // A RenewRequest extends leases of a holder.
@@ -25,15 +27,8 @@ type RenewRequest struct {
 	Force bool
 }
 
-// A RenewResult lists the renewed leases.
-type RenewResult struct {
-	Leases []Lease `json:"leases"`
-	// Warnings name quarantined leases that a renewal of all leases could
-	// not renew.
-	Warnings  []Warning `json:"warnings"`
-	RequestID string    `json:"request_id,omitempty"`
-	Replayed  bool      `json:"replayed"`
-}
+// RenewResult is wire.RenewResult: the result type is defined once, in the wire contract.
+type RenewResult = wire.RenewResult
 
 // A ReleaseRequest gives leases back.
 type ReleaseRequest struct {
@@ -52,13 +47,8 @@ type ReleaseRequest struct {
 	Force bool
 }
 
-// A ReleaseResult lists the released leases (with IDs, leases already
-// released or resolved are listed unchanged: release is idempotent).
-type ReleaseResult struct {
-	Leases    []Lease `json:"leases"`
-	RequestID string  `json:"request_id,omitempty"`
-	Replayed  bool    `json:"replayed"`
-}
+// ReleaseResult is wire.LeaseReleaseResult: the result type is defined once, in the wire contract.
+type ReleaseResult = wire.LeaseReleaseResult
 
 // A ResolveRequest lifts the quarantine of one lease.
 type ResolveRequest struct {

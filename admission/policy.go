@@ -10,14 +10,15 @@ import (
 	"github.com/majlis-dev/majlis/wire"
 )
 
-// A PolicyValue says what a conflict or an enforcement gap gets.
-type PolicyValue string
+// A PolicyValue says what a conflict or an enforcement gap gets
+// (wire.PolicyValue).
+type PolicyValue = wire.PolicyValue
 
 // Policy values.
 const (
-	Allow PolicyValue = "allow" // proceed silently
-	Warn  PolicyValue = "warn"  // proceed, with a warning naming the policy key
-	Block PolicyValue = "block" // refuse
+	Allow = wire.PolicyAllow // proceed silently
+	Warn  = wire.PolicyWarn  // proceed, with a warning naming the policy key
+	Block = wire.PolicyBlock // refuse
 )
 
 // Policy keys. Each response names the key that decided each warning or

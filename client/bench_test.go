@@ -11,7 +11,7 @@ import (
 
 	"github.com/majlis-dev/majlis/client"
 	"github.com/majlis-dev/majlis/internal/durable"
-	"github.com/majlis-dev/majlis/server"
+	"github.com/majlis-dev/majlis/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -63,7 +63,7 @@ func BenchmarkServerAllocate(b *testing.B) {
 	for b.Loop() {
 		n++
 		t0 := time.Now()
-		if _, err := c.Allocate(ctx, server.AllocateRequest{Binding: fmt.Sprintf("S-%d", n)}); err != nil {
+		if _, err := c.Allocate(ctx, wire.AllocateRequest{Binding: fmt.Sprintf("S-%d", n)}); err != nil {
 			b.Fatal(err)
 		}
 		ours += time.Since(t0)
@@ -95,7 +95,7 @@ func BenchmarkServerAcquire(b *testing.B) {
 	for b.Loop() {
 		n++
 		t0 := time.Now()
-		if _, err := c.Acquire(ctx, server.AcquireRequest{Holder: fmt.Sprintf("s-%d", n), Resources: []string{fmt.Sprintf("intent:s/%d/**", n)}}); err != nil {
+		if _, err := c.Acquire(ctx, wire.AcquireRequest{Holder: fmt.Sprintf("s-%d", n), Resources: []string{fmt.Sprintf("intent:s/%d/**", n)}}); err != nil {
 			b.Fatal(err)
 		}
 		ours += time.Since(t0)

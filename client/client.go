@@ -27,8 +27,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/majlis-dev/majlis/admission"
-	"github.com/majlis-dev/majlis/provider"
 	"github.com/majlis-dev/majlis/server"
 	"github.com/majlis-dev/majlis/wire"
 )
@@ -202,17 +200,17 @@ func call[T any](c *Client, ctx context.Context, method, path string, in any) (*
 func esc(s string) string { return url.PathEscape(s) }
 
 // Allocate is 'majlis workspace allocate'.
-func (c *Client) Allocate(ctx context.Context, r server.AllocateRequest) (*provider.AllocateResult, error) {
-	return call[provider.AllocateResult](c, ctx, "POST", "/workspaces", r)
+func (c *Client) Allocate(ctx context.Context, r wire.AllocateRequest) (*wire.AllocateResult, error) {
+	return call[wire.AllocateResult](c, ctx, "POST", "/workspaces", r)
 }
 
 // List is 'majlis workspace list'.
-func (c *Client) List(ctx context.Context, all bool) ([]*provider.Workspace, error) {
+func (c *Client) List(ctx context.Context, all bool) ([]*wire.Workspace, error) {
 	q := ""
 	if all {
 		q = "?all=true"
 	}
-	res, err := call[server.WorkspacesResult](c, ctx, "GET", "/workspaces"+q, nil)
+	res, err := call[wire.WorkspacesResponse](c, ctx, "GET", "/workspaces"+q, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -220,8 +218,8 @@ func (c *Client) List(ctx context.Context, all bool) ([]*provider.Workspace, err
 }
 
 // Show is 'majlis workspace show'.
-func (c *Client) Show(ctx context.Context, binding string) (*provider.Workspace, error) {
-	res, err := call[server.WorkspaceResult](c, ctx, "GET", "/workspaces/"+esc(binding), nil)
+func (c *Client) Show(ctx context.Context, binding string) (*wire.Workspace, error) {
+	res, err := call[wire.WorkspaceResponse](c, ctx, "GET", "/workspaces/"+esc(binding), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -229,8 +227,8 @@ func (c *Client) Show(ctx context.Context, binding string) (*provider.Workspace,
 }
 
 // Salvage is 'majlis workspace salvage'.
-func (c *Client) Salvage(ctx context.Context, r server.SalvageRequest) (*provider.SalvageResult, error) {
-	res, err := call[server.SalvageResult](c, ctx, "POST", "/workspaces/"+esc(r.Binding)+"/salvage", r)
+func (c *Client) Salvage(ctx context.Context, r wire.SalvageRequest) (*wire.SalvageResult, error) {
+	res, err := call[wire.SalvageResponse](c, ctx, "POST", "/workspaces/"+esc(r.Binding)+"/salvage", r)
 	if err != nil {
 		return nil, err
 	}
@@ -238,8 +236,8 @@ func (c *Client) Salvage(ctx context.Context, r server.SalvageRequest) (*provide
 }
 
 // Release is 'majlis workspace release'.
-func (c *Client) Release(ctx context.Context, r server.ReleaseRequest) (*provider.Workspace, error) {
-	res, err := call[server.WorkspaceResult](c, ctx, "POST", "/workspaces/"+esc(r.Binding)+"/release", r)
+func (c *Client) Release(ctx context.Context, r wire.ReleaseRequest) (*wire.Workspace, error) {
+	res, err := call[wire.WorkspaceResponse](c, ctx, "POST", "/workspaces/"+esc(r.Binding)+"/release", r)
 	if err != nil {
 		return nil, err
 	}
@@ -247,8 +245,8 @@ func (c *Client) Release(ctx context.Context, r server.ReleaseRequest) (*provide
 }
 
 // PreviewReclaim is 'majlis workspace reclaim --preview'.
-func (c *Client) PreviewReclaim(ctx context.Context, binding string) (*provider.Preview, error) {
-	res, err := call[server.PreviewResult](c, ctx, "POST", "/workspaces/"+esc(binding)+"/reclaim/preview", server.BindingRequest{Binding: binding})
+func (c *Client) PreviewReclaim(ctx context.Context, binding string) (*wire.Preview, error) {
+	res, err := call[wire.PreviewResponse](c, ctx, "POST", "/workspaces/"+esc(binding)+"/reclaim/preview", wire.BindingRequest{Binding: binding})
 	if err != nil {
 		return nil, err
 	}
@@ -256,8 +254,8 @@ func (c *Client) PreviewReclaim(ctx context.Context, binding string) (*provider.
 }
 
 // Reclaim is 'majlis workspace reclaim --confirm DIGEST' (or --yes).
-func (c *Client) Reclaim(ctx context.Context, r server.ReclaimRequest) (*provider.ReclaimResult, error) {
-	res, err := call[server.ReclaimResult](c, ctx, "POST", "/workspaces/"+esc(r.Binding)+"/reclaim", r)
+func (c *Client) Reclaim(ctx context.Context, r wire.ReclaimRequest) (*wire.ReclaimResult, error) {
+	res, err := call[wire.ReclaimResponse](c, ctx, "POST", "/workspaces/"+esc(r.Binding)+"/reclaim", r)
 	if err != nil {
 		return nil, err
 	}
@@ -265,32 +263,32 @@ func (c *Client) Reclaim(ctx context.Context, r server.ReclaimRequest) (*provide
 }
 
 // Restore is 'majlis workspace restore'.
-func (c *Client) Restore(ctx context.Context, r server.RestoreRequest) (*server.RestoreResult, error) {
-	return call[server.RestoreResult](c, ctx, "POST", "/workspaces/"+esc(r.Binding)+"/restore", r)
+func (c *Client) Restore(ctx context.Context, r wire.RestoreRequest) (*wire.RestoreResponse, error) {
+	return call[wire.RestoreResponse](c, ctx, "POST", "/workspaces/"+esc(r.Binding)+"/restore", r)
 }
 
 // Recover is 'majlis workspace recover'.
-func (c *Client) Recover(ctx context.Context, r server.ReleaseRequest) (*server.RecoveredResult, error) {
-	return call[server.RecoveredResult](c, ctx, "POST", "/workspaces/"+esc(r.Binding)+"/recover", r)
+func (c *Client) Recover(ctx context.Context, r wire.ReleaseRequest) (*wire.RecoveredResponse, error) {
+	return call[wire.RecoveredResponse](c, ctx, "POST", "/workspaces/"+esc(r.Binding)+"/recover", r)
 }
 
 // Acquire is 'majlis lease acquire'.
-func (c *Client) Acquire(ctx context.Context, r server.AcquireRequest) (*admission.AcquireResult, error) {
-	return call[admission.AcquireResult](c, ctx, "POST", "/leases/acquire", r)
+func (c *Client) Acquire(ctx context.Context, r wire.AcquireRequest) (*wire.AcquireResult, error) {
+	return call[wire.AcquireResult](c, ctx, "POST", "/leases/acquire", r)
 }
 
 // Renew is 'majlis lease renew'.
-func (c *Client) Renew(ctx context.Context, r server.RenewRequest) (*admission.RenewResult, error) {
-	return call[admission.RenewResult](c, ctx, "POST", "/leases/renew", r)
+func (c *Client) Renew(ctx context.Context, r wire.RenewRequest) (*wire.RenewResult, error) {
+	return call[wire.RenewResult](c, ctx, "POST", "/leases/renew", r)
 }
 
 // ReleaseLeases is 'majlis lease release'.
-func (c *Client) ReleaseLeases(ctx context.Context, r server.LeaseReleaseRequest) (*admission.ReleaseResult, error) {
-	return call[admission.ReleaseResult](c, ctx, "POST", "/leases/release", r)
+func (c *Client) ReleaseLeases(ctx context.Context, r wire.LeaseReleaseRequest) (*wire.LeaseReleaseResult, error) {
+	return call[wire.LeaseReleaseResult](c, ctx, "POST", "/leases/release", r)
 }
 
 // Leases is 'majlis lease list'.
-func (c *Client) Leases(ctx context.Context, r server.LeaseListRequest) ([]admission.Lease, error) {
+func (c *Client) Leases(ctx context.Context, r wire.LeaseListRequest) ([]wire.Lease, error) {
 	q := url.Values{}
 	if r.Holder != "" {
 		q.Set("holder", r.Holder)
@@ -302,7 +300,7 @@ func (c *Client) Leases(ctx context.Context, r server.LeaseListRequest) ([]admis
 	if len(q) > 0 {
 		path += "?" + q.Encode()
 	}
-	res, err := call[server.LeasesResult](c, ctx, "GET", path, nil)
+	res, err := call[wire.LeasesResponse](c, ctx, "GET", path, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -310,8 +308,8 @@ func (c *Client) Leases(ctx context.Context, r server.LeaseListRequest) ([]admis
 }
 
 // Resolve is 'majlis lease resolve'.
-func (c *Client) Resolve(ctx context.Context, r server.ResolveRequest) (*admission.Lease, error) {
-	res, err := call[server.LeaseResult](c, ctx, "POST", "/leases/"+esc(r.ID)+"/resolve", r)
+func (c *Client) Resolve(ctx context.Context, r wire.ResolveRequest) (*wire.Lease, error) {
+	res, err := call[wire.LeaseResponse](c, ctx, "POST", "/leases/"+esc(r.ID)+"/resolve", r)
 	if err != nil {
 		return nil, err
 	}
@@ -319,13 +317,13 @@ func (c *Client) Resolve(ctx context.Context, r server.ResolveRequest) (*admissi
 }
 
 // Begin is 'majlis begin'.
-func (c *Client) Begin(ctx context.Context, r server.BeginRequest) (*provider.BeginResult, error) {
-	return call[provider.BeginResult](c, ctx, "POST", "/begin", r)
+func (c *Client) Begin(ctx context.Context, r wire.BeginRequest) (*wire.BeginResult, error) {
+	return call[wire.BeginResult](c, ctx, "POST", "/begin", r)
 }
 
 // End releases a task's leases, then its workspace.
-func (c *Client) End(ctx context.Context, r server.EndRequest) (*server.Ended, error) {
-	res, err := call[server.EndResult](c, ctx, "POST", "/end", r)
+func (c *Client) End(ctx context.Context, r wire.EndRequest) (*wire.Ended, error) {
+	res, err := call[wire.EndResponse](c, ctx, "POST", "/end", r)
 	if err != nil {
 		return nil, err
 	}
@@ -333,14 +331,14 @@ func (c *Client) End(ctx context.Context, r server.EndRequest) (*server.Ended, e
 }
 
 // Check is 'majlis check' in the checkout r.Checkout.
-func (c *Client) Check(ctx context.Context, r server.CheckRequest) (*provider.CheckResult, error) {
-	return call[provider.CheckResult](c, ctx, "POST", "/check", r)
+func (c *Client) Check(ctx context.Context, r wire.CheckRequest) (*wire.CheckResult, error) {
+	return call[wire.CheckResult](c, ctx, "POST", "/check", r)
 }
 
 // Heartbeat asks the server to keep the holder's leases renewed while
-// heartbeats keep coming (see server.Heartbeat).
-func (c *Client) Heartbeat(ctx context.Context, r server.HeartbeatRequest) (*server.Heartbeat, error) {
-	res, err := call[server.HeartbeatResult](c, ctx, "POST", "/heartbeat", r)
+// heartbeats keep coming (see wire.Heartbeat).
+func (c *Client) Heartbeat(ctx context.Context, r wire.HeartbeatRequest) (*wire.Heartbeat, error) {
+	res, err := call[wire.HeartbeatResponse](c, ctx, "POST", "/heartbeat", r)
 	if err != nil {
 		return nil, err
 	}

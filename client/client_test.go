@@ -16,6 +16,7 @@ import (
 
 	"github.com/majlis-dev/majlis/client"
 	"github.com/majlis-dev/majlis/server"
+	"github.com/majlis-dev/majlis/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -60,40 +61,40 @@ func TestEndToEndHTTP(t *testing.T) {
 	}
 	c2.Close()
 
-	b, err := c.Begin(ctx, server.BeginRequest{Task: "T-1", Paths: []string{"src/**"}})
+	b, err := c.Begin(ctx, wire.BeginRequest{Task: "T-1", Paths: []string{"src/**"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ws := b.Workspace
-	_, err = c.Allocate(ctx, server.AllocateRequest{Binding: "T-1"})
+	_, err = c.Allocate(ctx, wire.AllocateRequest{Binding: "T-1"})
 	refusal(t, err, "binding_live", 4)
-	_, err = c.Allocate(ctx, server.AllocateRequest{Binding: "bad binding"})
+	_, err = c.Allocate(ctx, wire.AllocateRequest{Binding: "bad binding"})
 	refusal(t, err, "invalid_binding", 2)
 	_, err = c.Show(ctx, "T-404")
 	refusal(t, err, "not_found", 5)
-	_, err = c.Acquire(ctx, server.AcquireRequest{Holder: "T-2", Resources: []string{"intent:src/f1.go"}, Checkout: ws.Path})
+	_, err = c.Acquire(ctx, wire.AcquireRequest{Holder: "T-2", Resources: []string{"intent:src/f1.go"}, Checkout: ws.Path})
 	ce := refusal(t, err, "held", 4)
 	if _, ok := ce.Details["conflicts"]; !ok {
 		t.Fatalf("held without conflicts: %v", ce.Details)
 	}
-	_, err = c.Renew(ctx, server.RenewRequest{Holder: "T-1"})
+	_, err = c.Renew(ctx, wire.RenewRequest{Holder: "T-1"})
 	refusal(t, err, "token_required", 3)
-	if _, err := c.Renew(ctx, server.RenewRequest{Holder: "T-1", Token: b.Token}); err != nil {
+	if _, err := c.Renew(ctx, wire.RenewRequest{Holder: "T-1", Token: b.Token}); err != nil {
 		t.Fatal(err)
 	}
-	if hb, err := c.Heartbeat(ctx, server.HeartbeatRequest{Holder: "T-1", Token: b.Token}); err != nil || len(hb.Leases) != 1 {
+	if hb, err := c.Heartbeat(ctx, wire.HeartbeatRequest{Holder: "T-1", Token: b.Token}); err != nil || len(hb.Leases) != 1 {
 		t.Fatalf("heartbeat: %v %+v", err, hb)
 	}
-	if ls, err := c.Leases(ctx, server.LeaseListRequest{Holder: "T-1"}); err != nil || len(ls) != 1 {
+	if ls, err := c.Leases(ctx, wire.LeaseListRequest{Holder: "T-1"}); err != nil || len(ls) != 1 {
 		t.Fatalf("leases: %v %v", err, ls)
 	}
-	_, err = c.Resolve(ctx, server.ResolveRequest{ID: b.Leases[0].ID, WriterStopped: true})
+	_, err = c.Resolve(ctx, wire.ResolveRequest{ID: b.Leases[0].ID, WriterStopped: true})
 	refusal(t, err, "not_quarantined", 3)
 
 	if err := os.WriteFile(filepath.Join(ws.Path, "src", "f1.go"), []byte("package src // work\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if ck, err := c.Check(ctx, server.CheckRequest{Checkout: ws.Path}); err != nil || len(ck.Gaps) != 0 || ck.Holder != "T-1" {
+	if ck, err := c.Check(ctx, wire.CheckRequest{Checkout: ws.Path}); err != nil || len(ck.Gaps) != 0 || ck.Holder != "T-1" {
 		t.Fatalf("check: %v %+v", err, ck)
 	}
 	if ws, err := c.Show(ctx, "T-1"); err != nil || ws.Dirty == nil || !*ws.Dirty {
@@ -102,16 +103,16 @@ func TestEndToEndHTTP(t *testing.T) {
 	if list, err := c.List(ctx, false); err != nil || len(list) != 1 {
 		t.Fatalf("list: %v %v", err, list)
 	}
-	sv, err := c.Salvage(ctx, server.SalvageRequest{Binding: "T-1", Message: "midway"})
+	sv, err := c.Salvage(ctx, wire.SalvageRequest{Binding: "T-1", Message: "midway"})
 	if err != nil || sv.Clean || sv.Ref == nil {
 		t.Fatalf("salvage: %v %+v", err, sv)
 	}
 	_, err = c.PreviewReclaim(ctx, "T-1")
 	refusal(t, err, "workspace_live", 4) // T-1 holds leases
 
-	_, err = c.End(ctx, server.EndRequest{Task: "T-1"})
+	_, err = c.End(ctx, wire.EndRequest{Task: "T-1"})
 	refusal(t, err, "token_required", 3)
-	end, err := c.End(ctx, server.EndRequest{Task: "T-1", Token: b.Token})
+	end, err := c.End(ctx, wire.EndRequest{Task: "T-1", Token: b.Token})
 	if err != nil || len(end.Leases) != 1 || end.Workspace == nil || end.Workspace.State != "released" {
 		t.Fatalf("end: %v %+v", err, end)
 	}
@@ -119,31 +120,31 @@ func TestEndToEndHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Reclaim(ctx, server.ReclaimRequest{Binding: "T-1"})
+	_, err = c.Reclaim(ctx, wire.ReclaimRequest{Binding: "T-1"})
 	refusal(t, err, "unconfirmed", 3)
-	_, err = c.Reclaim(ctx, server.ReclaimRequest{Binding: "T-1", Confirm: "sha256:" + strings.Repeat("ab", 32)})
+	_, err = c.Reclaim(ctx, wire.ReclaimRequest{Binding: "T-1", Confirm: "sha256:" + strings.Repeat("ab", 32)})
 	refusal(t, err, "preview_stale", 3)
-	rc, err := c.Reclaim(ctx, server.ReclaimRequest{Binding: "T-1", Confirm: pv.Digest})
+	rc, err := c.Reclaim(ctx, wire.ReclaimRequest{Binding: "T-1", Confirm: pv.Digest})
 	if err != nil || !rc.Removed {
 		t.Fatalf("reclaim: %v %+v", err, rc)
 	}
-	_, err = c.Recover(ctx, server.ReleaseRequest{Binding: "T-1"})
+	_, err = c.Recover(ctx, wire.ReleaseRequest{Binding: "T-1"})
 	refusal(t, err, "not_found", 5)
-	rs, err := c.Restore(ctx, server.RestoreRequest{Binding: "T-1"})
+	rs, err := c.Restore(ctx, wire.RestoreRequest{Binding: "T-1"})
 	if err != nil || rs.Restore == nil {
 		t.Fatalf("restore: %v %+v", err, rs)
 	}
 	if got, _ := os.ReadFile(filepath.Join(ws.Path, "src", "f1.go")); string(got) != "package src // work\n" {
 		t.Fatalf("restored f1.go: %q", got)
 	}
-	if _, err := c.Release(ctx, server.ReleaseRequest{Binding: "T-1"}); err != nil {
+	if _, err := c.Release(ctx, wire.ReleaseRequest{Binding: "T-1"}); err != nil {
 		t.Fatal(err)
 	}
-	acq, err := c.Acquire(ctx, server.AcquireRequest{Holder: "a", Resources: []string{"file:README.md"}, Cwd: dir})
+	acq, err := c.Acquire(ctx, wire.AcquireRequest{Holder: "a", Resources: []string{"file:README.md"}, Cwd: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rel, err := c.ReleaseLeases(ctx, server.LeaseReleaseRequest{Holder: "a", Token: acq.Token}); err != nil || len(rel.Leases) != 1 {
+	if rel, err := c.ReleaseLeases(ctx, wire.LeaseReleaseRequest{Holder: "a", Token: acq.Token}); err != nil || len(rel.Leases) != 1 {
 		t.Fatalf("release leases: %v %+v", err, rel)
 	}
 }
@@ -260,7 +261,7 @@ func TestConcurrentAllocate(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = c.Allocate(ctx, server.AllocateRequest{Binding: fmt.Sprintf("A-%d", i)})
+			_, errs[i] = c.Allocate(ctx, wire.AllocateRequest{Binding: fmt.Sprintf("A-%d", i)})
 		}()
 	}
 	wg.Wait()
@@ -312,7 +313,7 @@ func TestPortRace(t *testing.T) {
 			var won bool
 			var code string
 			if i%2 == 0 {
-				_, err := c.Acquire(ctx, server.AcquireRequest{Holder: holder, Resources: []string{port}})
+				_, err := c.Acquire(ctx, wire.AcquireRequest{Holder: holder, Resources: []string{port}})
 				var ce *client.Error
 				switch {
 				case err == nil:
@@ -382,7 +383,7 @@ func TestBindingRace(t *testing.T) {
 			var won bool
 			var code string
 			if i%2 == 0 {
-				_, err := c.Allocate(ctx, server.AllocateRequest{Binding: "SAME"})
+				_, err := c.Allocate(ctx, wire.AllocateRequest{Binding: "SAME"})
 				var ce *client.Error
 				switch {
 				case err == nil:
@@ -447,10 +448,10 @@ func TestSameJSONAsCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.Allocate(ctx, server.AllocateRequest{Binding: "J-1", Intent: []string{"src/**"}}); err != nil {
+	if _, err := c.Allocate(ctx, wire.AllocateRequest{Binding: "J-1", Intent: []string{"src/**"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Acquire(ctx, server.AcquireRequest{Holder: "J-1", Resources: []string{"file:README.md"}, Token: "mlt_0123456789abcdef0123"}); err != nil {
+	if _, err := c.Acquire(ctx, wire.AcquireRequest{Holder: "J-1", Resources: []string{"file:README.md"}, Token: "mlt_0123456789abcdef0123"}); err != nil {
 		t.Fatal(err)
 	}
 	api := func(method, path string) any {

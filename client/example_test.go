@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/majlis-dev/majlis/client"
-	"github.com/majlis-dev/majlis/server"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // An orchestrator allocates a workspace for a task, lets an agent work in
@@ -27,7 +27,7 @@ func Example() {
 	}
 	defer c.Close()
 
-	res, err := c.Allocate(ctx, server.AllocateRequest{Binding: "T-14"})
+	res, err := c.Allocate(ctx, wire.AllocateRequest{Binding: "T-14"})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -38,21 +38,21 @@ func Example() {
 	if err := os.WriteFile(filepath.Join(ws.Path, "notes.txt"), []byte("half done\n"), 0o644); err != nil {
 		log.Fatal(err)
 	}
-	sv, err := c.Salvage(ctx, server.SalvageRequest{Binding: "T-14", Message: "checkpoint"})
+	sv, err := c.Salvage(ctx, wire.SalvageRequest{Binding: "T-14", Message: "checkpoint"})
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("salvaged", sv.Files, "file to", *sv.Ref)
 
 	// Take the workspace back: preview, then confirm that very preview.
-	if _, err := c.Release(ctx, server.ReleaseRequest{Binding: "T-14"}); err != nil {
+	if _, err := c.Release(ctx, wire.ReleaseRequest{Binding: "T-14"}); err != nil {
 		log.Fatal(err)
 	}
 	pv, err := c.PreviewReclaim(ctx, "T-14")
 	if err != nil {
 		log.Fatal(err)
 	}
-	rc, err := c.Reclaim(ctx, server.ReclaimRequest{Binding: "T-14", Confirm: pv.Digest})
+	rc, err := c.Reclaim(ctx, wire.ReclaimRequest{Binding: "T-14", Confirm: pv.Digest})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/majlis-dev/majlis/client"
-	"github.com/majlis-dev/majlis/server"
+	"github.com/majlis-dev/majlis/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -145,18 +145,18 @@ func TestRefusalWordsHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.Acquire(ctx, server.AcquireRequest{Holder: "h", Resources: []string{"host:port:auto"}}); err != nil {
+	if _, err := c.Acquire(ctx, wire.AcquireRequest{Holder: "h", Resources: []string{"host:port:auto"}}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Renew(ctx, server.RenewRequest{Holder: "h"})
+	_, err = c.Renew(ctx, wire.RenewRequest{Holder: "h"})
 	ce := refusal(t, err, "token_required", 3)
 	if h := ce.Hint(); cliWords.MatchString(h) || strings.Contains(h, "force") || !strings.Contains(h, "send the token") {
 		t.Errorf("token_required hint over HTTP: %q", h)
 	}
-	if _, err := c.Allocate(ctx, server.AllocateRequest{Binding: "H-1"}); err != nil {
+	if _, err := c.Allocate(ctx, wire.AllocateRequest{Binding: "H-1"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Reclaim(ctx, server.ReclaimRequest{Binding: "H-1"})
+	_, err = c.Reclaim(ctx, wire.ReclaimRequest{Binding: "H-1"})
 	ce = refusal(t, err, "unconfirmed", 3)
 	if h := ce.Hint(); cliWords.MatchString(h) || !strings.Contains(h, "POST /api/v1/workspaces/H-1/reclaim/preview") {
 		t.Errorf("unconfirmed hint over HTTP: %q", h)

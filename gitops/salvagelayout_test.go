@@ -29,10 +29,10 @@ func rawCommit(parents []string, message string) []byte {
 var testLayouts = []SalvageLayout{
 	{Version: 2, Head: id('1'), Branch: "refs/heads/majlis/T-1", Index: id('2'), Untracked: id('3'), Meta: id('4')},
 	{Version: 2, Head: id('1'), Index: id('2'), Untracked: id('3'), Meta: id('4'),
-		Pins: []Pin{{id('5'), "HEAD"}, {id('6'), "refs/worktree/x"}, {id('7'), "logs/HEAD"}}},
+		Pins: []Pin{{Commit: id('5'), Source: "HEAD"}, {Commit: id('6'), Source: "refs/worktree/x"}, {Commit: id('7'), Source: "logs/HEAD"}}},
 	{Version: 2, Index: id('2'), Untracked: id('3'), Meta: id('4')},                         // unborn
 	{Version: 2, Head: id('1'), Branch: "refs/heads/x", Index: id('2'), Untracked: id('3')}, // no meta
-	{Version: 2, Head: id('1'), Index: id('2'), Untracked: id('3'), Pins: []Pin{{id('5'), "HEAD"}}},
+	{Version: 2, Head: id('1'), Index: id('2'), Untracked: id('3'), Pins: []Pin{{Commit: id('5'), Source: "HEAD"}}},
 }
 
 // TestPlaceholderID checks the stand-in commit's id, computed in process,

@@ -7,21 +7,12 @@ import (
 	"path"
 	"path/filepath"
 	"syscall"
+
+	"github.com/majlis-dev/majlis/wire"
 )
 
-// A SpecialFile is a file in a worktree that is neither a regular file, a
-// directory nor a symbolic link: a FIFO, a socket or a device node. git
-// neither tracks nor reports one (status, add -A and clean all pass it by
-// without a word), so no salvage can keep it: removing the worktree's
-// directory deletes it. It has no content to lose; what is lost is the
-// node itself, and a process may still be using it.
-type SpecialFile struct {
-	// Path is relative to the worktree's top level, slash-separated.
-	Path string `json:"path"`
-	// Type is "fifo", "socket", "char_device", "block_device" or
-	// "irregular" (anything else the file system reports).
-	Type string `json:"type"`
-}
+// SpecialFile is wire.SpecialFile: the result type is defined once, in the wire contract.
+type SpecialFile = wire.SpecialFile
 
 // SpecialFiles walks the directory tree of the worktree whose top level is
 // worktree and returns how many special files it holds and the first

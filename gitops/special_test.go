@@ -23,10 +23,10 @@ func TestSpecialFiles(t *testing.T) {
 	r.WriteFile("deep/file", "f\n")
 	r.Symlink("pipe", "link-to-pipe")
 	r.NestedRepo("nested").SpecialFile("run/ipc", "socket")
-	want := []SpecialFile{{"build/server.sock", "socket"}, {"deep/er/p2", "fifo"}, {"nested/run/ipc", "socket"}, {"pipe", "fifo"}}
+	want := []SpecialFile{{Path: "build/server.sock", Type: "socket"}, {Path: "deep/er/p2", Type: "fifo"}, {Path: "nested/run/ipc", Type: "socket"}, {Path: "pipe", Type: "fifo"}}
 	// A device node needs privilege to make.
 	if err := syscall.Mknod(r.Path("null"), syscall.S_IFCHR|0o600, 1<<8|3); err == nil {
-		want = append(want[:3], SpecialFile{"null", "char_device"}, want[3])
+		want = append(want[:3], SpecialFile{Path: "null", Type: "char_device"}, want[3])
 	} else if !os.IsPermission(err) {
 		t.Fatal(err)
 	}

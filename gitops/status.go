@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // A Mode is a Git file mode as git prints it in octal: 100644 (file),
@@ -168,33 +170,8 @@ func (s *Status) DirtySubmodules() []string {
 	return paths
 }
 
-// Counts tallies changed paths by kind. Each entry counts once, under the
-// first of these that applies: Conflicted (unmerged), Untracked, Ignored,
-// Renamed, Copied, Added (new in the index), Deleted (from the index or
-// the worktree), TypeChanged (file, symlink or submodule replaced by
-// another type), else Modified (content or mode). Staged counts, in
-// addition, the entries with a change in the index.
-//
-// The JSON field names appear in majlis's --json output: add fields, never
-// rename them.
-type Counts struct {
-	Modified    int `json:"modified"`
-	Added       int `json:"added"`
-	Deleted     int `json:"deleted"`
-	Renamed     int `json:"renamed"`
-	Copied      int `json:"copied"`
-	TypeChanged int `json:"type_changed"`
-	Untracked   int `json:"untracked"`
-	Ignored     int `json:"ignored"`
-	Conflicted  int `json:"conflicted"`
-	Staged      int `json:"staged"`
-}
-
-// Total is the number of changed paths counted, ignored files excluded
-// (Staged overlaps the others and is not added).
-func (c Counts) Total() int {
-	return c.Modified + c.Added + c.Deleted + c.Renamed + c.Copied + c.TypeChanged + c.Untracked + c.Conflicted
-}
+// Counts is wire.Counts: the result type is defined once, in the wire contract.
+type Counts = wire.Counts
 
 // Counts tallies the entries of s.
 func (s *Status) Counts() Counts {

@@ -16,29 +16,14 @@ import (
 	"strings"
 
 	"github.com/majlis-dev/majlis/internal/workers"
+	"github.com/majlis-dev/majlis/wire"
 )
 
-// A Pin is a commit that a salvage keeps reachable because nothing else
-// would once the worktree is gone: reachable from no branch, tag or other
-// shared ref, only from this worktree's HEAD, its per-worktree refs, its
-// reflogs or an interrupted operation's state.
-type Pin struct {
-	Commit string `json:"commit"`
-	// Source says where the worktree held it: "HEAD", a per-worktree ref
-	// file ("refs/worktree/x", "refs/bisect/bad"), a reflog ("logs/HEAD")
-	// or an operation's state file ("ORIG_HEAD", "rebase-merge/orig-head").
-	Source string `json:"source"`
-}
+// Pin is wire.Pin: the result type is defined once, in the wire contract.
+type Pin = wire.Pin
 
-// A HiddenFile is a tracked file whose worktree copy differs from its
-// index entry in a way git status does not show and git add does not
-// record: marked assume-unchanged or skip-worktree, or (Flag
-// FlagFileModeIgnored) with an executable bit core.fileMode=false hides.
-type HiddenFile struct {
-	Path   string `json:"path"`
-	Flag   string `json:"flag"`   // "assume-unchanged", "skip-worktree" or "core.fileMode=false"
-	Change string `json:"change"` // "modified", "deleted" or "type_changed"; "mode" for core.fileMode=false
-}
+// HiddenFile is wire.HiddenFile: the result type is defined once, in the wire contract.
+type HiddenFile = wire.HiddenFile
 
 // A Survey is what a worktree holds beyond its files: what a salvage keeps
 // besides the worktree's tree and the index's tree.

@@ -8,6 +8,7 @@ import (
 	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/gitops"
 	"github.com/majlis-dev/majlis/pathid"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // Admission opens the repository's admission ledgers (package admission):
@@ -72,17 +73,8 @@ type CheckOptions struct {
 	IfHolder bool
 }
 
-// A CheckResult is admission's check of the checkout the provider was
-// opened in, with where its holder came from.
-type CheckResult struct {
-	*admission.CheckResult
-	// HolderSource is HolderGiven, HolderWorkspace or HolderDefault; empty
-	// when nothing was checked.
-	HolderSource string `json:"holder_source"`
-	// Skipped: no holder was found and IfHolder asked for no error;
-	// nothing was checked or recorded.
-	Skipped bool `json:"skipped"`
-}
+// CheckResult is wire.CheckResult: the result type is defined once, in the wire contract.
+type CheckResult = wire.CheckResult
 
 // Check compares the changed files of the checkout the provider was
 // opened in with the leases of its holder (admission.Service.Check): the
@@ -129,7 +121,7 @@ func (p *Provider) Check(ctx context.Context, o CheckOptions) (*CheckResult, err
 	if err != nil {
 		return nil, err
 	}
-	return &CheckResult{CheckResult: res, HolderSource: source}, nil
+	return &CheckResult{LeaseCheck: res, HolderSource: source}, nil
 }
 
 // CheckRepository opens the repository containing dir and runs Check in
@@ -155,7 +147,7 @@ func CheckRepository(ctx context.Context, dir string, opts Options, o CheckOptio
 }
 
 func skippedCheck(checkout string) *CheckResult {
-	return &CheckResult{Skipped: true, CheckResult: &admission.CheckResult{Checkout: checkout,
+	return &CheckResult{Skipped: true, LeaseCheck: &admission.CheckResult{Checkout: checkout,
 		Gaps: []string{}, Warnings: []admission.Warning{}, DecidedBy: []string{}}}
 }
 

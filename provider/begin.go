@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/admission"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // BeginOptions describe a task to begin.
@@ -39,26 +40,8 @@ type BeginOptions struct {
 	Ports int
 }
 
-// A BeginResult is a begun task: its workspace and its intent leases.
-type BeginResult struct {
-	Task      string     `json:"task"`
-	Workspace *Workspace `json:"workspace"` // nil with Shared
-	// Checkout is the worktree the intents were declared in: the
-	// workspace's, or (Shared) the current one.
-	Checkout  string              `json:"checkout"`
-	Leases    []admission.Lease   `json:"leases"`
-	Warnings  []admission.Warning `json:"warnings"`
-	DecidedBy []string            `json:"decided_by"`
-	RequestID string              `json:"request_id"`
-	// Replayed: the leases were granted by an earlier call with the same
-	// request id; nothing new was granted now.
-	Replayed bool `json:"replayed"`
-	// Token is the lease token generated for the leases (none was
-	// supplied), returned this once.
-	Token string `json:"token,omitempty"`
-	// Ports are the ports granted for BeginOptions.Ports, in order.
-	Ports []int `json:"ports"`
-}
+// BeginResult is wire.BeginResult: the result type is defined once, in the wire contract.
+type BeginResult = wire.BeginResult
 
 // A BeginError reports a begin whose workspace was allocated but whose
 // intents were refused. The workspace is left in place: undoing an

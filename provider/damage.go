@@ -12,6 +12,7 @@ import (
 
 	"github.com/majlis-dev/majlis/gitops"
 	"github.com/majlis-dev/majlis/pathid"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // Damage stays local. A binding whose records cannot all be read is
@@ -43,29 +44,16 @@ const (
 	SourceAdminEntry = "admin_entry" // git's admin entry with majlis's lock reason
 )
 
-// A Damage reports a binding whose records cannot all be read. Its JSON
-// is part of the CLI contract (list, doctor).
+// A Damage reports a binding whose records cannot all be read: the
+// wire.Damage that list and doctor show, and the refusal of the binding's
+// own operations.
 type Damage struct {
-	Binding string `json:"binding"`
-	File    string `json:"file"`   // the first file that failed to read
-	Reason  string `json:"reason"` // why
-	// Paths are the places the binding's workspaces may occupy, each with
-	// the trustworthy source that names it.
-	Paths []KnownPath `json:"paths"`
-	// Located reports that every claim of the binding that cannot be read
-	// was found in the journal or git's admin entries.
-	Located bool `json:"located"`
-	// Unlocated lists the claim files (or sequence numbers) found nowhere.
-	Unlocated []string `json:"unlocated"`
-
+	wire.Damage
 	err *Error // the refusal of the binding's own operations
 }
 
-// A KnownPath is a place a damaged binding's workspace may occupy.
-type KnownPath struct {
-	Path   string `json:"path"`
-	Source string `json:"source"`
-}
+// KnownPath is wire.KnownPath: the result type is defined once, in the wire contract.
+type KnownPath = wire.KnownPath
 
 // refusal is the error of an operation that cannot proceed past d.
 func (d *Damage) refusal(op string) error {
@@ -178,7 +166,7 @@ func lockedFor(reason string) (binding, short string, ok bool) {
 // locate reads what still verifies of binding's folder and finds every
 // place its workspaces may occupy.
 func (l *locator) locate(binding string, cause *Error) *Damage {
-	d := &Damage{Binding: binding, File: cause.Path, Reason: cause.Reason, err: cause}
+	d := &Damage{Damage: wire.Damage{Binding: binding, File: cause.Path, Reason: cause.Reason}, err: cause}
 	if d.Reason == "" {
 		d.Reason = strings.TrimPrefix(cause.Err.Error(), "provider: ")
 	}
@@ -287,7 +275,7 @@ func (l *locator) locate(binding string, cause *Error) *Damage {
 
 // damagedView renders a damaged binding for list.
 func damagedView(d *Damage) *Workspace {
-	w := &Workspace{Binding: d.Binding, State: StateDamaged, Intent: []string{}, Damage: d, BlockedBy: []Blocker{}, Processes: []Process{}, DirtySubmodules: []string{}}
+	w := &Workspace{Binding: d.Binding, State: StateDamaged, Intent: []string{}, Damage: &d.Damage, BlockedBy: []Blocker{}, Processes: []Process{}, DirtySubmodules: []string{}}
 	if len(d.Paths) > 0 {
 		w.Path = d.Paths[len(d.Paths)-1].Path
 	}

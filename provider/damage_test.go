@@ -118,7 +118,7 @@ func TestDamageStaysLocal(t *testing.T) {
 			if da.Damage.File != file || da.Damage.Reason == "" || !da.Damage.Located || da.Path != a.Path {
 				t.Errorf("list: damage %+v path %s, want file %s, a reason, located at %s", da.Damage, da.Path, file, a.Path)
 			}
-			if len(da.Damage.Paths) == 0 || da.Damage.Paths[0] != (KnownPath{a.Path, tc.source}) {
+			if len(da.Damage.Paths) == 0 || da.Damage.Paths[0] != (KnownPath{Path: a.Path, Source: tc.source}) {
 				t.Errorf("list: paths %+v, want %s from %s", da.Damage.Paths, a.Path, tc.source)
 			}
 			if ws["B"] == nil || ws["B"].State != StateActive {
@@ -200,7 +200,7 @@ func TestDamageUnlocated(t *testing.T) {
 				t.Fatalf("list: A is %+v (damage %+v), want damaged, located %v", da, da.Damage, locked)
 			}
 			if locked {
-				if len(da.Damage.Paths) != 1 || da.Damage.Paths[0] != (KnownPath{a.PhysicalPath, SourceAdminEntry}) {
+				if len(da.Damage.Paths) != 1 || da.Damage.Paths[0] != (KnownPath{Path: a.PhysicalPath, Source: SourceAdminEntry}) {
 					t.Errorf("paths %+v, want %s from git's admin entry", da.Damage.Paths, a.PhysicalPath)
 				}
 				mustAllocate(t, p, AllocateOptions{Binding: "C"})

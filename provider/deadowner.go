@@ -146,8 +146,8 @@ func (p *Provider) recoverLeases(ctx context.Context, rec *claimRecord, res *Rec
 	return nil
 }
 
-// arrays makes every array of the result present (JSON: never null).
-func (r *ReclaimResult) arrays() {
+// reclaimArrays makes every array of the result present (JSON: never null).
+func reclaimArrays(r *ReclaimResult) {
 	if r.SalvageRefs == nil {
 		r.SalvageRefs = []string{}
 	}

@@ -105,10 +105,10 @@ func entryPreview(ctx context.Context, pv *Preview, c *Claim, entryDir string) (
 		if len(what) == 0 {
 			what = append(what, "its reflogs and settings")
 		}
-		pv.Steps = append(pv.Steps, Step{"salvage", s.Files, "the folder is gone (moved or deleted by hand), but git's entry of it still holds " +
+		pv.Steps = append(pv.Steps, Step{Name: "salvage", Count: s.Files, Detail: "the folder is gone (moved or deleted by hand), but git's entry of it still holds " +
 			strings.Join(what, ", ") + ": keep them on " + SalvagePrefix + c.Binding + "/<n>"})
 	}
-	pv.Steps = append(pv.Steps, Step{"forget", 0, "take git's entry of the workspace out of its list of worktrees, with one rename into majlis's trash " +
+	pv.Steps = append(pv.Steps, Step{Name: "forget", Count: 0, Detail: "take git's entry of the workspace out of its list of worktrees, with one rename into majlis's trash " +
 		"(kept while the trash is kept: a folder you moved can be attached to it again; else deleted once salvaged), and retire the claim; " +
 		"nothing else on disk is touched (if you moved the folder and want to keep using it as a worktree, do not reclaim: have git repair its record of the worktree at the new place instead)"})
 	return []any{es.Head, es.Branch, pinFacts(s.Pins, s.WorktreeRefs, es.Refs), es.StagedPaths, es.Modules}, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/majlis-dev/majlis/internal/openers"
 	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/internal/workers"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // One look (workspace list): for each workspace, whether its owner is
@@ -40,40 +41,14 @@ const (
 // LeaseShown is how many leases of a workspace list names; it counts them all.
 const LeaseShown = 3
 
-// A LeaseRef names one lease a workspace's task (or someone working in it)
-// holds.
-type LeaseRef struct {
-	ID        string    `json:"id"`
-	Resource  string    `json:"resource"`
-	Holder    string    `json:"holder"`
-	State     string    `json:"state"`
-	ExpiresAt time.Time `json:"expires_at"`
-	// OwnerPID is the owner process the lease records (0: none).
-	// Recoverable: that owner is proven dead, so the lease keeps nothing
-	// in use; a reclaim retires it as recovered (deadowner.go).
-	OwnerPID    int  `json:"owner_pid,omitempty"`
-	Recoverable bool `json:"recoverable"`
-}
+// LeaseRef is wire.LeaseRef: the result type is defined once, in the wire contract.
+type LeaseRef = wire.LeaseRef
 
-// LeaseSummary counts a workspace's leases and names the first few.
-type LeaseSummary struct {
-	Count int        `json:"count"`
-	First []LeaseRef `json:"first"`
-}
+// LeaseSummary is wire.LeaseSummary: the result type is defined once, in the wire contract.
+type LeaseSummary = wire.LeaseSummary
 
-// A Blocker is one reason a reclaim of the workspace would refuse now.
-type Blocker struct {
-	Kind     string `json:"kind"`
-	Detail   string `json:"detail"` // in words
-	Hint     string `json:"hint"`   // what resolves it, in words and commands; "" when nothing is to be done but wait
-	OwnerPID int    `json:"owner_pid,omitempty"`
-	// Leases are the leases that block (kind leases); Processes, the
-	// processes that work inside it (kind processes).
-	Leases    []LeaseRef `json:"leases"`
-	Processes []Process  `json:"processes"`
-	Peer      string     `json:"peer,omitempty"` // the nested workspace's binding
-	Path      string     `json:"path,omitempty"`
-}
+// Blocker is wire.Blocker: the result type is defined once, in the wire contract.
+type Blocker = wire.Blocker
 
 // newBlocker returns a blocker with its arrays present.
 func newBlocker(kind, detail, hint string) Blocker {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/majlis-dev/majlis/gitops"
 	"github.com/majlis-dev/majlis/pathid"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // Peer kinds.
@@ -22,15 +23,8 @@ const (
 	PeerNestedRepo   = "nested_repository" // an independent repository inside the target
 )
 
-// A Peer is a retained peer of a reclaim target: something whose files may
-// still exist. Its JSON appears in previews and peer_overlap errors.
-type Peer struct {
-	Kind     string `json:"kind"`
-	Path     string `json:"path"`
-	Binding  string `json:"binding,omitempty"`
-	Relation string `json:"relation"` // disjoint, or why it does not overlap, or the overlap
-	Overlaps bool   `json:"overlaps"`
-}
+// Peer is wire.Peer: the result type is defined once, in the wire contract.
+type Peer = wire.Peer
 
 // retainedPeers lists every retained peer of the target claim and judges
 // whether each overlaps it. It reads the state folder and the filesystem

@@ -5,19 +5,11 @@ import (
 	"fmt"
 
 	"github.com/majlis-dev/majlis/admission"
+	"github.com/majlis-dev/majlis/wire"
 )
 
-// An AllocateResult is a workspace allocated with ports.
-type AllocateResult struct {
-	Workspace *Workspace `json:"workspace"`
-	// Ports are the free ports granted to the binding (host:port:N
-	// leases, holder the binding), in order; empty without --ports.
-	Ports  []int             `json:"ports"`
-	Leases []admission.Lease `json:"leases"`
-	// Token is the lease token generated for the port leases (none was
-	// supplied), returned this once.
-	Token string `json:"token,omitempty"`
-}
+// AllocateResult is wire.AllocateResult: the result type is defined once, in the wire contract.
+type AllocateResult = wire.AllocateResult
 
 // AllocateWithPorts allocates a workspace (Allocate) and then grants
 // ports free ports (host:port:auto) to its binding, in one admission.

@@ -21,99 +21,16 @@ import (
 
 	"github.com/majlis-dev/majlis/gitops"
 	"github.com/majlis-dev/majlis/internal/workers"
+	"github.com/majlis-dev/majlis/wire"
 )
 
-// A Step is one effect a reclaim will have (or had).
-type Step struct {
-	Name   string `json:"name"`   // salvage, move, resalvage, delete-trash (forget, record for a missing workspace)
-	Count  int    `json:"count"`  // files concerned
-	Detail string `json:"detail"` // in words
-}
+// Step is wire.Step: the result type is defined once, in the wire contract.
+type Step = wire.Step
 
-// A Preview says everything a reclaim of a workspace would do. Its digest
-// pins it: --confirm DIGEST proceeds only if the preview computed at that
-// moment has the same digest.
+// A Preview is what a reclaim would do (wire.Preview, its JSON), with
+// what its digest covers beyond what it shows.
 type Preview struct {
-	Digest       string `json:"digest"`
-	Binding      string `json:"binding"`
-	Path         string `json:"path"`
-	PhysicalPath string `json:"physical_path"`
-	Branch       string `json:"branch"`
-	Head         string `json:"head"`
-	ClaimDigest  string `json:"claim_digest"`
-	Released     bool   `json:"released"`
-	// OwnerPID and OwnerState are the recorded owner process and what is
-	// known of it (exited, alive, unknown; absent when none is recorded).
-	// They inform; the digest does not cover them.
-	OwnerPID   int    `json:"owner_pid,omitempty"`
-	OwnerState string `json:"owner_state,omitempty"`
-	// Processes are the processes whose working directory or open files
-	// are inside the workspace (a dev server its dead agent started): the
-	// reclaim moves the folder from under them, into its kept trash. A
-	// bulk reclaim leaves such a workspace out. RecoverLeases are the
-	// leases whose owner process is proven dead, which the reclaim will
-	// retire as recovered. Both inform; the digest does not cover them.
-	Processes     []Process  `json:"processes"`
-	RecoverLeases []LeaseRef `json:"recover_leases"`
-	Salvage       struct {
-		Clean           bool     `json:"clean"`
-		Files           int      `json:"files"`
-		Modified        int      `json:"modified"`
-		Added           int      `json:"added"`
-		Deleted         int      `json:"deleted"`
-		Renamed         int      `json:"renamed"`
-		Untracked       int      `json:"untracked"`
-		Conflicted      int      `json:"conflicted"`
-		DirtySubmodules []string `json:"dirty_submodules"`
-		// What the salvage keeps beyond the files: the index when a file
-		// is staged at a version the worktree no longer has, or has
-		// intent-to-add entries; commits only the workspace holds (Pins,
-		// each with where it was found); per-worktree refs; an interrupted
-		// operation's state; hidden (assume-unchanged, skip-worktree)
-		// edits.
-		PartiallyStaged int                 `json:"partially_staged"`
-		IntentToAdd     int                 `json:"intent_to_add"`
-		Pins            []gitops.Pin        `json:"pins"`
-		WorktreeRefs    []string            `json:"worktree_refs"`
-		Operation       string              `json:"operation"`
-		Hidden          []gitops.HiddenFile `json:"hidden"`
-		// UnpopulatedSubmoduleFiles are the files in the folders of
-		// submodules that are not checked out: git does not see them;
-		// the salvage keeps them in its meta commit.
-		UnpopulatedSubmoduleFiles []string `json:"unpopulated_submodule_files"`
-		// RefusedNames are the files git will not store under their
-		// names: untracked files whose names it refuses (x/.GIT/config,
-		// GIT~1, .git.), and files under a folder (or a file) named .git
-		// that is no repository, which git never lists. The salvage keeps
-		// their bytes beside its tree, under encoded names; restore
-		// writes them back. The first MaxIgnoredPaths are named.
-		RefusedNames []string `json:"refused_names"`
-	} `json:"salvage"`
-	// Changes counts the workspace's changes by kind, the one counts
-	// object of show, list --status and salvage (every key always present).
-	Changes      gitops.Counts `json:"changes"`
-	IgnoredFiles int           `json:"ignored_files"` // deleted with the directory, not salvaged
-	// IgnoredPaths names the first MaxIgnoredPaths of them.
-	IgnoredPaths []string `json:"ignored_paths"`
-	// SpecialFiles counts the FIFOs, sockets and device nodes anywhere in
-	// the workspace (ignored folders and nested repositories included):
-	// git neither tracks nor reports them, so no salvage can keep them,
-	// and they are deleted with the directory. SpecialPaths names the
-	// first MaxIgnoredPaths of them, each with its type.
-	SpecialFiles int                  `json:"special_files"`
-	SpecialPaths []gitops.SpecialFile `json:"special_paths"`
-	Steps        []Step               `json:"steps"`
-	PeersChecked int                  `json:"peers_checked"`
-	Peers        []Peer               `json:"peers"`
-	// AdminEntry is git's administrative entry of the workspace
-	// (<common dir>/worktrees/<id>). Pinned says whether it carries
-	// majlis's pin; an entry of a workspace allocated before majlis pinned
-	// them is pinned by the reclaim, before its first step.
-	AdminEntry struct {
-		Path   string `json:"path"`
-		Pinned bool   `json:"pinned"`
-	} `json:"admin_entry"`
-
+	wire.Preview
 	status  *gitops.Status
 	facts   []any // what the digest covers beyond the fields (digestWithout)
 	procErr error // why Processes could not be found
@@ -230,8 +147,8 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 	if err != nil {
 		return nil, err
 	}
-	pv := &Preview{Binding: c.Binding, Path: c.Path, PhysicalPath: c.PhysicalPath, Branch: c.Branch, Head: st.Head,
-		ClaimDigest: rec.Digest, Released: rec.has(EventReleased), PeersChecked: len(peers), Peers: peers, status: st}
+	pv := &Preview{Preview: wire.Preview{Binding: c.Binding, Path: c.Path, PhysicalPath: c.PhysicalPath, Branch: c.Branch, Head: st.Head,
+		ClaimDigest: rec.Digest, Released: rec.has(EventReleased), PeersChecked: len(peers), Peers: peers}, status: st}
 	if pv.Peers == nil {
 		pv.Peers = []Peer{}
 	}
@@ -273,13 +190,13 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 	pv.IgnoredFiles = n.Ignored
 	pv.SpecialFiles, pv.SpecialPaths = nSpecial, specials
 	if !s.Clean {
-		pv.Steps = append(pv.Steps, Step{"salvage", s.Files, "keep " + strings.Join(salvageWhat(pv, sv.Settings(), len(refused)+nDotGit), ", ") +
+		pv.Steps = append(pv.Steps, Step{Name: "salvage", Count: s.Files, Detail: "keep " + strings.Join(salvageWhat(pv, sv.Settings(), len(refused)+nDotGit), ", ") +
 			" on " + SalvagePrefix + c.Binding + "/<n>"})
 	}
 	pv.Steps = append(pv.Steps,
-		Step{"move", 0, fmt.Sprintf("move the directory, with one rename, into a trash folder beside it (%s/%s%s.%d.<random>), still locked; nothing is deleted at %s", filepath.Dir(c.Path), trashPrefix, c.Binding, c.Seq, c.Path)},
-		Step{"resalvage", 0, "snapshot it again in the trash; anything written since the salvage goes to a second salvage ref"},
-		Step{"delete-trash", n.Ignored + nSpecial, fmt.Sprintf("delete the trash folder, with %s that are not salvaged, unless the trash is kept; branch %s is kept", notSalvaged(n.Ignored, nSpecial), c.Branch)})
+		Step{Name: "move", Count: 0, Detail: fmt.Sprintf("move the directory, with one rename, into a trash folder beside it (%s/%s%s.%d.<random>), still locked; nothing is deleted at %s", filepath.Dir(c.Path), trashPrefix, c.Binding, c.Seq, c.Path)},
+		Step{Name: "resalvage", Count: 0, Detail: "snapshot it again in the trash; anything written since the salvage goes to a second salvage ref"},
+		Step{Name: "delete-trash", Count: n.Ignored + nSpecial, Detail: fmt.Sprintf("delete the trash folder, with %s that are not salvaged, unless the trash is kept; branch %s is kept", notSalvaged(n.Ignored, nSpecial), c.Branch)})
 	pins := append(pinFacts(s.Pins, s.WorktreeRefs, sv.Refs), dotgit...)
 	// The digest covers every fact above and the paths behind the counts.
 	entries := make([]string, 0, len(st.Entries))
@@ -445,8 +362,8 @@ func (p *Provider) missingPreview(ctx context.Context, rec *claimRecord, missing
 				Hint:   fmt.Sprintf("move it back ('git worktree move --force --force %s %s'), then reclaim", moved[0].WorkTree, c.Path)}
 		}
 	}
-	pv := &Preview{Binding: c.Binding, Path: c.Path, PhysicalPath: c.PhysicalPath, Branch: c.Branch,
-		ClaimDigest: rec.Digest, Released: rec.has(EventReleased), Peers: []Peer{}}
+	pv := &Preview{Preview: wire.Preview{Binding: c.Binding, Path: c.Path, PhysicalPath: c.PhysicalPath, Branch: c.Branch,
+		ClaimDigest: rec.Digest, Released: rec.has(EventReleased), Peers: []Peer{}}}
 	if listed && c.PhysicalPath != c.Path {
 		// git lists the worktree at its physical path: if something is
 		// there, the folder is not gone (the same directory is judged
@@ -489,7 +406,7 @@ func (p *Provider) missingPreview(ctx context.Context, rec *claimRecord, missing
 			return nil, false, err
 		}
 	} else {
-		pv.Steps = []Step{{"record", 0, "the worktree was already removed: retire the claim"}}
+		pv.Steps = []Step{{Name: "record", Count: 0, Detail: "the worktree was already removed: retire the claim"}}
 	}
 	pv.Digest = previewDigest(pv, facts...)
 	return pv, listed, nil

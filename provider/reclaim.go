@@ -14,6 +14,7 @@ import (
 	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/pathid"
 	"github.com/majlis-dev/majlis/reservation"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 var (
@@ -48,50 +49,8 @@ type ReclaimOptions struct {
 	requireKeep bool
 }
 
-// A ReclaimResult reports a finished reclaim. Its JSON is part of the CLI
-// contract.
-type ReclaimResult struct {
-	Binding     string   `json:"binding"`
-	Path        string   `json:"path"`
-	SalvageRef  *string  `json:"salvage_ref"`  // the salvage taken before the first destructive step
-	SalvageRefs []string `json:"salvage_refs"` // every salvage of this reclaim, across retries
-	Submodules  []string `json:"salvaged_submodules"`
-	StepsDone   []string `json:"steps_done"`
-	Removed     bool     `json:"removed"`
-	Branch      string   `json:"branch"` // kept
-	// SecondSalvageRef is the salvage of what the workspace held once moved
-	// aside, when it differs from the first salvage (a writer was still at
-	// work); it is in SalvageRefs too.
-	SecondSalvageRef *string `json:"second_salvage_ref,omitempty"`
-	// TrashPath and TrashKeptUntil are set when the trash is kept
-	// (--keep-trash): the workspace's directory is there until then.
-	TrashPath      string     `json:"trash_path,omitempty"`
-	TrashKeptUntil *time.Time `json:"trash_kept_until,omitempty"`
-	// TrashNotKept says why the trash folder was deleted at once although
-	// the policy (or --keep-trash) keeps trash: it would lie inside
-	// another workspace or worktree.
-	TrashNotKept string `json:"trash_not_kept,omitempty"`
-	// PathOccupied reports that something appeared at the workspace's path
-	// after the move: someone else's, left alone.
-	PathOccupied bool `json:"path_occupied,omitempty"`
-	// TrashPurged is always empty: a reclaim no longer deletes other
-	// workspaces' kept trash in its own time (PurgeDue does, after it).
-	TrashPurged []string `json:"trash_purged"`
-	// RecoveredLeases are the leases of the workspace's task (or taken in
-	// it) whose owner process was proven dead: the reclaim released them,
-	// recorded as a recovery, before its first destructive step.
-	RecoveredLeases []LeaseRef `json:"recovered_leases"`
-	// PinnedOnFirstContact reports that the workspace, allocated before
-	// majlis pinned admin entries, was pinned by this reclaim.
-	PinnedOnFirstContact bool `json:"pinned_on_first_contact,omitempty"`
-	// IgnoredFiles and SpecialFiles count what the reclaim deletes (or,
-	// with --keep-trash, will delete) without salvaging it, as the
-	// preview computed under its reservation saw the workspace: ignored
-	// files, and FIFOs, sockets and device nodes, which git cannot keep.
-	// With --yes no one saw that preview: the result says it.
-	IgnoredFiles int `json:"ignored_files"`
-	SpecialFiles int `json:"special_files"`
-}
+// ReclaimResult is wire.ReclaimResult: the result type is defined once, in the wire contract.
+type ReclaimResult = wire.ReclaimResult
 
 // authority establishes that the target may be reclaimed at all: no live
 // owner, the directory is the one allocated, it is a linked worktree of
@@ -196,7 +155,7 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 	args := requestArgs{Op: "reclaim", Binding: o.Binding}
 	if res, done, err := replay[ReclaimResult](p, o.RequestID, args); done || err != nil {
 		if res != nil {
-			res.arrays() // recorded before a field existed
+			reclaimArrays(res) // recorded before a field existed
 		}
 		return res, err
 	}
@@ -294,7 +253,7 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, entry 
 	}
 	res := &ReclaimResult{Binding: c.Binding, Path: c.Path, Branch: c.Branch, StepsDone: []string{}, SalvageRefs: []string{},
 		IgnoredFiles: pv.IgnoredFiles, SpecialFiles: pv.SpecialFiles}
-	res.arrays()
+	reclaimArrays(res)
 	if len(pv.Salvage.DirtySubmodules) > 0 && !o.SalvageSubmodules {
 		return nil, &Error{Op: "reclaim", Binding: c.Binding, Path: c.Path, Err: ErrDirtySubmodule,
 			Reason: "dirty submodules: " + strings.Join(pv.Salvage.DirtySubmodules, ", "),
@@ -403,7 +362,7 @@ func (p *Provider) reclaimMissing(ctx context.Context, rec *claimRecord, o Recla
 		return listed, err
 	}
 	res := &ReclaimResult{Binding: c.Binding, Path: c.Path, Branch: c.Branch, StepsDone: []string{}, SalvageRefs: []string{}, Removed: true}
-	res.arrays()
+	reclaimArrays(res)
 	if listed, err = recheck(); err != nil {
 		return nil, err
 	}
@@ -415,7 +374,7 @@ func (p *Provider) reclaimMissing(ctx context.Context, rec *claimRecord, o Recla
 		if err := p.forgetEntry(ctx, rec, pv.AdminEntry.Path, o, res, recheck); err != nil {
 			return nil, err
 		}
-		res.arrays() // no submodules: still an array
+		reclaimArrays(res) // no submodules: still an array
 	}
 	reclaimed := Event{Kind: EventReclaimed, RequestID: o.RequestID}
 	if err := p.keepOrDropEntry(rec, o, &reclaimed, res); err != nil {

@@ -59,7 +59,7 @@ func recordedResult(rec *claimRecord) *ReclaimResult {
 	done := rec.Events[EventReclaimed]
 	res := &ReclaimResult{Binding: c.Binding, Path: c.Path, Branch: c.Branch, StepsDone: []string{}, SalvageRefs: []string{},
 		Removed: true, TrashPurged: []string{}}
-	res.arrays()
+	reclaimArrays(res)
 	if sv := rec.Events[EventSalvaged]; sv != nil && sv.SalvageRef != "" {
 		ref := sv.SalvageRef
 		res.SalvageRef = &ref

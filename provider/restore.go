@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // RestoreOptions describe a restore.
@@ -28,23 +29,8 @@ type RestoreOptions struct {
 	RequestID string
 }
 
-// A RestoreResult reports a restore. Its JSON is part of the CLI contract.
-type RestoreResult struct {
-	Workspace  *Workspace `json:"workspace"`
-	SalvageRef string     `json:"salvage_ref"`
-	Commit     string     `json:"commit"`
-	Layout     int        `json:"layout"` // the salvage layout version: 1 (earlier majlis) or 2
-	Head       string     `json:"head"`   // "" when Unborn
-	Branch     *string    `json:"branch"` // null when detached
-	// Unborn says HEAD is a branch with no commit yet, as the salvage
-	// found it (restore_unborn.go).
-	Unborn bool `json:"unborn"`
-	// Restored lists what was put back ("files", "index", per-worktree
-	// refs, "the state of the interrupted rebase", ...); NotRestored what
-	// could not be, and why.
-	Restored    []string `json:"restored"`
-	NotRestored []string `json:"not_restored"`
-}
+// RestoreResult is wire.RestoreResult: the result type is defined once, in the wire contract.
+type RestoreResult = wire.RestoreResult
 
 // Restore recreates a reclaimed workspace of binding from one of its
 // salvages, as a new workspace (a new claim, allocated as allocate does,

@@ -11,56 +11,14 @@ import (
 
 	"github.com/majlis-dev/majlis/gitops"
 	"github.com/majlis-dev/majlis/pathid"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // SalvagePrefix is where salvage refs live: SalvagePrefix<binding>/<n>.
 const SalvagePrefix = "refs/majlis/salvage/"
 
-// A SalvageResult reports a salvage. Its JSON is part of the CLI contract.
-type SalvageResult struct {
-	Binding string  `json:"binding"`
-	Ref     *string `json:"ref"`    // null when clean
-	Commit  *string `json:"commit"` // null when clean
-	Files   int     `json:"files"`  // paths captured
-	Clean   bool    `json:"clean"`
-	Counts  struct {
-		Added       int `json:"added"`
-		Modified    int `json:"modified"`
-		Deleted     int `json:"deleted"`
-		TypeChanged int `json:"type_changed"`
-	} `json:"counts"`
-	// DirtySubmodules and NestedRepositories were recorded as pointers
-	// only: their own changes were NOT captured.
-	DirtySubmodules    []string `json:"dirty_submodules"`
-	NestedRepositories []string `json:"nested_repositories"`
-	// Pins are the commits only the workspace held, kept as parents of
-	// the salvage commit; Hidden the assume-unchanged and skip-worktree
-	// files whose edits are in its tree; WorktreeRefs and Operation what
-	// its meta commit keeps (see docs/workspaces.md, "Salvage").
-	Pins         []gitops.Pin        `json:"pins"`
-	Hidden       []gitops.HiddenFile `json:"hidden"`
-	WorktreeRefs []string            `json:"worktree_refs"`
-	Operation    string              `json:"operation"`
-	// UnpopulatedSubmoduleFiles are the files in the folders of submodules
-	// that are not checked out, which git does not see: kept in the meta
-	// commit.
-	UnpopulatedSubmoduleFiles []string `json:"unpopulated_submodule_files"`
-	// IndexCommit and MetaCommit are the salvage commit's index commit
-	// and meta commit (null when clean; MetaCommit null too when there was
-	// nothing for it to keep).
-	IndexCommit *string `json:"index_commit"`
-	MetaCommit  *string `json:"meta_commit"`
-	// Changes counts the workspace's changes as git status saw them just
-	// before the salvage: the one counts object of show, list --status and
-	// the reclaim preview (every key always present).
-	Changes gitops.Counts `json:"changes"`
-	// SpecialFiles counts the FIFOs, sockets and device nodes in the
-	// workspace, which the salvage did NOT keep (git cannot: a FIFO or a
-	// socket has no content, a device node only its numbers); a reclaim
-	// deletes them. SpecialPaths names the first MaxIgnoredPaths.
-	SpecialFiles int                  `json:"special_files"`
-	SpecialPaths []gitops.SpecialFile `json:"special_paths"`
-}
+// SalvageResult is wire.SalvageResult: the result type is defined once, in the wire contract.
+type SalvageResult = wire.SalvageResult
 
 // Salvage keeps everything a removal of the workspace would lose, except
 // ignored files, as one salvage commit (gitops.SalvageLayout) on

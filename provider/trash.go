@@ -30,6 +30,7 @@ import (
 	"github.com/majlis-dev/majlis/internal/failpoint"
 	"github.com/majlis-dev/majlis/pathid"
 	"github.com/majlis-dev/majlis/reservation"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 var (
@@ -163,7 +164,7 @@ func (p *Provider) reclaimMoved(ctx context.Context, rec *claimRecord, o Reclaim
 	defer cancel()
 	defer func() { err = p.lostOr(c.Binding, lease, err) }()
 	res = &ReclaimResult{Binding: c.Binding, Path: c.Path, Branch: c.Branch, StepsDone: []string{}, SalvageRefs: []string{}}
-	res.arrays()
+	reclaimArrays(res)
 	if res, err = p.finishMoved(ctx, rec, ev, lease, o, res, inTrash, false); err != nil {
 		return nil, true, err
 	}
@@ -521,16 +522,16 @@ func (p *Provider) movedPreview(rec *claimRecord) (pv *Preview, ok bool) {
 	if id, err := pathid.Lstat(ev.TrashPath); err != nil || id.Dev != want.Dev || id.Ino != want.Ino {
 		return nil, false
 	}
-	pv = &Preview{Binding: c.Binding, Path: c.Path, PhysicalPath: c.PhysicalPath, Branch: c.Branch,
-		ClaimDigest: rec.Digest, Released: rec.has(EventReleased), Peers: []Peer{}}
+	pv = &Preview{Preview: wire.Preview{Binding: c.Binding, Path: c.Path, PhysicalPath: c.PhysicalPath, Branch: c.Branch,
+		ClaimDigest: rec.Digest, Released: rec.has(EventReleased), Peers: []Peer{}}}
 	pv.Salvage.Clean, pv.Salvage.DirtySubmodules = true, []string{}
 	pv.SpecialPaths = []gitops.SpecialFile{}
 	pv.Salvage.UnpopulatedSubmoduleFiles, pv.Salvage.RefusedNames = []string{}, []string{}
 	pv.AdminEntry.Path = ev.AdminEntry
 	if !rec.has(EventChecked) {
-		pv.Steps = append(pv.Steps, Step{"resalvage", 0, "an interrupted reclaim moved the workspace into " + ev.TrashPath + ": check it there and snapshot it again; anything new goes to a salvage ref"})
+		pv.Steps = append(pv.Steps, Step{Name: "resalvage", Count: 0, Detail: "an interrupted reclaim moved the workspace into " + ev.TrashPath + ": check it there and snapshot it again; anything new goes to a salvage ref"})
 	}
-	pv.Steps = append(pv.Steps, Step{"delete-trash", 0, fmt.Sprintf("delete %s and git's entry of it, unless the trash is kept; branch %s is kept", ev.TrashPath, c.Branch)})
+	pv.Steps = append(pv.Steps, Step{Name: "delete-trash", Count: 0, Detail: fmt.Sprintf("delete %s and git's entry of it, unless the trash is kept; branch %s is kept", ev.TrashPath, c.Branch)})
 	pv.Digest = previewDigest(pv)
 	return pv, true
 }

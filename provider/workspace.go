@@ -5,11 +5,11 @@ import (
 	"errors"
 	"os"
 	"sort"
-	"time"
 
 	"github.com/majlis-dev/majlis/gitops"
 	"github.com/majlis-dev/majlis/internal/workers"
 	"github.com/majlis-dev/majlis/pathid"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // Workspace states (docs/cli.md).
@@ -22,71 +22,8 @@ const (
 	// StateDamaged (damage.go): the binding's records cannot all be read.
 )
 
-// A Workspace is what list and show report. Its JSON is part of the CLI
-// contract: fields may be added, never renamed or removed.
-type Workspace struct {
-	ID           string     `json:"id"`
-	Binding      string     `json:"binding"`
-	Path         string     `json:"path"`
-	PhysicalPath string     `json:"physical_path"`
-	Branch       string     `json:"branch"`
-	Base         string     `json:"base"`
-	Head         string     `json:"head"`
-	State        string     `json:"state"`
-	ClaimDigest  string     `json:"claim_digest"`
-	CreatedAt    time.Time  `json:"created_at"`
-	Intent       []string   `json:"intent"`
-	RequestID    string     `json:"request_id"`
-	OwnerPID     int        `json:"owner_pid,omitempty"`
-	ReleasedAt   *time.Time `json:"released_at,omitempty"`
-	ReclaimedAt  *time.Time `json:"reclaimed_at,omitempty"`
-	SalvageRef   string     `json:"salvage_ref,omitempty"`
-	// TrashPath and TrashKeptUntil name the trash folder a reclaim kept
-	// (--keep-trash) while it is there: workspace restore --from-trash
-	// puts it back.
-	TrashPath      string     `json:"trash_path,omitempty"`
-	TrashKeptUntil *time.Time `json:"trash_kept_until,omitempty"`
-	// TrashEntry names git's entry of a workspace whose folder was gone
-	// (moved or deleted by hand), kept aside in majlis's trash for the
-	// undo window instead of a trash folder; TrashKeptUntil,
-	// TrashSizeBytes and TrashHalfPurged then speak of it. Nothing of it
-	// is restored (there is no folder): it holds what git's entry held
-	// (HEAD, index, per-worktree refs, reflogs), all salvaged.
-	TrashEntry string `json:"trash_entry,omitempty"`
-	// TrashSizeBytes is the disk space the kept trash folder takes;
-	// TrashHalfPurged, that a purge of it began and did not finish (it may
-	// be half deleted; restore --from-trash refuses it).
-	TrashSizeBytes  *int64 `json:"trash_size_bytes,omitempty"`
-	TrashHalfPurged bool   `json:"trash_half_purged,omitempty"`
-	// TrashPurgedAt and TrashPurged say when the kept trash folder went,
-	// and why: expired, max_bytes or min_free (purged early for space),
-	// or that restore --from-trash moved it back.
-	TrashPurgedAt *time.Time     `json:"trash_purged_at,omitempty"`
-	TrashPurged   string         `json:"trash_purged,omitempty"`
-	DetachedFrom  string         `json:"detached_from,omitempty"`
-	Dirty         *bool          `json:"dirty,omitempty"`   // show only
-	Changes       *gitops.Counts `json:"changes,omitempty"` // show only
-	// DirtySubmodules lists submodules with changes salvage cannot capture (show only).
-	DirtySubmodules []string `json:"dirty_submodules"`
-	// Damage, for state damaged only: which file, why, and where the
-	// workspace may be (damage.go).
-	Damage *Damage `json:"damage,omitempty"`
-	// Released says whether its task handed it back (majlis workspace
-	// release, majlis end): its owner process stops counting.
-	Released bool `json:"released"`
-	// The one look of list (list.go): the recorded owner's state (alive,
-	// exited, unknown; absent when none is recorded), the leases that keep
-	// it in use, and whether a reclaim would go ahead now, else what
-	// blocks it.
-	OwnerState  string        `json:"owner_state,omitempty"`
-	OwnerAlive  *bool         `json:"owner_alive,omitempty"`
-	Leases      *LeaseSummary `json:"leases,omitempty"`
-	Reclaimable *bool         `json:"reclaimable,omitempty"`
-	BlockedBy   []Blocker     `json:"blocked_by"`
-	// Processes are the processes whose working directory or open files
-	// are inside it (list): a dead owner does not prove they stopped.
-	Processes []Process `json:"processes"`
-}
+// Workspace is wire.Workspace: the result type is defined once, in the wire contract.
+type Workspace = wire.Workspace
 
 // view renders a claim as a Workspace; with status it also reads git
 // status of the worktree.

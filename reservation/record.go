@@ -5,42 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/majlis-dev/majlis/internal/durable"
-	"github.com/majlis-dev/majlis/internal/procid"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // Format is the format identifier of the lease records this package writes
 // and the only one it accepts.
 const Format = "majlis.lease/1"
 
-// A Record is the content of a lease file: who holds which resource, since
-// when, until when, and with which fencing generation. Records are
-// immutable once published: renewal publishes a new file.
-type Record struct {
-	Format     string `json:"format"`
-	Resource   string `json:"resource"`
-	Purpose    string `json:"purpose"`
-	Token      string `json:"token"`      // 128 random bits, lower-case hex; identifies this grant
-	Generation uint64 `json:"generation"` // fencing token: grows with every grant of Resource
-
-	AcquiredAt time.Time `json:"acquired_at"`
-	RenewedAt  time.Time `json:"renewed_at"`
-	ExpiresAt  time.Time `json:"expires_at"`
-
-	// AuthorityDigest is what the holder pinned (for example a claim's
-	// digest); empty when the lease pins nothing.
-	AuthorityDigest string            `json:"authority_digest"`
-	Metadata        map[string]string `json:"metadata"`
-
-	// Owner identifies the process holding the lease precisely enough
-	// that a reused pid is never taken for it.
-	Owner procid.Owner `json:"owner"`
-}
-
-// Expired reports whether the lease has expired at time now.
-func (r *Record) Expired(now time.Time) bool { return !now.Before(r.ExpiresAt) }
+// Record is wire.ReservationRecord: the result type is defined once, in the wire contract.
+type Record = wire.ReservationRecord
 
 // encodeRecord renders r as a complete lease file (a sealed record of
 // kind "lease").
@@ -124,14 +99,14 @@ func decodeRecord(data []byte) (*Record, error) {
 			return nil, fmt.Errorf("missing field \"owner.%s\"", k)
 		}
 	}
-	if err := r.validate(); err != nil {
+	if err := validate(&r); err != nil {
 		return nil, err
 	}
 	return &r, nil
 }
 
 // validate checks the values of a decoded record.
-func (r *Record) validate() error {
+func validate(r *Record) error {
 	switch {
 	case !validResource(r.Resource):
 		return fmt.Errorf("invalid resource name %q", r.Resource)

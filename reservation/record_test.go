@@ -284,7 +284,7 @@ func FuzzDecodeRecord(f *testing.F) {
 		if hex.EncodeToString(sum[:]) != env.SHA256 {
 			t.Fatalf("accepted a record whose digest does not match")
 		}
-		if err := r.validate(); err != nil {
+		if err := validate(r); err != nil {
 			t.Fatalf("accepted an invalid record: %v", err)
 		}
 		// And what we accept, we can write back and read again identically.

@@ -5,13 +5,14 @@ import (
 	"path/filepath"
 
 	"github.com/majlis-dev/majlis/admission"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // acquire grants the leases as 'majlis lease acquire'. The CLI takes the
 // checkout and relative paths from its working directory; a request
 // names them (checkout, cwd), and without either the server's own
 // worktree is the checkout.
-func (a *api) acquire(ctx context.Context, q *AcquireRequest) (*admission.AcquireResult, error) {
+func (a *api) acquire(ctx context.Context, q *wire.AcquireRequest) (*admission.AcquireResult, error) {
 	ttl, err := duration("ttl", q.TTL)
 	if err != nil {
 		return nil, err
@@ -31,7 +32,7 @@ func (a *api) acquire(ctx context.Context, q *AcquireRequest) (*admission.Acquir
 		Checkout: checkout, Cwd: cwd, RequestID: q.RequestID, OwnerPID: q.OwnerPID, Token: q.Token})
 }
 
-func (a *api) renew(ctx context.Context, q *RenewRequest) (*admission.RenewResult, error) {
+func (a *api) renew(ctx context.Context, q *wire.RenewRequest) (*admission.RenewResult, error) {
 	ttl, err := duration("ttl", q.TTL)
 	if err != nil {
 		return nil, err
@@ -40,7 +41,7 @@ func (a *api) renew(ctx context.Context, q *RenewRequest) (*admission.RenewResul
 		Token: q.Token, Force: q.Force})
 }
 
-func (a *api) releaseLeases(ctx context.Context, q *LeaseReleaseRequest) (*admission.ReleaseResult, error) {
+func (a *api) releaseLeases(ctx context.Context, q *wire.LeaseReleaseRequest) (*admission.ReleaseResult, error) {
 	res, err := a.s.adm.Release(ctx, admission.ReleaseRequest{Holder: q.Holder, IDs: q.IDs, RequestID: q.RequestID,
 		Token: q.Token, Force: q.Force})
 	if err == nil && len(q.IDs) == 0 {
@@ -49,7 +50,7 @@ func (a *api) releaseLeases(ctx context.Context, q *LeaseReleaseRequest) (*admis
 	return res, err
 }
 
-func (a *api) leases(ctx context.Context, q *LeaseListRequest) (*LeasesResult, error) {
+func (a *api) leases(ctx context.Context, q *wire.LeaseListRequest) (*wire.LeasesResponse, error) {
 	ls, err := a.s.adm.List(ctx, admission.ListRequest{Holder: q.Holder, All: q.All})
 	if err != nil {
 		return nil, err
@@ -57,13 +58,13 @@ func (a *api) leases(ctx context.Context, q *LeaseListRequest) (*LeasesResult, e
 	if ls == nil {
 		ls = []admission.Lease{}
 	}
-	return &LeasesResult{Leases: ls}, nil
+	return &wire.LeasesResponse{Leases: ls}, nil
 }
 
-func (a *api) resolve(ctx context.Context, q *ResolveRequest) (*LeaseResult, error) {
+func (a *api) resolve(ctx context.Context, q *wire.ResolveRequest) (*wire.LeaseResponse, error) {
 	l, err := a.s.adm.Resolve(ctx, admission.ResolveRequest{ID: q.ID, WriterStopped: q.WriterStopped, RequestID: q.RequestID})
 	if err != nil {
 		return nil, err
 	}
-	return &LeaseResult{Lease: l}, nil
+	return &wire.LeaseResponse{Lease: l}, nil
 }

@@ -154,13 +154,13 @@ func obj(m map[string]any, keys ...string) map[string]any {
 
 func TestAPIWorkspaceRoutes(t *testing.T) {
 	e := newAPIEnv(t)
-	ws := obj(e.ok("POST", "/api/v1/workspaces", AllocateRequest{Binding: "T-1", Intent: []string{"src/**"}}), "workspace")
+	ws := obj(e.ok("POST", "/api/v1/workspaces", wire.AllocateRequest{Binding: "T-1", Intent: []string{"src/**"}}), "workspace")
 	if ws["binding"] != "T-1" || ws["state"] != "active" || ws["branch"] != "majlis/T-1" {
 		t.Fatalf("allocate: %v", ws)
 	}
 	path := ws["path"].(string)
-	e.refused("POST", "/api/v1/workspaces", AllocateRequest{Binding: "T-1"}, http.StatusLocked, "binding_live", 4)
-	e.refused("POST", "/api/v1/workspaces", AllocateRequest{Binding: "T-9", Path: "rel/dir"}, http.StatusBadRequest, "usage", 2)
+	e.refused("POST", "/api/v1/workspaces", wire.AllocateRequest{Binding: "T-1"}, http.StatusLocked, "binding_live", 4)
+	e.refused("POST", "/api/v1/workspaces", wire.AllocateRequest{Binding: "T-9", Path: "rel/dir"}, http.StatusBadRequest, "usage", 2)
 
 	list := e.ok("GET", "/api/v1/workspaces", nil)["workspaces"].([]any)
 	if len(list) != 1 || obj(list[0].(map[string]any))["binding"] != "T-1" {
@@ -177,7 +177,7 @@ func TestAPIWorkspaceRoutes(t *testing.T) {
 	}
 	e.refused("GET", "/api/v1/workspaces/T-404", nil, http.StatusNotFound, "not_found", 5)
 
-	sv := obj(e.ok("POST", "/api/v1/workspaces/T-1/salvage", SalvageRequest{Message: "keep"}), "salvage")
+	sv := obj(e.ok("POST", "/api/v1/workspaces/T-1/salvage", wire.SalvageRequest{Message: "keep"}), "salvage")
 	if sv["clean"] != false || sv["ref"] != "refs/majlis/salvage/T-1/1" {
 		t.Fatalf("salvage: %v", sv)
 	}
@@ -195,12 +195,12 @@ func TestAPIWorkspaceRoutes(t *testing.T) {
 		t.Fatalf("preview: %v", pv)
 	}
 	e.refused("POST", "/api/v1/workspaces/T-1/reclaim", nil, http.StatusConflict, "unconfirmed", 3)
-	e.refused("POST", "/api/v1/workspaces/T-1/reclaim", ReclaimRequest{Confirm: "sha256:nothex"}, http.StatusBadRequest, "usage", 2)
+	e.refused("POST", "/api/v1/workspaces/T-1/reclaim", wire.ReclaimRequest{Confirm: "sha256:nothex"}, http.StatusBadRequest, "usage", 2)
 	// Work written after the preview makes its digest stale.
 	writeFile(t, filepath.Join(path, "later.txt"), "written after the preview\n")
-	e.refused("POST", "/api/v1/workspaces/T-1/reclaim", ReclaimRequest{Confirm: digest}, http.StatusConflict, "preview_stale", 3)
+	e.refused("POST", "/api/v1/workspaces/T-1/reclaim", wire.ReclaimRequest{Confirm: digest}, http.StatusConflict, "preview_stale", 3)
 	pv = obj(e.ok("POST", "/api/v1/workspaces/T-1/reclaim/preview", nil), "preview")
-	rc := obj(e.ok("POST", "/api/v1/workspaces/T-1/reclaim", ReclaimRequest{Confirm: pv["digest"].(string)}), "reclaim")
+	rc := obj(e.ok("POST", "/api/v1/workspaces/T-1/reclaim", wire.ReclaimRequest{Confirm: pv["digest"].(string)}), "reclaim")
 	if rc["removed"] != true || rc["salvage_ref"] == nil {
 		t.Fatalf("reclaim: %v", rc)
 	}
@@ -220,19 +220,19 @@ func TestAPIWorkspaceRoutes(t *testing.T) {
 
 func TestAPILeaseRoutes(t *testing.T) {
 	e := newAPIEnv(t)
-	acq := e.ok("POST", "/api/v1/leases/acquire", AcquireRequest{Holder: "a1", Resources: []string{"file:src/f1.go", "intent:docs/**"}, TTL: "1m"})
+	acq := e.ok("POST", "/api/v1/leases/acquire", wire.AcquireRequest{Holder: "a1", Resources: []string{"file:src/f1.go", "intent:docs/**"}, TTL: "1m"})
 	token, _ := acq["token"].(string)
 	leases := acq["leases"].([]any)
 	if token == "" || len(leases) != 2 {
 		t.Fatalf("acquire: %v", acq)
 	}
 	id := leases[0].(map[string]any)["id"].(string)
-	held := e.refused("POST", "/api/v1/leases/acquire", AcquireRequest{Holder: "a2", Resources: []string{"file:src/f1.go"}}, http.StatusLocked, "held", 4)
+	held := e.refused("POST", "/api/v1/leases/acquire", wire.AcquireRequest{Holder: "a2", Resources: []string{"file:src/f1.go"}}, http.StatusLocked, "held", 4)
 	_ = held
-	e.refused("POST", "/api/v1/leases/acquire", AcquireRequest{Holder: "a2", Resources: []string{"file:x"}, TTL: "soon"}, http.StatusBadRequest, "usage", 2)
+	e.refused("POST", "/api/v1/leases/acquire", wire.AcquireRequest{Holder: "a2", Resources: []string{"file:x"}, TTL: "soon"}, http.StatusBadRequest, "usage", 2)
 
-	e.refused("POST", "/api/v1/leases/renew", RenewRequest{Holder: "a1"}, http.StatusConflict, "token_required", 3)
-	ren := e.ok("POST", "/api/v1/leases/renew", RenewRequest{Holder: "a1", Token: token, IDs: []string{id}, TTL: "5m"})
+	e.refused("POST", "/api/v1/leases/renew", wire.RenewRequest{Holder: "a1"}, http.StatusConflict, "token_required", 3)
+	ren := e.ok("POST", "/api/v1/leases/renew", wire.RenewRequest{Holder: "a1", Token: token, IDs: []string{id}, TTL: "5m"})
 	if len(ren["leases"].([]any)) != 1 {
 		t.Fatalf("renew: %v", ren)
 	}
@@ -240,8 +240,8 @@ func TestAPILeaseRoutes(t *testing.T) {
 	if len(ls) != 2 {
 		t.Fatalf("list: %v", ls)
 	}
-	e.refused("POST", "/api/v1/leases/"+id+"/resolve", ResolveRequest{WriterStopped: true}, http.StatusConflict, "not_quarantined", 3)
-	rel := e.ok("POST", "/api/v1/leases/release", LeaseReleaseRequest{Holder: "a1", Token: token})
+	e.refused("POST", "/api/v1/leases/"+id+"/resolve", wire.ResolveRequest{WriterStopped: true}, http.StatusConflict, "not_quarantined", 3)
+	rel := e.ok("POST", "/api/v1/leases/release", wire.LeaseReleaseRequest{Holder: "a1", Token: token})
 	if len(rel["leases"].([]any)) != 2 {
 		t.Fatalf("release: %v", rel)
 	}
@@ -252,7 +252,7 @@ func TestAPILeaseRoutes(t *testing.T) {
 
 func TestAPIBeginCheckEnd(t *testing.T) {
 	e := newAPIEnv(t)
-	b := e.ok("POST", "/api/v1/begin", BeginRequest{Task: "T-7", Paths: []string{"src/**"}})
+	b := e.ok("POST", "/api/v1/begin", wire.BeginRequest{Task: "T-7", Paths: []string{"src/**"}})
 	token, _ := b["token"].(string)
 	ws := obj(b, "workspace")
 	if token == "" || ws["binding"] != "T-7" || len(b["leases"].([]any)) != 1 {
@@ -261,19 +261,19 @@ func TestAPIBeginCheckEnd(t *testing.T) {
 	path := ws["path"].(string)
 	writeFile(t, filepath.Join(path, "src", "f2.go"), "package src // edited\n")
 	writeFile(t, filepath.Join(path, "README.md"), "edited outside the intent\n")
-	ck := e.ok("POST", "/api/v1/check", CheckRequest{Checkout: path})
+	ck := e.ok("POST", "/api/v1/check", wire.CheckRequest{Checkout: path})
 	if ck["holder"] != "T-7" || len(ck["gaps"].([]any)) != 1 || ck["gaps"].([]any)[0] != "README.md" {
 		t.Fatalf("check: %v", ck)
 	}
-	e.refused("POST", "/api/v1/check", CheckRequest{}, http.StatusBadRequest, "usage", 2)
+	e.refused("POST", "/api/v1/check", wire.CheckRequest{}, http.StatusBadRequest, "usage", 2)
 	other := fixtures.NewRepo(t)
 	if _, err := provider.Init(context.Background(), other.Dir, provider.InitOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.refused("POST", "/api/v1/check", CheckRequest{Checkout: other.Dir, Holder: "x"}, http.StatusConflict, "repository_mismatch", 3)
+	e.refused("POST", "/api/v1/check", wire.CheckRequest{Checkout: other.Dir, Holder: "x"}, http.StatusConflict, "repository_mismatch", 3)
 
-	e.refused("POST", "/api/v1/end", EndRequest{Task: "T-7"}, http.StatusConflict, "token_required", 3)
-	end := obj(e.ok("POST", "/api/v1/end", EndRequest{Task: "T-7", Token: token}), "end")
+	e.refused("POST", "/api/v1/end", wire.EndRequest{Task: "T-7"}, http.StatusConflict, "token_required", 3)
+	end := obj(e.ok("POST", "/api/v1/end", wire.EndRequest{Task: "T-7", Token: token}), "end")
 	if len(end["leases"].([]any)) != 1 || obj(end, "workspace")["state"] != "released" {
 		t.Fatalf("end: %v", end)
 	}
@@ -284,13 +284,13 @@ func TestAPIBeginCheckEnd(t *testing.T) {
 
 func TestAPIHeartbeat(t *testing.T) {
 	e := newAPIEnv(t)
-	acq := e.ok("POST", "/api/v1/leases/acquire", AcquireRequest{Holder: "hb", Resources: []string{"host:port:auto"}, TTL: "30s"})
+	acq := e.ok("POST", "/api/v1/leases/acquire", wire.AcquireRequest{Holder: "hb", Resources: []string{"host:port:auto"}, TTL: "30s"})
 	token := acq["token"].(string)
 	first := expiry(t, acq["leases"].([]any)[0])
 
-	e.refused("POST", "/api/v1/heartbeat", HeartbeatRequest{Holder: "hb", Token: "mlt_wrong_token_0123456789"}, http.StatusConflict, "token_required", 3)
-	e.refused("POST", "/api/v1/heartbeat", HeartbeatRequest{Holder: "nobody", Token: token}, http.StatusNotFound, "not_found", 5)
-	hb := obj(e.ok("POST", "/api/v1/heartbeat", HeartbeatRequest{Holder: "hb", Token: token, TTL: "30s"}), "heartbeat")
+	e.refused("POST", "/api/v1/heartbeat", wire.HeartbeatRequest{Holder: "hb", Token: "mlt_wrong_token_0123456789"}, http.StatusConflict, "token_required", 3)
+	e.refused("POST", "/api/v1/heartbeat", wire.HeartbeatRequest{Holder: "nobody", Token: token}, http.StatusNotFound, "not_found", 5)
+	hb := obj(e.ok("POST", "/api/v1/heartbeat", wire.HeartbeatRequest{Holder: "hb", Token: token, TTL: "30s"}), "heartbeat")
 	if hb["grace"] != DefaultHeartbeatGrace.String() || len(hb["leases"].([]any)) != 1 {
 		t.Fatalf("heartbeat: %v", hb)
 	}
@@ -319,8 +319,8 @@ func TestAPIHeartbeat(t *testing.T) {
 		t.Fatalf("the lease was renewed after the heartbeats stopped: %v -> %v", before, after)
 	}
 	// A heartbeat starts renewal again; a release stops it.
-	e.ok("POST", "/api/v1/heartbeat", HeartbeatRequest{Holder: "hb", Token: token})
-	e.ok("POST", "/api/v1/leases/release", LeaseReleaseRequest{Holder: "hb", Token: token})
+	e.ok("POST", "/api/v1/heartbeat", wire.HeartbeatRequest{Holder: "hb", Token: token})
+	e.ok("POST", "/api/v1/leases/release", wire.LeaseReleaseRequest{Holder: "hb", Token: token})
 	if hs := e.s.beats.holders(); len(hs) != 0 {
 		t.Fatalf("still renewing after release: %v", hs)
 	}
@@ -408,16 +408,16 @@ func fileExists(name string) bool {
 // answers a null workspace, over HTTP and as the end_task tool alike.
 func TestAPIEndShared(t *testing.T) {
 	e := newAPIEnv(t)
-	b := e.ok("POST", "/api/v1/begin", BeginRequest{Task: "S-1", Paths: []string{"docs/**"}, Shared: true})
+	b := e.ok("POST", "/api/v1/begin", wire.BeginRequest{Task: "S-1", Paths: []string{"docs/**"}, Shared: true})
 	if b["workspace"] != nil || len(b["leases"].([]any)) != 1 {
 		t.Fatalf("begin shared: %v", b)
 	}
-	e.refused("POST", "/api/v1/end", EndRequest{Task: "S-1"}, http.StatusConflict, "token_required", 3)
-	end := obj(e.ok("POST", "/api/v1/end", EndRequest{Task: "S-1", Token: b["token"].(string), Reclaim: true}), "end")
+	e.refused("POST", "/api/v1/end", wire.EndRequest{Task: "S-1"}, http.StatusConflict, "token_required", 3)
+	end := obj(e.ok("POST", "/api/v1/end", wire.EndRequest{Task: "S-1", Token: b["token"].(string), Reclaim: true}), "end")
 	if ws, ok := end["workspace"]; !ok || ws != nil || len(end["leases"].([]any)) != 1 || end["not_reclaimed"] != nil || end["reclaimed"] != nil {
 		t.Fatalf("end shared: %v", end)
 	}
-	e.refused("POST", "/api/v1/end", EndRequest{Task: "S-404"}, http.StatusNotFound, "not_found", 5)
+	e.refused("POST", "/api/v1/end", wire.EndRequest{Task: "S-404"}, http.StatusNotFound, "not_found", 5)
 
 	cs := e.mcpSession()
 	b = toolOK(t, cs, "begin_task", map[string]any{"task": "S-2", "paths": []string{"lib/**"}, "shared": true})
@@ -436,8 +436,8 @@ func TestAPIEndShared(t *testing.T) {
 // (wire), as the command line's are.
 func TestRefusalHintWords(t *testing.T) {
 	e := newAPIEnv(t)
-	e.ok("POST", "/api/v1/leases/acquire", AcquireRequest{Holder: "h", Resources: []string{"host:port:auto"}})
-	e.ok("POST", "/api/v1/workspaces", AllocateRequest{Binding: "T-1"})
+	e.ok("POST", "/api/v1/leases/acquire", wire.AcquireRequest{Holder: "h", Resources: []string{"host:port:auto"}})
+	e.ok("POST", "/api/v1/workspaces", wire.AllocateRequest{Binding: "T-1"})
 	cs := e.mcpSession()
 	stale := "sha256:" + strings.Repeat("0", 64)
 	for _, tc := range []struct {
@@ -448,10 +448,10 @@ func TestRefusalHintWords(t *testing.T) {
 		status, exit   int
 		wantHTTP, want string
 	}{
-		{"/api/v1/leases/renew", "lease_renew", RenewRequest{Holder: "h"}, map[string]any{"holder": "h"}, "token_required", http.StatusConflict, 3,
+		{"/api/v1/leases/renew", "lease_renew", wire.RenewRequest{Holder: "h"}, map[string]any{"holder": "h"}, "token_required", http.StatusConflict, 3,
 			"send the token returned when the leases were granted",
 			"send the token returned when the leases were granted"},
-		{"/api/v1/workspaces/T-1/reclaim", "workspace_reclaim", ReclaimRequest{Confirm: stale}, map[string]any{"binding": "T-1", "confirm": stale}, "preview_stale", http.StatusConflict, 3,
+		{"/api/v1/workspaces/T-1/reclaim", "workspace_reclaim", wire.ReclaimRequest{Confirm: stale}, map[string]any{"binding": "T-1", "confirm": stale}, "preview_stale", http.StatusConflict, 3,
 			"preview it again (POST /api/v1/workspaces/T-1/reclaim/preview) and send the new digest as confirm (POST /api/v1/workspaces/T-1/reclaim)",
 			"preview it again (workspace_reclaim_preview) and send the new digest as confirm (workspace_reclaim)"},
 	} {

@@ -6,9 +6,10 @@ import (
 	"fmt"
 
 	"github.com/majlis-dev/majlis/provider"
+	"github.com/majlis-dev/majlis/wire"
 )
 
-func (a *api) allocate(ctx context.Context, q *AllocateRequest) (*provider.AllocateResult, error) {
+func (a *api) allocate(ctx context.Context, q *wire.AllocateRequest) (*provider.AllocateResult, error) {
 	path, err := absPath("path", q.Path, q.Cwd)
 	if err != nil {
 		return nil, err
@@ -21,7 +22,7 @@ func (a *api) allocate(ctx context.Context, q *AllocateRequest) (*provider.Alloc
 	return a.s.p.AllocateWithPorts(ctx, o, q.Ports, q.Token)
 }
 
-func (a *api) list(ctx context.Context, q *ListRequest) (*WorkspacesResult, error) {
+func (a *api) list(ctx context.Context, q *wire.ListRequest) (*wire.WorkspacesResponse, error) {
 	ws, err := a.s.p.List(ctx, provider.ListOptions{All: q.All, Look: true, Status: q.Status})
 	if err != nil {
 		return nil, err
@@ -29,44 +30,44 @@ func (a *api) list(ctx context.Context, q *ListRequest) (*WorkspacesResult, erro
 	if ws == nil {
 		ws = []*provider.Workspace{}
 	}
-	return &WorkspacesResult{Workspaces: ws, Summary: provider.Summarize(ws)}, nil
+	return &wire.WorkspacesResponse{Workspaces: ws, Summary: provider.Summarize(ws)}, nil
 }
 
-func (a *api) show(ctx context.Context, q *BindingRequest) (*WorkspaceResult, error) {
+func (a *api) show(ctx context.Context, q *wire.BindingRequest) (*wire.WorkspaceResponse, error) {
 	ws, err := a.s.p.Show(ctx, q.Binding)
 	if err != nil {
 		return nil, err
 	}
-	return &WorkspaceResult{Workspace: ws}, nil
+	return &wire.WorkspaceResponse{Workspace: ws}, nil
 }
 
-func (a *api) salvage(ctx context.Context, q *SalvageRequest) (*SalvageResult, error) {
+func (a *api) salvage(ctx context.Context, q *wire.SalvageRequest) (*wire.SalvageResponse, error) {
 	res, err := a.s.p.Salvage(ctx, q.Binding, q.Message, q.RequestID)
 	if err != nil {
 		return nil, err
 	}
-	return &SalvageResult{Salvage: res}, nil
+	return &wire.SalvageResponse{Salvage: res}, nil
 }
 
-func (a *api) release(ctx context.Context, q *ReleaseRequest) (*WorkspaceResult, error) {
+func (a *api) release(ctx context.Context, q *wire.ReleaseRequest) (*wire.WorkspaceResponse, error) {
 	ws, err := a.s.p.Release(ctx, q.Binding, q.RequestID)
 	if err != nil {
 		return nil, err
 	}
-	return &WorkspaceResult{Workspace: ws}, nil
+	return &wire.WorkspaceResponse{Workspace: ws}, nil
 }
 
-func (a *api) preview(ctx context.Context, q *BindingRequest) (*PreviewResult, error) {
+func (a *api) preview(ctx context.Context, q *wire.BindingRequest) (*wire.PreviewResponse, error) {
 	pv, err := a.s.p.PreviewReclaim(ctx, q.Binding)
 	if err != nil {
 		return nil, err
 	}
-	return &PreviewResult{Preview: pv}, nil
+	return &wire.PreviewResponse{Preview: &pv.Preview}, nil
 }
 
 // reclaim carries out a reclaim confirmed by a preview's digest, or by
 // yes. Without either it refuses as the CLI does without a terminal.
-func (a *api) reclaim(ctx context.Context, q *ReclaimRequest) (*ReclaimResult, error) {
+func (a *api) reclaim(ctx context.Context, q *wire.ReclaimRequest) (*wire.ReclaimResponse, error) {
 	keep, err := duration("keep_trash", q.KeepTrash)
 	if err != nil {
 		return nil, err
@@ -86,10 +87,10 @@ func (a *api) reclaim(ctx context.Context, q *ReclaimRequest) (*ReclaimResult, e
 	if err != nil {
 		return nil, err
 	}
-	return &ReclaimResult{Reclaim: res}, nil
+	return &wire.ReclaimResponse{Reclaim: res}, nil
 }
 
-func (a *api) restore(ctx context.Context, q *RestoreRequest) (*RestoreResult, error) {
+func (a *api) restore(ctx context.Context, q *wire.RestoreRequest) (*wire.RestoreResponse, error) {
 	if q.FromTrash {
 		if q.Salvage != 0 || q.Path != "" || q.Branch != "" {
 			return nil, usage("from_trash takes none of salvage, path and branch")
@@ -98,7 +99,7 @@ func (a *api) restore(ctx context.Context, q *RestoreRequest) (*RestoreResult, e
 		if err != nil {
 			return nil, err
 		}
-		return &RestoreResult{Workspace: ws}, nil
+		return &wire.RestoreResponse{Workspace: ws}, nil
 	}
 	path, err := absPath("path", q.Path, q.Cwd)
 	if err != nil {
@@ -109,18 +110,18 @@ func (a *api) restore(ctx context.Context, q *RestoreRequest) (*RestoreResult, e
 	if err != nil {
 		return nil, err
 	}
-	return &RestoreResult{Restore: res}, nil
+	return &wire.RestoreResponse{Restore: res}, nil
 }
 
-func (a *api) recoverReservation(ctx context.Context, q *ReleaseRequest) (*RecoveredResult, error) {
+func (a *api) recoverReservation(ctx context.Context, q *wire.ReleaseRequest) (*wire.RecoveredResponse, error) {
 	rec, err := a.s.p.RecoverReservation(ctx, q.Binding, q.RequestID)
 	if err != nil {
 		return nil, err
 	}
-	return &RecoveredResult{Recovered: rec}, nil
+	return &wire.RecoveredResponse{Recovered: rec}, nil
 }
 
-func (a *api) begin(ctx context.Context, q *BeginRequest) (*provider.BeginResult, error) {
+func (a *api) begin(ctx context.Context, q *wire.BeginRequest) (*provider.BeginResult, error) {
 	ttl, err := duration("ttl", q.TTL)
 	if err != nil {
 		return nil, err
@@ -141,7 +142,7 @@ func (a *api) begin(ctx context.Context, q *BeginRequest) (*provider.BeginResult
 
 // end finishes a task as 'majlis end' does (provider.End): its leases
 // released, then its workspace; with reclaim, a clean workspace reclaimed.
-func (a *api) end(ctx context.Context, q *EndRequest) (*EndResult, error) {
+func (a *api) end(ctx context.Context, q *wire.EndRequest) (*wire.EndResponse, error) {
 	if q.Task == "" {
 		return nil, usage("task is required")
 	}
@@ -150,17 +151,20 @@ func (a *api) end(ctx context.Context, q *EndRequest) (*EndResult, error) {
 		return nil, err
 	}
 	a.s.beats.forget(q.Task)
-	e := &Ended{Binding: res.Binding, Leases: res.Leases, Workspace: res.Workspace, Reclaimed: res.Reclaimed, Preview: res.Preview}
+	e := &wire.Ended{Binding: res.Binding, Leases: res.Leases, Workspace: res.Workspace, Reclaimed: res.Reclaimed}
+	if res.Preview != nil {
+		e.Preview = &res.Preview.Preview
+	}
 	if res.NotReclaimed != nil {
 		r := a.refusal(res.NotReclaimed)
 		e.NotReclaimed = &r
 	}
-	return &EndResult{End: e}, nil
+	return &wire.EndResponse{End: e}, nil
 }
 
 // check compares the changed files of the checkout named by the request
 // with its holder's leases (provider.CheckRepository, as 'majlis check').
-func (a *api) check(ctx context.Context, q *CheckRequest) (*provider.CheckResult, error) {
+func (a *api) check(ctx context.Context, q *wire.CheckRequest) (*provider.CheckResult, error) {
 	if q.Checkout == "" {
 		return nil, usage("checkout is required: the absolute directory of the checkout to check")
 	}

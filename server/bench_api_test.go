@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/provider"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // BenchmarkAPIAllocate splits the cost of an allocation through the
@@ -28,7 +29,7 @@ func BenchmarkAPIAllocate(b *testing.B) {
 	n := 0
 	viaAPI := func() time.Duration {
 		t0 := time.Now()
-		if st, m := e.call(http.MethodPost, "/api/v1/workspaces", AllocateRequest{Binding: fmt.Sprintf("A-%d", n)}); st != http.StatusOK {
+		if st, m := e.call(http.MethodPost, "/api/v1/workspaces", wire.AllocateRequest{Binding: fmt.Sprintf("A-%d", n)}); st != http.StatusOK {
 			b.Fatalf("allocate: %d %v", st, m)
 		}
 		return time.Since(t0)

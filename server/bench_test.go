@@ -15,6 +15,7 @@ import (
 	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/fixtures"
 	"github.com/majlis-dev/majlis/provider"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // BenchmarkLiveBusy measures the liveness route as the probe calls it (a
@@ -118,7 +119,7 @@ func BenchmarkCheapRoute(b *testing.B) {
 		if ls == nil {
 			ls = []admission.Lease{}
 		}
-		writeJSON(w, http.StatusOK, &LeasesResult{Leases: ls})
+		writeJSON(w, http.StatusOK, &wire.LeasesResponse{Leases: ls})
 	})}
 	go bare.Serve(ln)
 	defer bare.Close()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/admission"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // Heartbeats. A client that sends POST /api/v1/heartbeat {holder, token}
@@ -35,17 +36,6 @@ const (
 	// for (a whole number of seconds): a smaller one is refused.
 	DefaultMinHeartbeatTTL = 3 * time.Second
 )
-
-// Heartbeat is what a heartbeat did.
-type Heartbeat struct {
-	Holder   string              `json:"holder"`
-	Leases   []admission.Lease   `json:"leases"` // renewed now
-	Warnings []admission.Warning `json:"warnings"`
-	TTL      string              `json:"ttl"`   // each renewal's lifetime
-	Grace    string              `json:"grace"` // renewal stops this long after the last heartbeat
-	// RenewUntil is when renewal stops unless another heartbeat comes.
-	RenewUntil time.Time `json:"renew_until"`
-}
 
 // beats tracks the holders whose leases the server keeps renewed.
 type beats struct {
@@ -75,7 +65,7 @@ func newBeats(grace time.Duration, now func() time.Time, adm *admission.Service,
 	return &beats{grace: grace, now: now, renew: adm.Renew, share: adm.Heartbeat, logf: logf, m: map[string]*beat{}}
 }
 
-func (a *api) heartbeat(ctx context.Context, q *HeartbeatRequest) (*HeartbeatResult, error) {
+func (a *api) heartbeat(ctx context.Context, q *wire.HeartbeatRequest) (*wire.HeartbeatResponse, error) {
 	ttl, err := duration("ttl", q.TTL)
 	if err != nil {
 		return nil, err
@@ -93,14 +83,14 @@ func (a *api) heartbeat(ctx context.Context, q *HeartbeatRequest) (*HeartbeatRes
 	if err != nil {
 		return nil, err
 	}
-	return &HeartbeatResult{Heartbeat: hb}, nil
+	return &wire.HeartbeatResponse{Heartbeat: hb}, nil
 }
 
 // beat renews the holder's leases now and keeps renewing them until
 // grace passes without another beat. A beat that is refused (a wrong
 // token, no lease) changes nothing, the renewal of the holder's leases
 // by an earlier beat included.
-func (b *beats) beat(ctx context.Context, holder, token string, ttl time.Duration) (*Heartbeat, error) {
+func (b *beats) beat(ctx context.Context, holder, token string, ttl time.Duration) (*wire.Heartbeat, error) {
 	res, err := b.renewLeases(ctx, holder, token, ttl)
 	if err != nil {
 		return nil, err
@@ -109,7 +99,7 @@ func (b *beats) beat(ctx context.Context, holder, token string, ttl time.Duratio
 	b.mu.Lock()
 	b.m[holder] = &beat{token: token, ttl: ttl, last: now, renewed: now}
 	b.mu.Unlock()
-	hb := &Heartbeat{Holder: holder, Leases: res.Leases, Warnings: res.Warnings, TTL: ttl.String(), Grace: b.grace.String(),
+	hb := &wire.Heartbeat{Holder: holder, Leases: res.Leases, Warnings: res.Warnings, TTL: ttl.String(), Grace: b.grace.String(),
 		RenewUntil: now.Add(b.grace).UTC()}
 	if hb.Leases == nil {
 		hb.Leases = []admission.Lease{}

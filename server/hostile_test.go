@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/fixtures"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // DNS rebinding: a page whose host name now resolves to 127.0.0.1 sends
@@ -184,8 +185,8 @@ func TestForeignCheckoutAndHugeInput(t *testing.T) {
 		path string
 		body any
 	}{
-		{"/api/v1/check", CheckRequest{Checkout: other, Holder: "h"}},
-		{"/api/v1/begin", BeginRequest{Task: "T-1", Paths: []string{"src/**"}, Shared: true, Checkout: other}},
+		{"/api/v1/check", wire.CheckRequest{Checkout: other, Holder: "h"}},
+		{"/api/v1/begin", wire.BeginRequest{Task: "T-1", Paths: []string{"src/**"}, Shared: true, Checkout: other}},
 	} {
 		code, m := apiCall(t, st.Address, token, "POST", c.path, c.body)
 		if e := obj(m, "error"); code != http.StatusConflict || e["code"] != "repository_mismatch" {
@@ -193,7 +194,7 @@ func TestForeignCheckoutAndHugeInput(t *testing.T) {
 		}
 	}
 	huge := strings.Repeat("h", 600<<10)
-	code, m := apiCall(t, st.Address, token, "POST", "/api/v1/leases/acquire", AcquireRequest{Holder: huge, Resources: []string{"host:x"}})
+	code, m := apiCall(t, st.Address, token, "POST", "/api/v1/leases/acquire", wire.AcquireRequest{Holder: huge, Resources: []string{"host:x"}})
 	if e := obj(m, "error"); code != http.StatusBadRequest || e["code"] != "invalid_argument" || !strings.Contains(e["message"].(string), "bytes in all") {
 		t.Errorf("a 600 KB holder: %d %.300v", code, m)
 	}
@@ -237,7 +238,7 @@ func TestStalledBodiesHoldNoHandler(t *testing.T) {
 			"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"holder\": \"st", st.Address, token)
 	}
 	waitLive(t, st.Address, "32 bodies being read", func(l *Live) bool { return l.Reading == stalled })
-	code, m := apiCall(t, st.Address, token, "POST", "/api/v1/leases/acquire", AcquireRequest{Holder: "h", Resources: []string{"host:one"}})
+	code, m := apiCall(t, st.Address, token, "POST", "/api/v1/leases/acquire", wire.AcquireRequest{Holder: "h", Resources: []string{"host:one"}})
 	if code != http.StatusOK {
 		t.Fatalf("a well-formed request beside %d stalled bodies: %d %v", stalled, code, m)
 	}
@@ -287,7 +288,7 @@ func TestFullPoolAnswersBusy(t *testing.T) {
 	}
 	waitLive(t, st.Address, "a full pool", func(l *Live) bool { return l.Busy == DefaultMaxHandlers })
 
-	b, _ := json.Marshal(AcquireRequest{Holder: "late", Resources: []string{"host:late"}})
+	b, _ := json.Marshal(wire.AcquireRequest{Holder: "late", Resources: []string{"host:late"}})
 	req, _ := http.NewRequest("POST", "http://"+st.Address+"/api/v1/leases/acquire", bytes.NewReader(b))
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
@@ -374,7 +375,7 @@ func TestStopDuringReclaim(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "gate")
 	st := serveFailpoints(t, dir, tg, "reclaim/salvaged=wait("+gate+")")
 	token := leaseToken(t, tg)
-	code, m := apiCall(t, st.Address, token, "POST", "/api/v1/workspaces", AllocateRequest{Binding: "S-1"})
+	code, m := apiCall(t, st.Address, token, "POST", "/api/v1/workspaces", wire.AllocateRequest{Binding: "S-1"})
 	if code != http.StatusOK {
 		t.Fatalf("allocate: %d %v", code, m)
 	}
@@ -387,7 +388,7 @@ func TestStopDuringReclaim(t *testing.T) {
 		t.Fatalf("preview: %d %v", code, m)
 	}
 	digest := obj(m, "preview")["digest"].(string)
-	reclaim := ReclaimRequest{Confirm: digest, RequestID: "rq-stop"}
+	reclaim := wire.ReclaimRequest{Confirm: digest, RequestID: "rq-stop"}
 	type answer struct {
 		code int
 		body []byte
@@ -468,21 +469,21 @@ func TestWrongTokenHeartbeatChangesNothing(t *testing.T) {
 	dir, tg := testRepo(t)
 	st := startServer(t, dir, tg, minHBEnv+"=1s")
 	tok := leaseToken(t, tg)
-	code, m := apiCall(t, st.Address, tok, "POST", "/api/v1/leases/acquire", AcquireRequest{Holder: "hb", Resources: []string{"host:hb"}, TTL: "1s"})
+	code, m := apiCall(t, st.Address, tok, "POST", "/api/v1/leases/acquire", wire.AcquireRequest{Holder: "hb", Resources: []string{"host:hb"}, TTL: "1s"})
 	if code != http.StatusOK {
 		t.Fatalf("acquire: %d %v", code, m)
 	}
 	token := m["token"].(string)
-	code, m = apiCall(t, st.Address, tok, "POST", "/api/v1/heartbeat", HeartbeatRequest{Holder: "hb", Token: token, TTL: "1s"})
+	code, m = apiCall(t, st.Address, tok, "POST", "/api/v1/heartbeat", wire.HeartbeatRequest{Holder: "hb", Token: token, TTL: "1s"})
 	if code != http.StatusOK {
 		t.Fatalf("heartbeat: %d %v", code, m)
 	}
 	first := expiry(t, obj(m, "heartbeat")["leases"].([]any)[0])
-	code, m = apiCall(t, st.Address, tok, "POST", "/api/v1/heartbeat", HeartbeatRequest{Holder: "hb", Token: "mlt_wrong_token_0123456789", TTL: "1s"})
+	code, m = apiCall(t, st.Address, tok, "POST", "/api/v1/heartbeat", wire.HeartbeatRequest{Holder: "hb", Token: "mlt_wrong_token_0123456789", TTL: "1s"})
 	if e := obj(m, "error"); code != http.StatusConflict || e["code"] != "token_required" {
 		t.Fatalf("a heartbeat with a wrong token: %d %v", code, m)
 	}
-	code, m = apiCall(t, st.Address, tok, "POST", "/api/v1/heartbeat", HeartbeatRequest{Holder: "hb", Token: token, TTL: "999ms"})
+	code, m = apiCall(t, st.Address, tok, "POST", "/api/v1/heartbeat", wire.HeartbeatRequest{Holder: "hb", Token: token, TTL: "999ms"})
 	if e := obj(m, "error"); code != http.StatusBadRequest || e["code"] != "invalid_argument" {
 		t.Fatalf("a heartbeat TTL below the floor: %d %v", code, m)
 	}

@@ -100,13 +100,13 @@ func newMCPServer(a *api, version string) *mcp.Server {
 	tool(srv, a, "workspace_reclaim_preview", `Preview a reclaim: what would be salvaged (with why), moved and deleted, which peers were checked, and a digest of it all. Changes nothing. Show it to whoever decides, then pass its digest as confirm to workspace_reclaim. Refused with workspace_live (exit 4) while the task's process runs or it holds leases (end_task first), peer_overlap (exit 3) when another workspace overlaps it, not_found (exit 5) when the binding has no workspace.`,
 		a.preview)
 	mcp.AddTool(srv, &mcp.Tool{Name: "workspace_reclaim", Annotations: toolAnnotations["workspace_reclaim"], Description: `Reclaim a workspace after previewing it: salvage everything its removal would lose and move it aside into its trash folder, kept for the undo window (the policy's trash.keep, default 24h; keep_trash overrides it) and purged afterwards; the branch is kept. confirm must be the digest workspace_reclaim_preview returned: if anything changed since, it refuses with preview_stale (exit 3, details say what changed) and nothing happens; preview again and decide again. The result names the salvage ref; workspace_restore brings the work back. Also refused with workspace_live (exit 4) while its task holds leases or its process runs (end_task first), peer_overlap (exit 3) when another workspace overlaps it; usage (exit 2) for a confirm that is not a digest.` + refusalNote},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in ReclaimToolInput) (*mcp.CallToolResult, *ReclaimResult, error) {
+		func(ctx context.Context, _ *mcp.CallToolRequest, in ReclaimToolInput) (*mcp.CallToolResult, *wire.ReclaimResponse, error) {
 			if in.Confirm == "" {
 				return nil, nil, a.toolError(usage("confirm is required: the digest of workspace_reclaim_preview"))
 			}
 			ctx, cancel := a.s.workContext(ctx)
 			defer cancel()
-			res, err := a.reclaim(ctx, &ReclaimRequest{Binding: in.Binding, Confirm: in.Confirm, SalvageSubmodules: in.SalvageSubmodules,
+			res, err := a.reclaim(ctx, &wire.ReclaimRequest{Binding: in.Binding, Confirm: in.Confirm, SalvageSubmodules: in.SalvageSubmodules,
 				KeepTrash: in.KeepTrash, RequestID: in.RequestID})
 			if err != nil {
 				return nil, nil, a.toolErrorIn(ctx, err)

@@ -18,21 +18,16 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // errUnsupported: the system gives no way to list processes' open files.
 var errUnsupported = errors.New("openers: listing the processes that use a folder is supported on Linux only")
 
 // A Process is one process that uses a folder, with the first way it was
-// found to use it.
-type Process struct {
-	PID     int    `json:"pid"`
-	Command string `json:"command"` // its name, as the kernel keeps it (at most 15 bytes)
-	// Use is how it uses the folder: "cwd" (its working directory),
-	// "root", "exe" (its program file) or "file" (an open file).
-	Use  string `json:"use"`
-	Path string `json:"path"` // the path inside the folder
-}
+// found to use it (wire.Process: list and the reclaim preview show it).
+type Process = wire.Process
 
 // Uses of a folder, in the order a process is described by.
 const (

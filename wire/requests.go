@@ -1,11 +1,4 @@
-package server
-
-import (
-	"github.com/majlis-dev/majlis/admission"
-	"github.com/majlis-dev/majlis/provider"
-	"github.com/majlis-dev/majlis/reservation"
-	"github.com/majlis-dev/majlis/wire"
-)
+package wire
 
 // The requests of the HTTP API (docs/MCP.md), one per CLI command. Their
 // fields are the command's flags in snake_case; the MCP tools take the
@@ -157,74 +150,4 @@ type HeartbeatRequest struct {
 	Holder string `json:"holder" jsonschema:"whose leases to keep renewed"`
 	Token  string `json:"token,omitempty" jsonschema:"the lease token of the holder's leases"`
 	TTL    string `json:"ttl,omitempty" jsonschema:"lifetime each renewal gives, a Go duration; default 10m"`
-}
-
-// The results: the CLI's JSON objects.
-
-// WorkspaceResult is {"workspace": WORKSPACE}.
-type WorkspaceResult struct {
-	Workspace *provider.Workspace `json:"workspace"`
-}
-
-// WorkspacesResult is {"workspaces": [WORKSPACE...]}.
-type WorkspacesResult struct {
-	Workspaces []*provider.Workspace `json:"workspaces"`
-	Summary    map[string]int        `json:"summary"`
-}
-
-// SalvageResult is {"salvage": {...}}.
-type SalvageResult struct {
-	Salvage *provider.SalvageResult `json:"salvage"`
-}
-
-// PreviewResult is {"preview": {...}}.
-type PreviewResult struct {
-	Preview *provider.Preview `json:"preview"`
-}
-
-// ReclaimResult is {"reclaim": {...}}.
-type ReclaimResult struct {
-	Reclaim *provider.ReclaimResult `json:"reclaim"`
-}
-
-// RestoreResult is {"restore": {...}}, or {"workspace": WORKSPACE} for a
-// restore from the trash.
-type RestoreResult struct {
-	Restore   *provider.RestoreResult `json:"restore,omitempty"`
-	Workspace *provider.Workspace     `json:"workspace,omitempty"`
-}
-
-// RecoveredResult is {"recovered": RECORD}.
-type RecoveredResult struct {
-	Recovered *reservation.Record `json:"recovered"`
-}
-
-// LeasesResult is {"leases": [LEASE...]}.
-type LeasesResult struct {
-	Leases []admission.Lease `json:"leases"`
-}
-
-// LeaseResult is {"lease": LEASE}.
-type LeaseResult struct {
-	Lease *admission.Lease `json:"lease"`
-}
-
-// EndResult is {"end": {...}}.
-type EndResult struct {
-	End *Ended `json:"end"`
-}
-
-// Ended says what end did: the object 'majlis end --json' prints.
-type Ended struct {
-	Binding      string                  `json:"binding"`
-	Leases       []admission.Lease       `json:"leases"`    // released now
-	Workspace    *provider.Workspace     `json:"workspace"` // null: the task has no workspace (begun shared, or reclaimed)
-	Reclaimed    *provider.ReclaimResult `json:"reclaimed,omitempty"`
-	Preview      *provider.Preview       `json:"preview,omitempty"`
-	NotReclaimed *wire.Refusal           `json:"not_reclaimed,omitempty"`
-}
-
-// HeartbeatResult is {"heartbeat": {...}}.
-type HeartbeatResult struct {
-	Heartbeat *Heartbeat `json:"heartbeat"`
 }
