@@ -27,7 +27,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/majlis-dev/majlis/server"
+	"github.com/majlis-dev/majlis/serverctl"
 	"github.com/majlis-dev/majlis/wire"
 )
 
@@ -53,11 +53,11 @@ type Options struct {
 // A Client calls one repository's server. It is safe for concurrent use.
 type Client struct {
 	opts Options
-	conn *server.Conn
+	conn *serverctl.Conn
 	hc   *http.Client
 	base string
 	// Server is what the probe found; Started says New started it.
-	Server  *server.Status
+	Server  *serverctl.Status
 	Started bool
 }
 
@@ -67,27 +67,27 @@ var ErrNoServer = errors.New("client: no majlis server runs for this repository"
 
 // New connects to the server of the repository containing o.Dir.
 func New(ctx context.Context, o Options) (*Client, error) {
-	t, err := server.Locate(ctx, o.Dir)
+	t, err := serverctl.Locate(o.Dir)
 	if err != nil {
 		return nil, err
 	}
-	po := server.ProbeOptions{Version: o.Version}
-	conn, err := server.Connect(ctx, t, po)
+	po := serverctl.ProbeOptions{Version: o.Version}
+	conn, err := serverctl.Connect(ctx, t, po)
 	started := false
-	if err != nil && o.Start && (errors.Is(err, server.ErrNotRunning) || errors.Is(err, server.ErrStaleLease) || errors.Is(err, server.ErrStarting)) {
+	if err != nil && o.Start && (errors.Is(err, serverctl.ErrNotRunning) || errors.Is(err, serverctl.ErrStaleLease) || errors.Is(err, serverctl.ErrStarting)) {
 		argv, aerr := o.serveCommand()
 		if aerr != nil {
 			return nil, aerr
 		}
-		res, serr := server.Start(ctx, t, server.StartOptions{Command: argv, Timeout: o.StartTimeout, Probe: po})
+		res, serr := serverctl.Start(ctx, t, serverctl.StartOptions{Command: argv, Timeout: o.StartTimeout, Probe: po})
 		if serr != nil {
 			return nil, serr
 		}
 		started = res.Started
-		conn, err = server.Connect(ctx, t, po)
+		conn, err = serverctl.Connect(ctx, t, po)
 	}
 	if err != nil {
-		if errors.Is(err, server.ErrNotRunning) || errors.Is(err, server.ErrStaleLease) {
+		if errors.Is(err, serverctl.ErrNotRunning) || errors.Is(err, serverctl.ErrStaleLease) {
 			dir := o.Dir
 			if dir == "" {
 				dir = "."
@@ -127,6 +127,13 @@ func (c *Client) Close() error {
 // HTTPClient is the client's authenticated HTTP client (for /mcp).
 func (c *Client) HTTPClient() *http.Client { return c.hc }
 
+// Options are the options the client was made with.
+func (c *Client) Options() Options { return c.opts }
+
+// Conn is the way to the server the client calls: its address, and its
+// liveness check on a fresh connection (serverctl.Conn.Alive).
+func (c *Client) Conn() *serverctl.Conn { return c.conn }
+
 // MCPEndpoint is the URL of the server's MCP endpoint.
 func (c *Client) MCPEndpoint() string { return c.conn.BaseURL() + "/mcp" }
 
@@ -137,8 +144,8 @@ type Error struct {
 	wire.Refusal
 }
 
-// Is makes a busy refusal (503, code busy) match server.ErrBusy.
-func (e *Error) Is(target error) bool { return target == server.ErrBusy && e.Code == "busy" }
+// Is makes a busy refusal (503, code busy) match serverctl.ErrBusy.
+func (e *Error) Is(target error) bool { return target == serverctl.ErrBusy && e.Code == "busy" }
 
 func (e *Error) Error() string {
 	s := fmt.Sprintf("%s (%s, exit %d)", e.Message, e.Code, e.ExitCode)

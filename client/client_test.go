@@ -16,6 +16,7 @@ import (
 
 	"github.com/majlis-dev/majlis/client"
 	"github.com/majlis-dev/majlis/server"
+	"github.com/majlis-dev/majlis/serverctl"
 	"github.com/majlis-dev/majlis/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -51,7 +52,7 @@ func TestEndToEndHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if !c.Started || c.Server.State != server.Running {
+	if !c.Started || c.Server.State != serverctl.Running {
 		t.Fatalf("New: started=%v %+v", c.Started, c.Server)
 	}
 	// A second client attaches to the same server.
@@ -542,12 +543,12 @@ func TestStdioSurvivesRestart(t *testing.T) {
 
 func probePID(t *testing.T, dir string) int {
 	t.Helper()
-	tg, err := server.Locate(context.Background(), dir)
+	tg, err := serverctl.Locate(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := server.Probe(context.Background(), tg, server.ProbeOptions{})
-	if err != nil || st.State != server.Running {
+	st, err := serverctl.Probe(context.Background(), tg, serverctl.ProbeOptions{})
+	if err != nil || st.State != serverctl.Running {
 		t.Fatalf("probe: %v %+v", err, st)
 	}
 	return st.PID

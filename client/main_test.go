@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/fixtures"
-	"github.com/majlis-dev/majlis/server"
+	"github.com/majlis-dev/majlis/serverctl"
 )
 
 // bin is the majlis binary these tests run (fixtures.BuildBinary), put
@@ -66,7 +66,7 @@ func newRepo(t testing.TB) string {
 func stopServer(dir string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if t, err := server.Locate(ctx, dir); err == nil {
-		_, _ = server.Stop(ctx, t, server.StopOptions{Force: true, Grace: time.Second})
+	if t, err := serverctl.Locate(dir); err == nil {
+		_, _ = serverctl.Stop(ctx, t, serverctl.StopOptions{Force: true, Grace: time.Second})
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/majlis-dev/majlis/server"
+	"github.com/majlis-dev/majlis/serverctl"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -26,7 +26,7 @@ type mcpCall struct {
 	answered bool // under the bridge's pmu: its answer is being written
 
 	mu      sync.Mutex
-	conn    *server.Conn // the server it was sent to; nil while none is
+	conn    *serverctl.Conn // the server it was sent to; nil while none is
 	cancel  context.CancelFunc
 	wrote   bool   // its HTTP request was written whole to a connection
 	refusal string // the code of a 503 answer: busy or stopping
@@ -40,7 +40,7 @@ func (cl *mcpCall) start(cancel context.CancelFunc) {
 	cl.mu.Unlock()
 }
 
-func (cl *mcpCall) sentTo(c *server.Conn) {
+func (cl *mcpCall) sentTo(c *serverctl.Conn) {
 	if cl == nil {
 		return
 	}
@@ -161,7 +161,7 @@ func retryAdvice(cl *mcpCall) string {
 func (b *bridge) watch() {
 	every := max(b.after/4, 5*time.Millisecond)
 	timeout := min(max(b.after/2, 5*time.Millisecond), time.Second)
-	lastOK := map[*server.Conn]time.Time{}
+	lastOK := map[*serverctl.Conn]time.Time{}
 	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
@@ -196,10 +196,10 @@ func (b *bridge) watch() {
 }
 
 // pendingConns are the servers that calls under way were sent to.
-func (b *bridge) pendingConns() map[*server.Conn]bool {
+func (b *bridge) pendingConns() map[*serverctl.Conn]bool {
 	b.pmu.Lock()
 	defer b.pmu.Unlock()
-	out := map[*server.Conn]bool{}
+	out := map[*serverctl.Conn]bool{}
 	for _, cl := range b.pending {
 		cl.mu.Lock()
 		if cl.conn != nil && !cl.answered {
@@ -212,7 +212,7 @@ func (b *bridge) pendingConns() map[*server.Conn]bool {
 
 // giveUp answers the calls under way on c, which stopped answering its
 // liveness route, and abandons their requests.
-func (b *bridge) giveUp(c *server.Conn, silent time.Duration, why error) {
+func (b *bridge) giveUp(c *serverctl.Conn, silent time.Duration, why error) {
 	b.pmu.Lock()
 	var calls []*mcpCall
 	for _, cl := range b.pending {

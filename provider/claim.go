@@ -13,12 +13,13 @@ import (
 
 	"github.com/majlis-dev/majlis/internal/durable"
 	"github.com/majlis-dev/majlis/internal/procid"
+	"github.com/majlis-dev/majlis/internal/registration"
 	"github.com/majlis-dev/majlis/internal/workers"
 	"github.com/majlis-dev/majlis/reservation"
 )
 
 const (
-	formatRepository = "majlis.repository/1"
+	formatRepository = registration.Format
 	formatClaim      = "majlis.claim/1"
 	formatEvent      = "majlis.event/1"
 	formatRequest    = "majlis.request/1"
@@ -34,29 +35,14 @@ func ValidBinding(binding string) error {
 }
 
 // Registration is the repository's registration record, written once by
-// Init into <git-common-dir>/majlis/repository.json.
-type Registration struct {
-	Format        string    `json:"format"`
-	ID            string    `json:"id"`
-	CommonDir     string    `json:"common_dir"`
-	WorkspaceRoot string    `json:"workspace_root"`
-	CreatedAt     time.Time `json:"created_at"`
-	// MainWorktree is the main worktree's top level, recorded at init
-	// (git cannot say where it is when the git directory lives apart);
-	// empty for a bare repository, and in registrations made before
-	// majlis recorded it (see locateMain).
-	MainWorktree string `json:"main_worktree,omitempty"`
-}
+// init (internal/registration holds its format, so that a client can find
+// the repository's server without the engine).
+type Registration = registration.Registration
 
-func (r *Registration) check() error {
-	if r.ID == "" || r.CommonDir == "" || r.WorkspaceRoot == "" || r.CreatedAt.IsZero() {
-		return errors.New("incomplete registration")
-	}
-	if !filepath.IsAbs(r.CommonDir) || !filepath.IsAbs(r.WorkspaceRoot) || (r.MainWorktree != "" && !filepath.IsAbs(r.MainWorktree)) {
-		return errors.New("paths must be absolute")
-	}
-	return nil
-}
+// registrationRecord is a Registration as readRecord reads and checks it.
+type registrationRecord struct{ *Registration }
+
+func (r registrationRecord) check() error { return r.Check() }
 
 // A Claim is the immutable record published, under the publication lease,
 // before a workspace is created. Its digest pins it.

@@ -15,6 +15,7 @@ import (
 	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/gitops"
 	"github.com/majlis-dev/majlis/internal/durable"
+	"github.com/majlis-dev/majlis/internal/registration"
 	"github.com/majlis-dev/majlis/pathid"
 	"github.com/majlis-dev/majlis/reservation"
 )
@@ -206,9 +207,9 @@ func (p *Provider) StateDir() string { return p.stateDir }
 func (p *Provider) Worktree() string { return p.repo.Toplevel }
 
 func readRegistration(state string) (*Registration, error) {
-	path := filepath.Join(state, "repository.json")
+	path := filepath.Join(state, registration.FileName)
 	var reg Registration
-	if _, err := readRecord(path, "repository", formatRepository, &reg); err != nil {
+	if _, err := readRecord(path, registration.Kind, formatRepository, &registrationRecord{&reg}); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, &Error{Op: "open", Path: filepath.Dir(state), Err: ErrNotInitialized}
 		}

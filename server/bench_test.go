@@ -15,6 +15,7 @@ import (
 	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/fixtures"
 	"github.com/majlis-dev/majlis/provider"
+	"github.com/majlis-dev/majlis/serverctl"
 	"github.com/majlis-dev/majlis/wire"
 )
 
@@ -31,7 +32,7 @@ func BenchmarkLiveBusy(b *testing.B) {
 	token := leaseToken(b, tg)
 	probe := func() time.Duration {
 		t0 := time.Now()
-		if _, err := askLive(context.Background(), st.Address, time.Second); err != nil {
+		if _, err := serverctl.AskLive(context.Background(), st.Address, time.Second); err != nil {
 			b.Fatal(err)
 		}
 		return time.Since(t0)
@@ -57,8 +58,8 @@ func BenchmarkLiveBusy(b *testing.B) {
 	wctx, wcancel := context.WithTimeout(context.Background(), childWait)
 	defer wcancel()
 	if err := waitFor(wctx, func() bool {
-		a, err := askLive(context.Background(), st.Address, time.Second)
-		return err == nil && a.body.Busy == busy
+		a, err := serverctl.AskLive(context.Background(), st.Address, time.Second)
+		return err == nil && a.Busy == busy
 	}); err != nil {
 		b.Fatal("the pool never filled")
 	}
@@ -178,8 +179,8 @@ func BenchmarkAttach(b *testing.B) {
 	if out, err := exec.Command(bin, "server", "start", "--repo", dir).CombinedOutput(); err != nil {
 		b.Fatalf("server start: %v\n%s", err, out)
 	}
-	st, err := Probe(context.Background(), tg, ProbeOptions{})
-	if err != nil || st.State != Running {
+	st, err := serverctl.Probe(context.Background(), tg, serverctl.ProbeOptions{})
+	if err != nil || st.State != serverctl.Running {
 		b.Fatalf("after start: %v %+v", err, st)
 	}
 	owner := mustOwner(b, st)
@@ -222,15 +223,9 @@ func BenchmarkFloorLive(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		t0 := time.Now()
-		lc, err := dialLive(context.Background(), addr, time.Second)
-		if err != nil {
+		if _, err := serverctl.AskLive(context.Background(), addr, time.Second); err != nil {
 			b.Fatal(err)
 		}
-		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/api/v1/live?nonce="+newNonce(), nil)
-		if _, _, err := lc.do(req); err != nil {
-			b.Fatal(err)
-		}
-		lc.Close()
 		lat = append(lat, time.Since(t0))
 	}
 	b.StopTimer()

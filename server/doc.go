@@ -1,4 +1,6 @@
-// Package server runs one majlis server per repository and finds it again.
+// Package server runs one majlis server per repository. Finding,
+// starting and stopping it from outside is package serverctl's, which
+// compiles no engine package (a client imports it, not this one).
 //
 // The server holds the repository's server lease (a lease file of package
 // reservation, resource "server") for its whole life. The lease record is

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/fixtures"
+	"github.com/majlis-dev/majlis/serverctl"
 	"github.com/majlis-dev/majlis/wire"
 )
 
@@ -74,10 +75,10 @@ func TestEveryRouteChecksHost(t *testing.T) {
 			t.Errorf("Authorization %q: %d %s", auth[:8], code, body)
 		}
 	}
-	if code, body := send("GET", "/api/v1/live", "", ""); code != http.StatusOK || !strings.Contains(body, TokenDigest(token)) {
+	if code, body := send("GET", "/api/v1/live", "", ""); code != http.StatusOK || !strings.Contains(body, wire.TokenDigest(token)) {
 		t.Errorf("liveness at the literal address: %d %s", code, body)
 	}
-	if s, err := Probe(context.Background(), tg, ProbeOptions{}); err != nil || s.State != Running || s.PID != st.PID {
+	if s, err := serverctl.Probe(context.Background(), tg, serverctl.ProbeOptions{}); err != nil || s.State != serverctl.Running || s.PID != st.PID {
 		t.Fatalf("after the rebound requests: %v %+v", err, s)
 	}
 }
@@ -98,14 +99,14 @@ func TestDeadServerReplacedAtOnce(t *testing.T) {
 	waitDead(t, o)
 
 	const n = 8
-	res := make([]*StartResult, n)
+	res := make([]*serverctl.StartResult, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res[i], errs[i] = Attach(context.Background(), tg, startOpts(dir, ttlEnv+"=1h"))
+			res[i], errs[i] = serverctl.Attach(context.Background(), tg, startOpts(dir, ttlEnv+"=1h"))
 		}()
 	}
 	wg.Wait()
@@ -126,7 +127,7 @@ func TestDeadServerReplacedAtOnce(t *testing.T) {
 		t.Fatalf("%d attaches started a server, want exactly 1", started)
 	}
 	for i := range n {
-		if res[i].Server.State != Running || res[i].Server.PID != res[0].Server.PID || res[i].Server.PID == old.PID {
+		if res[i].Server.State != serverctl.Running || res[i].Server.PID != res[0].Server.PID || res[i].Server.PID == old.PID {
 			t.Errorf("attach %d: %+v (attach 0: pid %d; the dead one: pid %d)", i, res[i].Server, res[0].Server.PID, old.PID)
 		}
 		b, _ := json.Marshal(res[i])
@@ -202,17 +203,17 @@ func TestForeignCheckoutAndHugeInput(t *testing.T) {
 
 // waitLive waits until the server at addr answers liveness with a body
 // for which cond holds.
-func waitLive(t *testing.T, addr string, what string, cond func(*Live) bool) *Live {
+func waitLive(t *testing.T, addr string, what string, cond func(*wire.Live) bool) *wire.Live {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), childWait)
 	defer cancel()
-	var last *Live
+	var last *wire.Live
 	if err := waitFor(ctx, func() bool {
-		a, err := askLive(context.Background(), addr, time.Second)
+		a, err := serverctl.AskLive(context.Background(), addr, time.Second)
 		if err == nil {
-			last = a.body
+			last = a
 		}
-		return err == nil && cond(a.body)
+		return err == nil && cond(a)
 	}); err != nil {
 		t.Fatalf("%s: never; last liveness answer %+v", what, last)
 	}
@@ -237,24 +238,24 @@ func TestStalledBodiesHoldNoHandler(t *testing.T) {
 		fmt.Fprintf(c, "POST /api/v1/leases/acquire HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
 			"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"holder\": \"st", st.Address, token)
 	}
-	waitLive(t, st.Address, "32 bodies being read", func(l *Live) bool { return l.Reading == stalled })
+	waitLive(t, st.Address, "32 bodies being read", func(l *wire.Live) bool { return l.Reading == stalled })
 	code, m := apiCall(t, st.Address, token, "POST", "/api/v1/leases/acquire", wire.AcquireRequest{Holder: "h", Resources: []string{"host:one"}})
 	if code != http.StatusOK {
 		t.Fatalf("a well-formed request beside %d stalled bodies: %d %v", stalled, code, m)
 	}
-	if l := waitLive(t, st.Address, "liveness", func(*Live) bool { return true }); l.Reading != stalled || l.Busy != 0 {
+	if l := waitLive(t, st.Address, "liveness", func(*wire.Live) bool { return true }); l.Reading != stalled || l.Busy != 0 {
 		t.Errorf("after: %+v, want %d reading, none busy", l, stalled)
 	}
 }
 
 // serveFailpoints starts the failpoints binary as the server of dir with
 // the given failpoints and serve flags, and kills it when the test ends.
-func serveFailpoints(t *testing.T, dir string, tg Target, failpoints string, flags ...string) *Status {
+func serveFailpoints(t *testing.T, dir string, tg serverctl.Target, failpoints string, flags ...string) *serverctl.Status {
 	t.Helper()
 	bin := fixtures.FailpointsBinary(t)
-	o := StartOptions{Command: append([]string{bin, "serve", "--repo", dir}, flags...), Timeout: childWait,
-		Env: append(os.Environ(), "MAJLIS_FAILPOINTS="+failpoints), Probe: ProbeOptions{Timeout: 2 * time.Second}}
-	res, err := Start(context.Background(), tg, o)
+	o := serverctl.StartOptions{Command: append([]string{bin, "serve", "--repo", dir}, flags...), Timeout: childWait,
+		Env: append(os.Environ(), "MAJLIS_FAILPOINTS="+failpoints), Probe: serverctl.ProbeOptions{Timeout: 2 * time.Second}}
+	res, err := serverctl.Start(context.Background(), tg, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +287,7 @@ func TestFullPoolAnswersBusy(t *testing.T) {
 			}
 		}()
 	}
-	waitLive(t, st.Address, "a full pool", func(l *Live) bool { return l.Busy == DefaultMaxHandlers })
+	waitLive(t, st.Address, "a full pool", func(l *wire.Live) bool { return l.Busy == DefaultMaxHandlers })
 
 	b, _ := json.Marshal(wire.AcquireRequest{Holder: "late", Resources: []string{"host:late"}})
 	req, _ := http.NewRequest("POST", "http://"+st.Address+"/api/v1/leases/acquire", bytes.NewReader(b))
@@ -300,7 +301,7 @@ func TestFullPoolAnswersBusy(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" || !strings.Contains(string(body), `"code":"busy"`) {
 		t.Fatalf("a call beside a full pool: %s, Retry-After %q: %s", resp.Status, resp.Header.Get("Retry-After"), body)
 	}
-	if s, err := Probe(context.Background(), tg, ProbeOptions{}); err != nil || s.State != Running || s.Busy != DefaultMaxHandlers {
+	if s, err := serverctl.Probe(context.Background(), tg, serverctl.ProbeOptions{}); err != nil || s.State != serverctl.Running || s.Busy != DefaultMaxHandlers {
 		t.Fatalf("liveness with a full pool: %v %+v", err, s)
 	}
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
@@ -340,7 +341,7 @@ func TestIdleConnectionsPastTheDescriptorLimit(t *testing.T) {
 			closed.Add(1)
 		}()
 	}
-	l := waitLive(t, st.Address, "the flood's oldest connections closed", func(l *Live) bool {
+	l := waitLive(t, st.Address, "the flood's oldest connections closed", func(l *wire.Live) bool {
 		return closed.Load() >= flood-int64(l.MaxConnections)
 	})
 	if l.MaxConnections > limit/2 || l.Connections > l.MaxConnections || !l.Holder {
@@ -360,7 +361,7 @@ func TestIdleConnectionsPastTheDescriptorLimit(t *testing.T) {
 	if rec := leaseRecord(t, tg); rec.Token != before.Token || rec.Owner.PID != st.PID {
 		t.Fatalf("the lease changed hands: %+v", rec)
 	}
-	if s, err := Probe(context.Background(), tg, ProbeOptions{}); err != nil || s.State != Running || s.PID != st.PID {
+	if s, err := serverctl.Probe(context.Background(), tg, serverctl.ProbeOptions{}); err != nil || s.State != serverctl.Running || s.PID != st.PID {
 		t.Fatalf("after the flood: %v %+v", err, s)
 	}
 }
@@ -411,13 +412,13 @@ func TestStopDuringReclaim(t *testing.T) {
 	waitFile(t, gate+".reached")
 	stopped := make(chan error, 1)
 	go func() {
-		res, err := Stop(context.Background(), tg, StopOptions{Timeout: childWait})
+		res, err := serverctl.Stop(context.Background(), tg, serverctl.StopOptions{Timeout: childWait})
 		if err == nil && !res.Stopped {
 			err = fmt.Errorf("not stopped: %+v", res)
 		}
 		stopped <- err
 	}()
-	waitLive(t, st.Address, "the stop under way", func(l *Live) bool { return !l.Ready })
+	waitLive(t, st.Address, "the stop under way", func(l *wire.Live) bool { return !l.Ready })
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -428,7 +429,7 @@ func TestStopDuringReclaim(t *testing.T) {
 	if err := <-stopped; err != nil {
 		t.Fatalf("stop: %v", err)
 	}
-	leases := leaseDir(tg.StateDir)
+	leases := filepath.Join(tg.StateDir, "leases")
 	if _, err := os.Stat(filepath.Join(leases, "reclaim.S-1.lease")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the reclaim reservation is still held after the stop: %v", err)
 	}

@@ -3,6 +3,8 @@ package server
 import (
 	"bufio"
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -20,6 +22,7 @@ import (
 	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/majlis-dev/majlis/reservation"
+	"github.com/majlis-dev/majlis/serverctl"
 	"golang.org/x/sys/unix"
 )
 
@@ -99,13 +102,13 @@ func childSleeper() {
 }
 
 // testRepo is a registered repository.
-func testRepo(t testing.TB) (string, Target) {
+func testRepo(t testing.TB) (string, serverctl.Target) {
 	t.Helper()
 	r := fixtures.NewRepo(t)
 	if _, err := provider.Init(context.Background(), r.Dir, provider.InitOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	tg, err := Locate(context.Background(), r.Dir)
+	tg, err := serverctl.Locate(r.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,21 +116,21 @@ func testRepo(t testing.TB) (string, Target) {
 }
 
 // startOpts runs this test binary as the server of dir.
-func startOpts(dir string, env ...string) StartOptions {
+func startOpts(dir string, env ...string) serverctl.StartOptions {
 	e := append(os.Environ(), childEnv+"=serve", dirEnv+"="+dir)
-	return StartOptions{Command: []string{os.Args[0]}, Env: append(e, env...), Timeout: childWait,
-		Probe: ProbeOptions{Timeout: 2 * time.Second}}
+	return serverctl.StartOptions{Command: []string{os.Args[0]}, Env: append(e, env...), Timeout: childWait,
+		Probe: serverctl.ProbeOptions{Timeout: 2 * time.Second}}
 }
 
 // startServer starts a server for dir and stops it (by force) when the
 // test ends.
-func startServer(t testing.TB, dir string, tg Target, env ...string) *Status {
+func startServer(t testing.TB, dir string, tg serverctl.Target, env ...string) *serverctl.Status {
 	t.Helper()
-	res, err := Start(context.Background(), tg, startOpts(dir, env...))
+	res, err := serverctl.Start(context.Background(), tg, startOpts(dir, env...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Started || res.Server.State != Running {
+	if !res.Started || res.Server.State != serverctl.Running {
 		t.Fatalf("start: started=%v, state %s (%s)", res.Started, res.Server.State, res.Server.Reason)
 	}
 	owner := mustOwner(t, res.Server)
@@ -136,7 +139,7 @@ func startServer(t testing.TB, dir string, tg Target, env ...string) *Status {
 }
 
 // mustOwner reads the owner identity of the server st from its lease.
-func mustOwner(t testing.TB, st *Status) procid.Owner {
+func mustOwner(t testing.TB, st *serverctl.Status) procid.Owner {
 	t.Helper()
 	o, err := procid.Of(st.PID)
 	if err != nil || o.StartTime != st.StartTime {
@@ -146,10 +149,10 @@ func mustOwner(t testing.TB, st *Status) procid.Owner {
 }
 
 // killOwner kills the exact process o, if it still runs, and waits until
-// it is dead (Start reaps the servers it spawned).
+// it is dead (serverctl.Start reaps the servers it spawned).
 func killOwner(t testing.TB, o procid.Owner) {
 	t.Helper()
-	if _, err := terminate(context.Background(), o, time.Millisecond); err != nil {
+	if _, err := serverctl.Terminate(context.Background(), o, time.Millisecond); err != nil {
 		t.Errorf("cleanup: %v", err)
 	}
 	waitDead(t, o)
@@ -188,9 +191,9 @@ func startSleeper(t *testing.T) (*exec.Cmd, *bufio.Scanner) {
 
 // writeLease publishes rec as the server lease by hand (replacing any),
 // as a process that is not this package would.
-func writeLease(t *testing.T, tg Target, rec reservation.Record) {
+func writeLease(t *testing.T, tg serverctl.Target, rec reservation.Record) {
 	t.Helper()
-	rec.Format, rec.Resource, rec.Purpose = reservation.Format, Resource, Purpose
+	rec.Format, rec.Resource, rec.Purpose = reservation.Format, serverctl.Resource, serverctl.Purpose
 	if rec.Token == "" {
 		rec.Token = newNonce()
 	}
@@ -206,7 +209,7 @@ func writeLease(t *testing.T, tg Target, rec reservation.Record) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := leaseDir(tg.StateDir)
+	dir := filepath.Join(tg.StateDir, "leases")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -214,26 +217,26 @@ func writeLease(t *testing.T, tg Target, rec reservation.Record) {
 	if err := os.WriteFile(tmp, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, Resource+".lease")); err != nil {
+	if err := os.Rename(tmp, filepath.Join(dir, serverctl.Resource+".lease")); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // leaseToken reads the token of the current server lease.
-func leaseToken(t testing.TB, tg Target) string {
+func leaseToken(t testing.TB, tg serverctl.Target) string {
 	t.Helper()
 	return leaseRecord(t, tg).Token
 }
 
 // leaseRecord reads the current server lease.
-func leaseRecord(t testing.TB, tg Target) *reservation.Record {
+func leaseRecord(t testing.TB, tg serverctl.Target) *reservation.Record {
 	t.Helper()
-	d, err := reservation.Open(leaseDir(tg.StateDir))
+	d, err := reservation.Open(filepath.Join(tg.StateDir, "leases"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	rec, err := d.Inspect(Resource)
+	rec, err := d.Inspect(serverctl.Resource)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,4 +261,25 @@ func get(t *testing.T, addr, path, token, host string) *http.Response {
 		t.Fatal(err)
 	}
 	return resp
+}
+
+// newNonce is a fresh random token, 32 hex digits (a lease token's form).
+func newNonce() string {
+	var b [16]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// waitFor polls cond with backoff until it holds or ctx ends.
+func waitFor(ctx context.Context, cond func() bool) error {
+	for d := time.Millisecond; !cond(); d = min(2*d, 50*time.Millisecond) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+		}
+	}
+	return nil
 }

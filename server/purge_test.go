@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/provider"
+	"github.com/majlis-dev/majlis/serverctl"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // TestServerPurgesDueTrash: with the repository's server running, a kept
@@ -81,13 +83,13 @@ func TestStopDuringPurge(t *testing.T) {
 	waitFile(t, gate+".reached")
 	stopped := make(chan error, 1)
 	go func() {
-		res, err := Stop(context.Background(), tg, StopOptions{Timeout: childWait})
+		res, err := serverctl.Stop(context.Background(), tg, serverctl.StopOptions{Timeout: childWait})
 		if err == nil && !res.Stopped {
 			err = fmt.Errorf("not stopped: %+v", res)
 		}
 		stopped <- err
 	}()
-	waitLive(t, st.Address, "the stop under way", func(l *Live) bool { return !l.Ready })
+	waitLive(t, st.Address, "the stop under way", func(l *wire.Live) bool { return !l.Ready })
 	// The stop waits for the purge: the server lease is still its own.
 	if rec := leaseRecord(t, tg); rec.Owner.PID != st.PID {
 		t.Fatalf("the server lease changed hands while its purge ran: %+v", rec)
@@ -98,7 +100,7 @@ func TestStopDuringPurge(t *testing.T) {
 	if err := <-stopped; err != nil {
 		t.Fatalf("stop: %v", err)
 	}
-	leases := leaseDir(tg.StateDir)
+	leases := filepath.Join(tg.StateDir, "leases")
 	if _, err := os.Stat(filepath.Join(leases, "reclaim.P-1.lease")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the purge's reservation is still held after the stop: %v", err)
 	}

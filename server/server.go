@@ -15,6 +15,7 @@ import (
 	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/majlis-dev/majlis/reservation"
+	"github.com/majlis-dev/majlis/serverctl"
 	"github.com/majlis-dev/majlis/wire"
 )
 
@@ -32,7 +33,7 @@ func Serve(ctx context.Context, o Options) error {
 		return err
 	}
 	defer p.Close()
-	leases, err := openLeases(p.StateDir())
+	leases, err := serverctl.OpenLeases(p.StateDir())
 	if err != nil {
 		return err
 	}
@@ -46,9 +47,8 @@ func Serve(ctx context.Context, o Options) error {
 	addr := ln.Addr().String()
 	id := p.Repository().ID
 	lease, err := leases.Acquire(ctx, reservation.Request{
-		Resource: Resource, Purpose: Purpose, TTL: o.LeaseTTL,
-		Metadata: map[string]string{metaRepository: id, metaAddress: addr, metaHolder: holderKey(id),
-			metaVersion: o.Version, metaAPI: APIVersion},
+		Resource: serverctl.Resource, Purpose: serverctl.Purpose, TTL: o.LeaseTTL,
+		Metadata: serverctl.LeaseMetadata(id, addr, o.Version),
 	})
 	if err != nil {
 		return err
@@ -58,8 +58,8 @@ func Serve(ctx context.Context, o Options) error {
 		o: o, p: p, lease: lease, addr: addr, token: rec.Token,
 		sem:  make(chan struct{}, o.MaxHandlers),
 		stop: make(chan struct{}),
-		live: Live{Repository: id, PID: rec.Owner.PID, StartTime: rec.Owner.StartTime, TokenSHA256: TokenDigest(rec.Token),
-			Version: o.Version, API: APIVersion, MaxHandlers: o.MaxHandlers, MaxConnections: o.MaxConns},
+		live: wire.Live{Repository: id, PID: rec.Owner.PID, StartTime: rec.Owner.StartTime, TokenSHA256: wire.TokenDigest(rec.Token),
+			Version: o.Version, API: wire.APIVersion, MaxHandlers: o.MaxHandlers, MaxConnections: o.MaxConns},
 	}
 	s.work, s.stopWork = context.WithCancel(context.WithoutCancel(ctx))
 	defer s.stopWork()
@@ -109,7 +109,7 @@ type srv struct {
 	addr  string
 	token string
 
-	live   Live // fixed part of the liveness answer
+	live   wire.Live // fixed part of the liveness answer
 	holder atomic.Bool
 	ready  atomic.Bool
 	busy   atomic.Int64 // requests holding a handler
@@ -170,7 +170,7 @@ func (s *srv) handleLive(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusBadRequest, errorBody("bad_nonce", "nonce: 1 to 128 letters, digits, - or _"))
 			return
 		}
-		l.Nonce, l.HMAC = n, TokenHMAC(s.token, n)
+		l.Nonce, l.HMAC = n, wire.TokenHMAC(s.token, n)
 	}
 	writeJSON(w, http.StatusOK, &l)
 }

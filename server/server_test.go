@@ -19,6 +19,8 @@ import (
 
 	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/reservation"
+	"github.com/majlis-dev/majlis/serverctl"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // A fake server on the recorded address, run by the leaseholder itself
@@ -48,12 +50,12 @@ func TestProbeComparesTheToken(t *testing.T) {
 			mode = "honest-once"
 		}
 		nonce := r.URL.Query().Get("nonce")
-		l := Live{Repository: tg.Repository, PID: rec.Owner.PID, StartTime: rec.Owner.StartTime, Holder: true,
-			TokenSHA256: TokenDigest(rec.Token), Nonce: nonce, HMAC: TokenHMAC(rec.Token, nonce), Ready: true, API: APIVersion}
+		l := wire.Live{Repository: tg.Repository, PID: rec.Owner.PID, StartTime: rec.Owner.StartTime, Holder: true,
+			TokenSHA256: wire.TokenDigest(rec.Token), Nonce: nonce, HMAC: wire.TokenHMAC(rec.Token, nonce), Ready: true, API: serverctl.APIVersion}
 		switch mode {
 		case "other-token":
 			other := newNonce()
-			l.TokenSHA256, l.HMAC = TokenDigest(other), TokenHMAC(other, nonce)
+			l.TokenSHA256, l.HMAC = wire.TokenDigest(other), wire.TokenHMAC(other, nonce)
 		case "replay":
 			w.Write(recorded)
 			return
@@ -73,13 +75,13 @@ func TestProbeComparesTheToken(t *testing.T) {
 	}))
 	defer fake.Close()
 
-	leases, err := openLeases(tg.StateDir)
+	leases, err := serverctl.OpenLeases(tg.StateDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer leases.Close()
-	lease, err := leases.Acquire(context.Background(), reservation.Request{Resource: Resource, Purpose: Purpose, TTL: time.Hour,
-		Metadata: map[string]string{metaRepository: tg.Repository, metaAddress: fake.Listener.Addr().String(), metaAPI: APIVersion}})
+	lease, err := leases.Acquire(context.Background(), reservation.Request{Resource: serverctl.Resource, Purpose: serverctl.Purpose, TTL: time.Hour,
+		Metadata: map[string]string{"repository": tg.Repository, "address": fake.Listener.Addr().String(), "api": serverctl.APIVersion}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,20 +90,20 @@ func TestProbeComparesTheToken(t *testing.T) {
 
 	for _, tc := range []struct {
 		mode string
-		want State
+		want serverctl.State
 		why  string
 	}{
-		{"honest", Running, ""}, // the fake can pass: the comparisons below are what fail it
-		{"other-token", Foreign, "digest of another token"},
-		{"replay", Foreign, "replayed"},
-		{"not-holder", Foreign, "does not hold"},
-		{"other-pid", Foreign, "from pid"},
-		{"unrelated", Foreign, "404"},
+		{"honest", serverctl.Running, ""}, // the fake can pass: the comparisons below are what fail it
+		{"other-token", serverctl.Foreign, "digest of another token"},
+		{"replay", serverctl.Foreign, "replayed"},
+		{"not-holder", serverctl.Foreign, "does not hold"},
+		{"other-pid", serverctl.Foreign, "from pid"},
+		{"unrelated", serverctl.Foreign, "404"},
 	} {
 		mu.Lock()
 		mode = tc.mode
 		mu.Unlock()
-		st, err := Probe(context.Background(), tg, ProbeOptions{})
+		st, err := serverctl.Probe(context.Background(), tg, serverctl.ProbeOptions{})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.mode, err)
 		}
@@ -110,13 +112,13 @@ func TestProbeComparesTheToken(t *testing.T) {
 		}
 	}
 
-	// Stop sends the token only on a connection whose peer has just proven
+	// serverctl.Stop sends the token only on a connection whose peer has just proven
 	// it holds it: here the probe's answer is honest, the next is not.
 	mu.Lock()
 	mode, sawToken = "honest-then-other", false
 	mu.Unlock()
-	if _, err := Stop(context.Background(), tg, StopOptions{}); !errors.Is(err, ErrForeign) {
-		t.Errorf("stop when the port changed hands: %v, want ErrForeign", err)
+	if _, err := serverctl.Stop(context.Background(), tg, serverctl.StopOptions{}); !errors.Is(err, serverctl.ErrForeign) {
+		t.Errorf("stop when the port changed hands: %v, want serverctl.ErrForeign", err)
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -156,7 +158,7 @@ func TestRequestsAreGuarded(t *testing.T) {
 	resp := get(t, st.Address, "/api/v1/live?nonce=abc", "", "")
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || strings.Contains(string(body), token) || !strings.Contains(string(body), TokenDigest(token)) {
+	if resp.StatusCode != http.StatusOK || strings.Contains(string(body), token) || !strings.Contains(string(body), wire.TokenDigest(token)) {
 		t.Errorf("live: %s %s", resp.Status, body)
 	}
 	// A shutdown request without the token is refused, and the server runs on.
@@ -169,16 +171,16 @@ func TestRequestsAreGuarded(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("shutdown without token: %s", resp.Status)
 	}
-	if s, err := Probe(context.Background(), tg, ProbeOptions{}); err != nil || s.State != Running {
+	if s, err := serverctl.Probe(context.Background(), tg, serverctl.ProbeOptions{}); err != nil || s.State != serverctl.Running {
 		t.Errorf("after refused shutdown: %v %+v", err, s)
 	}
 	// A caller of another version finds it, and neither uses nor replaces it.
-	if s, err := Probe(context.Background(), tg, ProbeOptions{Version: "another"}); err != nil || s.State != VersionMismatch || s.PID != st.PID {
+	if s, err := serverctl.Probe(context.Background(), tg, serverctl.ProbeOptions{Version: "another"}); err != nil || s.State != serverctl.VersionMismatch || s.PID != st.PID {
 		t.Errorf("probe of another version: %v %+v", err, s)
 	}
 	o := startOpts(dir)
 	o.Probe.Version = "another"
-	if _, err := Start(context.Background(), tg, o); !errors.Is(err, ErrVersionMismatch) {
+	if _, err := serverctl.Start(context.Background(), tg, o); !errors.Is(err, serverctl.ErrVersionMismatch) {
 		t.Errorf("start of another version: %v", err)
 	}
 }
@@ -186,13 +188,13 @@ func TestRequestsAreGuarded(t *testing.T) {
 func TestStartTwiceGivesOneServer(t *testing.T) {
 	dir, tg := testRepo(t)
 	var wg sync.WaitGroup
-	res := make([]*StartResult, 2)
+	res := make([]*serverctl.StartResult, 2)
 	errs := make([]error, 2)
 	for i := range res {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res[i], errs[i] = Start(context.Background(), tg, startOpts(dir))
+			res[i], errs[i] = serverctl.Start(context.Background(), tg, startOpts(dir))
 		}()
 	}
 	wg.Wait()
@@ -221,8 +223,8 @@ func TestStaleLeaseIsRecovered(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitDead(t, o)
-	st, err := Probe(context.Background(), tg, ProbeOptions{})
-	if err != nil || st.State != StaleLease {
+	st, err := serverctl.Probe(context.Background(), tg, serverctl.ProbeOptions{})
+	if err != nil || st.State != serverctl.StaleLease {
 		t.Fatalf("after SIGKILL: %v %+v", err, st)
 	}
 
@@ -235,12 +237,12 @@ func TestStaleLeaseIsRecovered(t *testing.T) {
 	})}
 	go unrelated.Serve(ln)
 	defer unrelated.Close()
-	st, err = Probe(context.Background(), tg, ProbeOptions{})
-	if err != nil || st.State != Foreign || st.Owner != string(procid.Dead) {
+	st, err = serverctl.Probe(context.Background(), tg, serverctl.ProbeOptions{})
+	if err != nil || st.State != serverctl.Foreign || st.Owner != string(procid.Dead) {
 		t.Fatalf("unrelated listener on the port: %v %+v", err, st)
 	}
 
-	res, err := Start(context.Background(), tg, startOpts(dir))
+	res, err := serverctl.Start(context.Background(), tg, startOpts(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +259,7 @@ func TestReplacedLeaseExits(t *testing.T) {
 	o := mustOwner(t, st)
 	other := newNonce()
 	writeLease(t, tg, reservation.Record{Token: other, Owner: o,
-		Metadata: map[string]string{metaRepository: tg.Repository, metaAddress: st.Address}})
+		Metadata: map[string]string{"repository": tg.Repository, "address": st.Address}})
 	waitDead(t, o)
 	if got := leaseToken(t, tg); got != other {
 		t.Fatalf("the fenced server touched the lease: token %s, want %s", got, other)
@@ -287,17 +289,17 @@ func TestBusyServerIsAttached(t *testing.T) {
 	}
 	wctx, wcancel := context.WithTimeout(context.Background(), childWait)
 	defer wcancel()
-	var last *Status
+	var last *serverctl.Status
 	if err := waitFor(wctx, func() bool {
-		last, _ = Probe(context.Background(), tg, ProbeOptions{})
+		last, _ = serverctl.Probe(context.Background(), tg, serverctl.ProbeOptions{})
 		return last != nil && last.Busy == max
 	}); err != nil {
 		t.Fatalf("the pool never filled: %+v", last)
 	}
-	if last.State != Running {
+	if last.State != serverctl.Running {
 		t.Fatalf("busy server: %s (%s)", last.State, last.Reason)
 	}
-	res, err := Attach(context.Background(), tg, startOpts(dir))
+	res, err := serverctl.Attach(context.Background(), tg, startOpts(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,28 +328,28 @@ func TestUnresponsiveIsNeverTakenOver(t *testing.T) {
 	}); err != nil {
 		t.Fatal("the server never stopped")
 	}
-	po := ProbeOptions{Timeout: 100 * time.Millisecond}
-	got, err := Probe(context.Background(), tg, po)
-	if err != nil || got.State != Unresponsive {
+	po := serverctl.ProbeOptions{Timeout: 100 * time.Millisecond}
+	got, err := serverctl.Probe(context.Background(), tg, po)
+	if err != nil || got.State != serverctl.Unresponsive {
 		t.Fatalf("stopped server: %v %+v", err, got)
 	}
 	o := startOpts(dir)
 	o.Probe = po
-	if _, err := Start(context.Background(), tg, o); !errors.Is(err, ErrUnresponsive) {
-		t.Errorf("start: %v, want ErrUnresponsive", err)
+	if _, err := serverctl.Start(context.Background(), tg, o); !errors.Is(err, serverctl.ErrUnresponsive) {
+		t.Errorf("start: %v, want serverctl.ErrUnresponsive", err)
 	}
-	if _, err := Stop(context.Background(), tg, StopOptions{Probe: po}); !errors.Is(err, ErrUnresponsive) {
-		t.Errorf("stop: %v, want ErrUnresponsive", err)
+	if _, err := serverctl.Stop(context.Background(), tg, serverctl.StopOptions{Probe: po}); !errors.Is(err, serverctl.ErrUnresponsive) {
+		t.Errorf("stop: %v, want serverctl.ErrUnresponsive", err)
 	}
 	syscall.Kill(st.PID, syscall.SIGCONT)
-	if got, err := Probe(context.Background(), tg, ProbeOptions{}); err != nil || got.State != Running || got.PID != st.PID {
+	if got, err := serverctl.Probe(context.Background(), tg, serverctl.ProbeOptions{}); err != nil || got.State != serverctl.Running || got.PID != st.PID {
 		t.Errorf("after SIGCONT: %v %+v", err, got)
 	}
-	res, err := Stop(context.Background(), tg, StopOptions{})
+	res, err := serverctl.Stop(context.Background(), tg, serverctl.StopOptions{})
 	if err != nil || !res.Stopped || len(res.Signals) != 0 {
 		t.Fatalf("stop: %v %+v", err, res)
 	}
-	if got, err := Probe(context.Background(), tg, ProbeOptions{}); err != nil || got.State != NotRunning {
+	if got, err := serverctl.Probe(context.Background(), tg, serverctl.ProbeOptions{}); err != nil || got.State != serverctl.NotRunning {
 		t.Errorf("after stop: %v %+v", err, got)
 	}
 }
@@ -364,12 +366,12 @@ func TestStopNeverSignalsAnotherStartTime(t *testing.T) {
 	impostor := real
 	impostor.StartTime++
 	writeLease(t, tg, reservation.Record{Owner: impostor,
-		Metadata: map[string]string{metaRepository: tg.Repository, metaAddress: "127.0.0.1:1"}})
-	res, err := Stop(context.Background(), tg, StopOptions{Force: true, Grace: time.Millisecond})
+		Metadata: map[string]string{"repository": tg.Repository, "address": "127.0.0.1:1"}})
+	res, err := serverctl.Stop(context.Background(), tg, serverctl.StopOptions{Force: true, Grace: time.Millisecond})
 	if err != nil || res.Stopped || len(res.Signals) != 0 {
 		t.Fatalf("stop --force on another start time: %v %+v", err, res)
 	}
-	if sigs, err := terminate(context.Background(), impostor, time.Millisecond); err != nil || len(sigs) != 0 {
+	if sigs, err := serverctl.Terminate(context.Background(), impostor, time.Millisecond); err != nil || len(sigs) != 0 {
 		t.Fatalf("terminate of another start time: %v %v", sigs, err)
 	}
 	// Had either signalled, the sleeper would be dead (terminate ends
@@ -379,7 +381,7 @@ func TestStopNeverSignalsAnotherStartTime(t *testing.T) {
 		t.Fatalf("the sleeper was signalled: wait4 %d %v %v", pid, err, ws)
 	}
 	// The right owner is signalled: TERM (caught), then KILL.
-	sigs, err := terminate(context.Background(), real, time.Millisecond)
+	sigs, err := serverctl.Terminate(context.Background(), real, time.Millisecond)
 	if err != nil || strings.Join(sigs, ",") != "TERM,KILL" {
 		t.Fatalf("terminate of the owner: %v %v", sigs, err)
 	}

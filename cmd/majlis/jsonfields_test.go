@@ -14,7 +14,8 @@ import (
 	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/majlis-dev/majlis/reservation"
-	"github.com/majlis-dev/majlis/server"
+	"github.com/majlis-dev/majlis/serverctl"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // jsonPinned is every result type of the command line, with its JSON
@@ -91,11 +92,11 @@ var jsonPinned = map[string]struct {
 	"gc_record": {provider.GCRecord{}, []string{"at", "binding", "claim_digest", "outcome", "path", "seq"}},
 
 	// The server: status, start/attach, stop, and the liveness route's body.
-	"server_status": {server.Status{}, []string{"address", "api", "busy", "generation", "lease", "owner", "pid", "ready",
+	"server_status": {serverctl.Status{}, []string{"address", "api", "busy", "generation", "lease", "owner", "pid", "ready",
 		"reason", "repository", "start_time", "status", "version"}},
-	"server_start": {server.StartResult{}, []string{"log", "recovered", "server", "started"}},
-	"server_stop":  {server.StopResult{}, []string{"server", "signals", "stopped"}},
-	"server_live": {server.Live{}, []string{"api", "busy", "connections", "hmac", "holder", "max_connections", "max_handlers", "nonce", "pid", "reading", "ready",
+	"server_start": {serverctl.StartResult{}, []string{"log", "recovered", "server", "started"}},
+	"server_stop":  {serverctl.StopResult{}, []string{"server", "signals", "stopped"}},
+	"server_live": {wire.Live{}, []string{"api", "busy", "connections", "hmac", "holder", "max_connections", "max_handlers", "nonce", "pid", "reading", "ready",
 		"repository", "start_time", "token_sha256", "version", "waiting"}},
 
 	// details.changed of preview_stale.

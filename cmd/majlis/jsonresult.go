@@ -5,7 +5,7 @@ import (
 	"github.com/majlis-dev/majlis/cmd/majlis/internal/githook"
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/majlis-dev/majlis/reservation"
-	"github.com/majlis-dev/majlis/server"
+	"github.com/majlis-dev/majlis/serverctl"
 )
 
 // The JSON envelope of every command's result, and of a failure: the
@@ -16,8 +16,8 @@ import (
 // begin (provider.BeginResult), workspace allocate (provider.AllocateResult),
 // lease acquire (admission.AcquireResult), lease renew
 // (admission.RenewResult), lease release (admission.ReleaseResult), check
-// (provider.CheckResult), server start and attach (server.StartResult),
-// server stop (server.StopResult).
+// (provider.CheckResult), server start and attach (serverctl.StartResult),
+// server stop (serverctl.StopResult).
 
 // initJSON is the result of init.
 type initJSON struct {
@@ -129,7 +129,7 @@ type failpointsJSON struct {
 
 // serverJSON is the result of server status (running).
 type serverJSON struct {
-	Server *server.Status `json:"server"`
+	Server *serverctl.Status `json:"server"`
 }
 
 // stoppedJSON is the result of serve, once the server stopped.

@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/majlis-dev/majlis/provider"
 	"github.com/majlis-dev/majlis/server"
+	"github.com/majlis-dev/majlis/serverctl"
 	"github.com/spf13/cobra"
 )
 
@@ -40,8 +42,14 @@ An unresponsive server is never taken over and never killed implicitly.`,
 }
 
 // serverTarget locates the repository named by --repo.
-func (g *globalOptions) serverTarget(ctx context.Context) (server.Target, error) {
-	return server.Locate(ctx, g.Repo)
+func (g *globalOptions) serverTarget(ctx context.Context) (serverctl.Target, error) {
+	// Finding the repository needs none of the provider's options.
+	p, err := provider.Open(ctx, g.Repo, provider.Options{})
+	if err != nil {
+		return serverctl.Target{}, err
+	}
+	defer p.Close()
+	return serverctl.Target{StateDir: p.StateDir(), Repository: p.Repository().ID}, nil
 }
 
 // serveCommand is the argv that runs this binary's 'serve' for the
@@ -61,9 +69,9 @@ func (g *globalOptions) serveCommand() ([]string, error) {
 	return []string{exe, "serve", "--repo", repo}, nil
 }
 
-func renderStatus(w io.Writer, st *server.Status) {
+func renderStatus(w io.Writer, st *serverctl.Status) {
 	switch st.State {
-	case server.Running, server.Starting:
+	case serverctl.Running, serverctl.Starting:
 		fmt.Fprintf(w, "%s on %s (pid %d, majlis %s, %d busy)\n", st.State, st.Address, st.PID, st.Version, st.Busy)
 	default:
 		fmt.Fprintf(w, "%s: %s\n", st.State, st.Reason)
@@ -72,14 +80,14 @@ func renderStatus(w io.Writer, st *server.Status) {
 
 // statusError turns a probe's state other than running into the error
 // that carries its exit status and code.
-func statusError(st *server.Status) error {
-	sentinel := map[server.State]error{
-		server.NotRunning:      server.ErrNotRunning,
-		server.StaleLease:      server.ErrStaleLease,
-		server.Starting:        server.ErrStarting,
-		server.Unresponsive:    server.ErrUnresponsive,
-		server.Foreign:         server.ErrForeign,
-		server.VersionMismatch: server.ErrVersionMismatch,
+func statusError(st *serverctl.Status) error {
+	sentinel := map[serverctl.State]error{
+		serverctl.NotRunning:      serverctl.ErrNotRunning,
+		serverctl.StaleLease:      serverctl.ErrStaleLease,
+		serverctl.Starting:        serverctl.ErrStarting,
+		serverctl.Unresponsive:    serverctl.ErrUnresponsive,
+		serverctl.Foreign:         serverctl.ErrForeign,
+		serverctl.VersionMismatch: serverctl.ErrVersionMismatch,
 	}[st.State]
 	if sentinel == nil {
 		return nil

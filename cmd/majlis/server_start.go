@@ -5,7 +5,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/majlis-dev/majlis/server"
+	"github.com/majlis-dev/majlis/serverctl"
 	"github.com/spf13/cobra"
 )
 
@@ -41,10 +41,10 @@ func (g *globalOptions) startServer(cmd *cobra.Command, attach bool) error {
 		return err
 	}
 	// argv[0] as this process got it: the binary may dispatch on it.
-	o := server.StartOptions{Command: argv, Name: os.Args[0], Probe: server.ProbeOptions{Version: version}}
-	run := server.Start
+	o := serverctl.StartOptions{Command: argv, Name: os.Args[0], Probe: serverctl.ProbeOptions{Version: version}}
+	run := serverctl.Start
 	if attach {
-		run = server.Attach
+		run = serverctl.Attach
 	}
 	res, err := run(cmd.Context(), t, o)
 	if err != nil {

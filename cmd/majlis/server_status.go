@@ -3,7 +3,7 @@ package main
 import (
 	"io"
 
-	"github.com/majlis-dev/majlis/server"
+	"github.com/majlis-dev/majlis/serverctl"
 	"github.com/spf13/cobra"
 )
 
@@ -24,7 +24,7 @@ carry the probe's findings under "server".`,
 			if err != nil {
 				return err
 			}
-			st, err := server.Probe(cmd.Context(), t, server.ProbeOptions{Version: version})
+			st, err := serverctl.Probe(cmd.Context(), t, serverctl.ProbeOptions{Version: version})
 			if err != nil {
 				return err
 			}

@@ -5,12 +5,12 @@ import (
 	"io"
 	"strings"
 
-	"github.com/majlis-dev/majlis/server"
+	"github.com/majlis-dev/majlis/serverctl"
 	"github.com/spf13/cobra"
 )
 
 func newServerStopCmd(g *globalOptions) *cobra.Command {
-	var opts server.StopOptions
+	var opts serverctl.StopOptions
 	cmd := &cobra.Command{
 		Use:   "stop [--force]",
 		Short: "Stop the repository's server",
@@ -31,7 +31,7 @@ through a pidfd: a process that merely reuses the pid is never signalled.`,
 				return err
 			}
 			opts.Probe.Version = version
-			res, err := server.Stop(cmd.Context(), t, opts)
+			res, err := serverctl.Stop(cmd.Context(), t, opts)
 			if err != nil {
 				return err
 			}

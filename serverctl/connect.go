@@ -1,4 +1,4 @@
-package server
+package serverctl
 
 import (
 	"context"
@@ -22,7 +22,7 @@ type Conn struct {
 // running. Any other state is an *Error wrapping that state's sentinel
 // (ErrNotRunning, ErrStarting, ErrUnresponsive, ...), with a hint.
 func Connect(ctx context.Context, t Target, o ProbeOptions) (*Conn, error) {
-	leases, err := openLeases(t.StateDir)
+	leases, err := OpenLeases(t.StateDir)
 	if err != nil {
 		return nil, err
 	}

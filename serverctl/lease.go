@@ -1,4 +1,4 @@
-package server
+package serverctl
 
 import (
 	"errors"
@@ -36,6 +36,14 @@ func leaseDir(stateDir string) string { return filepath.Join(stateDir, "leases")
 
 // holderKey is the leaseholder key a server of repository id records.
 func holderKey(id string) string { return "server:" + id }
+
+// LeaseMetadata is what the server lease of a server for repository id,
+// listening on address and running majlis version, records: what a probe
+// compares with the server's answer.
+func LeaseMetadata(id, address, version string) map[string]string {
+	return map[string]string{metaRepository: id, metaAddress: address, metaHolder: holderKey(id),
+		metaVersion: version, metaAPI: APIVersion}
+}
 
 // checkPrivate verifies that the lease folder and, when it exists, the
 // server lease file belong to the calling user and are closed to everyone
@@ -83,8 +91,9 @@ func private(fi os.FileInfo, uid int, dir bool) string {
 	return ""
 }
 
-// openLeases opens the lease folder after checking that it is private.
-func openLeases(stateDir string) (*reservation.Dir, error) {
+// OpenLeases opens the repository's lease folder (in its state folder)
+// after checking that it and the server lease are private to this user.
+func OpenLeases(stateDir string) (*reservation.Dir, error) {
 	d, err := reservation.Open(leaseDir(stateDir))
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package server
+package serverctl
 
 import (
 	"context"
@@ -13,11 +13,11 @@ import (
 // errSignalRefused: the process is not the lease's owner (any more).
 var errSignalRefused = errors.New("server: refused to signal")
 
-// terminate sends TERM, then KILL after grace, to the process o names,
+// Terminate sends TERM, then KILL after grace, to the process o names,
 // and waits for it to die. Each signal goes through a pidfd opened before
 // the owner's start time is verified, so it cannot reach a process that
 // reused the pid. A process whose start time differs is never signalled.
-func terminate(ctx context.Context, o procid.Owner, grace time.Duration) ([]string, error) {
+func Terminate(ctx context.Context, o procid.Owner, grace time.Duration) ([]string, error) {
 	var sent []string
 	for _, sig := range []unix.Signal{unix.SIGTERM, unix.SIGKILL} {
 		fd, err := unix.PidfdOpen(o.PID, 0)

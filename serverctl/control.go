@@ -1,4 +1,4 @@
-package server
+package serverctl
 
 import (
 	"bytes"
@@ -77,7 +77,7 @@ func Start(ctx context.Context, t Target, o StartOptions) (*StartResult, error) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	leases, err := openLeases(t.StateDir)
+	leases, err := OpenLeases(t.StateDir)
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +277,7 @@ func Stop(ctx context.Context, t Target, o StopOptions) (*StopResult, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	leases, err := openLeases(t.StateDir)
+	leases, err := OpenLeases(t.StateDir)
 	if err != nil {
 		return nil, err
 	}
@@ -320,7 +320,7 @@ func Stop(ctx context.Context, t Target, o StopOptions) (*StopResult, error) {
 				Hint: fmt.Sprintf("the token cannot be sent to whoever answers there; 'majlis server stop --force' signals the leaseholder (pid %d) after checking its start time", st.PID)}
 		}
 	}
-	sigs, err := terminate(ctx, rec.Owner, o.Grace)
+	sigs, err := Terminate(ctx, rec.Owner, o.Grace)
 	res.Signals = append(res.Signals, sigs...)
 	if err != nil {
 		return nil, &Error{Op: "stop", Status: st, Err: err}

@@ -10,6 +10,6 @@ import (
 	"github.com/majlis-dev/majlis/internal/procid"
 )
 
-func terminate(context.Context, procid.Owner, time.Duration) ([]string, error) {
+func Terminate(context.Context, procid.Owner, time.Duration) ([]string, error) {
 	return nil, errors.New("server: stop --force needs pidfd (Linux)")
 }

@@ -1,9 +1,10 @@
-package server
+package serverctl
 
 import (
 	"bufio"
 	"context"
 	crand "crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -16,8 +17,9 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/internal/procid"
-	"github.com/majlis-dev/majlis/provider"
+	"github.com/majlis-dev/majlis/internal/registration"
 	"github.com/majlis-dev/majlis/reservation"
+	"github.com/majlis-dev/majlis/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -59,16 +61,18 @@ type Target struct {
 	Repository string // the repository id
 }
 
-// Locate finds the repository containing dir (any worktree; "" is the
-// working directory).
-func Locate(ctx context.Context, dir string) (Target, error) {
-	// Finding the repository needs none of the provider's options.
-	p, err := provider.Open(ctx, dir, provider.Options{})
+// Locate finds the registered repository whose worktree contains dir ("" is
+// the working directory) without running git or opening the repository:
+// from dir up to its .git, the repository's common git directory, and the
+// registration there, which must name that directory
+// (internal/registration). The command line, which opens the repository
+// anyway, makes its Target from the provider it opened.
+func Locate(dir string) (Target, error) {
+	state, reg, err := registration.Find(dir)
 	if err != nil {
 		return Target{}, err
 	}
-	defer p.Close()
-	return Target{StateDir: p.StateDir(), Repository: p.Repository().ID}, nil
+	return Target{StateDir: state, Repository: reg.ID}, nil
 }
 
 // ProbeOptions configure Probe.
@@ -84,7 +88,7 @@ type ProbeOptions struct {
 // nonce's HMAC (constant time), and a live process with that pid and start
 // time. It changes nothing.
 func Probe(ctx context.Context, t Target, o ProbeOptions) (*Status, error) {
-	leases, err := openLeases(t.StateDir)
+	leases, err := OpenLeases(t.StateDir)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +178,7 @@ func probe(ctx context.Context, leases *reservation.Dir, t Target, o ProbeOption
 }
 
 // compare returns why live is not the answer of the lease's holder, or "".
-func compare(live *Live, rec *reservation.Record, repo, nonce string) string {
+func compare(live *wire.Live, rec *reservation.Record, repo, nonce string) string {
 	switch {
 	case live.Repository != repo:
 		return fmt.Sprintf("the answer names repository %q, not %q", live.Repository, repo)
@@ -182,9 +186,9 @@ func compare(live *Live, rec *reservation.Record, repo, nonce string) string {
 		return fmt.Sprintf("the answer comes from pid %d (start time %d), the lease names pid %d (start time %d)", live.PID, live.StartTime, rec.Owner.PID, rec.Owner.StartTime)
 	case !live.Holder:
 		return "the answerer says it does not hold the server lease"
-	case !equal(live.TokenSHA256, TokenDigest(rec.Token)):
+	case !equal(live.TokenSHA256, wire.TokenDigest(rec.Token)):
 		return "the answer carries the digest of another token than the lease's"
-	case live.Nonce != nonce || !equal(live.HMAC, TokenHMAC(rec.Token, nonce)):
+	case live.Nonce != nonce || !equal(live.HMAC, wire.TokenHMAC(rec.Token, nonce)):
 		return "the answer's HMAC of the fresh nonce does not match the lease's token (a replayed or forged answer)"
 	}
 	return ""
@@ -196,8 +200,19 @@ type foreignAnswer struct{ why string }
 func (f *foreignAnswer) Error() string { return f.why }
 
 type liveAnswer struct {
-	body  *Live
+	body  *wire.Live
 	nonce string
+}
+
+// AskLive asks the liveness route at addr (127.0.0.1:PORT) on a fresh
+// connection with a fresh nonce and returns its answer, which it does not
+// compare with any lease (Probe does).
+func AskLive(ctx context.Context, addr string, timeout time.Duration) (*wire.Live, error) {
+	a, err := askLive(ctx, addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return a.body, nil
 }
 
 // askLive asks the liveness route at addr on a fresh connection.
@@ -267,7 +282,7 @@ func (lc *liveConn) live() (*liveAnswer, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, &foreignAnswer{fmt.Sprintf("the liveness route answered %s", resp.Status)}
 	}
-	var l Live
+	var l wire.Live
 	if err := json.Unmarshal(data, &l); err != nil {
 		return nil, &foreignAnswer{"the answer is not a liveness document: " + err.Error()}
 	}
@@ -296,3 +311,6 @@ func newNonce() string {
 	}
 	return hex.EncodeToString(b[:])
 }
+
+// equal compares two secrets-derived strings in constant time.
+func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
