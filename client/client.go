@@ -9,8 +9,13 @@
 // just proven it holds it.
 //
 // A refusal is an *Error carrying the CLI's error code, its details and
-// the exit status the CLI would have given; results are the CLI's JSON
-// objects, decoded into the library's types.
+// the exit status the CLI would have given; requests and results are the
+// CLI's JSON objects, package wire's types.
+//
+// The client is a leaf: it imports wire, serverctl (finding, starting and
+// stopping a server, itself free of the engine) and the standard library
+// only, so a program that imports it compiles no git, SQLite or MCP
+// library (imports_test.go holds it to that).
 package client
 
 import (
@@ -44,10 +49,6 @@ type Options struct {
 	Version string
 	// StartTimeout bounds a start; zero means 15s.
 	StartTimeout time.Duration
-	// UnresponsiveAfter is how long BridgeMCP waits for a server that
-	// stopped answering its liveness route before it answers the calls
-	// under way there itself; zero means DefaultUnresponsiveAfter.
-	UnresponsiveAfter time.Duration
 }
 
 // A Client calls one repository's server. It is safe for concurrent use.

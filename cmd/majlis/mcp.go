@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/client"
+	"github.com/majlis-dev/majlis/cmd/majlis/internal/mcpbridge"
 	"github.com/spf13/cobra"
 )
 
@@ -42,16 +43,15 @@ agent; 'majlis server stop' stops it.`,
 			if after <= 0 {
 				return &usageError{fmt.Errorf("--unresponsive-after %v is not a positive duration", after)}
 			}
-			c, err := client.New(cmd.Context(), client.Options{Dir: g.Repo, Start: true, Command: argv, Version: version,
-				UnresponsiveAfter: after})
+			c, err := client.New(cmd.Context(), client.Options{Dir: g.Repo, Start: true, Command: argv, Version: version})
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			return c.BridgeMCP(cmd.Context(), os.Stdin, os.Stdout)
+			return mcpbridge.Run(cmd.Context(), c, mcpbridge.Options{UnresponsiveAfter: after}, os.Stdin, os.Stdout)
 		},
 	}
-	cmd.Flags().DurationVar(&after, "unresponsive-after", client.DefaultUnresponsiveAfter,
+	cmd.Flags().DurationVar(&after, "unresponsive-after", mcpbridge.DefaultUnresponsiveAfter,
 		"answer a call under way once the server has not answered its liveness route for this long")
 	return cmd
 }

@@ -1,4 +1,8 @@
-package client
+// Package mcpbridge is the stdio transport of 'majlis mcp': it relays an MCP
+// client's messages to the repository's server and back, and answers the
+// calls under way itself when that server stops answering. It lives beside
+// the command so that package client compiles no MCP library.
+package mcpbridge
 
 import (
 	"bufio"
@@ -11,11 +15,20 @@ import (
 	"sync"
 	"time"
 
+	"github.com/majlis-dev/majlis/client"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// BridgeMCP relays MCP messages between in and out (newline-delimited
+// Options configure Run.
+type Options struct {
+	// UnresponsiveAfter is how long Run waits for a server that stopped
+	// answering its liveness route before it answers the calls under way
+	// there itself; zero means DefaultUnresponsiveAfter.
+	UnresponsiveAfter time.Duration
+}
+
+// Run relays MCP messages between in and out (newline-delimited
 // JSON-RPC, the stdio transport of 'majlis mcp') and the server's MCP
 // endpoint, until in ends (after the calls under way are answered) or ctx
 // does. Every message goes through unchanged: the tools, their schemas and
@@ -25,7 +38,7 @@ import (
 //     valid JSON that is not a JSON-RPC message (a batch included): -32600;
 //   - a call it could not deliver: the endpoint is sessionless, so when
 //     the server cannot be reached (stopped, restarted) the bridge finds
-//     the repository's server again, as New does (starting one if the
+//     the repository's server again, as client.New does (starting one if the
 //     client was made with Start), and sends the call there; if that
 //     fails too, or the server answered busy, it answers -32603 saying
 //     that nothing of the call ran;
@@ -37,11 +50,11 @@ import (
 //     result or finishes it.
 //
 // So an agent is never left waiting for an answer.
-func (c *Client) BridgeMCP(ctx context.Context, in io.Reader, out io.Writer) error {
+func Run(ctx context.Context, c *client.Client, o Options, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	b := &bridge{ctx: ctx, out: out, done: make(chan error, 1), pending: map[jsonrpc.ID]*mcpCall{},
-		after: orDefault(c.opts.UnresponsiveAfter, DefaultUnresponsiveAfter)}
+		after: orDefault(o.UnresponsiveAfter, DefaultUnresponsiveAfter)}
 	b.settled = sync.NewCond(&b.pmu)
 	if err := b.attach(c); err != nil {
 		return err
@@ -105,7 +118,7 @@ type bridge struct {
 	settled *sync.Cond              // broadcast when pending shrinks
 
 	mu     sync.Mutex
-	c      *Client
+	c      *client.Client
 	rc     mcp.Connection
 	closed []mcp.Connection
 }
@@ -230,8 +243,8 @@ func (b *bridge) drain() {
 }
 
 // attach connects to c's MCP endpoint and relays what it answers.
-func (b *bridge) attach(c *Client) error {
-	hc := &tapClient{next: c.hc.Transport}
+func (b *bridge) attach(c *client.Client) error {
+	hc := &tapClient{next: c.HTTPClient().Transport}
 	rc, err := (&mcp.StreamableClientTransport{Endpoint: c.MCPEndpoint(), HTTPClient: hc.client(),
 		DisableStandaloneSSE: true, MaxRetries: -1}).Connect(b.ctx)
 	if err != nil {
@@ -258,7 +271,7 @@ func (b *bridge) attach(c *Client) error {
 	return nil
 }
 
-func (b *bridge) current() (*Client, mcp.Connection) {
+func (b *bridge) current() (*client.Client, mcp.Connection) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.c, b.rc
@@ -277,13 +290,13 @@ func (b *bridge) forward(m jsonrpc.Message, cl *mcpCall) {
 		cl.start(cancel)
 	}
 	c, rc := b.current()
-	cl.sentTo(c.conn)
+	cl.sentTo(c.Conn())
 	err := rc.Write(ctx, m)
 	if err != nil && ctx.Err() == nil && !cl.reached() {
 		cl.sentTo(nil) // not judged while the server is found again
 		if _, rerr := b.reconnect(c); rerr == nil {
 			c, rc = b.current()
-			cl.sentTo(c.conn)
+			cl.sentTo(c.Conn())
 			err = rc.Write(ctx, m)
 		} else {
 			err = rerr
@@ -296,13 +309,13 @@ func (b *bridge) forward(m jsonrpc.Message, cl *mcpCall) {
 
 // reconnect finds the repository's server again, unless another message
 // already did since old was current.
-func (b *bridge) reconnect(old *Client) (*Client, error) {
+func (b *bridge) reconnect(old *client.Client) (*client.Client, error) {
 	b.rmu.Lock()
 	defer b.rmu.Unlock()
 	if c, _ := b.current(); c != old {
 		return c, nil
 	}
-	nc, err := New(b.ctx, old.opts)
+	nc, err := client.New(b.ctx, old.Options())
 	if err != nil {
 		return nil, err
 	}
