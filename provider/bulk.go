@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // Bulk reclaim: every released workspace, or every workspace whose owner
@@ -22,13 +24,13 @@ import (
 // Selections of a bulk reclaim.
 const (
 	// SelectReleased: every released workspace (its task handed it back).
-	SelectReleased = "released"
+	SelectReleased = wire.SelectReleased
 	// SelectDead: every workspace whose recorded owner process is proven
 	// dead and whose task and checkout hold no live lease but those whose
 	// own owner is proven dead too (which the reclaim retires as
 	// recovered). A workspace with no recorded owner is not dead: nothing
 	// proves its task stopped.
-	SelectDead = "dead"
+	SelectDead = wire.SelectDead
 )
 
 // A BulkItem is one workspace of a bulk preview: its reclaim preview, or

@@ -183,6 +183,8 @@ func (s *srv) apiRoutes(mux *http.ServeMux) {
 	route(wire.RouteReclaim.Pattern(), handle(a, func(r *http.Request, q *wire.ReclaimRequest) error { return binding(r, &q.Binding) }, a.reclaim))
 	route(wire.RouteRestore.Pattern(), handle(a, func(r *http.Request, q *wire.RestoreRequest) error { return binding(r, &q.Binding) }, a.restore))
 	route(wire.RouteRecover.Pattern(), handle(a, func(r *http.Request, q *wire.ReleaseRequest) error { return binding(r, &q.Binding) }, a.recoverReservation))
+	route(wire.RouteBulkPreview.Pattern(), handle(a, nil, a.bulkPreview))
+	route(wire.RouteBulkReclaim.Pattern(), handle(a, nil, a.bulkReclaim))
 
 	route(wire.RouteAcquire.Pattern(), handle(a, nil, a.acquire))
 	route(wire.RouteRenew.Pattern(), handle(a, nil, a.renew))

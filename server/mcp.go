@@ -32,13 +32,14 @@ type ReclaimToolInput struct {
 // ToolNames lists the MCP tools, in the order they are added.
 var ToolNames = []string{
 	"begin_task", "end_task", "workspace_allocate", "workspace_list", "workspace_show", "workspace_salvage",
-	"workspace_reclaim_preview", "workspace_reclaim", "workspace_restore", "workspace_recover", "lease_acquire", "lease_renew",
+	"workspace_reclaim_preview", "workspace_reclaim", "workspace_restore", "workspace_recover",
+	"workspace_reclaim_bulk_preview", "workspace_reclaim_bulk", "lease_acquire", "lease_renew",
 	"lease_release", "lease_list", "lease_resolve", "check_edits", "heartbeat",
 }
 
 // toolAnnotations tell an MCP client how each tool acts, for its approval
 // prompts: the read-only ones change nothing; the others only add, except
-// workspace_reclaim and end_task (with reclaim), which delete a
+// workspace_reclaim, workspace_reclaim_bulk and end_task (with reclaim), which delete a
 // workspace's directory after salvaging what it holds. All of them act on
 // this repository and machine only (a closed world).
 var toolAnnotations = func() map[string]*mcp.ToolAnnotations {
@@ -62,6 +63,8 @@ var toolAnnotations = func() map[string]*mcp.ToolAnnotations {
 	add("workspace_reclaim", "Reclaim a workspace", false, true, true)
 	add("workspace_restore", "Restore a workspace", false, false, false)
 	add("workspace_recover", "Recover a dead reclaim's reservation", false, false, true)
+	add("workspace_reclaim_bulk_preview", "Preview a bulk reclaim", true, false, true)
+	add("workspace_reclaim_bulk", "Reclaim the released or dead workspaces", false, true, true)
 	add("lease_acquire", "Acquire leases", false, false, false)
 	add("lease_renew", "Renew leases", false, false, true)
 	add("lease_release", "Release leases", false, false, true)
@@ -91,7 +94,7 @@ func newMCPServer(a *api, version string) *mcp.Server {
 		a.end)
 	tool(srv, a, "workspace_allocate", `Create a workspace (linked git worktree) for a binding on a new branch (default majlis/BINDING) at a base revision (default HEAD of the main worktree). Use begin_task instead to also declare intents. Refuses (exit 4, binding_live) a binding that already has a live workspace, (exit 3) a path that exists or lies inside another worktree, (exit 5) an unknown base. A refusal leaves nothing behind.`,
 		a.allocate)
-	tool(srv, a, "workspace_list", `List the repository's workspaces with their state (active, released, reclaiming, missing; with all also reclaimed). Read-only: call it to find a task's workspace or what can be reclaimed.`,
+	tool(srv, a, "workspace_list", `List the repository's workspaces with their state (active, released, reclaiming, missing; with all also reclaimed). Read-only: call it to find a task's workspace or what can be reclaimed. To spot a crashed agent, read each workspace's owner_state (alive, exited or unknown: its recorded owner process), reclaimable (whether a reclaim would go ahead now) and blocked_by (each reason it would refuse, with a hint that says what resolves it; leases whose owner is proven dead are marked recoverable and block nothing). workspace_reclaim_bulk_preview with select dead takes back every workspace whose owner is proven dead.`,
 		a.list)
 	tool(srv, a, "workspace_show", `Show one workspace with whether it has uncommitted changes (dirty) and how many of each kind. Read-only. Not found (exit 5) when the binding has no workspace.`,
 		a.show)
@@ -117,6 +120,10 @@ func newMCPServer(a *api, version string) *mcp.Server {
 		a.restore)
 	tool(srv, a, "workspace_recover", `Retire the reclaim reservation that a reclaim which died left on a binding, once it has expired and its owner process is proven dead (same machine and boot, no process with its pid and start time). It retires the reservation only, never a workspace, its files, its claim or a ref; then workspace_reclaim_preview and workspace_reclaim can run again. Call it when a refusal names a reclaim of that binding that is no longer running (reclaiming, exit 4). Refused with owner_alive (exit 4) while the owner runs (that reclaim is still working: wait), owner_unknown (exit 4) when its death cannot be proven from here, not_expired (exit 4) before it expires (retry later), not_found (exit 5) when the binding has no reservation.`,
 		a.recoverReservation)
+	tool(srv, a, "workspace_reclaim_bulk_preview", `Preview a bulk reclaim: every released workspace (select released: its task handed it back) or every workspace whose recorded owner process is proven dead (select dead: a crashed agent; its leases are recovered, recover_leases names them), each with its reclaim preview, and one digest over the whole set. A workspace a reclaim would refuse now (processes still work inside it, its leases are held by a live owner) is named with its refusal and left alone. Changes nothing. Show it to whoever decides, then pass its digest as confirm to workspace_reclaim_bulk. Refused with invalid_argument (exit 2) for another select.`,
+		a.bulkPreview)
+	tool(srv, a, "workspace_reclaim_bulk", `Reclaim the set a bulk preview showed (select released or dead, confirm its digest): each workspace is salvaged and moved into its trash folder as workspace_reclaim does, and the leases of a dead owner are released as recovered (result.workspaces[].result.recovered_leases). If the set or any preview changed since, it refuses with preview_stale (exit 3) and nothing happens: preview again. A workspace refused on its own is a line with status refused and its error; the others go ahead. Retrying with the same request_id finishes the confirmed set.`,
+		a.bulkReclaim)
 	tool(srv, a, "lease_acquire", `Acquire leases, all or none: file:PATH (an exact file in a checkout), intent:PATH or intent:DIR/** (paths you will touch, seen by every worktree), host:NAME (a machine-wide singleton such as host:port:3000; host:port:auto picks a free port). Call it before writing a shared file or binding a port. Pass checkout (or cwd) as your working directory. Keep result.token for renew and release. Refused with held (exit 4, details.conflicts names the holders) when someone else holds a conflicting lease: wait, or pick another resource; quarantined (exit 3) when an expired lease still blocks it; reclaiming (exit 4) when the checkout is being reclaimed; no_free_port (exit 4) when host:port:auto finds none; unsafe_path (exit 3) for a path outside the checkout or inside a git directory.`,
 		a.acquire)
 	tool(srv, a, "lease_renew", `Extend the holder's active leases (all, or ids) to now + ttl. Needs the lease token. Prefer heartbeat, which keeps them renewed for you. Refused with token_required (exit 3) without the right token, quarantined (exit 3) when a lease already expired: release it and acquire again.`,

@@ -86,7 +86,7 @@ func TestMCPToolsListed(t *testing.T) {
 		names = append(names, tl.Name)
 		if a := tl.Annotations; a == nil || a.Title == "" || a.DestructiveHint == nil || a.OpenWorldHint == nil || *a.OpenWorldHint {
 			t.Errorf("%s: annotations %+v", tl.Name, a)
-		} else if *a.DestructiveHint != (tl.Name == "workspace_reclaim" || tl.Name == "end_task") {
+		} else if *a.DestructiveHint != (tl.Name == "workspace_reclaim" || tl.Name == "workspace_reclaim_bulk" || tl.Name == "end_task") {
 			t.Errorf("%s: destructive %v", tl.Name, *a.DestructiveHint)
 		}
 		if tl.InputSchema == nil || tl.OutputSchema == nil {

@@ -43,6 +43,8 @@ var (
 	RouteReclaim        = Route{"workspace_reclaim", "POST", APIPrefix + "/workspaces/{binding}/reclaim"}
 	RouteRestore        = Route{"workspace_restore", "POST", APIPrefix + "/workspaces/{binding}/restore"}
 	RouteRecover        = Route{"workspace_recover", "POST", APIPrefix + "/workspaces/{binding}/recover"}
+	RouteBulkPreview    = Route{"workspace_reclaim_bulk_preview", "POST", APIPrefix + "/reclaim/preview"}
+	RouteBulkReclaim    = Route{"workspace_reclaim_bulk", "POST", APIPrefix + "/reclaim"}
 	RouteAcquire        = Route{"lease_acquire", "POST", APIPrefix + "/leases/acquire"}
 	RouteRenew          = Route{"lease_renew", "POST", APIPrefix + "/leases/renew"}
 	RouteReleaseLeases  = Route{"lease_release", "POST", APIPrefix + "/leases/release"}
@@ -55,7 +57,7 @@ var (
 // Routes lists the operations.
 func Routes() []Route {
 	return []Route{RouteBegin, RouteEnd, RouteAllocate, RouteList, RouteShow, RouteSalvage, RouteRelease,
-		RouteReclaimPreview, RouteReclaim, RouteRestore, RouteRecover, RouteAcquire, RouteRenew,
+		RouteReclaimPreview, RouteReclaim, RouteRestore, RouteRecover, RouteBulkPreview, RouteBulkReclaim, RouteAcquire, RouteRenew,
 		RouteReleaseLeases, RouteLeases, RouteResolve, RouteCheck, RouteHeartbeat}
 }
 
