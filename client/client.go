@@ -8,6 +8,21 @@
 // only its user can read, and is sent only on connections whose peer has
 // just proven it holds it.
 //
+// An orchestrator's whole loop: initialize once, begin a task per agent
+// (its process as owner), keep its leases alive while it works, end it,
+// and take back the workspaces of agents that crashed:
+//
+//	client.Init(ctx, client.Options{Dir: repo}, client.InitOptions{}) // 'majlis init'; harmless when done
+//	c, _ := client.New(ctx, client.Options{Dir: repo, Start: true})    // finds or starts the server
+//	b, _ := c.Begin(ctx, wire.BeginRequest{Task: "T-1", Paths: []string{"src/**"}, OwnerPID: agent.Pid})
+//	// the agent works in b.Workspace.Path; every minute while it runs:
+//	c.Heartbeat(ctx, wire.HeartbeatRequest{Holder: "T-1", Token: b.Token})
+//	c.End(ctx, wire.EndRequest{Task: "T-1", Token: b.Token}) // done: leases and workspace released
+//	// an agent killed -9 never ends: its owner is dead, its workspace reclaimable
+//	pv, _ := c.PreviewBulk(ctx, wire.SelectDead) // or wire.SelectReleased; show it, then:
+//	c.ReclaimBulk(ctx, wire.BulkReclaimRequest{Select: wire.SelectDead, Confirm: pv.Digest}) // work kept on salvage refs
+//	c.StopServer(ctx, client.StopOptions{}) // when the orchestrator is done
+//
 // A refusal is an *Error carrying the CLI's error code, its details and
 // the exit status the CLI would have given; requests and results are the
 // CLI's JSON objects, package wire's types.
@@ -27,7 +42,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -43,8 +57,12 @@ type Options struct {
 	// Start starts the repository's server when none runs.
 	Start bool
 	// Command is the argv that runs 'majlis serve' for the repository,
-	// used by Start. Nil: the majlis found in $PATH, "serve --repo DIR".
+	// used by Start. Nil: Binary (or the majlis found in $PATH) with
+	// "serve --repo DIR".
 	Command []string
+	// Binary is the majlis program that Init runs and that a start runs
+	// when Command is nil; "" is the majlis found in $PATH.
+	Binary string
 	// Version, when set, is the majlis version the server must run.
 	Version string
 	// StartTimeout bounds a start; zero means 15s.
@@ -53,10 +71,11 @@ type Options struct {
 
 // A Client calls one repository's server. It is safe for concurrent use.
 type Client struct {
-	opts Options
-	conn *serverctl.Conn
-	hc   *http.Client
-	base string
+	opts   Options
+	target serverctl.Target
+	conn   *serverctl.Conn
+	hc     *http.Client
+	base   string
 	// Server is what the probe found; Started says New started it.
 	Server  *serverctl.Status
 	Started bool
@@ -97,7 +116,7 @@ func New(ctx context.Context, o Options) (*Client, error) {
 		}
 		return nil, err
 	}
-	return &Client{opts: o, conn: conn, hc: conn.HTTPClient(), base: conn.BaseURL() + "/api/v1", Server: conn.Status, Started: started}, nil
+	return &Client{opts: o, target: t, conn: conn, hc: conn.HTTPClient(), base: conn.BaseURL() + "/api/v1", Server: conn.Status, Started: started}, nil
 }
 
 func (o Options) serveCommand() ([]string, error) {
@@ -112,9 +131,9 @@ func (o Options) serveCommand() ([]string, error) {
 	if len(o.Command) > 0 {
 		return o.Command, nil
 	}
-	exe, err := exec.LookPath("majlis")
+	exe, err := o.binary()
 	if err != nil {
-		return nil, fmt.Errorf("client: cannot start a server: no majlis in $PATH (%v); install it, or set Options.Command", err)
+		return nil, fmt.Errorf("client: cannot start a server: %w", err)
 	}
 	return []string{exe, "serve", "--repo", dir}, nil
 }

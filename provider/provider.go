@@ -18,6 +18,7 @@ import (
 	"github.com/majlis-dev/majlis/internal/registration"
 	"github.com/majlis-dev/majlis/pathid"
 	"github.com/majlis-dev/majlis/reservation"
+	"github.com/majlis-dev/majlis/wire"
 )
 
 // A Provider acts on one registered repository. Open it from any worktree
@@ -62,13 +63,8 @@ type Provider struct {
 	gitProgress io.Writer
 }
 
-// Repository is what init reports.
-type Repository struct {
-	ID            string `json:"id"`
-	CommonDir     string `json:"common_dir"`
-	StateDir      string `json:"state_dir"`
-	WorkspaceRoot string `json:"workspace_root"`
-}
+// Repository is what init reports (wire.Repository).
+type Repository = wire.Repository
 
 // InitOptions configure Init.
 type InitOptions struct {

@@ -85,3 +85,11 @@ type Heartbeat struct {
 	// RenewUntil is when renewal stops unless another heartbeat comes.
 	RenewUntil time.Time `json:"renew_until"`
 }
+
+// Repository is what init reports: {"repository": {...}}.
+type Repository struct {
+	ID            string `json:"id"`
+	CommonDir     string `json:"common_dir"`
+	StateDir      string `json:"state_dir"`
+	WorkspaceRoot string `json:"workspace_root"`
+}
