@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
 
 	"github.com/majlis-dev/majlis/client"
 	"github.com/majlis-dev/majlis/cmd/majlis/internal/mcpbridge"
+	"github.com/majlis-dev/majlis/internal/registration"
+	"github.com/majlis-dev/majlis/provider"
+	"github.com/majlis-dev/majlis/wire"
 	"github.com/spf13/cobra"
 )
 
@@ -30,6 +35,10 @@ for --unresponsive-after, is answered with a JSON-RPC error (-32603) that
 says whether it may have taken effect; a slow call on a server that answers
 (a long reclaim) is waited for.
 
+In a repository majlis has not initialized, the session offers one tool,
+init (as 'majlis init'), and its instructions say so: once initialized,
+reconnect to get the others.
+
 It runs until stdin ends. The server keeps running afterwards, for the next
 agent; 'majlis server stop' stops it.`,
 		Example: `  majlis mcp --repo ~/src/app
@@ -44,6 +53,14 @@ agent; 'majlis server stop' stops it.`,
 				return &usageError{fmt.Errorf("--unresponsive-after %v is not a positive duration", after)}
 			}
 			c, err := client.New(cmd.Context(), client.Options{Dir: g.Repo, Start: true, Command: argv, Version: version})
+			if errors.Is(err, registration.ErrNotInitialized) {
+				// An MCP client sees an exit only as a closed transport:
+				// the session says what to run, and offers init.
+				initialize := func(ctx context.Context, root string) (*wire.Repository, error) {
+					return provider.Init(ctx, g.Repo, provider.InitOptions{WorkspaceRoot: root})
+				}
+				return mcpbridge.Uninitialized(cmd.Context(), version, initialize, os.Stdin, os.Stdout)
+			}
 			if err != nil {
 				return err
 			}
