@@ -29,8 +29,8 @@ func (p *Provider) purgePeers(ctx context.Context, r *claimRecord, trash string)
 		}
 		return &Error{Op: "purge", Binding: r.Claim.Binding, Path: trash, Peer: pr.Path, Err: ErrPeerOverlap,
 			Reason: fmt.Sprintf("%s at %s overlaps the kept trash folder %s (%s); nothing was deleted", who, pr.Path, trash, pr.Relation),
-			Hint: "move it out of the trash folder (or restore the workspace: majlis workspace restore " + r.Claim.Binding +
-				" --from-trash); the trash folder is kept until then, and the next purge tries again",
+			Hint: "move it out of the trash folder (or restore workspace " + r.Claim.Binding +
+				" from its kept trash); the trash folder is kept until then, and the next purge tries again",
 			Details: map[string]any{"peer": pr}}
 	}
 	return nil
