@@ -11,14 +11,16 @@ import (
 
 // The packages a program that speaks to a majlis server compiles
 // (docs/design.md, "Packages"): wire imports the standard library only;
-// serverctl and client import, besides it, only the lease files and their
-// record format, never the engine (provider, admission, gitops, pathid,
+// serverctl and client import, besides it, only the lease files, their
+// record format and the durable writes under them (with durable's
+// environment values and failpoints), never the engine (provider, admission, gitops, pathid,
 // server, coordination) nor git, SQLite, etcd or MCP libraries.
 func TestImports(t *testing.T) {
 	t.Parallel()
 	const mod = "github.com/majlis-dev/majlis/"
 	leaf := []string{mod + "wire", mod + "serverctl", mod + "client", mod + "reservation", mod + "internal/durable",
-		mod + "internal/procid", mod + "internal/registration", "golang.org/x/sys/unix", "github.com/gofrs/flock"}
+		mod + "internal/procid", mod + "internal/registration", mod + "internal/envvar", mod + "internal/failpoint",
+		"golang.org/x/sys/unix", "github.com/gofrs/flock"}
 	for pkg, allowed := range map[string][]string{
 		"wire":      {mod + "wire"},
 		"serverctl": leaf,
