@@ -182,36 +182,44 @@ func runProperty(t *testing.T, open Factory, pol admission.PolicySet, rng *rand.
 			}
 		}
 
-		// Invariants, read from the ledgers.
-		all := e.list(true)
-		var live []admission.Lease
-		for _, l := range all {
-			switch l.State {
-			case admission.StatePending:
-				t.Fatalf("step %d (%s): pending lease %+v after a finished admission", step, what, l)
-			case admission.StateActive, admission.StateQuarantined:
-				live = append(live, l)
+		checkInvariants(t, e, pol, step, what, gens, seen)
+	}
+}
+
+// checkInvariants checks, from the ledgers, what must hold after every
+// step: no pending lease, a lease's generation never changes, a new lease
+// of a resource has a higher generation than any before it (gens, seen),
+// and no two holders' live leases conflict under a blocking policy.
+func checkInvariants(t *testing.T, e *env, pol admission.PolicySet, step int, what string, gens map[modelRes]int64, seen map[string]int64) {
+	t.Helper()
+	all := e.list(true)
+	var live []admission.Lease
+	for _, l := range all {
+		switch l.State {
+		case admission.StatePending:
+			t.Fatalf("step %d (%s): pending lease %+v after a finished admission", step, what, l)
+		case admission.StateActive, admission.StateQuarantined:
+			live = append(live, l)
+		}
+		m := modelOfLease(l)
+		if g, ok := seen[l.ID]; ok {
+			if g != l.Generation {
+				t.Fatalf("step %d (%s): lease %s changed generation %d -> %d", step, what, l.ID, g, l.Generation)
 			}
-			m := modelOfLease(l)
-			if g, ok := seen[l.ID]; ok {
-				if g != l.Generation {
-					t.Fatalf("step %d (%s): lease %s changed generation %d -> %d", step, what, l.ID, g, l.Generation)
-				}
+			continue
+		}
+		if l.Generation <= gens[m] {
+			t.Fatalf("step %d (%s): new lease %s of %s has generation %d, not above %d", step, what, l.ID, l.Resource, l.Generation, gens[m])
+		}
+		seen[l.ID], gens[m] = l.Generation, l.Generation
+	}
+	for i, a := range live {
+		for _, b := range live[i+1:] {
+			if a.Holder == b.Holder {
 				continue
 			}
-			if l.Generation <= gens[m] {
-				t.Fatalf("step %d (%s): new lease %s of %s has generation %d, not above %d", step, what, l.ID, l.Resource, l.Generation, gens[m])
-			}
-			seen[l.ID], gens[m] = l.Generation, l.Generation
-		}
-		for i, a := range live {
-			for _, b := range live[i+1:] {
-				if a.Holder == b.Holder {
-					continue
-				}
-				if k := modelPolicy(modelOfLease(a), modelOfLease(b)); k != "" && pol.Value(k) == admission.Block {
-					t.Fatalf("step %d (%s): conflicting live grants (%s):\n%+v\n%+v", step, what, k, a, b)
-				}
+			if k := modelPolicy(modelOfLease(a), modelOfLease(b)); k != "" && pol.Value(k) == admission.Block {
+				t.Fatalf("step %d (%s): conflicting live grants (%s):\n%+v\n%+v", step, what, k, a, b)
 			}
 		}
 	}
