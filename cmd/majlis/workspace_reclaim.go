@@ -67,37 +67,9 @@ is free, and refuses with identity_drift). See docs/reclaim.md.`,
   majlis workspace reclaim T-14 --yes --keep-trash 24h`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if opts.KeepTrash < 0 {
-				return &usageError{fmt.Errorf("--keep-trash must not be negative")}
-			}
-			// --keep-trash 0 deletes at once; without the flag the policy
-			// decides.
-			opts.DeleteTrash = cmd.Flags().Changed("keep-trash") && opts.KeepTrash == 0
-			if preview && (opts.Yes || opts.Confirm != "") {
-				return &usageError{fmt.Errorf("--preview cannot be combined with --confirm or --yes")}
-			}
-			if cmd.Flags().Changed("confirm") {
-				if err := provider.CheckDigest(opts.Confirm); err != nil {
-					return &usageError{err}
-				}
-			}
-			sel := ""
-			switch {
-			case released && dead:
-				return &usageError{fmt.Errorf("--released and --dead cannot be combined: reclaim one set at a time")}
-			case released:
-				sel = provider.SelectReleased
-			case dead:
-				sel = provider.SelectDead
-			}
-			if sel != "" && len(args) > 0 {
-				return &usageError{fmt.Errorf("--%s selects the workspaces: name none", sel)}
-			}
-			if sel != "" && opts.Yes {
-				return &usageError{fmt.Errorf("--%s needs --preview, then --confirm DIGEST: a bulk reclaim is never unconfirmed", sel)}
-			}
-			if sel != "" && !preview && opts.Confirm == "" {
-				return &usageError{fmt.Errorf("--%s needs --preview or --confirm DIGEST", sel)}
+			sel, err := checkReclaimFlags(cmd, args, &opts, preview, released, dead)
+			if err != nil {
+				return err
 			}
 			p, err := g.openProvider(cmd.Context())
 			if err != nil {
@@ -120,13 +92,9 @@ is free, and refuses with identity_drift). See docs/reclaim.md.`,
 				if preview {
 					return g.emit(previewJSON{Preview: pv, BindingFrom: bindingFrom(fromCwd)}, func(w io.Writer) { renderPreview(w, pv) })
 				}
-				writeFitted(g.Stderr, func(w io.Writer) { renderPreview(w, pv) })
-				fmt.Fprintf(g.Stderr, "\nReclaim %s? [y/N] ", opts.Binding)
-				answer, _ := bufio.NewReader(g.Stdin).ReadString('\n')
-				if !confirmed(answer) {
-					return &provider.Error{Op: "reclaim", Binding: opts.Binding, Err: provider.ErrUnconfirmed, Reason: "not confirmed"}
+				if opts.Confirm, err = askReclaim(g, opts.Binding, pv); err != nil {
+					return err
 				}
-				opts.Confirm = pv.Digest
 			}
 			return reclaimOne(cmd, g, p, opts, fromCwd)
 		},
@@ -141,6 +109,57 @@ is free, and refuses with identity_drift). See docs/reclaim.md.`,
 	f.StringVar(&opts.RequestID, "request-id", "", "idempotency key: a retry returns the recorded result or resumes")
 	f.DurationVar(&opts.KeepTrash, "keep-trash", 0, "keep the moved workspace in its trash folder this long (a Go duration; 0 deletes it at once) instead of the policy's trash.keep")
 	return cmd
+}
+
+// checkReclaimFlags refuses flags that do not go together, sets
+// opts.DeleteTrash, and returns the bulk selection ("" for one
+// workspace).
+func checkReclaimFlags(cmd *cobra.Command, args []string, opts *provider.ReclaimOptions, preview, released, dead bool) (string, error) {
+	if opts.KeepTrash < 0 {
+		return "", &usageError{fmt.Errorf("--keep-trash must not be negative")}
+	}
+	// --keep-trash 0 deletes at once; without the flag the policy
+	// decides.
+	opts.DeleteTrash = cmd.Flags().Changed("keep-trash") && opts.KeepTrash == 0
+	if preview && (opts.Yes || opts.Confirm != "") {
+		return "", &usageError{fmt.Errorf("--preview cannot be combined with --confirm or --yes")}
+	}
+	if cmd.Flags().Changed("confirm") {
+		if err := provider.CheckDigest(opts.Confirm); err != nil {
+			return "", &usageError{err}
+		}
+	}
+	sel := ""
+	switch {
+	case released && dead:
+		return "", &usageError{fmt.Errorf("--released and --dead cannot be combined: reclaim one set at a time")}
+	case released:
+		sel = provider.SelectReleased
+	case dead:
+		sel = provider.SelectDead
+	}
+	if sel != "" && len(args) > 0 {
+		return "", &usageError{fmt.Errorf("--%s selects the workspaces: name none", sel)}
+	}
+	if sel != "" && opts.Yes {
+		return "", &usageError{fmt.Errorf("--%s needs --preview, then --confirm DIGEST: a bulk reclaim is never unconfirmed", sel)}
+	}
+	if sel != "" && !preview && opts.Confirm == "" {
+		return "", &usageError{fmt.Errorf("--%s needs --preview or --confirm DIGEST", sel)}
+	}
+	return sel, nil
+}
+
+// askReclaim shows binding's preview on stderr and asks on the terminal;
+// a yes confirms the preview's digest.
+func askReclaim(g *globalOptions, binding string, pv *provider.Preview) (string, error) {
+	writeFitted(g.Stderr, func(w io.Writer) { renderPreview(w, pv) })
+	fmt.Fprintf(g.Stderr, "\nReclaim %s? [y/N] ", binding)
+	answer, _ := bufio.NewReader(g.Stdin).ReadString('\n')
+	if !confirmed(answer) {
+		return "", &provider.Error{Op: "reclaim", Binding: binding, Err: provider.ErrUnconfirmed, Reason: "not confirmed"}
+	}
+	return pv.Digest, nil
 }
 
 // reclaimOne reclaims one workspace, confirmed, prints the result and
