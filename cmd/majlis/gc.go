@@ -63,19 +63,8 @@ written when no server runs.`,
   majlis gc --purge-due`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if opts.SalvageAge < 0 || opts.DeletedAge < 0 || opts.RecordAge < 0 {
-				return &usageError{fmt.Errorf("--salvage-age, --deleted-age and --record-age must not be negative")}
-			}
-			if preview && opts.Confirm != "" {
-				return &usageError{fmt.Errorf("--preview cannot be combined with --confirm")}
-			}
-			if purgeDue && (preview || opts.Confirm != "") {
-				return &usageError{fmt.Errorf("--purge-due cannot be combined with --preview or --confirm")}
-			}
-			if cmd.Flags().Changed("confirm") {
-				if err := provider.CheckDigest(opts.Confirm); err != nil {
-					return &usageError{err}
-				}
+			if err := checkGCFlags(cmd, opts, preview, purgeDue); err != nil {
+				return err
 			}
 			p, err := g.openProvider(cmd.Context())
 			if err != nil {
@@ -118,6 +107,26 @@ written when no server runs.`,
 	f.DurationVar(&opts.DeletedAge, "deleted-age", provider.DefaultDeletedAge, "keep the tips of deleted branches this long")
 	f.DurationVar(&opts.RecordAge, "record-age", provider.DefaultRecordAge, "compact the records of workspaces finished longer ago than this")
 	return cmd
+}
+
+// checkGCFlags refuses ages below zero and flags that do not go
+// together.
+func checkGCFlags(cmd *cobra.Command, opts provider.GCOptions, preview, purgeDue bool) error {
+	if opts.SalvageAge < 0 || opts.DeletedAge < 0 || opts.RecordAge < 0 {
+		return &usageError{fmt.Errorf("--salvage-age, --deleted-age and --record-age must not be negative")}
+	}
+	if preview && opts.Confirm != "" {
+		return &usageError{fmt.Errorf("--preview cannot be combined with --confirm")}
+	}
+	if purgeDue && (preview || opts.Confirm != "") {
+		return &usageError{fmt.Errorf("--purge-due cannot be combined with --preview or --confirm")}
+	}
+	if cmd.Flags().Changed("confirm") {
+		if err := provider.CheckDigest(opts.Confirm); err != nil {
+			return &usageError{err}
+		}
+	}
+	return nil
 }
 
 func renderGCPlan(w io.Writer, plan *provider.GCPlan) {
