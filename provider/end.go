@@ -149,6 +149,18 @@ func (p *Provider) End(ctx context.Context, o EndOptions) (*EndResult, error) {
 				Hint: "move what you need out of it, then reclaim it; or have the policy keep the trash (its key trash.keep)"}
 			return res, nil
 		}
+		why, err := p.trashGoesAtOnce(pv.PhysicalPath)
+		if err != nil {
+			return nil, err
+		}
+		if why != "" {
+			res.Ignored = IgnoredLeft
+			res.NotReclaimed = &Error{Op: "end", Binding: o.Binding, Path: pv.Path, Err: ErrUnconfirmed,
+				Reason: fmt.Sprintf("it holds %s that salvage does not keep (%s), and the policy would purge its trash at once (%s): a reclaim would delete them",
+					nounCount(n, "ignored or special file", "ignored or special files"), strings.Join(firstIgnored(pv, 3), ", "), why),
+				Hint: "move what you need out of it, then reclaim it; or make room for the trash (its keys trash.max_bytes, trash.min_free)"}
+			return res, nil
+		}
 		res.Ignored = IgnoredKept
 	}
 	r, err := p.Reclaim(ctx, ReclaimOptions{Binding: o.Binding, Confirm: pv.Digest, RequestID: sub("reclaim"), requireKeep: res.Ignored == IgnoredKept})
