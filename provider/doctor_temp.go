@@ -79,8 +79,17 @@ func strayTemp(path string, now time.Time) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	f.Close()
+	unlockClose(f)
 	return fp, true
+}
+
+// unlockClose lifts the lock before it closes f: a child another goroutine
+// forks at that moment shares the open file until it execs, and Close
+// alone would leave the lock held through it, so that a writer or the
+// next repair would see the file in use.
+func unlockClose(f *os.File) {
+	unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	f.Close()
 }
 
 // lockTemp opens the temporary file at path and takes its lock, when it
@@ -104,12 +113,12 @@ func lockTemp(path string, now time.Time) (*os.File, string, error) {
 	}
 	held, err := f.Stat()
 	if err != nil || !os.SameFile(fi, held) {
-		f.Close()
+		unlockClose(f)
 		return nil, "", errTempInUse
 	}
 	k, ok := keyOf(held)
 	if !ok {
-		f.Close()
+		unlockClose(f)
 		return nil, "", errTempInUse
 	}
 	return f, fmt.Sprintf("%d %d %d %d", k.Dev, k.Ino, k.Size, k.Mtime), nil
@@ -147,12 +156,12 @@ func (p *Provider) removeTemp(a RepairAction) error {
 	}
 	if err != nil || fp != a.Fingerprint {
 		if f != nil {
-			f.Close()
+			unlockClose(f)
 		}
 		return &Error{Op: "repair", Path: a.Path, Err: ErrPreviewStale,
 			Reason: RepairRemoveTemp + ": the temporary file changed or is in use since the preview", Hint: "preview the repair again"}
 	}
-	defer f.Close()
+	defer unlockClose(f)
 	if err := os.Remove(a.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return &Error{Op: "repair", Path: a.Path, Err: err}
 	}

@@ -95,6 +95,9 @@ func TestDoctorStrayTemporaryFiles(t *testing.T) {
 	if _, err := p.Repair(t.Context(), RepairOptions{Confirm: pv.Digest}); err == nil {
 		t.Fatal("the repair removed a temporary file a writer held since the preview")
 	}
+	// Unlocked before it is closed: a child another test forks meanwhile
+	// shares the open file until it execs.
+	unix.Flock(int(g.Fd()), unix.LOCK_UN)
 	g.Close()
 	if _, err := os.Lstat(strayClaim); err != nil {
 		t.Fatalf("the held file is gone: %v", err)

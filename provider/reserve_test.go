@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/majlis-dev/majlis/fixtures"
 	"github.com/majlis-dev/majlis/reservation"
 )
@@ -75,8 +76,17 @@ func TestLostReservationStopsReclaim(t *testing.T) {
 					return
 				}
 				// The reservation is lost: its file removed, and the
-				// binding reserved by someone else.
-				if err := os.Remove(filepath.Join(leases.Path(), reclaimPrefix+"T-1.lease")); err != nil {
+				// binding reserved by someone else. Removed under the
+				// reservation's side lock, as its renewal takes it: a
+				// renewal under way would put the file back otherwise.
+				side := flock.New(filepath.Join(leases.Path(), reclaimPrefix+"T-1.lock"))
+				if err := side.Lock(); err != nil {
+					t.Error(err)
+					return
+				}
+				err := os.Remove(filepath.Join(leases.Path(), reclaimPrefix+"T-1.lease"))
+				side.Unlock()
+				if err != nil {
 					t.Error(err)
 					return
 				}
