@@ -369,6 +369,14 @@ func (p *Provider) checkNesting(ctx context.Context, o AllocateOptions, path, ph
 	if !rel.Overlapping() {
 		return false, nil
 	}
+	if b := trashBinding(other); b != "" {
+		// A kept trash is moved back by an undo or deleted when its
+		// window ends, and would take a workspace inside it along: no
+		// --allow-nested or ignore rule lets one in.
+		return false, &Error{Op: "allocate", Binding: o.Binding, Path: path, Peer: other, Err: ErrNested,
+			Reason: fmt.Sprintf("%s overlaps the kept trash of workspace %s at %s (%s): it is moved back by a restore or deleted when its undo window ends", path, b, other, rel),
+			Hint:   "choose a path outside it"}
+	}
 	if rel == pathid.BContainsA {
 		if o.AllowNested {
 			return false, nil

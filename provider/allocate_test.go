@@ -493,3 +493,23 @@ func TestAllocateRefusesPathInsideGitWorktreeByAnotherName(t *testing.T) {
 	mustAllocate(t, p, AllocateOptions{Binding: "apart", Path: filepath.Join(root, "apart")})
 	mustAllocate(t, p, AllocateOptions{Binding: "beside", Path: filepath.Join(real, "beside")})
 }
+
+// A kept trash takes whatever is inside it along when it is restored or
+// purged: no workspace may be made inside it, even with AllowNested.
+func TestAllocateInsideKeptTrashRefused(t *testing.T) {
+	t.Parallel()
+	_, p := newProvider(t)
+	mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+	kept := reclaimYes(t, p, "T-1", ReclaimOptions{KeepTrash: time.Hour})
+	if kept.TrashPath == "" {
+		t.Fatal("the reclaim kept no trash")
+	}
+	path := filepath.Join(kept.TrashPath, "inner")
+	_, err := p.Allocate(t.Context(), AllocateOptions{Binding: "T-3", Path: path, AllowNested: true})
+	if !errors.Is(err, ErrNested) || !strings.Contains(err.Error(), "kept trash of workspace T-1") {
+		t.Fatalf("allocate inside the kept trash: %v; want ErrNested naming the kept trash of T-1", err)
+	}
+	if _, err := os.Lstat(path); !os.IsNotExist(err) {
+		t.Fatalf("the refused allocation left %s: %v", path, err)
+	}
+}
