@@ -291,6 +291,9 @@ func (p *Provider) PurgeDue(ctx context.Context) (*PurgeResult, error) {
 				continue // purged or restored meanwhile
 			}
 			res.Left = append(res.Left, PurgedTrash{Binding: k.Binding, Seq: k.Seq, Path: k.Path, Due: k.Due, Reason: err.Error()})
+			if cerr := ctx.Err(); cerr != nil {
+				return res, cerr // stopped at a safe point (a server's stop, Ctrl-C)
+			}
 			p.log.Warn("a kept trash folder was due and was not purged", "binding", k.Binding, "path", k.Path, "error", err)
 			continue
 		}

@@ -40,8 +40,10 @@ reported under "skipped").
                 the kept trash is larger than trash.max_bytes or the free
                 space is below trash.min_free. Each is salvaged again first
                 (what changed in it since the reclaim goes to a salvage ref);
-                one whose salvage fails is left whole. The preview lists
-                every kept trash folder with its age and size.
+                one whose salvage fails is left whole. The same goes for
+                git's record of a workspace whose folder was already gone
+                when it was reclaimed, kept in majlis's trash. The preview
+                lists every kept trash with its age and size.
   records       the records of workspaces reclaimed (or allocations failed)
                 longer than --record-age ago are compacted: moved, whole,
                 out of the folder every command reads, into the state

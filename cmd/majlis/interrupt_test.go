@@ -6,6 +6,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -170,5 +171,50 @@ func TestInterruptReclaimResumes(t *testing.T) {
 				t.Fatalf("replaying %s: %s", id, r2)
 			}
 		})
+	}
+}
+
+// TestInterruptPurgeDue: Ctrl-C on gc --purge-due after the purge's
+// salvage and before it recorded its start stops it there: exit 130,
+// the kept trash folder whole with its work (not half purged), and the
+// next gc --purge-due purges it.
+func TestInterruptPurgeDue(t *testing.T) {
+	t.Parallel()
+	bin := failpointsBinary(t)
+	repo := fixtures.NewRepo(t)
+	env := []string{admission.HostLedgerEnv + "=" + filepath.Join(t.TempDir(), "host.db"), "MAJLIS_BACKGROUND_PURGE=0"}
+	for _, args := range [][]string{{"init"}, {"workspace", "allocate", "T-1"}} {
+		if r := majlisRun(t, bin, repo.Dir, env, args...); r.exit != 0 {
+			t.Fatal(r)
+		}
+	}
+	ws := filepath.Join(filepath.Dir(repo.Dir), filepath.Base(repo.Dir)+".workspaces", "T-1")
+	if err := os.WriteFile(filepath.Join(ws, "work.txt"), []byte("unsaved\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rec := majlisRun(t, bin, repo.Dir, env, "workspace", "reclaim", "T-1", "--yes", "--keep-trash", "1ns", "--json")
+	var out struct {
+		Reclaim struct {
+			TrashPath string `json:"trash_path"`
+		} `json:"reclaim"`
+	}
+	if rec.exit != 0 || json.Unmarshal([]byte(rec.stdout), &out) != nil || out.Reclaim.TrashPath == "" {
+		t.Fatalf("reclaim keeping the trash\n%s", rec)
+	}
+	r := interruptAt(t, bin, repo.Dir, env, "purge/salvaged", syscall.SIGINT, "gc", "--purge-due", "--json")
+	if r.exit != 130 {
+		t.Fatalf("exit %d, want 130\n%s", r.exit, r)
+	}
+	if b, err := os.ReadFile(filepath.Join(out.Reclaim.TrashPath, "work.txt")); err != nil || string(b) != "unsaved\n" {
+		t.Fatalf("the kept trash after the interrupted purge: %q, %v", b, err)
+	}
+	if doc := majlisRun(t, bin, repo.Dir, env, "doctor", "--json"); strings.Contains(doc.stdout, "trash_half_purged") {
+		t.Errorf("the purge stopped before it began deleting, yet doctor finds it half purged\n%s", doc)
+	}
+	if again := majlisRun(t, bin, repo.Dir, env, "gc", "--purge-due", "--json"); again.exit != 0 || !strings.Contains(again.stdout, out.Reclaim.TrashPath) {
+		t.Fatalf("the next purge\n%s", again)
+	}
+	if _, err := os.Lstat(out.Reclaim.TrashPath); !os.IsNotExist(err) {
+		t.Errorf("the kept trash is still there after the next purge: %v", err)
 	}
 }
