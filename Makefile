@@ -46,8 +46,9 @@ test: bin/majlis-test
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) -json $(TEST_PKGS) \
 	| $(GO) run ./scripts/testfmt -save bin/test.json
 
-# The race and crash tests with many more rounds (MAJLIS_TEST_SOAK=1):
-# run before a release. It takes about an hour.
+# The race and crash tests with many more rounds (MAJLIS_TEST_SOAK=1,
+# fixtures.Rounds: 8 to 20 times make test's rounds): run before a release.
+# Those tests dominate it, so expect several times make test's time.
 soak: bin/majlis-test
 	@home=$$(mktemp -d) && trap 'rm -rf "$$home"' EXIT && set -o pipefail && \
 	HOME=$$home XDG_CONFIG_HOME=$$home/.config XDG_STATE_HOME=$$home/.local/state \
