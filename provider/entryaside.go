@@ -149,23 +149,10 @@ func (p *Provider) keepEntryModules(ctx context.Context, rec *claimRecord, entry
 		return nil, nil
 	}
 	c := rec.Claim
-	reader, err := gitops.OpenReader(ctx, c.CommonDir)
+	base, k, err := nextModulesSalvage(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	base := SalvagePrefix + c.Binding + "/modules/"
-	refs, err := reader.Refs(ctx, base)
-	if err != nil {
-		return nil, err
-	}
-	k := 0
-	for _, r := range refs {
-		n, _, _ := strings.Cut(strings.TrimPrefix(r.Name, base), "/")
-		if v, err := strconv.Atoi(n); err == nil && v > k {
-			k = v
-		}
-	}
-	k++
 	var kept []string
 	for _, mod := range mods {
 		dir := filepath.Join(entryDir, filepath.FromSlash(mod))

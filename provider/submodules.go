@@ -39,23 +39,10 @@ func (p *Provider) keepSubmodules(ctx context.Context, rec *claimRecord, dirty [
 		dirs = append(dirs, d)
 	}
 	sort.Strings(dirs)
-	reader, err := gitops.OpenReader(ctx, c.CommonDir)
+	base, k, err := nextModulesSalvage(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	base := SalvagePrefix + c.Binding + "/modules/"
-	refs, err := reader.Refs(ctx, base)
-	if err != nil {
-		return nil, err
-	}
-	k := 0
-	for _, r := range refs {
-		n, _, _ := strings.Cut(strings.TrimPrefix(r.Name, base), "/")
-		if v, err := strconv.Atoi(n); err == nil && v > k {
-			k = v
-		}
-	}
-	k++
 	var kept []string
 	for _, dir := range dirs {
 		rel, _ := filepath.Rel(c.Path, dir)
@@ -122,4 +109,27 @@ func refSafe(path string) string {
 		parts[i] = s
 	}
 	return strings.Join(parts, "/")
+}
+
+// nextModulesSalvage returns where the submodules of c's binding are
+// salvaged (refs/majlis/salvage/<binding>/modules/) and the number of the
+// next salvage there: one more than the highest taken.
+func nextModulesSalvage(ctx context.Context, c Claim) (string, int, error) {
+	reader, err := gitops.OpenReader(ctx, c.CommonDir)
+	if err != nil {
+		return "", 0, err
+	}
+	base := SalvagePrefix + c.Binding + "/modules/"
+	refs, err := reader.Refs(ctx, base)
+	if err != nil {
+		return "", 0, err
+	}
+	k := 0
+	for _, r := range refs {
+		n, _, _ := strings.Cut(strings.TrimPrefix(r.Name, base), "/")
+		if v, err := strconv.Atoi(n); err == nil && v > k {
+			k = v
+		}
+	}
+	return base, k + 1, nil
 }
