@@ -64,51 +64,69 @@ const (
 // neither a workspace nor any lease, active or past, is not found
 // (ErrNotFound), and then nothing changes.
 func (p *Provider) End(ctx context.Context, o EndOptions) (*EndResult, error) {
-	_, err := p.current("end", o.Binding)
-	noWorkspace := errors.Is(err, ErrNotFound)
-	if err != nil && !noWorkspace {
+	res, noWorkspace, err := p.endLeases(ctx, o)
+	if err != nil || noWorkspace {
+		return res, err
+	}
+	if res.Workspace, err = p.Release(ctx, o.Binding, o.sub("release")); err != nil {
 		return nil, err
+	}
+	if !o.Reclaim {
+		return res, nil
+	}
+	return p.endReclaim(ctx, o, res)
+}
+
+// sub is the request id of a part of the end (its leases' release, its
+// workspace's, its reclaim), or "" when the end has none.
+func (o EndOptions) sub(part string) string {
+	if o.RequestID == "" {
+		return ""
+	}
+	return o.RequestID + "/" + part
+}
+
+// endLeases releases every lease the task holds. noWorkspace: the task
+// has no workspace (then res is the whole result); a task with neither a
+// workspace nor any lease, active or past, is not found.
+func (p *Provider) endLeases(ctx context.Context, o EndOptions) (res *EndResult, noWorkspace bool, err error) {
+	_, err = p.current("end", o.Binding)
+	noWorkspace = errors.Is(err, ErrNotFound)
+	if err != nil && !noWorkspace {
+		return nil, false, err
 	}
 	svc, aerr := p.admission(ctx)
 	if aerr != nil {
-		return nil, aerr
+		return nil, false, aerr
 	}
 	if noWorkspace {
 		held, lerr := svc.List(ctx, admission.ListRequest{Holder: o.Binding, All: true})
 		if lerr != nil {
-			return nil, lerr
+			return nil, false, lerr
 		}
 		if len(held) == 0 {
 			var pe *Error
 			if errors.As(err, &pe) && pe.Reason == "" {
 				pe.Reason = "the task has no workspace and has held no lease"
 			}
-			return nil, err
+			return nil, false, err
 		}
 	}
-	sub := func(part string) string {
-		if o.RequestID == "" {
-			return ""
-		}
-		return o.RequestID + "/" + part
-	}
-	rel, err := svc.Release(ctx, admission.ReleaseRequest{Holder: o.Binding, Token: o.Token, Force: o.Force, RequestID: sub("leases")})
+	rel, err := svc.Release(ctx, admission.ReleaseRequest{Holder: o.Binding, Token: o.Token, Force: o.Force, RequestID: o.sub("leases")})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	res := &EndResult{Binding: o.Binding, Leases: rel.Leases}
+	res = &EndResult{Binding: o.Binding, Leases: rel.Leases}
 	if res.Leases == nil {
 		res.Leases = []admission.Lease{}
 	}
-	if noWorkspace {
-		return res, nil
-	}
-	if res.Workspace, err = p.Release(ctx, o.Binding, sub("release")); err != nil {
-		return nil, err
-	}
-	if !o.Reclaim {
-		return res, nil
-	}
+	return res, noWorkspace, nil
+}
+
+// endReclaim previews the released workspace and reclaims it, confirmed
+// with that preview's digest, when it is clean; otherwise res says why
+// it was left.
+func (p *Provider) endReclaim(ctx context.Context, o EndOptions, res *EndResult) (*EndResult, error) {
 	pv, err := p.PreviewReclaim(ctx, o.Binding)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -125,45 +143,10 @@ func (p *Provider) End(ctx context.Context, o EndOptions) (*EndResult, error) {
 			Details: map[string]any{"digest": pv.Digest, "files": pv.Salvage.Files}}
 		return res, nil
 	}
-	// Files salvage does not keep make a workspace clean for end only
-	// while the trash is kept: then they wait there for the undo window.
-	res.Ignored = IgnoredNone
-	if n := pv.IgnoredFiles + pv.SpecialFiles; n > 0 {
-		keep, err := p.keepFor(ReclaimOptions{Binding: o.Binding})
-		if err != nil {
-			return nil, err
-		}
-		if in := trashInside(pv.Path, pv.PhysicalPath, pv.Peers); in != "" && keep > 0 {
-			res.Ignored = IgnoredLeft
-			res.NotReclaimed = &Error{Op: "end", Binding: o.Binding, Path: pv.Path, Peer: in, Err: ErrUnconfirmed,
-				Reason: fmt.Sprintf("it holds %s that salvage does not keep (%s), and its trash folder would lie inside %s, so it would not be kept: a reclaim would delete them",
-					nounCount(n, "ignored or special file", "ignored or special files"), strings.Join(firstIgnored(pv, 3), ", "), in),
-				Hint: "move what you need out of it, then reclaim it"}
-			return res, nil
-		}
-		if keep == 0 {
-			res.Ignored = IgnoredLeft
-			res.NotReclaimed = &Error{Op: "end", Binding: o.Binding, Path: pv.Path, Err: ErrUnconfirmed,
-				Reason: fmt.Sprintf("it holds %s that salvage does not keep (%s), and the policy keeps no trash (trash.keep 0): a reclaim would delete them",
-					nounCount(n, "ignored or special file", "ignored or special files"), strings.Join(firstIgnored(pv, 3), ", ")),
-				Hint: "move what you need out of it, then reclaim it; or have the policy keep the trash (its key trash.keep)"}
-			return res, nil
-		}
-		why, err := p.trashGoesAtOnce(pv.PhysicalPath)
-		if err != nil {
-			return nil, err
-		}
-		if why != "" {
-			res.Ignored = IgnoredLeft
-			res.NotReclaimed = &Error{Op: "end", Binding: o.Binding, Path: pv.Path, Err: ErrUnconfirmed,
-				Reason: fmt.Sprintf("it holds %s that salvage does not keep (%s), and the policy would purge its trash at once (%s): a reclaim would delete them",
-					nounCount(n, "ignored or special file", "ignored or special files"), strings.Join(firstIgnored(pv, 3), ", "), why),
-				Hint: "move what you need out of it, then reclaim it; or make room for the trash (its keys trash.max_bytes, trash.min_free)"}
-			return res, nil
-		}
-		res.Ignored = IgnoredKept
+	if res.Ignored, res.NotReclaimed, err = p.endIgnored(o, pv); err != nil || res.NotReclaimed != nil {
+		return res, err
 	}
-	r, err := p.Reclaim(ctx, ReclaimOptions{Binding: o.Binding, Confirm: pv.Digest, RequestID: sub("reclaim"), requireKeep: res.Ignored == IgnoredKept})
+	r, err := p.Reclaim(ctx, ReclaimOptions{Binding: o.Binding, Confirm: pv.Digest, RequestID: o.sub("reclaim"), requireKeep: res.Ignored == IgnoredKept})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err
@@ -173,6 +156,35 @@ func (p *Provider) End(ctx context.Context, o EndOptions) (*EndResult, error) {
 	}
 	res.Reclaimed = r
 	return res, nil
+}
+
+// endIgnored decides what becomes of the files salvage does not keep
+// (ignored, special) of a clean workspace: they make it clean for end
+// only while its trash is kept, when they wait there for the undo
+// window. Otherwise the workspace is left (IgnoredLeft, with why).
+func (p *Provider) endIgnored(o EndOptions, pv *Preview) (ignored string, left error, err error) {
+	n := pv.IgnoredFiles + pv.SpecialFiles
+	if n == 0 {
+		return IgnoredNone, nil, nil
+	}
+	keep, err := p.keepFor(ReclaimOptions{Binding: o.Binding})
+	if err != nil {
+		return "", nil, err
+	}
+	files := fmt.Sprintf("%s that salvage does not keep (%s)", nounCount(n, "ignored or special file", "ignored or special files"), strings.Join(firstIgnored(pv, 3), ", "))
+	switch in := trashInside(pv.Path, pv.PhysicalPath, pv.Peers); {
+	case in != "" && keep > 0:
+		return IgnoredLeft, &Error{Op: "end", Binding: o.Binding, Path: pv.Path, Peer: in, Err: ErrUnconfirmed,
+			Reason: "it holds " + files + ", and its trash folder would lie inside " + in + ", so it would not be kept: a reclaim would delete them",
+			Hint:   "move what you need out of it, then reclaim it"}, nil
+	case keep == 0:
+		return IgnoredLeft, &Error{Op: "end", Binding: o.Binding, Path: pv.Path, Err: ErrUnconfirmed,
+			Reason: "it holds " + files + ", and the policy keeps no trash (trash.keep 0): a reclaim would delete them",
+			Hint:   "move what you need out of it, then reclaim it; or have the policy keep the trash (its key trash.keep)"}, nil
+	case pv.TrashGoesAtOnce != "":
+		return IgnoredLeft, trashAtOnceError("end", pv), nil
+	}
+	return IgnoredKept, nil, nil
 }
 
 // firstIgnored names up to n of the files a preview lists as not salvaged.

@@ -34,6 +34,8 @@ type Preview struct {
 	status  *gitops.Status
 	facts   []any // what the digest covers beyond the fields (digestWithout)
 	procErr error // why Processes could not be found
+	// trashKey is the policy key behind TrashGoesAtOnce.
+	trashKey string
 }
 
 // MaxIgnoredPaths bounds how many ignored files a preview names; it
@@ -124,6 +126,7 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 	var specials []gitops.SpecialFile
 	var nSpecial, nDotGit int
 	var dotgit, refused []string
+	var size int64
 	err := workers.ConcurrentlyJoined(func() (err error) {
 		if st, err = gitops.ReadStatus(ctx, c.Path, gitops.StatusOptions{Ignored: true, Refresh: refresh}); err != nil {
 			return err
@@ -138,6 +141,9 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 		return err
 	}, func() (err error) {
 		nDotGit, dotgit, err = gitops.DotGitFiles(c.Path, MaxIgnoredPaths)
+		return err
+	}, func() (err error) {
+		size, err = p.trashSize(c.Path) // what its trash would take
 		return err
 	})
 	if err != nil {
@@ -189,6 +195,9 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 	s.Clean = s.Files == 0 && sv.Empty() && nDotGit == 0
 	pv.IgnoredFiles = n.Ignored
 	pv.SpecialFiles, pv.SpecialPaths = nSpecial, specials
+	if pv.TrashGoesAtOnce, pv.trashKey, err = p.trashAtOnce(c.PhysicalPath, size); err != nil {
+		return nil, err
+	}
 	if !s.Clean {
 		pv.Steps = append(pv.Steps, Step{Name: "salvage", Count: s.Files, Detail: "keep " + strings.Join(salvageWhat(pv, sv.Settings(), len(refused)+nDotGit), ", ") +
 			" on " + SalvagePrefix + c.Binding + "/<n>"})
@@ -196,7 +205,7 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 	pv.Steps = append(pv.Steps,
 		Step{Name: "move", Count: 0, Detail: fmt.Sprintf("move the directory, with one rename, into a trash folder beside it (%s/%s%s.%d.<random>), still locked; nothing is deleted at %s", filepath.Dir(c.Path), trashPrefix, c.Binding, c.Seq, c.Path)},
 		Step{Name: "resalvage", Count: 0, Detail: "snapshot it again in the trash; anything written since the salvage goes to a second salvage ref"},
-		Step{Name: "delete-trash", Count: n.Ignored + nSpecial, Detail: fmt.Sprintf("delete the trash folder, with %s that are not salvaged, unless the trash is kept; branch %s is kept", notSalvaged(n.Ignored, nSpecial), c.Branch)})
+		deleteTrashStep(n.Ignored, nSpecial, c.Branch, pv.TrashGoesAtOnce))
 	pins := append(pinFacts(s.Pins, s.WorktreeRefs, sv.Refs), dotgit...)
 	// The digest covers every fact above and the paths behind the counts.
 	entries := make([]string, 0, len(st.Entries))
@@ -211,6 +220,17 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 	pv.facts = facts
 	pv.Digest = previewDigest(pv, facts...)
 	return pv, nil
+}
+
+// deleteTrashStep is a preview's last step: the trash folder deleted,
+// unless it is kept for the undo window; or, when the policy's space
+// bounds would purge it at once (why), deleted by the reclaim itself.
+func deleteTrashStep(ignored, special int, branch, why string) Step {
+	if why != "" {
+		return Step{Name: "delete-trash", Count: ignored + special, Detail: fmt.Sprintf("delete the trash folder at once, with %s that are not salvaged: "+
+			"the policy would purge it at once (%s), so it is not kept for the undo window; branch %s is kept", notSalvaged(ignored, special), why, branch)}
+	}
+	return Step{Name: "delete-trash", Count: ignored + special, Detail: fmt.Sprintf("delete the trash folder, with %s that are not salvaged, unless the trash is kept; branch %s is kept", notSalvaged(ignored, special), branch)}
 }
 
 // pinFacts are the pins and per-worktree refs a preview's digest covers.

@@ -270,6 +270,16 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, entry 
 		o.KeepTrash = 0
 		res.TrashNotKept = "its trash folder would lie inside " + in + ", whose reclaim a kept trash would block"
 	}
+	if o.KeepTrash > 0 && pv.TrashGoesAtOnce != "" {
+		// Kept, the purge that follows would delete it at once: the
+		// result must not promise it, and files salvage does not keep go
+		// only with the consent of a confirmed preview that said so.
+		if pv.IgnoredFiles+pv.SpecialFiles > 0 && (o.requireKeep || o.Confirm != pv.Digest) {
+			return nil, trashAtOnceError("reclaim", pv)
+		}
+		o.KeepTrash = 0
+		res.TrashNotKept = "the policy would purge it at once: " + pv.TrashGoesAtOnce
+	}
 	// A workspace allocated before majlis pinned admin entries is pinned
 	// now, before any step: the checks that follow then require the pin,
 	// so the entry cannot be swapped for another one meanwhile.

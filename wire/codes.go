@@ -150,6 +150,8 @@ var codes = []Code{
 	{Code: "unconfirmed", Exit: ExitRefused,
 		Meaning: "a destructive operation without a confirmed preview; nothing was changed",
 		Hints: []Hint{
+			{When: "trash_key", Text: "move what you need out of the workspace, or make room for its trash: free disk space, or 'majlis policy set {trash_key} VALUE'; to delete those files, look at 'majlis workspace reclaim {binding} --preview' (it names them as deleted at once), then --confirm DIGEST",
+				API: "move what you need out of the workspace, or make room for its trash (free disk space, or the repository's owner changes the policy key {trash_key}); to delete those files, preview it ({tool:workspace_reclaim_preview}: it names them as deleted at once) and send its digest as confirm ({tool:workspace_reclaim})"},
 			{When: "op=repair", Text: "run 'majlis doctor --repair --preview', then --confirm DIGEST", API: NoAPI},
 			{When: "op=gc", Text: "run 'majlis gc --preview', then --confirm DIGEST", API: NoAPI},
 			{When: "op=end", Text: "look at it with 'majlis workspace reclaim {binding} --preview', then reclaim it with --confirm DIGEST", API: "look at it ({tool:workspace_reclaim_preview}), then reclaim it with that digest as confirm ({tool:workspace_reclaim})"},

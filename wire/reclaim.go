@@ -200,9 +200,18 @@ type Preview struct {
 	// first MaxIgnoredPaths of them, each with its type.
 	SpecialFiles int           `json:"special_files"`
 	SpecialPaths []SpecialFile `json:"special_paths"`
-	Steps        []Step        `json:"steps"`
-	PeersChecked int           `json:"peers_checked"`
-	Peers        []Peer        `json:"peers"`
+	// TrashGoesAtOnce says why the trash folder would not be kept for the
+	// undo window although the policy keeps trash: the repository's
+	// space bounds (trash.max_bytes, trash.min_free) would have the purge
+	// that follows the reclaim delete it at once, so the reclaim deletes
+	// it itself, with the ignored and special files above. "" when it
+	// would be kept. The digest covers it: confirming a preview that says
+	// so is the consent to delete those files; a reclaim not confirmed by
+	// such a preview refuses to.
+	TrashGoesAtOnce string `json:"trash_goes_at_once,omitempty"`
+	Steps           []Step `json:"steps"`
+	PeersChecked    int    `json:"peers_checked"`
+	Peers           []Peer `json:"peers"`
 	// AdminEntry is git's administrative entry of the workspace
 	// (<common dir>/worktrees/<id>). Pinned says whether it carries
 	// majlis's pin; an entry of a workspace allocated before majlis pinned

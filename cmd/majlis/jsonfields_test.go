@@ -40,7 +40,7 @@ var jsonPinned = map[string]struct {
 		"special_paths", "unpopulated_submodule_files", "worktree_refs"}},
 	"preview": {provider.Preview{}, []string{"admin_entry", "binding", "branch", "changes", "claim_digest", "digest", "head", "ignored_files",
 		"ignored_paths", "owner_pid", "owner_state", "path", "peers", "peers_checked", "physical_path", "processes", "recover_leases", "released", "salvage",
-		"special_files", "special_paths", "steps"}},
+		"special_files", "special_paths", "steps", "trash_goes_at_once"}},
 	"preview_salvage": {reflect.ValueOf(provider.Preview{}).FieldByName("Salvage").Interface(), []string{"added", "clean",
 		"conflicted", "deleted", "dirty_submodules", "files", "hidden", "intent_to_add", "modified", "operation",
 		"partially_staged", "pins", "refused_names", "renamed", "unpopulated_submodule_files", "untracked", "worktree_refs"}},

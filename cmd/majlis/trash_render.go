@@ -73,15 +73,4 @@ func dueWords(due string) string {
 }
 
 // byteSize renders a size for people: 1.5 GiB, 320.0 MiB, 80 B.
-func byteSize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
+func byteSize(n int64) string { return provider.ByteSize(n) }

@@ -255,6 +255,9 @@ func renderPreview(w io.Writer, pv *provider.Preview) {
 	if pv.SpecialFiles > 0 {
 		fmt.Fprintf(tw, "not salvaged\t%d special files (git cannot keep them), deleted: %s\n", pv.SpecialFiles, specialList(pv.SpecialFiles, pv.SpecialPaths))
 	}
+	if pv.TrashGoesAtOnce != "" {
+		fmt.Fprintf(tw, "trash\tnot kept: deleted at once, because the policy would purge it at once (%s)\n", pv.TrashGoesAtOnce)
+	}
 	// The steps name the workspace and the folder beside it (its trash)
 	// by absolute path; people read them as humanPath gives them.
 	dir := filepath.Dir(pv.Path)
@@ -324,6 +327,9 @@ func renderReclaim(w io.Writer, res *provider.ReclaimResult) {
 	}
 	if res.TrashPath != "" {
 		fmt.Fprintf(w, "the directory is kept in %s until %s\n", humanPath(res.TrashPath), res.TrashKeptUntil.Format(time.RFC3339))
+	}
+	if res.TrashNotKept != "" {
+		fmt.Fprintf(w, "the trash was not kept: %s\n", res.TrashNotKept)
 	}
 	if res.PathOccupied {
 		fmt.Fprintf(w, "something new is at %s: left alone\n", humanPath(res.Path))
