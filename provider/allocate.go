@@ -140,6 +140,9 @@ func (p *Provider) newAllocation(o AllocateOptions) (*allocation, error) {
 	if err := ValidBinding(o.Binding); err != nil {
 		return nil, err
 	}
+	if isPoolBinding(o.Binding) {
+		return nil, a.fail(ErrInvalidBinding, "names starting with "+poolBindingPrefix+" belong to the warm pool", "", "choose another name")
+	}
 	var err error
 	if a.intent, err = normalizeIntent(o.Intent); err != nil {
 		return nil, a.fail(ErrInvalidArgument, err.Error(), "", "")

@@ -403,10 +403,12 @@ func (p *Provider) checkClaimOverlap(c Claim, other *claimRecord, cleared map[st
 	if !rel.Overlapping() {
 		rel = pathid.Relate(c.PhysicalPath, oc.PhysicalPath)
 	}
-	if !rel.Overlapping() || (rel == pathid.BContainsA && c.AllowNested) {
+	// Nothing is ever placed inside a pooled worktree: it must stay clean.
+	pooled := other.isPool()
+	if !rel.Overlapping() || (rel == pathid.BContainsA && c.AllowNested && !pooled) {
 		return nil
 	}
-	if rel == pathid.BContainsA && other.has(EventCreated) {
+	if rel == pathid.BContainsA && other.has(EventCreated) && !pooled {
 		if cleared[oc.Path] || cleared[oc.PhysicalPath] {
 			return nil // its worktree ignores the path
 		}

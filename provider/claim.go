@@ -70,14 +70,18 @@ type Claim struct {
 	// workspace back from; DetachedFrom, the branch its HEAD stayed
 	// detached from because the branch had moved since the reclaim (the
 	// claim is then Detached).
-	FromTrash    string       `json:"from_trash,omitempty"`
-	DetachedFrom string       `json:"detached_from,omitempty"`
-	Intent       []string     `json:"intent"`
-	OwnerPID     int          `json:"owner_pid"`        // 0: none recorded
-	OwnerStart   uint64       `json:"owner_start_time"` // start time of OwnerPID
-	AllowNested  bool         `json:"allow_nested"`
-	Allocator    procid.Owner `json:"allocator"`
-	CreatedAt    time.Time    `json:"created_at"`
+	FromTrash    string `json:"from_trash,omitempty"`
+	DetachedFrom string `json:"detached_from,omitempty"`
+	// Kind is empty for a workspace's claim; ClaimKindPool for a pooled
+	// worktree's (pool.go). A claim with a kind is sealed with format
+	// majlis.claim/2, which an older majlis refuses to read (poolformat.go).
+	Kind        string       `json:"kind,omitempty"`
+	Intent      []string     `json:"intent"`
+	OwnerPID    int          `json:"owner_pid"`        // 0: none recorded
+	OwnerStart  uint64       `json:"owner_start_time"` // start time of OwnerPID
+	AllowNested bool         `json:"allow_nested"`
+	Allocator   procid.Owner `json:"allocator"`
+	CreatedAt   time.Time    `json:"created_at"`
 }
 
 func (c *Claim) check() error {
@@ -91,7 +95,9 @@ func (c *Claim) check() error {
 		return errors.New("incomplete claim")
 	case c.Checkout && c.Detached:
 		return errors.New("a claim cannot both check out a branch and detach")
-	case c.Detached && c.Restore == "" && c.FromTrash == "":
+	case checkClaimKind(c) != nil:
+		return checkClaimKind(c)
+	case c.Detached && c.Restore == "" && c.FromTrash == "" && c.Kind != ClaimKindPool:
 		return errors.New("only a restore detaches")
 	case !filepath.IsAbs(c.Path) || !filepath.IsAbs(c.PhysicalPath):
 		return errors.New("claim paths must be absolute")
@@ -154,6 +160,9 @@ type Event struct {
 	// reclaim that published the event, so that a retry with it after a
 	// crash finds its own work (reclaimretry.go).
 	RequestID string `json:"request_id,omitempty"`
+	// Taker (taken, of a pooled worktree's claim) is the binding whose
+	// allocation took the pooled worktree; RequestID is its request id.
+	Taker string `json:"taker,omitempty"`
 }
 
 func (e *Event) check() error {
@@ -166,7 +175,11 @@ func (e *Event) check() error {
 		if !filepath.IsAbs(e.TrashPath) || !filepath.IsAbs(e.AdminEntry) {
 			return errors.New("moved event without its trash folder and admin entry")
 		}
-	case EventFailed, EventReleased, EventReclaimed, EventSalvaged, EventChecked, EventPurging, EventPurged:
+	case EventTaken:
+		if ValidBinding(e.Taker) != nil || e.RequestID == "" {
+			return errors.New("taken event without its taker")
+		}
+	case EventFailed, EventReleased, EventReclaimed, EventSalvaged, EventChecked, EventPurging, EventPurged, EventAside:
 	default:
 		return fmt.Errorf("unknown event kind %q", e.Kind)
 	}

@@ -47,7 +47,7 @@ import (
 const claimsIndexName = "claims.index"
 
 // claimsIndexMagic starts the index: its format and version.
-const claimsIndexMagic = "majlis-claims-index-3\n"
+const claimsIndexMagic = "majlis-claims-index-4\n"
 
 var errIndexUnusable = errors.New("claims index unusable")
 
@@ -381,7 +381,7 @@ func (b *indexBinding) check() error {
 		if err := c.check(); err != nil {
 			return err
 		}
-		if c.Format != formatClaim || c.Binding != b.Binding || !isClaimName(f.Name, c.Seq, "claim") || !strings.HasPrefix(f.Digest, "sha256:") {
+		if c.Format != claimFormatOf(c) || c.Binding != b.Binding || !isClaimName(f.Name, c.Seq, "claim") || !strings.HasPrefix(f.Digest, "sha256:") {
 			return errors.New("claim does not match its file")
 		}
 	}

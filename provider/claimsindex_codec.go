@@ -57,6 +57,7 @@ func (w *ixWriter) claim(c *Claim) {
 	w.str(c.Restore)
 	w.str(c.FromTrash)
 	w.str(c.DetachedFrom)
+	w.str(c.Kind)
 	if c.Intent == nil {
 		w.uvarint(0)
 	} else {
@@ -99,6 +100,7 @@ func (w *ixWriter) event(e *Event) {
 	w.str(e.Branch)
 	w.str(e.AdminKept)
 	w.str(e.RequestID)
+	w.str(e.Taker)
 }
 
 // An ixReader decodes what ixWriter wrote. The first error sticks: every
@@ -230,6 +232,7 @@ func (r *ixReader) claim() *Claim {
 	c.Restore = r.str()
 	c.FromTrash = r.str()
 	c.DetachedFrom = r.str()
+	c.Kind = r.str()
 	if n := r.count(); n > 0 {
 		c.Intent = make([]string, 0, n-1)
 		for range n - 1 {
@@ -272,5 +275,6 @@ func (r *ixReader) event() *Event {
 	e.Branch = r.str()
 	e.AdminKept = r.str()
 	e.RequestID = r.str()
+	e.Taker = r.str()
 	return e
 }

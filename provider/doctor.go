@@ -153,6 +153,7 @@ func (p *Provider) Doctor(ctx context.Context) (*DoctorReport, error) {
 	rep.Checked = append(rep.Checked, "trash")
 	if inv != nil {
 		rep.Trash = p.checkTrash(inv, add)
+		p.checkPool(inv, add)
 	}
 	rep.Checked = append(rep.Checked, "temporary_files")
 	p.checkTemps(add)

@@ -20,6 +20,7 @@ func seal(kind string, v any) ([]byte, string, error) { return durable.Seal(kind
 
 // unseal verifies and decodes a record of kind, then checks its values.
 func unseal(data []byte, kind, wantFormat string, v interface{ check() error }) (string, error) {
+	wantFormat = sealedClaimFormat(data, kind, wantFormat)
 	digest, _, err := durable.Unseal(data, kind, wantFormat, v)
 	if err != nil {
 		return "", err

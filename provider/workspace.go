@@ -163,7 +163,7 @@ func (p *Provider) List(ctx context.Context, o ListOptions) (_ []*Workspace, err
 	var shown []*claimRecord
 	for _, recs := range all {
 		for _, r := range recs {
-			if r.has(EventFailed) || (r.has(EventReclaimed) && !o.All) {
+			if r.has(EventFailed) || (r.has(EventReclaimed) && !o.All) || (r.isPool() && !listPooled(r, o.All)) {
 				continue
 			}
 			shown = append(shown, r)
@@ -175,6 +175,9 @@ func (p *Provider) List(ctx context.Context, o ListOptions) (_ []*Workspace, err
 	errs := make([]error, len(shown))
 	workers.Each(len(shown), 1, func(i int) {
 		out[i], errs[i] = p.render(ctx, reader, reclaiming, shown[i], o.Status)
+		if errs[i] == nil && shown[i].isPool() {
+			out[i].State = StatePooled
+		}
 	})
 	claims := map[*Workspace]*claimRecord{}
 	for i, err := range errs {
@@ -208,7 +211,7 @@ func (p *Provider) current(op, binding string) (*claimRecord, error) {
 		return nil, err
 	}
 	for i := len(recs) - 1; i >= 0; i-- {
-		if recs[i].live() && recs[i].has(EventCreated) {
+		if recs[i].live() && recs[i].has(EventCreated) && !recs[i].isPool() {
 			return recs[i], nil
 		}
 	}

@@ -24,7 +24,9 @@ var jsonPinned = map[string]struct {
 	v    any
 	want []string
 }{
-	"repository": {provider.Repository{}, []string{"common_dir", "id", "state_dir", "workspace_root"}},
+	"repository":    {provider.Repository{}, []string{"common_dir", "id", "state_dir", "workspace_root"}},
+	"pool":          {provider.PoolResult{}, []string{"created", "drained", "left", "pool"}},
+	"pool_worktree": {provider.PoolWorktree{}, []string{"base", "claim_digest", "created_at", "name", "path", "reason", "state", "taker"}},
 	"workspace": {provider.Workspace{}, []string{"base", "binding", "blocked_by", "branch", "changes", "claim_digest",
 		"created_at", "damage", "detached_from", "dirty", "dirty_submodules", "head", "id", "intent", "leases", "owner_alive", "owner_pid",
 		"owner_state", "path", "physical_path", "processes", "reclaimable", "reclaimed_at", "released", "released_at", "request_id",

@@ -136,6 +136,7 @@ object, success or error). Exit codes are stable: see 'majlis help exit-codes'.`
 		newLeaseCmd(g),
 		newCheckCmd(g),
 		newPolicyCmd(g),
+		newPoolCmd(g),
 		newHookCmd(g),
 		newDoctorCmd(g),
 		newServeCmd(g),

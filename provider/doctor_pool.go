@@ -1,0 +1,90 @@
+package provider
+
+import (
+	"fmt"
+
+	"github.com/majlis-dev/majlis/internal/procid"
+	"github.com/majlis-dev/majlis/wire"
+)
+
+// Doctor's findings about the warm pool (pool*.go): each pooled worktree
+// is in the pool (ready), in one workspace (taken, and that workspace
+// made), or set aside. doctor names the others and what to run.
+const (
+	// FindingPoolAside: a pooled worktree failed a check and was set aside.
+	FindingPoolAside = "pool_aside"
+	// FindingPoolTakenUnfinished: an allocation took a pooled worktree and
+	// died before its workspace was made.
+	FindingPoolTakenUnfinished = "pool_taken_unfinished"
+	// FindingPoolFillInterrupted: a fill died before its pooled worktree
+	// was ready.
+	FindingPoolFillInterrupted = "pool_fill_interrupted"
+)
+
+// checkPool reports pooled worktrees that are neither ready nor in a
+// workspace.
+func (p *Provider) checkPool(inv *inventory, add func(Finding)) {
+	byBinding := map[string][]*claimRecord{}
+	for _, recs := range inv.good {
+		if len(recs) > 0 {
+			byBinding[recs[0].Claim.Binding] = recs
+		}
+	}
+	for _, recs := range inv.good {
+		for _, r := range recs {
+			if !r.isPool() {
+				continue
+			}
+			if f, ok := poolFinding(r, byBinding); ok {
+				add(f)
+			}
+		}
+	}
+}
+
+func poolFinding(r *claimRecord, byBinding map[string][]*claimRecord) (Finding, bool) {
+	c := r.Claim
+	f := Finding{Severity: SeverityWarning, Binding: c.Binding, Path: c.Path}
+	switch poolState(r) {
+	case wire.PoolAside:
+		f.Code = FindingPoolAside
+		f.Message = fmt.Sprintf("pooled worktree %s was set aside and is never handed out: %s", c.Path, r.Events[EventAside].Reason)
+		f.Fix = "look at what is in it; 'majlis pool drain' deletes it once it is clean again; if it holds nothing of anyone's, " +
+			"'git worktree unlock' then 'git worktree remove --force' deletes it as it is"
+	case wire.PoolTaken:
+		ev := r.Events[EventTaken]
+		if takenDone(ev, byBinding[ev.Taker]) {
+			return f, false
+		}
+		f.Code = FindingPoolTakenUnfinished
+		f.Message = fmt.Sprintf("an allocation of %s (request %s) took pooled worktree %s and did not finish", ev.Taker, ev.RequestID, c.Path)
+		f.Fix = fmt.Sprintf("retry it: majlis workspace allocate %s --request-id %s (with the same options)", ev.Taker, ev.RequestID)
+	case wire.PoolFilling:
+		if live, _ := procid.Judge(c.Allocator); live != procid.Dead {
+			return f, false
+		}
+		f.Code = FindingPoolFillInterrupted
+		f.Message = fmt.Sprintf("a pool fill died before pooled worktree %s was ready", c.Path)
+		f.Fix = "majlis pool drain (it deletes it once it is verified clean and majlis's)"
+	default:
+		return f, false
+	}
+	return f, true
+}
+
+// takenDone reports whether the allocation that took a pooled worktree
+// (ev) is over or still running: its claim (the one with its request id,
+// published before the pooled worktree is taken) was made or failed, or
+// its allocator is not proven dead.
+func takenDone(ev *Event, recs []*claimRecord) bool {
+	for _, r := range recs {
+		if r.Claim.RequestID == ev.RequestID {
+			if r.has(EventCreated) || r.has(EventFailed) {
+				return true
+			}
+			live, _ := procid.Judge(r.Claim.Allocator)
+			return live != procid.Dead
+		}
+	}
+	return false
+}

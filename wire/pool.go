@@ -1,0 +1,47 @@
+package wire
+
+import "time"
+
+// States of a pooled worktree (PoolWorktree.State).
+const (
+	PoolReady   = "ready"   // clean, detached, locked by majlis: allocate may take it
+	PoolFilling = "filling" // its claim is published, the worktree not yet made (or a fill was interrupted)
+	PoolTaken   = "taken"   // an allocation took it: it is, or is becoming, that workspace
+	PoolAside   = "aside"   // it failed a check: never handed out; doctor names it
+)
+
+// A PoolWorktree is one worktree of the warm pool, as pool list, fill and
+// drain report it. Its JSON is part of the CLI contract.
+type PoolWorktree struct {
+	Name        string    `json:"name"` // the pooled worktree's claim binding (_pool-...)
+	Path        string    `json:"path"`
+	Base        string    `json:"base"` // the commit its HEAD is detached at
+	State       string    `json:"state"`
+	ClaimDigest string    `json:"claim_digest"`
+	CreatedAt   time.Time `json:"created_at"`
+	// Taker is the workspace (binding) an allocation took it for (taken).
+	Taker string `json:"taker,omitempty"`
+	// Reason says why it was set aside (aside), or why a drain left it.
+	Reason string `json:"reason,omitempty"`
+}
+
+// A PoolResult is what pool list, fill and drain answer: the pool as it
+// is after the command (Pool), what the command made (Created) and
+// deleted (Drained), and what a drain left and why (Left). Every array is
+// always present.
+type PoolResult struct {
+	Pool    []PoolWorktree `json:"pool"`
+	Created []PoolWorktree `json:"created"`
+	Drained []PoolWorktree `json:"drained"`
+	Left    []PoolWorktree `json:"left"`
+}
+
+// PoolUse says whether an allocation took a pooled worktree (Used) and,
+// when it did not, why (Reason: "disabled", "empty", "submodules",
+// "another_file_system", "checks_failed", ...).
+type PoolUse struct {
+	Used   bool   `json:"used"`
+	Reason string `json:"reason,omitempty"`
+	// Name is the pooled worktree taken (Used).
+	Name string `json:"name,omitempty"`
+}
