@@ -3,6 +3,12 @@ package gitops
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/majlis-dev/majlis/internal/durable"
 )
 
 // The git operations of the warm pool (the provider's pool*.go).
@@ -29,3 +35,128 @@ func AddPoolWorktree(ctx context.Context, dir, path, commit, reason string) erro
 
 // noHooksDir is a hooks folder that holds no hook on any system.
 const noHooksDir = "/dev/null"
+
+// SwitchPooled switches the clean worktree whose top level is worktree,
+// HEAD detached at from, to commit to, touching only the files that
+// differ between the two commits' trees (`git read-tree -m -u FROM TO`,
+// git's two-tree merge, which refuses a file that differs from FROM in
+// the index or on disk), then moves HEAD, still detached, from from to
+// to. No hook runs.
+func SwitchPooled(ctx context.Context, worktree, from, to string) error {
+	if !isObjectID(from) || !isObjectID(to) {
+		return fmt.Errorf("gitops: switch %q to %q: not commit ids", from, to)
+	}
+	if from == to {
+		return nil
+	}
+	abs, o, err := openTree(worktree)
+	if err != nil {
+		return err
+	}
+	head := filepath.Join(o.gitDir, "HEAD")
+	if b, err := os.ReadFile(head); err != nil || strings.TrimSpace(string(b)) != from {
+		return fmt.Errorf("%w: HEAD of %s is not detached at %s", ErrRefChanged, worktree, from)
+	}
+	args := []string{"-c", "core.hooksPath=" + noHooksDir, "read-tree", "-m", "-u", "--end-of-options", from, to}
+	if _, err := git(ctx, abs, o, args...); err != nil {
+		return err
+	}
+	// HEAD is detached and the worktree the caller's alone: it is written
+	// whole, as git writes a detached HEAD (one process fewer than
+	// update-ref; no reflog entry).
+	return durable.Replace(o.gitDir, "HEAD", []byte(to+"\n"))
+}
+
+// PutHeadOnBranch puts the detached HEAD (at commit) of the worktree
+// whose top level is worktree on branch (a short name): a new branch
+// created at commit (create; ErrRefExists when it exists), or an existing
+// one that is at commit. The files and the index are not touched: they
+// are commit's already.
+func PutHeadOnBranch(ctx context.Context, worktree, branch, commit string, create bool) error {
+	if err := CheckBranchName(branch); err != nil {
+		return err
+	}
+	abs, o, err := openTree(worktree)
+	if err != nil {
+		return err
+	}
+	if b, err := os.ReadFile(filepath.Join(o.gitDir, "HEAD")); err != nil || strings.TrimSpace(string(b)) != commit {
+		return fmt.Errorf("%w: HEAD of %s is not detached at %s", ErrRefChanged, worktree, commit)
+	}
+	// `git switch` from the same commit touches no file: it creates the
+	// branch (-c refuses one that exists) or checks out the existing one
+	// (refused when another worktree has it), and moves HEAD. No hook.
+	args := []string{"-c", "core.hooksPath=" + noHooksDir, "switch", "--quiet", "--no-guess"}
+	if create {
+		args = append(args, "--create", branch, "--end-of-options", commit)
+	} else {
+		args = append(args, "--end-of-options", branch)
+	}
+	_, err = git(ctx, abs, o, args...)
+	err = classify(err, ErrRefExists, "fatal: a branch named ")
+	if err == nil && !create {
+		if h, herr := ReadHead(ctx, worktree); herr != nil || h.Commit != commit {
+			return fmt.Errorf("%w: %s is not at %s", ErrRefChanged, branch, commit)
+		}
+	}
+	return err
+}
+
+// RunPostCheckout runs the post-checkout hook of the worktree whose top
+// level is worktree, if there is one, as `git worktree add` runs it for a
+// new worktree: in the worktree, with the null old HEAD, the new HEAD and
+// the flag 1 (a branch checkout). A hook that fails gives an error.
+func RunPostCheckout(ctx context.Context, worktree, head string) error {
+	abs, o, err := openTree(worktree)
+	if err != nil {
+		return err
+	}
+	null := strings.Repeat("0", len(head))
+	_, err = git(ctx, abs, o, "hook", "run", "--ignore-missing", "post-checkout", "--", null, head, "1")
+	return err
+}
+
+// RepointEntry points git's entry adminDir of a linked worktree at the
+// worktree's new place (its back-pointer gitdir, written whole), after
+// the worktree was renamed there, as `git worktree repair` would, but
+// without git looking for the worktree.
+func RepointEntry(adminDir, worktree string) error {
+	return durable.Replace(adminDir, "gitdir", []byte(filepath.Join(worktree, ".git")+"\n"))
+}
+
+// ReplaceEntryPin replaces the pin of git's entry adminDir, from to to,
+// only when it holds from (or to already): a pooled worktree handed out
+// becomes the workspace's.
+func ReplaceEntryPin(adminDir, from, to string) error {
+	got, err := ReadEntryPin(adminDir)
+	if err != nil {
+		return err
+	}
+	switch got {
+	case to:
+		return nil
+	case from:
+		return durable.Replace(adminDir, pinFile, []byte(to+"\n"))
+	}
+	return fmt.Errorf("%w: %s holds %q", ErrPinMismatch, filepath.Join(adminDir, pinFile), got)
+}
+
+// ReplaceLock replaces the lock reason of git's entry adminDir, from to
+// to, only when it is locked with from (or to already): the worktree
+// stays locked throughout (the lock file is replaced whole).
+func ReplaceLock(adminDir, from, to string) error {
+	cur, err := ReadWorktreeLock(adminDir)
+	if err != nil {
+		return err
+	}
+	switch {
+	case cur.Locked && cur.Reason == to:
+		return nil
+	case cur.Locked && cur.Reason == from:
+		return durable.Replace(adminDir, "locked", []byte(to))
+	}
+	if !cur.Locked {
+		return fmt.Errorf("gitops: worktree entry %s is not locked", adminDir)
+	}
+	return &LockedError{AdminDir: adminDir, Reason: cur.Reason}
+}

@@ -46,6 +46,9 @@ type AllocateOptions struct {
 	OwnerPID       int      // a process whose life marks the workspace as in use
 	AllowNested    bool     // allow a path inside another worktree that does not ignore it
 	RequestID      string   // retrying with the same id returns the recorded result
+	// NoPool makes the workspace with git worktree add even when a
+	// pooled worktree is ready (pool.md).
+	NoPool bool
 
 	// Set by restore only: how HEAD is set (a new branch, an existing
 	// branch already at Base, or detached), and what fills the worktree,
@@ -113,8 +116,22 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 	if err := fpAllocateClaimed.Inject(); err != nil {
 		return nil, p.undoAllocation(ctx, rec, err, made{})
 	}
+	use := PoolUse{Reason: "disabled"}
+	if !o.NoPool && o.populate == nil {
+		var ws *Workspace
+		if ws, use, err = p.allocateFromPool(ctx, rec); err != nil || ws != nil {
+			if ws != nil {
+				ws.Pool = &use
+			}
+			return ws, err
+		}
+	}
 	p.progress(Progress{Op: "allocate", Binding: rec.Claim.Binding, Step: "checking out " + shortDigest(rec.Claim.Base) + " into " + rec.Claim.Path})
-	return p.createWorktree(ctx, rec, o.populate)
+	ws, err := p.createWorktree(ctx, rec, o.populate)
+	if ws != nil && o.populate == nil {
+		ws.Pool = &use
+	}
+	return ws, err
 }
 
 // An allocation is an Allocate's options with its defaults filled in and

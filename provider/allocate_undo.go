@@ -110,6 +110,9 @@ func (p *Provider) resumeAllocation(ctx context.Context, rec *claimRecord) (*Wor
 			Reason: "the restore of " + c.Restore + " was interrupted: " + c.Path + " may be partly filled",
 			Hint:   "inspect it (the salvage " + c.Restore + " is untouched); if it holds nothing of yours, remove it with git worktree remove --force and run the restore again"}
 	}
+	if ws, handled, err := p.resumePoolTake(ctx, rec); handled {
+		return ws, err
+	}
 	wts, err := gitops.ListWorktrees(ctx, c.CommonDir)
 	if err != nil {
 		return nil, err

@@ -38,6 +38,9 @@ type BeginOptions struct {
 	// Ports asks for that many free ports (host:port:auto), granted to
 	// the task with its intents, in the same admission.
 	Ports int
+	// NoPool makes the workspace with git worktree add even when a pooled
+	// worktree is ready (pool.md).
+	NoPool bool
 }
 
 // BeginResult is wire.BeginResult: the result type is defined once, in the wire contract.
@@ -164,7 +167,7 @@ func (p *Provider) Begin(ctx context.Context, o BeginOptions) (*BeginResult, err
 	}
 	res := &BeginResult{Task: o.Task, Checkout: p.repo.Toplevel, RequestID: reqID}
 	if !o.Shared {
-		ws, err := p.Allocate(ctx, AllocateOptions{Binding: o.Task, Base: o.Base, Intent: intent, OwnerPID: o.OwnerPID, RequestID: reqID + "/allocate"})
+		ws, err := p.Allocate(ctx, AllocateOptions{Binding: o.Task, Base: o.Base, Intent: intent, OwnerPID: o.OwnerPID, RequestID: reqID + "/allocate", NoPool: o.NoPool})
 		if err != nil {
 			return nil, err
 		}

@@ -179,7 +179,7 @@ func (e *Event) check() error {
 		if ValidBinding(e.Taker) != nil || e.RequestID == "" {
 			return errors.New("taken event without its taker")
 		}
-	case EventFailed, EventReleased, EventReclaimed, EventSalvaged, EventChecked, EventPurging, EventPurged, EventAside:
+	case EventFailed, EventReleased, EventReclaimed, EventSalvaged, EventChecked, EventPurging, EventPurged, EventAside, EventHanded:
 	default:
 		return fmt.Errorf("unknown event kind %q", e.Kind)
 	}
@@ -203,7 +203,9 @@ func (r *claimRecord) has(kind string) bool { return r.Events[kind] != nil }
 
 // live reports whether the claim still stands for a workspace (or an
 // allocation in progress): neither failed nor reclaimed.
-func (r *claimRecord) live() bool { return !r.has(EventFailed) && !r.has(EventReclaimed) }
+func (r *claimRecord) live() bool {
+	return !r.has(EventFailed) && !r.has(EventReclaimed) && !r.has(EventHanded)
+}
 
 func (p *Provider) claimsDir(binding string) string {
 	return filepath.Join(p.stateDir, "claims", binding)
@@ -445,6 +447,8 @@ func (p *Provider) journalEvent(rec *claimRecord, kind string) {
 	e := journalEntry{Kind: kind, Binding: rec.Claim.Binding, Seq: rec.Claim.Seq, Digest: rec.Digest}
 	switch kind {
 	case EventFailed:
+	case EventHanded: // the pooled worktree is now a workspace, under that claim
+		e.Kind = journalFailed
 	case EventReclaimed:
 		if c := rec.Events[EventCreated]; c != nil {
 			e.Dev, e.Ino = c.Dev, c.Ino

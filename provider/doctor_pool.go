@@ -53,12 +53,18 @@ func poolFinding(r *claimRecord, byBinding map[string][]*claimRecord) (Finding, 
 			"'git worktree unlock' then 'git worktree remove --force' deletes it as it is"
 	case wire.PoolTaken:
 		ev := r.Events[EventTaken]
-		if takenDone(ev, byBinding[ev.Taker]) {
+		switch takenOutcome(r, byBinding[ev.Taker]) {
+		case takenAbandoned:
+			f.Code = FindingPoolAside
+			f.Message = fmt.Sprintf("an allocation of %s took pooled worktree %s and did not use it", ev.Taker, c.Path)
+			f.Fix = "majlis pool drain (it deletes it once it is verified clean and majlis's)"
+		case takenUnfinished:
+			f.Code = FindingPoolTakenUnfinished
+			f.Message = fmt.Sprintf("an allocation of %s (request %s) took pooled worktree %s and did not finish", ev.Taker, ev.RequestID, c.Path)
+			f.Fix = fmt.Sprintf("retry it: majlis workspace allocate %s --request-id %s (with the same options)", ev.Taker, ev.RequestID)
+		default:
 			return f, false
 		}
-		f.Code = FindingPoolTakenUnfinished
-		f.Message = fmt.Sprintf("an allocation of %s (request %s) took pooled worktree %s and did not finish", ev.Taker, ev.RequestID, c.Path)
-		f.Fix = fmt.Sprintf("retry it: majlis workspace allocate %s --request-id %s (with the same options)", ev.Taker, ev.RequestID)
 	case wire.PoolFilling:
 		if live, _ := procid.Judge(c.Allocator); live != procid.Dead {
 			return f, false
@@ -72,19 +78,38 @@ func poolFinding(r *claimRecord, byBinding map[string][]*claimRecord) (Finding, 
 	return f, true
 }
 
-// takenDone reports whether the allocation that took a pooled worktree
-// (ev) is over or still running: its claim (the one with its request id,
-// published before the pooled worktree is taken) was made or failed, or
-// its allocator is not proven dead.
-func takenDone(ev *Event, recs []*claimRecord) bool {
-	for _, r := range recs {
-		if r.Claim.RequestID == ev.RequestID {
-			if r.has(EventCreated) || r.has(EventFailed) {
-				return true
-			}
-			live, _ := procid.Judge(r.Claim.Allocator)
-			return live != procid.Dead
+// What became of a taken pooled worktree.
+const (
+	takenInWorkspace = "in_workspace" // it is the taker's workspace
+	takenRunning     = "running"      // the taker's allocation is under way
+	takenUnfinished  = "unfinished"   // the taker died: a retry with its request id finishes it
+	takenAbandoned   = "abandoned"    // the taker failed, or made its workspace otherwise
+)
+
+// takenOutcome says what became of the taken pooled worktree r, from the
+// records of its taker's binding: its claim (the one with the request id
+// of the taken event, published before the pooled worktree was taken)
+// made with the pooled worktree's folder, made otherwise or failed, or
+// neither, its allocator alive or dead.
+func takenOutcome(r *claimRecord, takerRecs []*claimRecord) string {
+	ev, made := r.Events[EventTaken], r.Events[EventCreated]
+	for _, t := range takerRecs {
+		if t.Claim.RequestID != ev.RequestID {
+			continue
 		}
+		if cr := t.Events[EventCreated]; cr != nil {
+			if made != nil && cr.Dev == made.Dev && cr.Ino == made.Ino {
+				return takenInWorkspace
+			}
+			return takenAbandoned
+		}
+		if t.has(EventFailed) {
+			return takenAbandoned
+		}
+		if live, _ := procid.Judge(t.Claim.Allocator); live != procid.Dead {
+			return takenRunning
+		}
+		return takenUnfinished
 	}
-	return false
+	return takenRunning // its claim is not there to judge: leave it
 }

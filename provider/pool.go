@@ -50,12 +50,12 @@ func isPoolBinding(binding string) bool { return strings.HasPrefix(binding, pool
 // is gone (failed, or drained).
 func poolState(r *claimRecord) string {
 	switch {
-	case r.has(EventFailed), r.has(EventReclaimed):
+	case r.has(EventFailed), r.has(EventReclaimed), r.has(EventHanded):
 		return ""
+	case r.has(EventAside): // set aside after it was taken, too
+		return wire.PoolAside
 	case r.has(EventTaken):
 		return wire.PoolTaken
-	case r.has(EventAside):
-		return wire.PoolAside
 	case r.has(EventCreated):
 		return wire.PoolReady
 	}

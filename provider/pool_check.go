@@ -29,7 +29,11 @@ func poolCheckFailed(format string, a ...any) error {
 // It returns git's entry of it. A failure is an *errPoolCheck (the
 // worktree is not as majlis left it), or another error when it could not
 // be looked at.
-func (p *Provider) checkPooled(ctx context.Context, rec *claimRecord, needLock bool) (string, error) {
+//
+// With fast, a pooled worktree that still matches its stamp (the
+// identity of every file and folder in it, of its index and HEAD, as git
+// made them: pool_stamp.go) needs no git status.
+func (p *Provider) checkPooled(ctx context.Context, rec *claimRecord, needLock, fast bool) (string, error) {
 	c := rec.Claim
 	created := rec.Events[EventCreated]
 	id, err := pathid.Lstat(c.Path)
@@ -61,6 +65,9 @@ func (p *Provider) checkPooled(ctx context.Context, rec *claimRecord, needLock b
 		return "", poolCheckFailed("git's entry of it has no majlis pin")
 	case err != nil && !errors.Is(err, os.ErrNotExist):
 		return "", poolCheckFailed("majlis's pin in git's entry of it: %v", err)
+	}
+	if fast && p.stampHolds(rec, entry) {
+		return entry, nil
 	}
 	st, err := gitops.ReadStatus(ctx, c.Path, gitops.StatusOptions{Ignored: true})
 	if err != nil {

@@ -41,7 +41,18 @@ func (p *Provider) PoolDrain(ctx context.Context, o PoolDrainOptions) (*PoolResu
 	for _, r := range recs { // oldest first
 		switch poolState(r) {
 		case wire.PoolTaken:
-			continue
+			ev := r.Events[EventTaken]
+			takers, err := p.readBinding(ev.Taker)
+			if err != nil {
+				continue
+			}
+			if out := takenOutcome(r, takers); out == takenInWorkspace {
+				// a hand-out that died before it retired the pooled claim
+				_, _ = p.publishEvent(r, Event{Kind: EventHanded, Taker: ev.Taker, RequestID: ev.RequestID})
+				continue
+			} else if out != takenAbandoned {
+				continue
+			}
 		case wire.PoolReady:
 			if ready <= o.Keep {
 				continue
@@ -81,10 +92,10 @@ func (p *Provider) drainOne(ctx context.Context, r *claimRecord) (string, error)
 	if gone, err := p.poolGone(r); err != nil || gone {
 		return "", err
 	}
-	entry, err := p.checkPooled(ctx, r, false)
+	entry, err := p.checkPooled(ctx, r, false, false)
 	var pc *errPoolCheck
 	if errors.As(err, &pc) {
-		if poolState(r) == wire.PoolReady {
+		if poolState(r) != wire.PoolAside && poolState(r) != wire.PoolFilling {
 			if _, err := p.publishEvent(r, Event{Kind: EventAside, Reason: pc.why}); err != nil {
 				return "", err
 			}
@@ -130,5 +141,6 @@ func (p *Provider) drained(r *claimRecord) error {
 		kind = EventFailed // a fill that never finished
 	}
 	_, err := p.publishEvent(r, Event{Kind: kind, Reason: "drained"})
+	p.dropPoolStamp(r.Claim.Binding)
 	return err
 }

@@ -130,6 +130,9 @@ func (p *Provider) makePooled(ctx context.Context, rec *claimRecord) error {
 	if err != nil {
 		return p.undoAllocation(ctx, rec, err, all)
 	}
+	if entry, err := verifyRepository("pool fill", rec); err == nil {
+		p.writePoolStamp(rec, entry)
+	}
 	if _, err := p.publishEvent(rec, Event{Kind: EventCreated, Dev: id.Dev, Ino: id.Ino, Head: c.Base}); err != nil {
 		return p.undoAllocation(ctx, rec, err, all)
 	}

@@ -39,6 +39,9 @@ const (
 	// EventAside: the pooled worktree failed a check and is set aside:
 	// never handed out; doctor names it (Reason says why).
 	EventAside = "aside"
+	// EventHanded: the hand-out that took it finished: the pooled
+	// worktree is now that workspace, whose claim stands for it (Taker).
+	EventHanded = "handed"
 )
 
 // claimFormatOf is the format a claim is sealed with.

@@ -18,7 +18,7 @@ func (a *api) allocate(ctx context.Context, q *wire.AllocateRequest) (*provider.
 		return nil, usage("ports %d is negative", q.Ports)
 	}
 	o := provider.AllocateOptions{Binding: q.Binding, Base: q.Base, Branch: q.Branch, CheckoutBranch: q.Checkout,
-		Path: path, Intent: q.Intent, OwnerPID: q.OwnerPID, AllowNested: q.AllowNested, RequestID: q.RequestID}
+		Path: path, Intent: q.Intent, OwnerPID: q.OwnerPID, AllowNested: q.AllowNested, RequestID: q.RequestID, NoPool: q.NoPool}
 	return a.s.p.AllocateWithPorts(ctx, o, q.Ports, q.Token)
 }
 
@@ -137,7 +137,7 @@ func (a *api) begin(ctx context.Context, q *wire.BeginRequest) (*provider.BeginR
 		defer p.Close()
 	}
 	return p.Begin(ctx, provider.BeginOptions{Task: q.Task, Paths: q.Paths, Base: q.Base, Shared: q.Shared, TTL: ttl,
-		RequestID: q.RequestID, OwnerPID: q.OwnerPID, Token: q.Token, Ports: q.Ports})
+		RequestID: q.RequestID, OwnerPID: q.OwnerPID, Token: q.Token, Ports: q.Ports, NoPool: q.NoPool})
 }
 
 // end finishes a task as 'majlis end' does (provider.End): its leases

@@ -17,6 +17,7 @@ type AllocateRequest struct {
 	Intent      []string `json:"intent,omitempty" jsonschema:"repository paths the task will touch, literal or ending in /**"`
 	OwnerPID    int      `json:"owner_pid,omitempty" jsonschema:"a process whose life marks the workspace as in use"`
 	AllowNested bool     `json:"allow_nested,omitempty" jsonschema:"allow a path inside another worktree"`
+	NoPool      bool     `json:"no_pool,omitempty" jsonschema:"make the worktree with git worktree add even when a pooled worktree is ready"`
 	Ports       int      `json:"ports,omitempty" jsonschema:"also grant this many free ports to the binding"`
 	Token       string   `json:"token,omitempty" jsonschema:"lease token for the port leases; omitted: one is generated and returned once"`
 	RequestID   string   `json:"request_id,omitempty" jsonschema:"idempotency key: a retry with the same id returns the recorded result"`
@@ -125,6 +126,7 @@ type BeginRequest struct {
 	Token     string   `json:"token,omitempty" jsonschema:"the lease token; omitted: one is generated and returned once"`
 	RequestID string   `json:"request_id,omitempty" jsonschema:"idempotency key: a retry returns the recorded result or resumes"`
 	Checkout  string   `json:"checkout,omitempty" jsonschema:"with shared: an absolute directory in the checkout to declare the intents in"`
+	NoPool    bool     `json:"no_pool,omitempty" jsonschema:"make the worktree with git worktree add even when a pooled worktree is ready"`
 }
 
 // EndRequest is 'majlis end': release the task's leases, then its

@@ -66,6 +66,9 @@ type Workspace struct {
 	// Processes are the processes whose working directory or open files
 	// are inside it (list): a dead owner does not prove they stopped.
 	Processes []Process `json:"processes"`
+	// Pool (allocate only) says whether the workspace was a pooled
+	// worktree handed out, and when not, why (pool.md).
+	Pool *PoolUse `json:"pool,omitempty"`
 }
 
 // A LeaseRef names one lease a workspace's task (or someone working in it)

@@ -93,6 +93,7 @@ MAJLIS_LEASE_TOKEN when one was generated), for eval or an env file.`,
 	f.StringVar(&opts.RequestID, "request-id", "", "idempotency key: a retry returns the recorded result or resumes")
 	f.IntVar(&opts.OwnerPID, "owner-pid", 0, "the task's process: its life marks the workspace and leases in use")
 	f.IntVar(&opts.Ports, "ports", 0, "also grant this many free ports to the task (host:port:auto)")
+	f.BoolVar(&opts.NoPool, "no-pool", false, "make the worktree with git worktree add even when a pooled worktree is ready")
 	f.BoolVar((*bool)(&env), "env", false, "print only MAJLIS_PORT=... lines (and a generated MAJLIS_LEASE_TOKEN) for eval or an env file")
 	tok.register(f)
 	return cmd

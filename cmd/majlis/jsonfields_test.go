@@ -26,10 +26,11 @@ var jsonPinned = map[string]struct {
 }{
 	"repository":    {provider.Repository{}, []string{"common_dir", "id", "state_dir", "workspace_root"}},
 	"pool":          {provider.PoolResult{}, []string{"created", "drained", "left", "pool"}},
+	"pool_use":      {provider.PoolUse{}, []string{"name", "reason", "used"}},
 	"pool_worktree": {provider.PoolWorktree{}, []string{"base", "claim_digest", "created_at", "name", "path", "reason", "state", "taker"}},
 	"workspace": {provider.Workspace{}, []string{"base", "binding", "blocked_by", "branch", "changes", "claim_digest",
 		"created_at", "damage", "detached_from", "dirty", "dirty_submodules", "head", "id", "intent", "leases", "owner_alive", "owner_pid",
-		"owner_state", "path", "physical_path", "processes", "reclaimable", "reclaimed_at", "released", "released_at", "request_id",
+		"owner_state", "path", "physical_path", "pool", "processes", "reclaimable", "reclaimed_at", "released", "released_at", "request_id",
 		"salvage_ref", "state", "trash_entry", "trash_half_purged", "trash_kept_until", "trash_path", "trash_purged", "trash_purged_at", "trash_size_bytes"}},
 	"blocker":       {provider.Blocker{}, []string{"detail", "hint", "kind", "leases", "owner_pid", "path", "peer", "processes"}},
 	"lease_summary": {provider.LeaseSummary{}, []string{"count", "first"}},

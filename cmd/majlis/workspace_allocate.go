@@ -92,6 +92,7 @@ no_free_port, the error names it).`,
 	f.StringArrayVar(&opts.Intent, "intent", nil, "repository path the task will touch, literal or ending in /** (repeatable)")
 	f.IntVar(&opts.OwnerPID, "owner-pid", 0, "a process whose life marks the workspace as in use")
 	f.BoolVar(&opts.AllowNested, "allow-nested", false, "allow a path inside another worktree")
+	f.BoolVar(&opts.NoPool, "no-pool", false, "make the worktree with git worktree add even when a pooled worktree is ready")
 	f.IntVar(&ports, "ports", 0, "also grant this many free ports to the binding (host:port:auto)")
 	f.BoolVar((*bool)(&env), "env", false, "print only MAJLIS_PORT=... lines (and a generated MAJLIS_LEASE_TOKEN) for eval or an env file")
 	tok.register(f)

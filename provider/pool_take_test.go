@@ -1,0 +1,247 @@
+package provider
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/majlis-dev/majlis/fixtures"
+	"github.com/majlis-dev/majlis/wire"
+)
+
+// poolScene is a repository with a pooled worktree at base A and a
+// commit B ten files away from A.
+func poolScene(t *testing.T, size int) (repo *fixtures.Repo, p *Provider, a, b string) {
+	t.Helper()
+	repo, p = newProvider(t)
+	for i := range 20 {
+		repo.WriteFile(fmt.Sprintf("d%d/f%d.txt", i%4, i), fmt.Sprintf("v1 %d\n", i))
+	}
+	repo.WriteGitignore("*.log")
+	a = repo.Commit("A")
+	for i := range 8 {
+		repo.WriteFile(fmt.Sprintf("d%d/f%d.txt", i%4, i), fmt.Sprintf("v2 %d\n", i))
+	}
+	repo.Remove("d1/f9.txt")
+	repo.WriteFile("new/added.txt", "added\n")
+	b = repo.Commit("B")
+	if _, err := p.PoolFill(t.Context(), PoolFillOptions{Size: size, Base: a}); err != nil {
+		t.Fatal(err)
+	}
+	return repo, p, a, b
+}
+
+// treeFiles maps every file under dir (but .git) to its content.
+func treeFiles(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.Walk(dir, func(path string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if rel == ".git" {
+			return nil
+		}
+		if fi.IsDir() {
+			if rel != "." {
+				out[rel+"/"] = ""
+			}
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		out[rel] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestPoolAllocateEqualsFresh: a workspace handed out from the pool at a
+// base ten files away equals one git worktree add makes: the same files,
+// HEAD on the new branch, git status clean, no untracked or ignored file,
+// majlis's lock and pin, the pooled worktree's folder gone; it reclaims
+// like any workspace.
+func TestPoolAllocateEqualsFresh(t *testing.T) {
+	t.Parallel()
+	repo, p, _, b := poolScene(t, 1)
+	ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1", Base: b})
+	if ws.Pool == nil || !ws.Pool.Used {
+		t.Fatalf("not taken from the pool: %+v", ws.Pool)
+	}
+	fresh := mustAllocate(t, p, AllocateOptions{Binding: "T-2", Base: b, NoPool: true})
+	if fresh.Pool == nil || fresh.Pool.Used || fresh.Pool.Reason != "disabled" {
+		t.Errorf("--no-pool: %+v", fresh.Pool)
+	}
+	got, want := treeFiles(t, ws.Path), treeFiles(t, fresh.Path)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("files differ:\npool  %v\nfresh %v", got, want)
+	}
+	for _, w := range []*Workspace{ws, fresh} {
+		st := strings.TrimSpace(gitOut(t, w.Path, "status", "--porcelain", "--ignored", "-uall"))
+		head := strings.TrimSpace(gitOut(t, w.Path, "rev-parse", "HEAD"))
+		branch := strings.TrimSpace(gitOut(t, w.Path, "symbolic-ref", "HEAD"))
+		if st != "" || head != b || branch != "refs/heads/majlis/"+w.Binding {
+			t.Errorf("%s: status %q, HEAD %s on %s", w.Binding, st, head, branch)
+		}
+		gitDir := strings.TrimSpace(gitOut(t, w.Path, "rev-parse", "--absolute-git-dir"))
+		for _, per := range []string{"config.worktree", "refs", "logs/refs", "info/sparse-checkout", "MERGE_HEAD"} {
+			if _, err := os.Stat(filepath.Join(gitDir, per)); err == nil {
+				t.Errorf("%s: per-worktree %s", w.Binding, per)
+			}
+		}
+	}
+	wl := repo.Git("worktree", "list", "--porcelain")
+	if !strings.Contains(wl, "worktree "+ws.Path+"\nHEAD "+b+"\nbranch refs/heads/majlis/T-1\nlocked majlis workspace T-1 ") {
+		t.Errorf("git's worktrees:\n%s", wl)
+	}
+	if l, _ := p.PoolList(); len(l.Pool) != 0 {
+		t.Errorf("pool after the hand-out: %+v", l.Pool)
+	}
+	if m, _ := filepath.Glob(filepath.Join(p.reg.WorkspaceRoot, poolFolderPrefix+"*")); len(m) != 0 {
+		t.Errorf("pool folders left: %v", m)
+	}
+	if rep, err := p.Doctor(t.Context()); err != nil || !rep.OK {
+		t.Errorf("doctor: %+v, %v", rep, err)
+	}
+	if _, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true, DeleteTrash: true}); err != nil {
+		t.Errorf("reclaim of the workspace handed out: %v", err)
+	}
+	// Empty pool: the next allocation says so.
+	if w := mustAllocate(t, p, AllocateOptions{Binding: "T-3"}); w.Pool == nil || w.Pool.Used || w.Pool.Reason != "empty" {
+		t.Errorf("empty pool: %+v", w.Pool)
+	}
+}
+
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	return fixtures.Git(t, dir, args...)
+}
+
+// TestPoolTamperedNeverHandedOut: a pooled worktree someone changed is
+// never handed out: the allocation sets it aside, falls back to git
+// worktree add, and what was written stays.
+func TestPoolTamperedNeverHandedOut(t *testing.T) {
+	t.Parallel()
+	cases := map[string]func(t *testing.T, pool string, repo *fixtures.Repo) string{
+		"untracked file": func(t *testing.T, pool string, _ *fixtures.Repo) string { return writeIn(t, pool, "d0/new.txt") },
+		"ignored file":   func(t *testing.T, pool string, _ *fixtures.Repo) string { return writeIn(t, pool, "d2/x.log") },
+		"modified file":  func(t *testing.T, pool string, _ *fixtures.Repo) string { return writeIn(t, pool, "d3/f3.txt") },
+		"head moved": func(t *testing.T, pool string, repo *fixtures.Repo) string {
+			gitIn(t, pool, "-c", "core.hooksPath=/dev/null", "checkout", "-q", "--detach", "HEAD~1")
+			return filepath.Join(pool, ".git")
+		},
+		"index changed": func(t *testing.T, pool string, _ *fixtures.Repo) string {
+			gitIn(t, pool, "rm", "-q", "--cached", "d0/f0.txt")
+			return filepath.Join(pool, "d0/f0.txt")
+		},
+		"lock removed": func(t *testing.T, pool string, _ *fixtures.Repo) string {
+			gitIn(t, pool, "worktree", "unlock", pool)
+			return filepath.Join(pool, "d0/f0.txt")
+		},
+		"folder swapped": func(t *testing.T, pool string, _ *fixtures.Repo) string {
+			if err := os.Rename(pool, pool+".old"); err != nil {
+				t.Fatal(err)
+			}
+			gitIn(t, pool+".old", "worktree", "repair") // points git's entry at the old folder
+			if err := os.MkdirAll(pool, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return writeIn(t, pool, "other.txt")
+		},
+	}
+	for name, tamper := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			repo, p, _, b := poolScene(t, 1)
+			l, err := p.PoolList()
+			if err != nil {
+				t.Fatal(err)
+			}
+			pool := l.Pool[0].Path
+			keep := tamper(t, pool, repo)
+			before, _ := os.ReadFile(keep)
+			ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1", Base: b})
+			if ws.Pool == nil || ws.Pool.Used || ws.Pool.Reason != "checks_failed" {
+				t.Errorf("pool use %+v, want checks_failed", ws.Pool)
+			}
+			if after, err := os.ReadFile(keep); err != nil || string(after) != string(before) {
+				t.Errorf("%s changed: %q, %v", keep, after, err)
+			}
+			if l, _ := p.PoolList(); len(l.Pool) != 1 || l.Pool[0].State != wire.PoolAside {
+				t.Errorf("pool after: %+v", l)
+			}
+			rep, err := p.Doctor(t.Context())
+			if err != nil || !hasFinding(rep, FindingPoolAside) {
+				t.Errorf("doctor does not name it: %+v, %v", rep, err)
+			}
+		})
+	}
+}
+
+func hasFinding(rep *DoctorReport, code string) bool {
+	for _, f := range rep.Findings {
+		if f.Code == code {
+			return true
+		}
+	}
+	return false
+}
+
+// TestPoolAllocationRace: eight allocations race for three pooled
+// worktrees: each pooled worktree goes to exactly one, the others fall
+// back, and every workspace has its base, branch and files.
+func TestPoolAllocationRace(t *testing.T) {
+	t.Parallel()
+	for round := range fixtures.Rounds(2, 10) {
+		repo, p, _, b := poolScene(t, 3)
+		want := treeFiles(t, repo.Dir)
+		delete(want, "repo.workspaces/")
+		var wg sync.WaitGroup
+		ws := make([]*Workspace, 8)
+		errs := make([]error, 8)
+		for i := range ws {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				q, err := Open(t.Context(), repo.Dir, Options{})
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				defer q.Close()
+				ws[i], errs[i] = q.Allocate(t.Context(), AllocateOptions{Binding: fmt.Sprintf("T-%d", i), Base: b})
+			}()
+		}
+		wg.Wait()
+		var used []string
+		for i, w := range ws {
+			if errs[i] != nil {
+				t.Fatalf("round %d: allocate T-%d: %v", round, i, errs[i])
+			}
+			if w.Pool.Used {
+				used = append(used, w.Pool.Name)
+			}
+			st := strings.TrimSpace(gitOut(t, w.Path, "status", "--porcelain", "--ignored", "-uall"))
+			br := strings.TrimSpace(gitOut(t, w.Path, "symbolic-ref", "HEAD"))
+			if st != "" || br != "refs/heads/majlis/"+w.Binding || strings.TrimSpace(gitOut(t, w.Path, "rev-parse", "HEAD")) != b {
+				t.Errorf("round %d: %s: status %q, branch %s", round, w.Binding, st, br)
+			}
+			got := treeFiles(t, w.Path)
+			if len(got) != len(treeFiles(t, ws[0].Path)) {
+				t.Errorf("round %d: %s has %d files", round, w.Binding, len(got))
+			}
+		}
+		sort.Strings(used)
+		if len(used) != 3 || used[0] == used[1] || used[1] == used[2] {
+			t.Errorf("round %d: pooled worktrees used %v, want the three, once each", round, used)
+		}
+		_ = p
+	}
+}
