@@ -76,20 +76,25 @@ func poolView(r *claimRecord) PoolWorktree {
 }
 
 // poolRecords returns the claims of the pooled worktrees that are still
-// there (any state but gone), oldest first. A damaged pool binding
-// refuses: the pool must be fully understood before one is handed out.
+// there (any state but gone), oldest first. It reads only the pool's
+// bindings (one listing of the claims folder, then their records), so
+// that an allocation with an empty pool pays one folder listing. A
+// damaged pool binding refuses: the pool must be fully understood before
+// one is handed out.
 func (p *Provider) poolRecords() ([]*claimRecord, error) {
-	inv, err := p.readInventory()
+	bindings, err := p.bindings()
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range inv.damaged {
-		if isPoolBinding(d.Binding) {
-			return nil, d.refusal("pool")
-		}
-	}
 	var out []*claimRecord
-	for _, recs := range inv.good {
+	for _, b := range bindings {
+		if !isPoolBinding(b) {
+			continue
+		}
+		recs, err := p.readBinding(b)
+		if err != nil {
+			return nil, err
+		}
 		for _, r := range recs {
 			if r.isPool() && poolState(r) != "" {
 				out = append(out, r)

@@ -245,3 +245,28 @@ func TestPoolAllocationRace(t *testing.T) {
 		_ = p
 	}
 }
+
+// TestPoolHooks: no hook runs when the pool is filled; post-checkout runs
+// once at hand-out, in the workspace, with git worktree add's arguments
+// (the null commit, the new HEAD, flag 1).
+func TestPoolHooks(t *testing.T) {
+	t.Parallel()
+	repo, p := newProvider(t)
+	log := filepath.Join(t.TempDir(), "hook.log")
+	repo.WriteExecutable(".git/hooks/post-checkout", "#!/bin/sh\necho \"$1 $2 $3 $(pwd)\" >> "+log+"\n")
+	if _, err := p.PoolFill(t.Context(), PoolFillOptions{Size: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(log); err == nil {
+		t.Errorf("a hook ran at fill: %q", b)
+	}
+	ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+	if !ws.Pool.Used {
+		t.Fatalf("not from the pool: %+v", ws.Pool)
+	}
+	b, _ := os.ReadFile(log)
+	want := strings.Repeat("0", len(ws.Base)) + " " + ws.Base + " 1 " + ws.Path + "\n"
+	if string(b) != want {
+		t.Errorf("post-checkout ran with %q, want %q", b, want)
+	}
+}
