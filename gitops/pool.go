@@ -160,3 +160,19 @@ func ReplaceLock(adminDir, from, to string) error {
 	}
 	return &LockedError{AdminDir: adminDir, Reason: cur.Reason}
 }
+
+// RefreshIndex refreshes the stat data in the index of the worktree
+// whose top level is worktree (`git update-index -q --refresh`): entries
+// git wrote "racily clean" (in the same second as the index) are read
+// once more and written with their real stat data, so that later
+// commands need not read those files again. It reports whether every
+// entry matched its file.
+func RefreshIndex(ctx context.Context, worktree string) (clean bool, err error) {
+	abs, o, err := openTree(worktree)
+	if err != nil {
+		return false, err
+	}
+	o.okCodes = []int{1}
+	res, err := git(ctx, abs, o, "update-index", "-q", "--refresh")
+	return err == nil && res.code == 0, err
+}

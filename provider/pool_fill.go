@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/majlis-dev/majlis/gitops"
 	"github.com/majlis-dev/majlis/internal/procid"
@@ -55,16 +57,28 @@ func (p *Provider) PoolFill(ctx context.Context, o PoolFillOptions) (*PoolResult
 			ready++
 		}
 	}
+	var made []*pooledMade
+	var ferr error
 	for ; ready < o.Size; ready++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+		if ferr = ctx.Err(); ferr != nil {
+			break
 		}
 		p.progress(Progress{Op: "pool fill", Step: fmt.Sprintf("checking out %s into pooled worktree %d of %d", shortDigest(base), ready+1, o.Size)})
-		rec, err := p.fillOne(ctx, base, o.Base)
-		if err != nil {
-			return nil, err
+		m, err := p.fillOne(ctx, base, o.Base)
+		if ferr = err; err != nil {
+			break
 		}
-		res.Created = append(res.Created, poolView(rec))
+		made = append(made, m)
+	}
+	// Those made are finished even when a later one failed.
+	if err := p.readyPooled(ctx, made); err != nil && ferr == nil {
+		ferr = err
+	}
+	for _, m := range made {
+		res.Created = append(res.Created, poolView(m.rec))
+	}
+	if ferr != nil {
+		return nil, ferr
 	}
 	after, err := p.PoolList()
 	if err != nil {
@@ -74,8 +88,16 @@ func (p *Provider) PoolFill(ctx context.Context, o PoolFillOptions) (*PoolResult
 	return res, nil
 }
 
+// A pooledMade is a pooled worktree git has made, pinned, not yet ready:
+// its entry and the stamp taken right after git made it.
+type pooledMade struct {
+	rec   *claimRecord
+	entry string
+	stamp *poolStamp
+}
+
 // fillOne publishes a pooled worktree's claim and makes the worktree.
-func (p *Provider) fillOne(ctx context.Context, base, baseRef string) (*claimRecord, error) {
+func (p *Provider) fillOne(ctx context.Context, base, baseRef string) (*pooledMade, error) {
 	id := newID()[:12]
 	binding, path := poolBindingPrefix+id, p.poolPath(id)
 	if err := os.MkdirAll(p.reg.WorkspaceRoot, 0o755); err != nil {
@@ -102,39 +124,86 @@ func (p *Provider) fillOne(ctx context.Context, base, baseRef string) (*claimRec
 	if err := fpPoolClaimed.Inject(); err != nil {
 		return nil, p.undoAllocation(ctx, rec, err, made{})
 	}
-	if err := p.makePooled(ctx, rec); err != nil {
-		return nil, err
-	}
-	return rec, nil
+	return p.makePooled(ctx, rec)
 }
 
 // makePooled makes the worktree of a published pooled claim, pins its
-// entry and publishes its created event. Any failure undoes the worktree.
-func (p *Provider) makePooled(ctx context.Context, rec *claimRecord) error {
+// entry and takes its stamp. Any failure undoes the worktree.
+func (p *Provider) makePooled(ctx context.Context, rec *claimRecord) (*pooledMade, error) {
 	c := rec.Claim
 	if err := gitops.AddPoolWorktree(ctx, c.CommonDir, c.Path, c.Base, lockReason(rec)); err != nil {
 		m := made{worktree: true}
 		if errorsIsPathExists(err) {
 			m = made{}
 		}
-		return p.undoAllocation(ctx, rec, err, m)
+		return nil, p.undoAllocation(ctx, rec, err, m)
 	}
 	all := made{worktree: true}
 	if err := fpPoolAdded.Inject(); err != nil {
-		return p.undoAllocation(ctx, rec, err, all)
+		return nil, p.undoAllocation(ctx, rec, err, all)
 	}
 	if err := pinEntry(rec); err != nil {
-		return p.undoAllocation(ctx, rec, err, all)
+		return nil, p.undoAllocation(ctx, rec, err, all)
 	}
-	id, err := pathid.Lstat(c.Path)
+	entry, err := verifyRepository("pool fill", rec)
 	if err != nil {
-		return p.undoAllocation(ctx, rec, err, all)
+		return nil, p.undoAllocation(ctx, rec, err, all)
 	}
-	if entry, err := verifyRepository("pool fill", rec); err == nil {
-		p.writePoolStamp(rec, entry)
+	stamp, _ := stampOf(rec, entry) // none: its hand-out runs git status
+	return &pooledMade{rec: rec, entry: entry, stamp: stamp}, nil
+}
+
+// readyPooled settles the pooled worktrees just made and publishes each
+// one's created event: from then on an allocation may take it.
+//
+// Settling brings a worktree's index to the state of one in use for a
+// while: git writes the files of a checkout in the same second as its
+// index, and marks them "racily clean", so that every later command that
+// cannot rewrite the index reads them again (the hand-out's switch would,
+// for each file it changes). Once the clock has passed the newest index's
+// second, one refresh per worktree rewrites the index with real stat
+// data, and the stamp is taken again: kept only when nothing but the
+// index changed since git made the worktree (else the worktree is stamped
+// with nothing, and its hand-out runs git status). An interrupted wait
+// skips the refresh.
+func (p *Provider) readyPooled(ctx context.Context, ms []*pooledMade) error {
+	var newest time.Time
+	for _, m := range ms {
+		if fi, err := os.Stat(filepath.Join(m.entry, "index")); err == nil && fi.ModTime().After(newest) {
+			newest = fi.ModTime()
+		}
 	}
-	if _, err := p.publishEvent(rec, Event{Kind: EventCreated, Dev: id.Dev, Ino: id.Ino, Head: c.Base}); err != nil {
-		return p.undoAllocation(ctx, rec, err, all)
+	settle := !newest.IsZero()
+	if settle {
+		select {
+		case <-ctx.Done():
+			settle = false
+		case <-time.After(time.Until(newest.Truncate(time.Second).Add(time.Second + 10*time.Millisecond))):
+		}
 	}
-	return fpPoolCreated.Inject()
+	for _, m := range ms {
+		if settle && m.stamp != nil {
+			if clean, err := gitops.RefreshIndex(ctx, m.rec.Claim.Path); err != nil || !clean {
+				m.stamp = nil
+			} else if after, err := stampOf(m.rec, m.entry); err != nil || after.Tree != m.stamp.Tree || after.Head != m.stamp.Head {
+				m.stamp = nil
+			} else {
+				m.stamp = after
+			}
+		}
+		if m.stamp != nil {
+			p.writePoolStamp(m.stamp)
+		}
+		id, err := pathid.Lstat(m.rec.Claim.Path)
+		if err != nil {
+			return p.undoAllocation(ctx, m.rec, err, made{worktree: true})
+		}
+		if _, err := p.publishEvent(m.rec, Event{Kind: EventCreated, Dev: id.Dev, Ino: id.Ino, Head: m.rec.Claim.Base}); err != nil {
+			return p.undoAllocation(ctx, m.rec, err, made{worktree: true})
+		}
+		if err := fpPoolCreated.Inject(); err != nil {
+			return err
+		}
+	}
+	return nil
 }

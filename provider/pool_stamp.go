@@ -81,18 +81,14 @@ func fileKey(path string) (string, error) {
 
 // writePoolStamp records the stamp of a pooled worktree just made. A
 // stamp that cannot be written only costs its hand-out a git status.
-func (p *Provider) writePoolStamp(rec *claimRecord, entry string) {
-	s, err := stampOf(rec, entry)
-	if err != nil {
-		return
-	}
+func (p *Provider) writePoolStamp(s *poolStamp) {
 	data, _, err := seal("pool-stamp", s)
 	if err != nil {
 		return
 	}
-	dir := filepath.Dir(p.poolStampPath(rec.Claim.Binding))
-	if durable.MkdirAll(dir, 0o755) == nil {
-		_ = durable.Replace(dir, filepath.Base(p.poolStampPath(rec.Claim.Binding)), data)
+	path := p.poolStampPath(s.Binding)
+	if durable.MkdirAll(filepath.Dir(path), 0o755) == nil {
+		_ = durable.Replace(filepath.Dir(path), filepath.Base(path), data)
 	}
 }
 
