@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/majlis-dev/majlis/admission"
@@ -16,6 +17,7 @@ type PolicyView struct {
 	TrashKeep     string `json:"trash.keep"`
 	TrashMaxBytes string `json:"trash.max_bytes"`
 	TrashMinFree  string `json:"trash.min_free"`
+	PoolSize      string `json:"pool.size"`
 	// Sources says where each key's value comes from: SourceDefault or
 	// SourceRepository (set with majlis policy set).
 	Sources map[string]string `json:"-"`
@@ -30,7 +32,9 @@ type PolicyView struct {
 const SourceShared = "shared"
 
 // PolicyKeys lists every key of the repository's policy.
-func PolicyKeys() []string { return append(admission.PolicyKeys(), TrashPolicyKeys()...) }
+func PolicyKeys() []string {
+	return append(append(admission.PolicyKeys(), TrashPolicyKeys()...), PoolPolicyKeys()...)
+}
 
 // Policy reads the repository's whole policy. An admission key whose
 // value is its default is reported as coming from the default.
@@ -59,6 +63,11 @@ func (p *Provider) Policy(ctx context.Context) (*PolicyView, error) {
 	for k, src := range tp.Sources {
 		v.Sources[k] = src
 	}
+	size, src, err := p.PoolSize()
+	if err != nil {
+		return nil, err
+	}
+	v.PoolSize, v.Sources[PolicyPoolSize] = strconv.Itoa(size), src
 	v.Clones = []admission.SharedClone{}
 	if svc.Shared() != nil {
 		rep, err := svc.PolicyReport(ctx)
@@ -84,6 +93,8 @@ func (v *PolicyView) Setting(key string) string {
 		return v.TrashMaxBytes
 	case PolicyTrashMinFree:
 		return v.TrashMinFree
+	case PolicyPoolSize:
+		return v.PoolSize
 	}
 	return v.PolicySet.Setting(key)
 }
@@ -92,6 +103,12 @@ func (v *PolicyView) Setting(key string) string {
 // the admission ledger (admission.Service.SetPolicy). An unknown key or a
 // value it does not take refuses, naming every key.
 func (p *Provider) SetPolicy(ctx context.Context, key, value string) (*PolicyView, error) {
+	if isPoolKey(key) {
+		if err := p.setPoolPolicy(key, value); err != nil {
+			return nil, err
+		}
+		return p.Policy(ctx)
+	}
 	if isTrashKey(key) {
 		if _, err := p.SetTrashPolicy(key, value); err != nil {
 			return nil, err

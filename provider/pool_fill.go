@@ -15,7 +15,7 @@ import (
 // PoolFillOptions say how many pooled worktrees to keep ready, and at
 // which base new ones are made.
 type PoolFillOptions struct {
-	Size int    // the pool's target: ready worktrees after the fill (default 1)
+	Size int    // the pool's target: ready worktrees after the fill (default: pool.size, else 1)
 	Base string // revision new ones are detached at; default HEAD of the main worktree
 }
 
@@ -29,7 +29,11 @@ const maxPoolSize = 64
 // made before it stay.
 func (p *Provider) PoolFill(ctx context.Context, o PoolFillOptions) (*PoolResult, error) {
 	if o.Size == 0 {
-		o.Size = 1
+		n, _, err := p.PoolSize()
+		if err != nil {
+			return nil, err
+		}
+		o.Size = max(n, 1)
 	}
 	if o.Size < 0 || o.Size > maxPoolSize {
 		return nil, &Error{Op: "pool fill", Err: ErrInvalidArgument,

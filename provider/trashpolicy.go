@@ -197,7 +197,7 @@ func checkTrashValue(key, value string) string {
 			return fmt.Sprintf("%s takes a size such as 20GiB or a share of the disk such as 10%%, not %q", key, value)
 		}
 	default:
-		return fmt.Sprintf("unknown policy key %q", key)
+		return checkPoolValue(key, value) // poolpolicy.go
 	}
 	return ""
 }

@@ -63,6 +63,10 @@ type Options struct {
 	// PurgeInterval is how often the kept trash that is due is purged in
 	// the background (purge.go); zero means DefaultPurgeInterval.
 	PurgeInterval time.Duration
+	// PoolInterval is how often the warm pool is topped up to the
+	// policy's pool.size in the background (pool.go); zero means
+	// DefaultPoolInterval.
+	PoolInterval time.Duration
 }
 
 // Defaults of Options.
@@ -103,6 +107,7 @@ func (o Options) withDefaults() (Options, error) {
 	o.BusyWait = orDefault(o.BusyWait, DefaultBusyWait)
 	o.IdleTimeout = orDefault(o.IdleTimeout, DefaultIdleTimeout)
 	o.PurgeInterval = orDefault(o.PurgeInterval, DefaultPurgeInterval)
+	o.PoolInterval = orDefault(o.PoolInterval, DefaultPoolInterval)
 	// The server acts for other processes: being its parent (or the
 	// server itself) must not stand in for a lease's token.
 	o.Provider.ServesOthers = true

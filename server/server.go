@@ -91,6 +91,10 @@ func Serve(ctx context.Context, o Options) error {
 	purged := make(chan struct{})
 	go func() { defer close(purged); s.purgeLoop(bctx, o.PurgeInterval) }()
 	defer func() { bcancel(); <-purged }()
+	// So does the background fill of the warm pool.
+	pooled := make(chan struct{})
+	go func() { defer close(pooled); s.poolLoop(bctx, o.PoolInterval) }()
+	defer func() { bcancel(); <-pooled }()
 	s.ready.Store(true)
 	if o.Ready != nil {
 		o.Ready(addr)

@@ -31,6 +31,8 @@ folder, never in a worktree, where a task could edit it. Keys:
   trash.min_free          the free disk space the kept trash never eats into;
                           below it the oldest goes first (a size, or a share of
                           the disk such as 10%; default 10%)
+  pool.size               how many ready pooled worktrees the repository's server
+                          keeps in the background ('majlis pool'; default 0: none)
 
 Host singletons (host:NAME) are always exclusive, whatever the policy. 'policy
 show' says where each value comes from: default (never set) or repository.`,

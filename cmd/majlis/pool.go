@@ -52,7 +52,7 @@ runs its post-checkout hook when it is handed out, as 'git worktree add' would.`
 			return g.emit(res, func(w io.Writer) { renderPool(w, res, "made") })
 		},
 	}
-	cmd.Flags().IntVar(&o.Size, "size", 1, "how many ready pooled worktrees the pool holds after the fill")
+	cmd.Flags().IntVar(&o.Size, "size", 0, "how many ready pooled worktrees the pool holds after the fill (default: the policy's pool.size, else 1)")
 	cmd.Flags().StringVar(&o.Base, "base", "", "the revision new pooled worktrees are checked out at (default HEAD)")
 	return cmd
 }

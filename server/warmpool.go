@@ -1,0 +1,65 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/majlis-dev/majlis/provider"
+)
+
+// DefaultPoolInterval is how often the server tops the warm pool up to
+// the policy's pool.size (Options.PoolInterval).
+const DefaultPoolInterval = 30 * time.Second
+
+// poolLoop keeps the repository's warm pool at pool.size ready pooled
+// worktrees (provider.PoolFill), at once and then every interval, until
+// ctx ends or the server stops. An allocation never waits for it: it
+// takes a pooled worktree that is ready, or makes its own with git.
+func (s *srv) poolLoop(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for s.poolOnce(ctx, every) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// poolOnce runs one fill as the server's work, as purgeOnce runs a purge:
+// admitted only while the server is not stopping and counted in flight,
+// so that a stop cancels it (a fill stops between worktrees) and waits for
+// it before it releases the server lease. It returns false once the
+// server is stopping.
+func (s *srv) poolOnce(bctx context.Context, every time.Duration) bool {
+	if !s.enter() {
+		return false
+	}
+	defer s.inflight.Done()
+	ctx, cancel := s.workContext(bctx)
+	defer cancel()
+	size, _, err := s.p.PoolSize()
+	if err != nil {
+		s.o.Logf("reading pool.size failed (retrying in %s): %v", every, err)
+		return true
+	}
+	if size == 0 {
+		return true
+	}
+	res, err := s.p.PoolFill(ctx, poolFillOptions(size))
+	switch {
+	case err != nil && ctx.Err() == nil:
+		s.o.Logf("filling the warm pool failed (retrying in %s): %v", every, err)
+	case err != nil:
+		s.o.Logf("the pool fill stopped with the server: %v", err)
+	}
+	if res != nil {
+		for _, w := range res.Created {
+			s.o.Logf("made pooled worktree %s", w.Path)
+		}
+	}
+	return true
+}
+
+func poolFillOptions(size int) provider.PoolFillOptions { return provider.PoolFillOptions{Size: size} }
