@@ -74,7 +74,11 @@ no_free_port, the error names it).`,
 			}
 			ws := res.Workspace
 			return g.emit(res, func(w io.Writer) {
-				fmt.Fprintf(w, "allocated %s at %s (branch %s, base %s)\n", ws.Binding, humanPath(ws.Path), ws.Branch, short(ws.Base, 12))
+				from := ""
+				if ws.Pool != nil && ws.Pool.Used {
+					from = ", from the warm pool"
+				}
+				fmt.Fprintf(w, "allocated %s at %s (branch %s, base %s%s)\n", ws.Binding, humanPath(ws.Path), ws.Branch, short(ws.Base, 12), from)
 				for _, l := range portEnv(res.Ports) {
 					fmt.Fprintln(w, l)
 				}
