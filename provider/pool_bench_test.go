@@ -41,8 +41,10 @@ func poolBenchRepo(b *testing.B, files, changed int) (repo *fixtures.Repo, p *Pr
 	return repo, p, a, c
 }
 
-// fillOneAt makes one pooled worktree at base, untimed, settled.
-func fillOneAt(b *testing.B, p *Provider, base string) {
+// fillOneAt makes one pooled worktree at base; settled, as the server's
+// background fill leaves them (the allocation benchmarks), or not, as
+// pool fill does (BenchmarkPoolFill).
+func fillOneAt(b *testing.B, p *Provider, base string, settle bool) {
 	ready := 0
 	if l, err := p.PoolList(); err == nil {
 		for _, w := range l.Pool {
@@ -51,7 +53,7 @@ func fillOneAt(b *testing.B, p *Provider, base string) {
 			}
 		}
 	}
-	if _, err := p.PoolFill(context.Background(), PoolFillOptions{Size: ready + 1, Base: base}); err != nil {
+	if _, err := p.PoolFill(context.Background(), PoolFillOptions{Size: ready + 1, Base: base, Settle: settle}); err != nil {
 		b.Fatal(err)
 	}
 }
@@ -79,7 +81,7 @@ func handOut(b *testing.B, p *Provider, binding, base string, splits *[]poolTimi
 	if ws.Pool == nil || !ws.Pool.Used {
 		b.Fatalf("%s was not taken from the pool: %+v", binding, ws.Pool)
 	}
-	*splits = append(*splits, lastPoolTimings)
+	*splits = append(*splits, *lastPoolTimings.Load())
 	return d
 }
 
@@ -93,7 +95,7 @@ func BenchmarkPoolAllocate(b *testing.B) {
 	plain := filepath.Join(filepath.Dir(repo.Dir), "plain")
 	var splits []poolTimings
 	fixtures.Pair{
-		Prepare: func(i int) { fillOneAt(b, p, a) },
+		Prepare: func(i int) { fillOneAt(b, p, a, true) },
 		Ours:    func(i int) time.Duration { return handOut(b, p, fmt.Sprintf("P-%d", i), c, &splits) },
 		Floor: func(i int) time.Duration {
 			return timed(b, repo.Dir, nil, "git", "worktree", "add", "-q", "-b", fmt.Sprintf("g-%d", i),
@@ -113,7 +115,7 @@ func BenchmarkPoolAllocateFar(b *testing.B) {
 	var splits []poolTimings
 	fixtures.Pair{
 		Prepare: func(i int) {
-			fillOneAt(b, p, a)
+			fillOneAt(b, p, a, true)
 			run(b, repo.Dir, nil, "git", "worktree", "add", "-q", "--detach", filepath.Join(plain, fmt.Sprintf("S-%d", i)), a)
 			(&fixtures.Repo{T: b, Dir: filepath.Join(plain, fmt.Sprintf("S-%d", i))}).Settle()
 		},
@@ -134,7 +136,7 @@ func BenchmarkPoolFill(b *testing.B) {
 	fixtures.Pair{
 		Ours: func(i int) time.Duration {
 			t0 := time.Now()
-			fillOneAt(b, p, a)
+			fillOneAt(b, p, a, false)
 			return time.Since(t0)
 		},
 		Floor: func(i int) time.Duration {

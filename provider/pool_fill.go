@@ -17,6 +17,12 @@ import (
 type PoolFillOptions struct {
 	Size int    // the pool's target: ready worktrees after the fill (default: pool.size, else 1)
 	Base string // revision new ones are detached at; default HEAD of the main worktree
+	// Settle waits, once, for the clock to pass the second git wrote
+	// the new worktrees' indexes in, and refreshes them (readyPooled): up
+	// to a second more for the fill, for a first git status in the
+	// workspace that reads no file again. The server's background fill
+	// settles; a fill the user waits for does not.
+	Settle bool
 }
 
 // maxPoolSize bounds a fill: each pooled worktree is a full checkout.
@@ -75,7 +81,7 @@ func (p *Provider) PoolFill(ctx context.Context, o PoolFillOptions) (*PoolResult
 		made = append(made, m)
 	}
 	// Those made are finished even when a later one failed.
-	if err := p.readyPooled(ctx, made); err != nil && ferr == nil {
+	if err := p.readyPooled(ctx, made, o.Settle); err != nil && ferr == nil {
 		ferr = err
 	}
 	for _, m := range made {
@@ -169,15 +175,18 @@ func (p *Provider) makePooled(ctx context.Context, rec *claimRecord) (*pooledMad
 // data, and the stamp is taken again: kept only when nothing but the
 // index changed since git made the worktree (else the worktree is stamped
 // with nothing, and its hand-out runs git status). An interrupted wait
-// skips the refresh.
-func (p *Provider) readyPooled(ctx context.Context, ms []*pooledMade) error {
+// skips the refresh. Without settle, the worktrees are published ready at
+// once, as git left them: a hand-out's switch then reads again only the
+// files it changes, and the workspace's first git status every file, as
+// after git worktree add.
+func (p *Provider) readyPooled(ctx context.Context, ms []*pooledMade, settle bool) error {
 	var newest time.Time
 	for _, m := range ms {
 		if fi, err := os.Stat(filepath.Join(m.entry, "index")); err == nil && fi.ModTime().After(newest) {
 			newest = fi.ModTime()
 		}
 	}
-	settle := !newest.IsZero()
+	settle = settle && !newest.IsZero()
 	if settle {
 		select {
 		case <-ctx.Done():

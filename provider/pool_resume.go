@@ -52,7 +52,7 @@ func (p *Provider) resumePoolTake(ctx context.Context, rec *claimRecord) (ws *Wo
 	case !same(c.Path):
 		return nil, true, &Error{Op: "allocate", Binding: c.Binding, Path: c.Path, Err: ErrInterrupted,
 			Reason: "the interrupted allocation took pooled worktree " + cand.Claim.Path + ", which is neither there nor at the workspace's path",
-			Hint:   "inspect both paths ('majlis doctor' names them); majlis will not act on them"}
+			Hint:   "inspect both paths; majlis will not act on them"}
 	}
 	entry, err := dotGitLink(c.Path, filepath.Join(c.Path, ".git"))
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -47,7 +48,7 @@ const maxPoolTries = 3
 type poolTimings struct{ verify, switching, records time.Duration }
 
 // lastPoolTimings holds the last hand-out's timings, for the benchmarks.
-var lastPoolTimings poolTimings
+var lastPoolTimings atomic.Pointer[poolTimings]
 
 // allocateFromPool hands a pooled worktree out as rec's workspace. When
 // it does not (use.Used false), nothing was done to rec's path and the
@@ -171,7 +172,7 @@ func (p *Provider) handOut(ctx context.Context, rec, cand *claimRecord) (*Worksp
 	}
 	ws, err := p.finishHandOut(ctx, rec, cand, entry)
 	tm.records = time.Since(start)
-	lastPoolTimings = tm
+	lastPoolTimings.Store(&tm)
 	return ws, err
 }
 

@@ -62,4 +62,6 @@ func (s *srv) poolOnce(bctx context.Context, every time.Duration) bool {
 	return true
 }
 
-func poolFillOptions(size int) provider.PoolFillOptions { return provider.PoolFillOptions{Size: size} }
+func poolFillOptions(size int) provider.PoolFillOptions {
+	return provider.PoolFillOptions{Size: size, Settle: true}
+}
