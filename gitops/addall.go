@@ -46,7 +46,7 @@ func (s *Survey) addAll(ctx context.Context, dir, ceiling, index string) (refuse
 
 // addAllListed is addAll for the files git lists.
 func (s *Survey) addAllListed(ctx context.Context, dir, ceiling, index string) (refused []unpopulatedFile, _ error) {
-	o := cmdOpts{indexFile: index, ceiling: ceiling}
+	o := Cmd{IndexFile: index, Ceiling: ceiling}
 	add := func(extra ...string) error {
 		// advice.addEmbeddedRepo: an untracked nested repository is
 		// reported in the result instead of in a hint on stderr.
@@ -55,7 +55,7 @@ func (s *Survey) addAllListed(ctx context.Context, dir, ceiling, index string) (
 		// file's bytes as they are beside the tree (converted.go).
 		args := append([]string{"-c", "advice.addEmbeddedRepo=false", "-c", "advice.updateSparsePath=false",
 			"-c", "core.safecrlf=false", "add", "-A", "--sparse"}, extra...)
-		_, err := git(ctx, dir, o, args...)
+		_, err := Run(ctx, dir, o, args...)
 		return err
 	}
 	err := add()
@@ -65,11 +65,11 @@ func (s *Survey) addAllListed(ctx context.Context, dir, ceiling, index string) (
 		if serr != nil || len(special) == 0 {
 			return nil, err
 		}
-		o.stdin = []byte(strings.Join(special, "\x00") + "\x00")
-		if _, rerr := git(ctx, dir, o, "update-index", "--force-remove", "-z", "--stdin"); rerr != nil {
+		o.Stdin = []byte(strings.Join(special, "\x00") + "\x00")
+		if _, rerr := Run(ctx, dir, o, "update-index", "--force-remove", "-z", "--stdin"); rerr != nil {
 			return nil, rerr
 		}
-		o.stdin = nil
+		o.Stdin = nil
 		err = add()
 	}
 	if err != nil && errors.As(err, &ge) && strings.Contains(ge.Stderr, "invalid path '") {
@@ -111,14 +111,14 @@ func (s *Survey) specialEntries(ctx context.Context, dir, ceiling, index string)
 			paths = append(paths, p)
 		}
 	}
-	if err := scanIndex(data, s.hashLen, func(e indexEntry) { check(e.Path) }); err == nil {
+	if err := ScanIndex(data, s.hashLen, func(e IndexEntry) { check(e.Path) }); err == nil {
 		return paths, nil
 	}
-	res, err := git(ctx, dir, cmdOpts{readOnly: true, indexFile: index, ceiling: ceiling}, "ls-files", "-z")
+	res, err := Run(ctx, dir, Cmd{ReadOnly: true, IndexFile: index, Ceiling: ceiling}, "ls-files", "-z")
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range strings.Split(strings.TrimSuffix(string(res.stdout), "\x00"), "\x00") {
+	for _, p := range strings.Split(strings.TrimSuffix(string(res.Stdout), "\x00"), "\x00") {
 		if p != "" {
 			check(p)
 		}

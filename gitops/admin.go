@@ -92,7 +92,7 @@ func (e *WorkTreeMismatch) Unwrap() error { return ErrWorkTreeMismatch }
 // more, to name the settings, when they differ).
 //
 // Every function of this package that acts on a worktree names both to git
-// (see openTree), so git cannot be misled into another directory; this
+// (see OpenTree), so git cannot be misled into another directory; this
 // check is for the caller to refuse, before any effect, a worktree that
 // the user's own git would treat as something else: a per-worktree
 // core.worktree that aims it at another directory (such as the main
@@ -101,24 +101,24 @@ func (e *WorkTreeMismatch) Unwrap() error { return ErrWorkTreeMismatch }
 // repository's shared config for linked worktrees) shows up here too,
 // since it is git that resolves.
 func CheckWorkTree(ctx context.Context, worktree string) error {
-	dir, ceiling, err := topLevel(worktree)
+	dir, ceiling, err := TopLevel(worktree)
 	if err != nil {
 		return err
 	}
-	gitDir, err := worktreeGitDir(dir)
+	gitDir, err := WorktreeGitDir(dir)
 	if err != nil {
 		return err
 	}
 	m := &WorkTreeMismatch{Dir: dir, GitDir: gitDir}
-	res, err := git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling, plain: true},
+	res, err := Run(ctx, dir, Cmd{ReadOnly: true, Ceiling: ceiling, plain: true},
 		"rev-parse", "--path-format=absolute", "--is-bare-repository", "--absolute-git-dir", "--show-toplevel")
 	var ge *Error
 	switch {
 	case err == nil:
-		s, ok := strings.CutSuffix(string(res.stdout), "\n")
+		s, ok := strings.CutSuffix(string(res.Stdout), "\n")
 		lines := strings.Split(s, "\n")
 		if !ok || len(lines) != 3 || (lines[0] != "true" && lines[0] != "false") {
-			return unexpected("git rev-parse", "want bare, git dir and top level, got %q", res.stdout)
+			return Unexpected("git rev-parse", "want bare, git dir and top level, got %q", res.Stdout)
 		}
 		m.Bare, m.GitGitDir, m.GitTopLevel = lines[0] == "true", lines[1], lines[2]
 		if !m.Bare && samePath(dir, m.GitTopLevel) && samePath(gitDir, m.GitGitDir) {
@@ -148,13 +148,13 @@ func samePath(a, b string) bool {
 // settings that are true, that git reads in dir, with their scope and
 // origin.
 func workTreeSettings(ctx context.Context, dir, ceiling string) ([]ConfigSetting, error) {
-	res, err := git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling, plain: true, okCodes: []int{1}},
+	res, err := Run(ctx, dir, Cmd{ReadOnly: true, Ceiling: ceiling, plain: true, OKCodes: []int{1}},
 		"config", "-z", "--show-scope", "--show-origin", "--get-regexp", `^core\.(worktree|bare)$`)
 	if err != nil {
 		return nil, err
 	}
 	var out []ConfigSetting
-	fields := strings.Split(string(res.stdout), "\x00")
+	fields := strings.Split(string(res.Stdout), "\x00")
 	for i := 0; i+2 < len(fields); i += 3 {
 		key, value, _ := strings.Cut(fields[i+2], "\n")
 		s := ConfigSetting{Scope: fields[i], Origin: fields[i+1], Key: key, Value: value}
@@ -316,7 +316,7 @@ func ReadEntryPin(adminDir string) (string, error) {
 	}
 	s, ok := strings.CutSuffix(string(b), "\n")
 	if !ok || s == "" || strings.ContainsAny(s, "\n\x00") {
-		return "", unexpected(filepath.Join(adminDir, pinFile), "not one line: %q", b)
+		return "", Unexpected(filepath.Join(adminDir, pinFile), "not one line: %q", b)
 	}
 	return s, nil
 }
@@ -325,7 +325,7 @@ func ReadEntryPin(adminDir string) (string, error) {
 // is dir, read through its .git file; a directory that is not a linked worktree, or
 // whose entry has no pin, gives an error.
 func ReadWorktreePin(dir string) (string, error) {
-	gitDir, err := worktreeGitDir(dir)
+	gitDir, err := WorktreeGitDir(dir)
 	if err != nil {
 		return "", err
 	}

@@ -56,13 +56,13 @@ type conversionSettings struct {
 // (whether it ignores the executable bit) and the conversion settings, at
 // once, from every configuration file git reads there.
 func worktreeSettings(ctx context.Context, dir, ceiling string) (fileModeIgnored bool, cs conversionSettings, err error) {
-	res, err := git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling, okCodes: []int{1}},
+	res, err := Run(ctx, dir, Cmd{ReadOnly: true, Ceiling: ceiling, OKCodes: []int{1}},
 		"config", "-z", "--get-regexp", `^(core\.(filemode|autocrlf|eol|attributesfile)|attr\.tree)$`)
 	if err != nil {
 		return false, cs, err
 	}
 	vals := map[string]string{}
-	for _, rec := range strings.Split(strings.TrimSuffix(string(res.stdout), "\x00"), "\x00") {
+	for _, rec := range strings.Split(strings.TrimSuffix(string(res.Stdout), "\x00"), "\x00") {
 		if rec == "" {
 			continue
 		}
@@ -142,7 +142,7 @@ func (s *Survey) mayConvert(newAttributes func() bool) bool {
 
 // changesAddAttributes reports whether a .gitattributes file is among the
 // paths changes add or modify.
-func changesAddAttributes(changes []rawChange) bool {
+func changesAddAttributes(changes []RawChange) bool {
 	for _, c := range changes {
 		if c.Status != 'D' && isAttributesFile(c.Path) {
 			return true
@@ -159,7 +159,7 @@ func indexHasAttributes(index string, hashLen int) bool {
 		return true
 	}
 	found := false
-	if err := scanIndex(data, hashLen, func(e indexEntry) { found = found || isAttributesFile(e.Path) }); err != nil {
+	if err := ScanIndex(data, hashLen, func(e IndexEntry) { found = found || isAttributesFile(e.Path) }); err != nil {
 		return true
 	}
 	return found
@@ -186,20 +186,20 @@ func (s *Survey) findConverted(ctx context.Context, dir, ceiling, index string) 
 	if err != nil || len(entries) == 0 {
 		return nil, err
 	}
-	o := cmdOpts{readOnly: true, indexFile: index, ceiling: ceiling, literalPathspecs: true}
+	o := Cmd{ReadOnly: true, IndexFile: index, Ceiling: ceiling, LiteralPathspecs: true}
 	var in strings.Builder
 	for _, e := range entries {
 		in.WriteString(e.Path + "\x00")
 	}
-	o.stdin = []byte(in.String())
-	res, err := git(ctx, dir, o, append([]string{"check-attr", "-z", "--stdin"}, conversionAttributes...)...)
+	o.Stdin = []byte(in.String())
+	res, err := Run(ctx, dir, o, append([]string{"check-attr", "-z", "--stdin"}, conversionAttributes...)...)
 	if err != nil {
 		return nil, err
 	}
 	attrs := map[string]map[string]string{}
-	f := strings.Split(strings.TrimSuffix(string(res.stdout), "\x00"), "\x00")
+	f := strings.Split(strings.TrimSuffix(string(res.Stdout), "\x00"), "\x00")
 	if len(f)%3 != 0 {
-		return nil, unexpected("git check-attr", "%d fields", len(f))
+		return nil, Unexpected("git check-attr", "%d fields", len(f))
 	}
 	for i := 0; i+2 < len(f); i += 3 {
 		if attrs[f[i]] == nil {
@@ -213,7 +213,7 @@ func (s *Survey) findConverted(ctx context.Context, dir, ceiling, index string) 
 	// looked at. Where only end-of-line conversion applies, a file without
 	// a CR that a checkout writes with LF endings is stored and written
 	// back as it is: git is not asked about it.
-	var asked []indexEntry
+	var asked []IndexEntry
 	raws := map[string]string{}
 	buf := make([]byte, 32<<10)
 	for _, e := range entries {
@@ -287,7 +287,7 @@ func writesCRLF(a map[string]string, cs conversionSettings) bool {
 // a second private index), read as it streams. A file the archive leaves
 // out or changes otherwise (export-ignore, export-subst) is then kept, and
 // so is every file when a filter fails.
-func (s *Survey) checkoutHashes(ctx context.Context, dir, ceiling, index string, entries []indexEntry) (map[string]string, error) {
+func (s *Survey) checkoutHashes(ctx context.Context, dir, ceiling, index string, entries []IndexEntry) (map[string]string, error) {
 	f, err := os.CreateTemp(s.gitDir, "majlis-snapshot-*.converted.index")
 	if err != nil {
 		return nil, err
@@ -300,23 +300,23 @@ func (s *Survey) checkoutHashes(ctx context.Context, dir, ceiling, index string,
 	for _, e := range entries {
 		fmt.Fprintf(&in, "%s %s\t%s\x00", e.Mode, e.ID, e.Path)
 	}
-	o := cmdOpts{indexFile: tmp, ceiling: ceiling, stdin: []byte(in.String())}
-	if _, err := git(ctx, dir, o, "update-index", "-z", "--index-info"); err != nil {
+	o := Cmd{IndexFile: tmp, Ceiling: ceiling, Stdin: []byte(in.String())}
+	if _, err := Run(ctx, dir, o, "update-index", "-z", "--index-info"); err != nil {
 		return nil, err
 	}
-	o.stdin = nil
-	res, err := git(ctx, dir, o, "write-tree")
+	o.Stdin = nil
+	res, err := Run(ctx, dir, o, "write-tree")
 	if err != nil {
 		return nil, err
 	}
-	tree := strings.TrimSuffix(string(res.stdout), "\n")
-	if !isObjectID(tree) {
-		return nil, unexpected("git write-tree", "%q is not an object id", tree)
+	tree := strings.TrimSuffix(string(res.Stdout), "\n")
+	if !IsObjectID(tree) {
+		return nil, Unexpected("git write-tree", "%q is not an object id", tree)
 	}
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		_, err := git(ctx, dir, cmdOpts{readOnly: true, indexFile: index, ceiling: ceiling, stdout: pw},
+		_, err := Run(ctx, dir, Cmd{ReadOnly: true, IndexFile: index, Ceiling: ceiling, Stdout: pw},
 			"archive", "--format=tar", "--worktree-attributes", tree)
 		pw.CloseWithError(err)
 		done <- err
@@ -360,7 +360,7 @@ func (s *Survey) checkoutHashes(ctx context.Context, dir, ceiling, index string,
 	case gerr != nil:
 		return nil, gerr
 	case perr != nil:
-		return nil, unexpected("git archive", "%v", perr)
+		return nil, Unexpected("git archive", "%v", perr)
 	}
 	return hashes, nil
 }

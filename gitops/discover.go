@@ -71,7 +71,7 @@ func discoveredAt(top, dotgitDir, dotgitFile string) (Repo, bool) {
 	gitDir := dotgitDir
 	if dotgitFile != "" {
 		var err error
-		if gitDir, err = worktreeGitDir(top); err != nil || !owned(dotgitFile) {
+		if gitDir, err = WorktreeGitDir(top); err != nil || !owned(dotgitFile) {
 			return Repo{}, false
 		}
 	}
@@ -112,7 +112,7 @@ func validGitDir(gitDir, commonDir string) bool {
 		return false
 	}
 	h := strings.TrimRight(string(head), "\n")
-	if ref, ok := strings.CutPrefix(h, "ref: "); !ok && !isObjectID(h) || ok && !strings.HasPrefix(ref, "refs/") {
+	if ref, ok := strings.CutPrefix(h, "ref: "); !ok && !IsObjectID(h) || ok && !strings.HasPrefix(ref, "refs/") {
 		return false
 	}
 	for _, d := range []string{"objects", "refs"} {

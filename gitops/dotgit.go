@@ -116,7 +116,7 @@ func dotGitFiles(dir string) ([]unpopulatedFile, error) {
 // no repository in the worktree whose top level is worktree (git never
 // lists them; a salvage keeps them), and the first max of their paths.
 func DotGitFiles(worktree string, max int) (int, []string, error) {
-	dir, _, err := topLevel(worktree)
+	dir, _, err := TopLevel(worktree)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -163,11 +163,11 @@ func RefusedNames(ctx context.Context, worktree string, untracked []string) ([]s
 	if len(cands) == 0 {
 		return []string{}, nil
 	}
-	dir, ceiling, err := topLevel(worktree)
+	dir, ceiling, err := TopLevel(worktree)
 	if err != nil {
 		return nil, err
 	}
-	gitDir, err := worktreeGitDir(dir)
+	gitDir, err := WorktreeGitDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -179,21 +179,21 @@ func RefusedNames(ctx context.Context, worktree string, untracked []string) ([]s
 	f.Close()
 	os.Remove(index) // git starts from an empty index
 	defer func() { os.Remove(index); os.Remove(index + ".lock") }()
-	o := cmdOpts{indexFile: index, ceiling: ceiling, literalPathspecs: true,
-		stdin: []byte(strings.Join(cands, "\x00") + "\x00")}
-	_, aerr := git(ctx, dir, o, "-c", "advice.addEmbeddedRepo=false", "-c", "advice.updateSparsePath=false",
+	o := Cmd{IndexFile: index, Ceiling: ceiling, LiteralPathspecs: true,
+		Stdin: []byte(strings.Join(cands, "\x00") + "\x00")}
+	_, aerr := Run(ctx, dir, o, "-c", "advice.addEmbeddedRepo=false", "-c", "advice.updateSparsePath=false",
 		"add", "--intent-to-add", "--ignore-errors", "--force", "--sparse", "--pathspec-from-file=-", "--pathspec-file-nul")
 	var ge *Error
 	if aerr != nil && !(errors.As(aerr, &ge) && strings.Contains(ge.Stderr, "invalid path '")) {
 		return nil, aerr
 	}
-	o.stdin = nil
-	res, err := git(ctx, dir, cmdOpts{readOnly: true, indexFile: index, ceiling: ceiling}, "ls-files", "-z")
+	o.Stdin = nil
+	res, err := Run(ctx, dir, Cmd{ReadOnly: true, IndexFile: index, Ceiling: ceiling}, "ls-files", "-z")
 	if err != nil {
 		return nil, err
 	}
 	added := map[string]bool{}
-	for _, p := range strings.Split(strings.TrimSuffix(string(res.stdout), "\x00"), "\x00") {
+	for _, p := range strings.Split(strings.TrimSuffix(string(res.Stdout), "\x00"), "\x00") {
 		added[p] = true
 	}
 	refused := []string{}

@@ -6,7 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/majlis-dev/majlis/wire"
 )
+
+// Pin is wire.Pin: the result type is defined once, in the wire contract.
+type Pin = wire.Pin
 
 // An AdminEntry is one of git's administrative entries of linked worktrees
 // (<common dir>/worktrees/<id>), as read from its files, in process.

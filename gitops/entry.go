@@ -51,10 +51,10 @@ func (e *EntrySurvey) Clean() bool {
 // write the index and objects only): the entry's config may name the
 // folder that is gone (core.worktree, a submodule's), where git would
 // fail to go.
-func entryOpts(gitDir, commonDir string) cmdOpts {
-	o := cmdOpts{readOnly: true, gitDir: gitDir, workTree: gitDir}
+func entryOpts(gitDir, commonDir string) Cmd {
+	o := Cmd{ReadOnly: true, GitDir: gitDir, WorkTree: gitDir}
 	if commonDir != "" {
-		o.extraEnv = []string{"GIT_COMMON_DIR=" + commonDir}
+		o.Env = []string{"GIT_COMMON_DIR=" + commonDir}
 	}
 	return o
 }
@@ -92,11 +92,11 @@ func SurveyEntry(ctx context.Context, gitDir, commonDir string) (*EntrySurvey, e
 		base = emptyTree(2 * sv.hashLen)
 	}
 	// The index as git reads it (a damaged one fails here), against HEAD.
-	res, err := git(ctx, gitDir, entryOpts(gitDir, commonDir), "diff-index", "--cached", "-z", "--no-renames", "--ignore-submodules=none", base)
+	res, err := Run(ctx, gitDir, entryOpts(gitDir, commonDir), "diff-index", "--cached", "-z", "--no-renames", "--ignore-submodules=none", base)
 	if err != nil {
 		return nil, err
 	}
-	changes, err := parseRawDiff(res.stdout)
+	changes, err := ParseRawDiff(res.Stdout)
 	if err != nil {
 		return nil, err
 	}
@@ -135,10 +135,10 @@ func entryHead(ctx context.Context, gitDir, commonDir string) (string, error) {
 	switch {
 	case symbolic && (!strings.HasPrefix(ref, "refs/") || CheckRefName(ref) != nil):
 		return "", fmt.Errorf("gitops: the HEAD of %s names %q", gitDir, ref)
-	case !symbolic && !isObjectID(line):
+	case !symbolic && !IsObjectID(line):
 		return "", fmt.Errorf("gitops: the HEAD of %s holds %q", gitDir, line)
 	}
-	id, err := resolveCLI(ctx, gitDir, entryOpts(gitDir, commonDir), "HEAD")
+	id, err := ResolveCommitWith(ctx, gitDir, entryOpts(gitDir, commonDir), "HEAD")
 	if errors.Is(err, ErrUnknownRevision) && symbolic {
 		return "", nil // an unborn branch (or one deleted under the worktree)
 	}
@@ -213,7 +213,7 @@ func SnapshotEntry(ctx context.Context, gitDir, commonDir, message string) (Snap
 		}
 	}()
 	o := entryOpts(gitDir, commonDir)
-	o.readOnly = false
+	o.ReadOnly = false
 	tree, err := sv.indexTreeIn(ctx, gitDir, o, tmpIndex)
 	if err != nil {
 		return SnapshotResult{}, nil, err
@@ -227,13 +227,13 @@ func SnapshotEntry(ctx context.Context, gitDir, commonDir, message string) (Snap
 		return SnapshotResult{}, nil, err
 	}
 	eo := entryOpts(gitDir, commonDir)
-	eo.readOnly, eo.stdin = false, []byte{}
-	empty, err := git(ctx, gitDir, eo, "mktree")
+	eo.ReadOnly, eo.Stdin = false, []byte{}
+	empty, err := Run(ctx, gitDir, eo, "mktree")
 	if err != nil {
 		return SnapshotResult{}, nil, err
 	}
 	if result.Untracked, err = entryCommit(ctx, gitDir, commonDir, placeholderEnv, "commit-tree", "--no-gpg-sign", "-m",
-		placeholderMessage, strings.TrimSuffix(string(empty.stdout), "\n")); err != nil {
+		placeholderMessage, strings.TrimSuffix(string(empty.Stdout), "\n")); err != nil {
 		return SnapshotResult{}, nil, err
 	}
 	if es.Clean() {
@@ -262,8 +262,8 @@ func SnapshotEntry(ctx context.Context, gitDir, commonDir, message string) (Snap
 
 // indexTreeIn is indexTree for git run with options o: the tree of the
 // private index copy at index.
-func (s *Survey) indexTreeIn(ctx context.Context, dir string, o cmdOpts, index string) (string, error) {
-	o.indexFile = index
+func (s *Survey) indexTreeIn(ctx context.Context, dir string, o Cmd, index string) (string, error) {
+	o.IndexFile = index
 	if len(s.stages) > 0 {
 		var in strings.Builder
 		zero := strings.Repeat("0", 2*s.hashLen)
@@ -279,19 +279,19 @@ func (s *Survey) indexTreeIn(ctx context.Context, dir string, o cmdOpts, index s
 				fmt.Fprintf(&in, "%s %s 0\t%s\x00", e.Mode, e.ID, e.Path)
 			}
 		}
-		o.stdin = []byte(in.String())
-		if _, err := git(ctx, dir, o, "update-index", "-z", "--index-info"); err != nil {
+		o.Stdin = []byte(in.String())
+		if _, err := Run(ctx, dir, o, "update-index", "-z", "--index-info"); err != nil {
 			return "", err
 		}
-		o.stdin = nil
+		o.Stdin = nil
 	}
-	res, err := git(ctx, dir, o, "write-tree")
+	res, err := Run(ctx, dir, o, "write-tree")
 	if err != nil {
 		return "", err
 	}
-	id := strings.TrimSuffix(string(res.stdout), "\n")
-	if !isObjectID(id) {
-		return "", unexpected("git write-tree", "%q is not an object id", id)
+	id := strings.TrimSuffix(string(res.Stdout), "\n")
+	if !IsObjectID(id) {
+		return "", Unexpected("git write-tree", "%q is not an object id", id)
 	}
 	return id, nil
 }
@@ -299,19 +299,19 @@ func (s *Survey) indexTreeIn(ctx context.Context, dir string, o cmdOpts, index s
 // entryCommit is commitTree for git run on the admin entry gitDir.
 func entryCommit(ctx context.Context, gitDir, commonDir string, env []string, args ...string) (string, error) {
 	o := entryOpts(gitDir, commonDir)
-	o.readOnly, o.extraEnv = false, append(o.extraEnv, env...)
-	res, err := git(ctx, gitDir, o, args...)
+	o.ReadOnly, o.Env = false, append(o.Env, env...)
+	res, err := Run(ctx, gitDir, o, args...)
 	var ge *Error
 	if err != nil && errors.As(err, &ge) && missingIdentity(ge.Stderr) {
-		o.extraEnv = append(o.extraEnv, salvageIdentity...)
-		res, err = git(ctx, gitDir, o, args...)
+		o.Env = append(o.Env, salvageIdentity...)
+		res, err = Run(ctx, gitDir, o, args...)
 	}
 	if err != nil {
 		return "", err
 	}
-	id := strings.TrimSuffix(string(res.stdout), "\n")
-	if !isObjectID(id) {
-		return "", unexpected("git commit-tree", "%q is not an object id", id)
+	id := strings.TrimSuffix(string(res.Stdout), "\n")
+	if !IsObjectID(id) {
+		return "", Unexpected("git commit-tree", "%q is not an object id", id)
 	}
 	return id, nil
 }
@@ -327,20 +327,20 @@ func EntryStashes(gitDir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseReflogNew(b)
+	return ParseReflogNew(b)
 }
 
 // GitDirRefs returns the refs under prefixes of the repository whose git
 // directory is src (a submodule's, kept in a worktree's entry whose folder
 // is gone): full name -> object id.
 func GitDirRefs(ctx context.Context, src string, prefixes ...string) (map[string]string, error) {
-	res, err := git(ctx, src, entryOpts(src, ""), append([]string{"for-each-ref", "--format=%(objectname) %(refname)"}, prefixes...)...)
+	res, err := Run(ctx, src, entryOpts(src, ""), append([]string{"for-each-ref", "--format=%(objectname) %(refname)"}, prefixes...)...)
 	if err != nil {
 		return nil, err
 	}
 	refs := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(res.stdout)), "\n") {
-		if id, name, ok := strings.Cut(line, " "); ok && isObjectID(id) {
+	for _, line := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
+		if id, name, ok := strings.Cut(line, " "); ok && IsObjectID(id) {
 			refs[name] = id
 		}
 	}
@@ -362,7 +362,7 @@ func CopyFromGitDir(ctx context.Context, commonDir, src string, refs map[string]
 	var tips, updates strings.Builder
 	seen := map[string]bool{}
 	for name, id := range refs {
-		if CheckRefName(name) != nil || !isObjectID(id) {
+		if CheckRefName(name) != nil || !IsObjectID(id) {
 			return fmt.Errorf("gitops: copying %s from %s: not a ref and an object id", name, src)
 		}
 		if !seen[id] {
@@ -372,11 +372,11 @@ func CopyFromGitDir(ctx context.Context, commonDir, src string, refs map[string]
 		fmt.Fprintf(&updates, "update %s %s\n", name, id)
 	}
 	o := entryOpts(src, "")
-	o.readOnly, o.stdin = false, []byte(tips.String())
-	if _, err := git(ctx, src, o, "pack-objects", "--revs", "--quiet", filepath.Join(commonDir, "objects", "pack", "pack")); err != nil {
+	o.ReadOnly, o.Stdin = false, []byte(tips.String())
+	if _, err := Run(ctx, src, o, "pack-objects", "--revs", "--quiet", filepath.Join(commonDir, "objects", "pack", "pack")); err != nil {
 		return fmt.Errorf("gitops: keeping refs of %s: %w", src, err)
 	}
-	if _, err := git(ctx, commonDir, cmdOpts{stdin: []byte(updates.String())}, "update-ref", "--stdin"); err != nil {
+	if _, err := Run(ctx, commonDir, Cmd{Stdin: []byte(updates.String())}, "update-ref", "--stdin"); err != nil {
 		return fmt.Errorf("gitops: keeping refs of %s: %w", src, err)
 	}
 	return nil
@@ -384,11 +384,11 @@ func CopyFromGitDir(ctx context.Context, commonDir, src string, refs map[string]
 
 // onCommon returns the options of a read-only git command run in the
 // common directory with stdin (SurveyEntry sets commonOpts).
-func (s *Survey) onCommon(stdin []byte) cmdOpts {
-	o := cmdOpts{}
+func (s *Survey) onCommon(stdin []byte) Cmd {
+	o := Cmd{}
 	if s.commonOpts != nil {
 		o = *s.commonOpts
 	}
-	o.readOnly, o.stdin = true, stdin
+	o.ReadOnly, o.Stdin = true, stdin
 	return o
 }

@@ -39,22 +39,22 @@ func execBit(fi os.FileInfo) Mode {
 // regularEntries lists the stage-0 entries of regular files (100644 and
 // 100755) of the index file index, whose content data holds: read in
 // process, or by git when this code cannot read it (a split index).
-func regularEntries(ctx context.Context, dir, ceiling, index string, data []byte, hashLen int) ([]indexEntry, error) {
-	var out []indexEntry
-	keep := func(e indexEntry) {
+func regularEntries(ctx context.Context, dir, ceiling, index string, data []byte, hashLen int) ([]IndexEntry, error) {
+	var out []IndexEntry
+	keep := func(e IndexEntry) {
 		if e.Stage == 0 && (e.Mode == ModeFile || e.Mode == ModeExecutable) {
 			out = append(out, e)
 		}
 	}
-	if err := scanIndex(data, hashLen, keep); err == nil {
+	if err := ScanIndex(data, hashLen, keep); err == nil {
 		return out, nil
 	}
 	out = nil
-	res, err := git(ctx, dir, cmdOpts{readOnly: true, indexFile: index, ceiling: ceiling}, "ls-files", "-s", "-v", "-z")
+	res, err := Run(ctx, dir, Cmd{ReadOnly: true, IndexFile: index, Ceiling: ceiling}, "ls-files", "-s", "-v", "-z")
 	if err != nil {
 		return nil, err
 	}
-	for _, rec := range bytes.Split(bytes.TrimSuffix(res.stdout, []byte{0}), []byte{0}) {
+	for _, rec := range bytes.Split(bytes.TrimSuffix(res.Stdout, []byte{0}), []byte{0}) {
 		if len(rec) == 0 {
 			continue
 		}
@@ -141,7 +141,7 @@ func (s *Survey) recordExecBits(ctx context.Context, dir, ceiling, index string)
 	if in.Len() == 0 {
 		return nil
 	}
-	_, err = git(ctx, dir, cmdOpts{indexFile: index, ceiling: ceiling, stdin: []byte(in.String())},
+	_, err = Run(ctx, dir, Cmd{IndexFile: index, Ceiling: ceiling, Stdin: []byte(in.String())},
 		"update-index", "-z", "--index-info")
 	return err
 }

@@ -147,59 +147,60 @@ var strippedEnv = map[string]bool{
 	"GIT_ICASE_PATHSPECS":              true,
 }
 
-// cmdOpts tune one git invocation.
-type cmdOpts struct {
-	// readOnly sets GIT_OPTIONAL_LOCKS=0 so that a read-only command
+// A Cmd tunes one git invocation (see Run). The zero Cmd runs a command
+// that may write, in dir as git finds it, with git's own exit statuses.
+type Cmd struct {
+	// ReadOnly sets GIT_OPTIONAL_LOCKS=0 so that a read-only command
 	// (status) never refreshes and rewrites the index behind the caller.
-	readOnly bool
-	// indexFile, when set, is exported as GIT_INDEX_FILE: the salvage
+	ReadOnly bool
+	// IndexFile, when set, is exported as GIT_INDEX_FILE: the salvage
 	// recipe works on a private copy of the index.
-	indexFile string
-	// ceiling, when set, is exported as GIT_CEILING_DIRECTORIES (replacing
+	IndexFile string
+	// Ceiling, when set, is exported as GIT_CEILING_DIRECTORIES (replacing
 	// any inherited value) so that git cannot walk up from -C into an
 	// enclosing repository. Commands that act on a whole worktree set it
-	// to the parent of the worktree's top level; git() then names that
-	// worktree's git directory and work tree too (gitDir, workTree).
-	ceiling string
-	// literalPathspecs makes every pathspec a literal path.
-	literalPathspecs bool
+	// to the parent of the worktree's top level; Run then names that
+	// worktree's git directory and work tree too (GitDir, WorkTree).
+	Ceiling string
+	// LiteralPathspecs makes every pathspec a literal path.
+	LiteralPathspecs bool
 	// progress, when set, receives git's progress meter lines from its
 	// stderr (see WithProgress); the command must not be run --quiet.
 	progress io.Writer
-	// okCodes are non-zero exit statuses that are answers, not failures
+	// OKCodes are non-zero exit statuses that are answers, not failures
 	// (git check-ignore exits 1 for "not ignored").
-	okCodes []int
+	OKCodes []int
 	// retryPartial retries a command that is not read-only but fails
 	// before it acts when it meets a half-written worktree entry (worktree
 	// lock and unlock).
 	retryPartial bool
-	// extraEnv is appended to the child's environment.
-	extraEnv []string
+	// Env is appended to the child's environment.
+	Env []string
 	// refreshIndex lets a read-only command take git's optional locks, so
 	// that status refreshes the index's stat cache as a plain `git status`
 	// does (see StatusOptions.Refresh).
 	refreshIndex bool
-	// gitDir and workTree, when set, are exported as GIT_DIR and
+	// GitDir and WorkTree, when set, are exported as GIT_DIR and
 	// GIT_WORK_TREE: git then acts on exactly that git directory and work
-	// tree, whatever core.worktree or core.bare say (see openTree).
-	gitDir, workTree string
+	// tree, whatever core.worktree or core.bare say (see OpenTree).
+	GitDir, WorkTree string
 	// plain runs git as the user would, left to itself: it discovers the
-	// git directory and work tree from dir even when ceiling is set (see
+	// git directory and work tree from dir even when Ceiling is set (see
 	// CheckWorkTree).
 	plain bool
-	// stdin, when set, is the command's standard input (object ids for
+	// Stdin, when set, is the command's standard input (object ids for
 	// cat-file and rev-list, paths for update-index).
-	stdin []byte
-	// stdout, when set, receives the command's standard output as git
-	// writes it (result.stdout is then empty), for output too large to
+	Stdin []byte
+	// Stdout, when set, receives the command's standard output as git
+	// writes it (Result.Stdout is then empty), for output too large to
 	// hold; such a command is never run again.
-	stdout io.Writer
+	Stdout io.Writer
 }
 
-// result is the outcome of a git command that did not fail.
-type result struct {
-	stdout []byte
-	code   int
+// A Result is the outcome of a git command that did not fail.
+type Result struct {
+	Stdout []byte // what git wrote on its standard output (unless Cmd.Stdout took it)
+	Code   int    // 0, or the Cmd.OKCodes status git exited with
 }
 
 // maxStderr bounds how much of git's stderr an Error keeps.
@@ -209,13 +210,13 @@ const maxStderr = 64 << 10
 // (which carries HOME, and so the user's global config and
 // core.excludesFile) minus strippedEnv, plus a stable locale and no
 // prompts or pagers.
-func environ(o cmdOpts) []string {
+func environ(o Cmd) []string {
 	inherited := os.Environ()
 	env := make([]string, 0, len(inherited)+8)
 	for _, kv := range inherited {
 		k, _, _ := strings.Cut(kv, "=")
 		if strippedEnv[k] || k == "LC_ALL" || k == "GIT_TERMINAL_PROMPT" || k == "GIT_PAGER" || k == "GIT_OPTIONAL_LOCKS" ||
-			k == "GIT_CEILING_DIRECTORIES" && o.ceiling != "" {
+			k == "GIT_CEILING_DIRECTORIES" && o.Ceiling != "" {
 			continue
 		}
 		env = append(env, kv)
@@ -223,22 +224,22 @@ func environ(o cmdOpts) []string {
 	// LC_ALL=C keeps messages in English, which the classification of
 	// failures below depends on.
 	env = append(env, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat")
-	if o.readOnly && !o.refreshIndex {
+	if o.ReadOnly && !o.refreshIndex {
 		env = append(env, "GIT_OPTIONAL_LOCKS=0")
 	}
-	if o.indexFile != "" {
-		env = append(env, "GIT_INDEX_FILE="+o.indexFile)
+	if o.IndexFile != "" {
+		env = append(env, "GIT_INDEX_FILE="+o.IndexFile)
 	}
-	if o.ceiling != "" {
-		env = append(env, "GIT_CEILING_DIRECTORIES="+o.ceiling)
+	if o.Ceiling != "" {
+		env = append(env, "GIT_CEILING_DIRECTORIES="+o.Ceiling)
 	}
-	if o.literalPathspecs {
+	if o.LiteralPathspecs {
 		env = append(env, "GIT_LITERAL_PATHSPECS=1")
 	}
-	if o.gitDir != "" && o.workTree != "" {
-		env = append(env, "GIT_DIR="+o.gitDir, "GIT_WORK_TREE="+o.workTree)
+	if o.GitDir != "" && o.WorkTree != "" {
+		env = append(env, "GIT_DIR="+o.GitDir, "GIT_WORK_TREE="+o.WorkTree)
 	}
-	env = append(env, o.extraEnv...)
+	env = append(env, o.Env...)
 	return env
 }
 
@@ -246,22 +247,22 @@ func environ(o cmdOpts) []string {
 // mocked), but a missing git must fail with a clear error.
 const gitBinary = "git"
 
-// git runs `git -C dir args...`. A non-zero exit that is not listed in
-// o.okCodes, or a failure to run, is returned as an *Error carrying the
-// arguments, exit status and stderr; generic classifications (not a
-// repository, directory missing) are applied here, command-specific ones by
-// the caller.
-func git(ctx context.Context, dir string, o cmdOpts, args ...string) (result, error) {
+// Run runs `git -C dir args...`; it is the one place that starts git. A
+// non-zero exit that is not listed in o.OKCodes, or a failure to run, is
+// returned as an *Error carrying the arguments, exit status and stderr;
+// generic classifications (not a repository, directory missing) are
+// applied here, command-specific ones by the caller.
+func Run(ctx context.Context, dir string, o Cmd, args ...string) (Result, error) {
 	// A ceiling marks a command that acts on the worktree whose top level
 	// is dir: it always names that worktree's git directory and work tree
-	// (see openTree), so that core.worktree or core.bare in the worktree's
+	// (see OpenTree), so that core.worktree or core.bare in the worktree's
 	// own config cannot aim it at another directory.
-	if o.ceiling != "" && o.gitDir == "" && !o.plain {
-		gitDir, err := worktreeGitDir(dir)
+	if o.Ceiling != "" && o.GitDir == "" && !o.plain {
+		gitDir, err := WorktreeGitDir(dir)
 		if err != nil {
-			return result{}, err
+			return Result{}, err
 		}
-		o.gitDir, o.workTree = gitDir, dir
+		o.GitDir, o.WorkTree = gitDir, dir
 	}
 	// A concurrent `git worktree add` writes its administrative entry in
 	// steps, and git commands that enumerate worktrees meanwhile die with
@@ -271,7 +272,7 @@ func git(ctx context.Context, dir string, o cmdOpts, args ...string) (result, er
 	for attempt := 0; ; attempt++ {
 		res, err := gitOnce(ctx, dir, o, args...)
 		var ge *Error
-		if err == nil || attempt >= 100 || !(o.readOnly || o.retryPartial) || o.stdout != nil ||
+		if err == nil || attempt >= 100 || !(o.ReadOnly || o.retryPartial) || o.Stdout != nil ||
 			!errors.As(err, &ge) || !partialWorktreeEntry(ge.Stderr) {
 			return res, err
 		}
@@ -286,7 +287,7 @@ func git(ctx context.Context, dir string, o cmdOpts, args ...string) (result, er
 	}
 }
 
-// testHookPartialEntry, set only by tests, runs each time git() is about
+// testHookPartialEntry, set only by tests, runs each time Run is about
 // to retry a command that met a half-written worktree entry, so that a
 // test can finish the entry exactly then instead of guessing a moment.
 var testHookPartialEntry func(attempt int)
@@ -298,17 +299,17 @@ func partialWorktreeEntry(stderr string) bool {
 		strings.Contains(stderr, "commondir")
 }
 
-func gitOnce(ctx context.Context, dir string, o cmdOpts, args ...string) (result, error) {
+func gitOnce(ctx context.Context, dir string, o Cmd, args ...string) (Result, error) {
 	full := make([]string, 0, len(args)+4)
 	full = append(full, "-C", dir)
-	if o.workTree != "" && !o.plain && caseSensitive(o.workTree) {
+	if o.WorkTree != "" && !o.plain && caseSensitive(o.WorkTree) {
 		// core.ignorecase=true on a case-sensitive file system (a
 		// repository copied from macOS or Windows) makes git take an
 		// untracked A.txt for the tracked a.txt and list neither: a
 		// salvage would miss it, and the removal delete it.
 		full = append(full, "-c", "core.ignorecase=false")
 	}
-	if o.workTree != "" && !o.plain {
+	if o.WorkTree != "" && !o.plain {
 		// A file-system monitor (core.fsmonitor: a hook or git's daemon)
 		// that stopped watching or missed an event makes git trust index
 		// entries whose files changed: status would not show the edit, and
@@ -324,8 +325,8 @@ func gitOnce(ctx context.Context, dir string, o cmdOpts, args ...string) (result
 	full = append(full, args...)
 	cmd := exec.CommandContext(ctx, gitBinary, full...)
 	cmd.Env = environ(o)
-	if o.stdin != nil {
-		cmd.Stdin = bytes.NewReader(o.stdin)
+	if o.Stdin != nil {
+		cmd.Stdin = bytes.NewReader(o.Stdin)
 	}
 	// Stop rather than kill on cancellation (stopChild): git removes its
 	// lock files (index.lock, ref locks) on SIGTERM, but not on SIGKILL.
@@ -337,8 +338,8 @@ func gitOnce(ctx context.Context, dir string, o cmdOpts, args ...string) (result
 	var stdout bytes.Buffer
 	stderr := &cappedBuffer{max: maxStderr}
 	cmd.Stdout = &stdout
-	if o.stdout != nil {
-		cmd.Stdout = o.stdout
+	if o.Stdout != nil {
+		cmd.Stdout = o.Stdout
 	}
 	cmd.Stderr = stderr
 	var split *progressSplit
@@ -351,7 +352,7 @@ func gitOnce(ctx context.Context, dir string, o cmdOpts, args ...string) (result
 		split.flush()
 	}
 	if err == nil {
-		return result{stdout: stdout.Bytes()}, nil
+		return Result{Stdout: stdout.Bytes()}, nil
 	}
 	e := &Error{Dir: dir, Args: args, ExitCode: -1, Stderr: strings.TrimSpace(stderr.String())}
 	var exit *exec.ExitError
@@ -360,16 +361,16 @@ func gitOnce(ctx context.Context, dir string, o cmdOpts, args ...string) (result
 		e.Err = ctx.Err()
 	case errors.As(err, &exit) && exit.Exited():
 		e.ExitCode = exit.ExitCode()
-		for _, c := range o.okCodes {
+		for _, c := range o.OKCodes {
 			if c == e.ExitCode {
-				return result{stdout: stdout.Bytes(), code: c}, nil
+				return Result{Stdout: stdout.Bytes(), Code: c}, nil
 			}
 		}
 		e.Err = classifyCommon(e.Stderr)
 	default:
 		e.Err = err
 	}
-	return result{}, e
+	return Result{}, e
 }
 
 // stopChild asks a child (git, or a hook it would run) to end, by SIGTERM,
@@ -447,8 +448,8 @@ func (c *cappedBuffer) Write(p []byte) (int, error) {
 
 func (c *cappedBuffer) String() string { return c.buf.String() }
 
-// unexpected reports output that the strict parsers refuse.
-func unexpected(what string, format string, args ...any) error {
+// Unexpected reports output that the strict parsers refuse.
+func Unexpected(what string, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrUnexpectedOutput, what, fmt.Sprintf(format, args...))
 }
 

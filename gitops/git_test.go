@@ -44,7 +44,7 @@ func TestEnvironmentIsolation(t *testing.T) {
 	if !errors.Is(err, ErrNotARepository) {
 		t.Errorf("classification needs LC_ALL=C; got %v", err)
 	}
-	env := strings.Join(environ(cmdOpts{readOnly: true}), "\n")
+	env := strings.Join(environ(Cmd{ReadOnly: true}), "\n")
 	for _, kv := range []string{"GIT_DIR=", "GIT_WORK_TREE=", "GIT_INDEX_FILE=", "GIT_COMMON_DIR=", "GIT_OBJECT_DIRECTORY=", "GIT_LITERAL_PATHSPECS=", "LC_ALL=fr"} {
 		if strings.Contains("\n"+env, "\n"+kv) {
 			t.Errorf("environment keeps %s", kv)
@@ -55,7 +55,7 @@ func TestEnvironmentIsolation(t *testing.T) {
 			t.Errorf("environment lacks %s", kv)
 		}
 	}
-	if strings.Contains(strings.Join(environ(cmdOpts{}), "\n"), "GIT_OPTIONAL_LOCKS") {
+	if strings.Contains(strings.Join(environ(Cmd{}), "\n"), "GIT_OPTIONAL_LOCKS") {
 		t.Errorf("a writing command runs with GIT_OPTIONAL_LOCKS set")
 	}
 }
@@ -134,11 +134,11 @@ func TestSubmodulesInProcessAgreesWithGit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := git(t.Context(), repo.Dir, cmdOpts{readOnly: true}, "ls-files", "--stage", "-z")
+	res, err := Run(t.Context(), repo.Dir, Cmd{ReadOnly: true}, "ls-files", "--stage", "-z")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := parseGitlinks(res.stdout)
+	want, err := parseGitlinks(res.Stdout)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,14 +23,14 @@ func (r *Reader) WorktreeHead(ctx context.Context, worktree string) (string, err
 		return id, nil
 	}
 	o := treeOpts(worktree)
-	o.readOnly = true
-	res, err := git(ctx, worktree, o, "rev-parse", "-q", "--verify", "HEAD^{commit}")
+	o.ReadOnly = true
+	res, err := Run(ctx, worktree, o, "rev-parse", "-q", "--verify", "HEAD^{commit}")
 	if err != nil {
 		return "", classify(err, ErrUnknownRevision, "Needed a single revision", "unknown revision")
 	}
-	id := strings.TrimSuffix(string(res.stdout), "\n")
-	if !isObjectID(id) {
-		return "", unexpected("git rev-parse", "%q is not an object id", id)
+	id := strings.TrimSuffix(string(res.Stdout), "\n")
+	if !IsObjectID(id) {
+		return "", Unexpected("git rev-parse", "%q is not an object id", id)
 	}
 	return id, nil
 }
@@ -65,7 +65,7 @@ func (r *Reader) worktreeHeadInProcess(ctx context.Context, worktree string) (st
 		id, err := r.ResolveCommit(ctx, ref)
 		return id, err == nil
 	}
-	if isObjectID(h) {
+	if IsObjectID(h) {
 		return h, true
 	}
 	return "", false
@@ -99,7 +99,7 @@ func (r *Reader) looseBranch(gitdir, ref string) (string, bool) {
 		return "", false
 	}
 	id := strings.TrimSuffix(string(data), "\n")
-	if len(id) != 40 || !isObjectID(id) { // go-git reads SHA-1 repositories only
+	if len(id) != 40 || !IsObjectID(id) { // go-git reads SHA-1 repositories only
 		return "", false
 	}
 	r.mu.Lock()
@@ -134,11 +134,11 @@ func (r *Reader) RefExists(ctx context.Context, name string) (bool, error) {
 			return false, nil
 		}
 	}
-	res, err := git(ctx, r.dir, r.opts(cmdOpts{readOnly: true, okCodes: []int{1}}), "show-ref", "--verify", "-q", "--", name)
+	res, err := Run(ctx, r.dir, r.opts(Cmd{ReadOnly: true, OKCodes: []int{1}}), "show-ref", "--verify", "-q", "--", name)
 	if err != nil {
 		return false, err
 	}
-	return res.code == 0, nil
+	return res.Code == 0, nil
 }
 
 // WorktreePaths returns the top-level paths of the repository's worktrees,

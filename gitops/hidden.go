@@ -104,13 +104,13 @@ func (s *Survey) hashFlagged(ctx context.Context, dir, ceiling string) error {
 	for _, e := range toHash {
 		args = append(args, e.Path)
 	}
-	res, err := git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling}, args...)
+	res, err := Run(ctx, dir, Cmd{ReadOnly: true, Ceiling: ceiling}, args...)
 	if err != nil {
 		return err
 	}
-	ids := strings.Split(strings.TrimSuffix(string(res.stdout), "\n"), "\n")
+	ids := strings.Split(strings.TrimSuffix(string(res.Stdout), "\n"), "\n")
 	if len(ids) != len(toHash) {
-		return unexpected("git hash-object", "%d ids for %d files", len(ids), len(toHash))
+		return Unexpected("git hash-object", "%d ids for %d files", len(ids), len(toHash))
 	}
 	for i, e := range toHash {
 		if ids[i] != e.ID {
@@ -138,7 +138,7 @@ func (s *Survey) loadFlagged(ctx context.Context, dir, ceiling string) error {
 	return nil
 }
 
-func (s *Survey) addHidden(e indexEntry, flag, change string) {
+func (s *Survey) addHidden(e IndexEntry, flag, change string) {
 	s.Hidden = append(s.Hidden, HiddenFile{Path: e.Path, Flag: flag, Change: change})
 	s.hidden = append(s.hidden, e)
 	if e.AssumeUnchanged {
@@ -162,7 +162,7 @@ func (s *Survey) revealHidden(ctx context.Context, dir, ceiling, index string) e
 	for _, flag := range []string{"--no-assume-unchanged", "--no-skip-worktree"} {
 		if paths := s.unhide[flag]; len(paths) > 0 {
 			in := strings.Join(paths, "\x00") + "\x00"
-			if _, err := git(ctx, dir, cmdOpts{indexFile: index, ceiling: ceiling, stdin: []byte(in)},
+			if _, err := Run(ctx, dir, Cmd{IndexFile: index, Ceiling: ceiling, Stdin: []byte(in)},
 				"update-index", flag, "-z", "--stdin"); err != nil {
 				return err
 			}
@@ -175,7 +175,7 @@ func (s *Survey) revealHidden(ctx context.Context, dir, ceiling, index string) e
 	for _, e := range s.hidden {
 		fmt.Fprintf(&in, "%s %s\t%s\x00", e.Mode, e.ID, e.Path)
 	}
-	_, err := git(ctx, dir, cmdOpts{indexFile: index, ceiling: ceiling, stdin: []byte(in.String())},
+	_, err := Run(ctx, dir, Cmd{IndexFile: index, Ceiling: ceiling, Stdin: []byte(in.String())},
 		"update-index", "-z", "--index-info")
 	return err
 }
@@ -183,14 +183,14 @@ func (s *Survey) revealHidden(ctx context.Context, dir, ceiling, index string) e
 // flaggedByGit lists the assume-unchanged and skip-worktree entries with
 // `git ls-files -s -v -z` (lowercase tags mark assume-unchanged, S marks
 // skip-worktree), and the conflicted ones.
-func (s *Survey) flaggedByGit(ctx context.Context, dir, ceiling string) ([]indexEntry, error) {
-	res, err := git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling}, "ls-files", "-s", "-v", "-z")
+func (s *Survey) flaggedByGit(ctx context.Context, dir, ceiling string) ([]IndexEntry, error) {
+	res, err := Run(ctx, dir, Cmd{ReadOnly: true, Ceiling: ceiling}, "ls-files", "-s", "-v", "-z")
 	if err != nil {
 		return nil, err
 	}
-	var out []indexEntry
+	var out []IndexEntry
 	s.Conflicted, s.stages = 0, nil
-	for _, rec := range bytes.Split(bytes.TrimSuffix(res.stdout, []byte{0}), []byte{0}) {
+	for _, rec := range bytes.Split(bytes.TrimSuffix(res.Stdout, []byte{0}), []byte{0}) {
 		e, err := parseStageRecord(rec)
 		if err != nil {
 			return nil, err

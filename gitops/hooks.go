@@ -19,13 +19,13 @@ func HooksDir(ctx context.Context, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	res, err := git(ctx, abs, cmdOpts{readOnly: true}, "rev-parse", "--path-format=absolute", "--git-path", "hooks")
+	res, err := Run(ctx, abs, Cmd{ReadOnly: true}, "rev-parse", "--path-format=absolute", "--git-path", "hooks")
 	if err != nil {
 		return "", err
 	}
-	out, ok := strings.CutSuffix(string(res.stdout), "\n")
+	out, ok := strings.CutSuffix(string(res.Stdout), "\n")
 	if !ok || out == "" || strings.Contains(out, "\n") || !filepath.IsAbs(out) {
-		return "", unexpected("git rev-parse --git-path hooks", "want one absolute path, got %q", res.stdout)
+		return "", Unexpected("git rev-parse --git-path hooks", "want one absolute path, got %q", res.Stdout)
 	}
 	return filepath.Clean(out), nil
 }

@@ -16,7 +16,7 @@ func CheckIgnore(ctx context.Context, worktree, relpath string) (bool, error) {
 	if relpath == "" {
 		return false, errors.New("gitops: CheckIgnore needs a path")
 	}
-	dir, o, err := openTree(worktree)
+	dir, o, err := OpenTree(worktree)
 	if err != nil {
 		return false, err
 	}
@@ -25,11 +25,11 @@ func CheckIgnore(ctx context.Context, worktree, relpath string) (bool, error) {
 	if strings.HasPrefix(relpath, ":") {
 		relpath = "./" + relpath
 	}
-	o.readOnly, o.okCodes = true, []int{1}
-	res, err := git(ctx, dir, o,
+	o.ReadOnly, o.OKCodes = true, []int{1}
+	res, err := Run(ctx, dir, o,
 		"check-ignore", "-q", "--", relpath)
 	if err != nil {
 		return false, err
 	}
-	return res.code == 0, nil
+	return res.Code == 0, nil
 }

@@ -8,13 +8,16 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/majlis-dev/majlis/wire"
 )
 
-// errSplitIndex: the index is split (core.splitIndex); its entries live
-// partly in a shared index file, so scanning this file alone is not enough.
-var errSplitIndex = errors.New("split index")
+// ErrSplitIndex means the index is split (core.splitIndex): its entries
+// live partly in a shared index file, so scanning this file alone is not
+// enough. Callers then ask git.
+var ErrSplitIndex = wire.Sentinel("git_failed", "gitops: split index")
 
-// indexGitlinks returns the paths of the gitlink (submodule) entries in an
+// IndexGitlinks returns the paths of the gitlink (submodule) entries in an
 // index file's bytes, formats 2 to 4, for object ids of hashLen bytes.
 //
 // Snapshot needs only these paths, to ask git which submodules are dirty.
@@ -25,9 +28,9 @@ var errSplitIndex = errors.New("split index")
 // The trailing checksum is not verified: git verified it when it wrote the
 // file a moment ago, and a wrong answer here only makes the dirty-submodule
 // check ask git about more or fewer paths.
-func indexGitlinks(data []byte, hashLen int) ([]string, error) {
+func IndexGitlinks(data []byte, hashLen int) ([]string, error) {
 	var links []string
-	err := scanIndex(data, hashLen, func(e indexEntry) {
+	err := ScanIndex(data, hashLen, func(e IndexEntry) {
 		if e.Mode == ModeGitlink {
 			links = append(links, e.Path)
 		}
@@ -38,8 +41,8 @@ func indexGitlinks(data []byte, hashLen int) ([]string, error) {
 	return links, nil
 }
 
-// An indexEntry is what scanIndex reports of one index entry.
-type indexEntry struct {
+// An IndexEntry is what ScanIndex reports of one index entry.
+type IndexEntry struct {
 	Path  string
 	Mode  Mode
 	ID    string // hex
@@ -62,16 +65,16 @@ const (
 	indexMaxFlagsNameSize = 0xfff
 )
 
-// scanIndex calls fn with every entry of an index file's bytes, formats 2
+// ScanIndex calls fn with every entry of an index file's bytes, formats 2
 // to 4, for object ids of hashLen bytes, and checks the extensions' framing.
-// A split index (its entries partly in a shared index) gives errSplitIndex.
-func scanIndex(data []byte, hashLen int, fn func(indexEntry)) error {
-	return scanIndexAt(data, hashLen, fn, nil)
+// A split index (its entries partly in a shared index) gives ErrSplitIndex.
+func ScanIndex(data []byte, hashLen int, fn func(IndexEntry)) error {
+	return ScanIndexAt(data, hashLen, fn, nil)
 }
 
-// scanIndexAt is scanIndex, and sets *endOfEntries (when not nil) to where
+// ScanIndexAt is ScanIndex, and sets *endOfEntries (when not nil) to where
 // the entries end and the extensions begin.
-func scanIndexAt(data []byte, hashLen int, fn func(indexEntry), endOfEntries *int) error {
+func ScanIndexAt(data []byte, hashLen int, fn func(IndexEntry), endOfEntries *int) error {
 	if hashLen != 20 && hashLen != 32 {
 		return fmt.Errorf("index: hash length %d", hashLen)
 	}
@@ -142,7 +145,7 @@ func scanIndexAt(data []byte, hashLen int, fn func(indexEntry), endOfEntries *in
 		if n := int(flags & indexMaxFlagsNameSize); n < indexMaxFlagsNameSize && n != len(name) {
 			return fmt.Errorf("index: entry %d path length %d, flags say %d", i, len(name), n)
 		}
-		fn(indexEntry{Path: string(name), Mode: Mode(mode), ID: id, Stage: int(flags&indexFlagStageMask) >> 12,
+		fn(IndexEntry{Path: string(name), Mode: Mode(mode), ID: id, Stage: int(flags&indexFlagStageMask) >> 12,
 			AssumeUnchanged: flags&indexFlagAssumeValid != 0, SkipWorktree: ext&indexExtSkipWorktree != 0,
 			IntentToAdd: ext&indexExtIntentToAdd != 0})
 		prev = name
@@ -161,7 +164,7 @@ func scanIndexAt(data []byte, hashLen int, fn func(indexEntry), endOfEntries *in
 			return fmt.Errorf("index: extension %q overruns the file", sig)
 		}
 		if sig == "link" {
-			return errSplitIndex
+			return ErrSplitIndex
 		}
 		off += 8 + int(size)
 	}
@@ -171,14 +174,14 @@ func scanIndexAt(data []byte, hashLen int, fn func(indexEntry), endOfEntries *in
 	return nil
 }
 
-// indexResolveUndo returns the stages that the index's resolve-undo
+// IndexResolveUndo returns the stages that the index's resolve-undo
 // ("REUC") extension keeps for conflicts resolved since (`git checkout -m`
 // recreates a conflict from them), as entries with Stage 1 to 3. The
-// extensions begin at entriesEnd (see scanIndexAt). Each record is a
+// extensions begin at entriesEnd (see ScanIndexAt). Each record is a
 // NUL-terminated path, three NUL-terminated octal modes (0: no such
 // stage), then an object id for every stage whose mode is not 0.
-func indexResolveUndo(data []byte, hashLen, entriesEnd int) ([]indexEntry, error) {
-	var out []indexEntry
+func IndexResolveUndo(data []byte, hashLen, entriesEnd int) ([]IndexEntry, error) {
+	var out []IndexEntry
 	end := len(data) - hashLen
 	for off := entriesEnd; off+8 <= end; {
 		sig := string(data[off : off+4])
@@ -220,7 +223,7 @@ func indexResolveUndo(data []byte, hashLen, entriesEnd int) ([]indexEntry, error
 				if len(b) < hashLen {
 					return nil, errors.New("index: resolve-undo entry truncated")
 				}
-				out = append(out, indexEntry{Path: path, Mode: Mode(m), ID: hex.EncodeToString(b[:hashLen]), Stage: i + 1})
+				out = append(out, IndexEntry{Path: path, Mode: Mode(m), ID: hex.EncodeToString(b[:hashLen]), Stage: i + 1})
 				b = b[hashLen:]
 			}
 		}
@@ -252,13 +255,13 @@ func indexVarint(b []byte) (val uint64, n int) {
 	return val, n
 }
 
-// cacheTreeRoot returns the root tree id recorded in an index file's
+// CacheTreeRoot returns the root tree id recorded in an index file's
 // cache-tree ("TREE") extension when it is valid, else "". A valid root is
 // what `git write-tree` of the index would answer, without running it. The
 // file is not trusted: anything unexpected gives "".
 //
-// entriesEnd is where the entries end, as scanIndexAt found it.
-func cacheTreeRoot(data []byte, hashLen, entriesEnd int) string {
+// entriesEnd is where the entries end, as ScanIndexAt found it.
+func CacheTreeRoot(data []byte, hashLen, entriesEnd int) string {
 	if len(data) < indexHeaderLength+hashLen || string(data[:4]) != "DIRC" || entriesEnd < indexHeaderLength {
 		return ""
 	}

@@ -38,7 +38,7 @@ func TestIndexGitlinks(t *testing.T) {
 		}, 20, nil},
 		{"version 4", nil, func(r *fixtures.Repo) { r.Git("update-index", "--index-version", "4") }, 20, nil},
 		{"sha256", []string{"--object-format=sha256"}, func(r *fixtures.Repo) {}, 32, nil},
-		{"split index", nil, func(r *fixtures.Repo) { r.Git("update-index", "--split-index") }, 20, errSplitIndex},
+		{"split index", nil, func(r *fixtures.Repo) { r.Git("update-index", "--split-index") }, 20, ErrSplitIndex},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -63,7 +63,7 @@ func TestIndexGitlinks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := indexGitlinks(data, tt.hashLen)
+			got, err := IndexGitlinks(data, tt.hashLen)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("indexGitlinks error = %v, want %v", err, tt.wantErr)
@@ -76,11 +76,11 @@ func TestIndexGitlinks(t *testing.T) {
 			if diff := cmp.Diff(gitlinksByGit(r), got); diff != "" {
 				t.Errorf("indexGitlinks mismatch (-git +got):\n%s", diff)
 			}
-			if _, err := indexGitlinks(data, 52-tt.hashLen); err == nil {
+			if _, err := IndexGitlinks(data, 52-tt.hashLen); err == nil {
 				t.Errorf("indexGitlinks with the wrong hash length succeeded")
 			}
 			for _, n := range []int{0, 11, 12, len(data) / 2, len(data) - 21} {
-				if _, err := indexGitlinks(data[:n], tt.hashLen); err == nil {
+				if _, err := IndexGitlinks(data[:n], tt.hashLen); err == nil {
 					t.Errorf("indexGitlinks of %d of %d bytes succeeded", n, len(data))
 				}
 			}
@@ -111,22 +111,22 @@ func FuzzIndexGitlinks(f *testing.F) {
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		links, err := indexGitlinks(data, 20)
+		links, err := IndexGitlinks(data, 20)
 		if err == nil && len(links) > len(data)/62 {
 			t.Fatalf("%d gitlinks from %d bytes", len(links), len(data))
 		}
 		// The same file read for salvage: entries with their flags, and the
 		// cache-tree's root.
 		end := -1
-		if err := scanIndexAt(data, 20, func(e indexEntry) {
-			if e.Stage < 0 || e.Stage > 3 || !isObjectID(e.ID) {
+		if err := ScanIndexAt(data, 20, func(e IndexEntry) {
+			if e.Stage < 0 || e.Stage > 3 || !IsObjectID(e.ID) {
 				t.Fatalf("entry %+v", e)
 			}
 		}, &end); err == nil {
 			if end < 12 || end > len(data)-20 {
 				t.Fatalf("entries end at %d of %d bytes", end, len(data))
 			}
-			if root := cacheTreeRoot(data, 20, end); root != "" && !isObjectID(root) {
+			if root := CacheTreeRoot(data, 20, end); root != "" && !IsObjectID(root) {
 				t.Fatalf("cache-tree root %q", root)
 			}
 		}

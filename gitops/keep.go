@@ -28,32 +28,32 @@ type HeadState struct {
 // process (git's own files: the worktree's HEAD, then its branch, loose
 // or packed): a symbolic ref to a branch, or a detached commit.
 func ReadHead(ctx context.Context, worktree string) (HeadState, error) {
-	abs, o, err := openTree(worktree)
+	abs, o, err := OpenTree(worktree)
 	if err != nil {
 		return HeadState{}, err
 	}
-	b, err := os.ReadFile(filepath.Join(o.gitDir, "HEAD"))
+	b, err := os.ReadFile(filepath.Join(o.GitDir, "HEAD"))
 	if err != nil {
 		return HeadState{}, err
 	}
 	line := strings.TrimSuffix(string(b), "\n")
 	if ref, ok := strings.CutPrefix(line, "ref: "); ok {
 		if !strings.HasPrefix(ref, "refs/heads/") {
-			return HeadState{}, unexpected(filepath.Join(o.gitDir, "HEAD"), "HEAD names %q, not a branch", ref)
+			return HeadState{}, Unexpected(filepath.Join(o.GitDir, "HEAD"), "HEAD names %q, not a branch", ref)
 		}
-		res, err := git(ctx, abs, cmdOpts{readOnly: true, ceiling: o.ceiling, gitDir: o.gitDir, workTree: abs, okCodes: []int{1}},
+		res, err := Run(ctx, abs, Cmd{ReadOnly: true, Ceiling: o.Ceiling, GitDir: o.GitDir, WorkTree: abs, OKCodes: []int{1}},
 			"rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}")
 		if err != nil {
 			return HeadState{}, err
 		}
-		id := strings.TrimSuffix(string(res.stdout), "\n")
-		if id != "" && !isObjectID(id) {
-			return HeadState{}, unexpected("git rev-parse", "%q is not an object id", id)
+		id := strings.TrimSuffix(string(res.Stdout), "\n")
+		if id != "" && !IsObjectID(id) {
+			return HeadState{}, Unexpected("git rev-parse", "%q is not an object id", id)
 		}
 		return HeadState{Branch: ref, Commit: id}, nil
 	}
-	if !isObjectID(line) {
-		return HeadState{}, unexpected(filepath.Join(o.gitDir, "HEAD"), "HEAD holds %q", line)
+	if !IsObjectID(line) {
+		return HeadState{}, Unexpected(filepath.Join(o.GitDir, "HEAD"), "HEAD holds %q", line)
 	}
 	return HeadState{Commit: line}, nil
 }
@@ -66,7 +66,7 @@ func ReadHead(ctx context.Context, worktree string) (HeadState, error) {
 // those of the same commit. Anything else refuses, changing nothing
 // (ErrRefChanged).
 func DetachHead(ctx context.Context, worktree, branch, commit string) error {
-	if !isObjectID(commit) || !strings.HasPrefix(branch, "refs/heads/") {
+	if !IsObjectID(commit) || !strings.HasPrefix(branch, "refs/heads/") {
 		return fmt.Errorf("gitops: detach %q at %q: not a branch and a commit", branch, commit)
 	}
 	h, err := ReadHead(ctx, worktree)
@@ -79,17 +79,17 @@ func DetachHead(ctx context.Context, worktree, branch, commit string) error {
 	case h.Branch != branch || h.Commit != commit:
 		return fmt.Errorf("%w: HEAD of %s is %s at %s, not %s at %s", ErrRefChanged, worktree, orDetached(h.Branch), h.Commit, branch, commit)
 	}
-	abs, o, err := openTree(worktree)
+	abs, o, err := OpenTree(worktree)
 	if err != nil {
 		return err
 	}
-	_, err = git(ctx, abs, o, "update-ref", "--no-deref", "-m", "majlis: kept in the trash, detached from "+branch, "HEAD", commit, commit)
+	_, err = Run(ctx, abs, o, "update-ref", "--no-deref", "-m", "majlis: kept in the trash, detached from "+branch, "HEAD", commit, commit)
 	if err != nil {
 		return classifyRefUpdate(err)
 	}
 	// A symbolic HEAD has the same old value as its branch: check that
 	// git detached it (HEAD holds the id), rather than moved the branch.
-	b, err := os.ReadFile(filepath.Join(o.gitDir, "HEAD"))
+	b, err := os.ReadFile(filepath.Join(o.GitDir, "HEAD"))
 	if err != nil {
 		return err
 	}
@@ -116,18 +116,18 @@ func AttachHead(ctx context.Context, worktree, branch string) error {
 	if h.Branch == branch {
 		return nil
 	}
-	abs, o, err := openTree(worktree)
+	abs, o, err := OpenTree(worktree)
 	if err != nil {
 		return err
 	}
-	tip, err := resolveCLI(ctx, abs, o, branch)
+	tip, err := ResolveCommitWith(ctx, abs, o, branch)
 	if err != nil {
 		return err
 	}
 	if h.Branch != "" || h.Commit != tip {
 		return fmt.Errorf("%w: HEAD of %s is %s at %s, and %s is at %s", ErrRefChanged, worktree, orDetached(h.Branch), h.Commit, branch, tip)
 	}
-	_, err = git(ctx, abs, o, "symbolic-ref", "-m", "majlis: restored from the trash onto "+branch, "HEAD", branch)
+	_, err = Run(ctx, abs, o, "symbolic-ref", "-m", "majlis: restored from the trash onto "+branch, "HEAD", branch)
 	return err
 }
 

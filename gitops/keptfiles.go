@@ -50,13 +50,13 @@ func (s *Survey) keptFileEntries(ctx context.Context, files []unpopulatedFile, p
 // at the paths its list (whose content is data, named list) names. What
 // cannot be written back is returned as not restored.
 func readKeptFiles(ctx context.Context, dir, ceiling, meta, prefix, list string, data []byte, modes ...Mode) ([]blobFile, []string, error) {
-	res, err := git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling, literalPathspecs: true},
+	res, err := Run(ctx, dir, Cmd{ReadOnly: true, Ceiling: ceiling, LiteralPathspecs: true},
 		"ls-tree", "-z", "--full-tree", meta+":"+strings.TrimSuffix(prefix, "/"))
 	if err != nil {
 		return nil, nil, err
 	}
 	ids := map[string]string{}
-	for _, rec := range strings.Split(strings.TrimSuffix(string(res.stdout), "\x00"), "\x00") {
+	for _, rec := range strings.Split(strings.TrimSuffix(string(res.Stdout), "\x00"), "\x00") {
 		if m, name, ok := strings.Cut(rec, "\t"); ok {
 			if f := strings.Fields(m); len(f) == 3 && f[1] == "blob" {
 				ids[name] = f[2]
@@ -74,7 +74,7 @@ func readKeptFiles(ctx context.Context, dir, ceiling, meta, prefix, list string,
 			notRestored = append(notRestored, list+": a malformed record")
 			continue
 		}
-		mode, merr := parseMode(f[0])
+		mode, merr := ParseMode(f[0])
 		rel, id := f[2], ids[f[1]]
 		switch {
 		case merr != nil || !containsMode(modes, mode):
@@ -112,12 +112,12 @@ func restoreConverted(ctx context.Context, dir, ceiling, meta, tree string, list
 	if err != nil || len(kept) == 0 {
 		return 0, notRestored, err
 	}
-	res, err := git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling}, "ls-tree", "-r", "-z", "--full-tree", tree)
+	res, err := Run(ctx, dir, Cmd{ReadOnly: true, Ceiling: ceiling}, "ls-tree", "-r", "-z", "--full-tree", tree)
 	if err != nil {
 		return 0, nil, err
 	}
 	files := map[string]bool{}
-	for _, rec := range strings.Split(strings.TrimSuffix(string(res.stdout), "\x00"), "\x00") {
+	for _, rec := range strings.Split(strings.TrimSuffix(string(res.Stdout), "\x00"), "\x00") {
 		if m, p, ok := strings.Cut(rec, "\t"); ok && (strings.HasPrefix(m, "100644 ") || strings.HasPrefix(m, "100755 ")) {
 			files[p] = true
 		}

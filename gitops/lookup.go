@@ -26,8 +26,8 @@ import (
 // A Reader is safe for concurrent use. It sees ref updates made after it
 // was opened.
 type Reader struct {
-	dir  string  // absolute path the Reader was opened on
-	tree cmdOpts // names dir's git dir and work tree when dir is a worktree's top level (openTree)
+	dir  string // absolute path the Reader was opened on
+	tree Cmd    // names dir's git dir and work tree when dir is a worktree's top level (OpenTree)
 
 	mu     sync.Mutex
 	repo   *gogit.Repository // nil: every question goes to the git CLI
@@ -49,7 +49,7 @@ func OpenReader(ctx context.Context, path string) (*Reader, error) {
 		return r, nil
 	}
 	// go-git refused; let git say whether this is a repository at all.
-	if _, err := git(ctx, abs, r.opts(cmdOpts{readOnly: true}), "rev-parse", "--git-dir"); err != nil {
+	if _, err := Run(ctx, abs, r.opts(Cmd{ReadOnly: true}), "rev-parse", "--git-dir"); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -75,36 +75,36 @@ func (r *Reader) ResolveCommit(ctx context.Context, rev string) (string, error) 
 			return id, nil
 		}
 	}
-	return resolveCLI(ctx, r.dir, r.tree, rev)
+	return ResolveCommitWith(ctx, r.dir, r.tree, rev)
 }
 
 // opts returns o with the Reader's git directory and work tree named (see
-// openTree), when it was opened on a worktree's top level.
-func (r *Reader) opts(o cmdOpts) cmdOpts {
-	o.gitDir, o.workTree = r.tree.gitDir, r.tree.workTree
-	if o.ceiling == "" {
-		o.ceiling = r.tree.ceiling
+// OpenTree), when it was opened on a worktree's top level.
+func (r *Reader) opts(o Cmd) Cmd {
+	o.GitDir, o.WorkTree = r.tree.GitDir, r.tree.WorkTree
+	if o.Ceiling == "" {
+		o.Ceiling = r.tree.Ceiling
 	}
 	return o
 }
 
-// resolveCLI resolves rev with git run in dir, with tree's git directory
-// and work tree (see openTree) when set.
-func resolveCLI(ctx context.Context, dir string, tree cmdOpts, rev string) (string, error) {
+// ResolveCommitWith resolves rev with git run in dir, with tree's git directory
+// and work tree (see OpenTree) when set.
+func ResolveCommitWith(ctx context.Context, dir string, tree Cmd, rev string) (string, error) {
 	if rev == "" || strings.ContainsAny(rev, "\x00\n") {
 		return "", fmt.Errorf("%w: %q", ErrUnknownRevision, rev)
 	}
-	res, err := git(ctx, dir, cmdOpts{readOnly: true, okCodes: []int{1}, gitDir: tree.gitDir, workTree: tree.workTree, ceiling: tree.ceiling, extraEnv: tree.extraEnv},
+	res, err := Run(ctx, dir, Cmd{ReadOnly: true, OKCodes: []int{1}, GitDir: tree.GitDir, WorkTree: tree.WorkTree, Ceiling: tree.Ceiling, Env: tree.Env},
 		"rev-parse", "-q", "--verify", "--end-of-options", rev+"^{commit}")
 	if err != nil {
 		return "", classify(err, ErrUnknownRevision, "Needed a single revision", "unknown revision", "ambiguous argument")
 	}
-	id := strings.TrimSuffix(string(res.stdout), "\n")
-	if res.code == 1 {
+	id := strings.TrimSuffix(string(res.Stdout), "\n")
+	if res.Code == 1 {
 		return "", fmt.Errorf("%w: %q does not name a commit", ErrUnknownRevision, rev)
 	}
-	if !isObjectID(id) {
-		return "", unexpected("git rev-parse", "%q is not an object id", id)
+	if !IsObjectID(id) {
+		return "", Unexpected("git rev-parse", "%q is not an object id", id)
 	}
 	return id, nil
 }
@@ -120,7 +120,7 @@ var dwimRules = []string{"refs/%s", "refs/tags/%s", "refs/heads/%s", "refs/remot
 func (r *Reader) resolveInProcess(rev string) (string, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if isObjectID(rev) {
+	if IsObjectID(rev) {
 		return r.peelToCommit(plumbing.NewHash(rev))
 	}
 	if !plainRefName(rev) {
@@ -196,11 +196,11 @@ func (r *Reader) Refs(ctx context.Context, prefix string) ([]Ref, error) {
 			return refs, nil
 		}
 	}
-	res, err := git(ctx, r.dir, r.opts(cmdOpts{readOnly: true}), "for-each-ref", "--format=%(objectname) %(refname)", "--", prefix)
+	res, err := Run(ctx, r.dir, r.opts(Cmd{ReadOnly: true}), "for-each-ref", "--format=%(objectname) %(refname)", "--", prefix)
 	if err != nil {
 		return nil, err
 	}
-	return parseRefList(res.stdout)
+	return parseRefList(res.Stdout)
 }
 
 func (r *Reader) refsInProcess(prefix string) ([]Ref, error) {
@@ -242,12 +242,12 @@ func parseRefList(out []byte) ([]Ref, error) {
 	for s != "" {
 		line, rest, ok := strings.Cut(s, "\n")
 		if !ok {
-			return nil, unexpected("git for-each-ref", "unterminated line %q", line)
+			return nil, Unexpected("git for-each-ref", "unterminated line %q", line)
 		}
 		s = rest
 		id, name, ok := strings.Cut(line, " ")
-		if !ok || !isObjectID(id) || !strings.HasPrefix(name, "refs/") || strings.Contains(name, " ") {
-			return nil, unexpected("git for-each-ref", "line %q", line)
+		if !ok || !IsObjectID(id) || !strings.HasPrefix(name, "refs/") || strings.Contains(name, " ") {
+			return nil, Unexpected("git for-each-ref", "line %q", line)
 		}
 		refs = append(refs, Ref{Name: name, ID: id})
 	}
@@ -282,11 +282,11 @@ func (r *Reader) IsAncestor(ctx context.Context, ancestor, descendant string) (b
 			return found, nil
 		}
 	}
-	res, err := git(ctx, r.dir, r.opts(cmdOpts{readOnly: true, okCodes: []int{1}}), "merge-base", "--is-ancestor", a, d)
+	res, err := Run(ctx, r.dir, r.opts(Cmd{ReadOnly: true, OKCodes: []int{1}}), "merge-base", "--is-ancestor", a, d)
 	if err != nil {
 		return false, err
 	}
-	return res.code == 0, nil
+	return res.Code == 0, nil
 }
 
 // ancestorInProcess walks back from d looking for a. It gives up (ok ==

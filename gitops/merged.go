@@ -35,29 +35,29 @@ func (r *Reader) MergedInto(ctx context.Context, tip, target string) (string, er
 	} else if ok {
 		return MergedAncestor, nil
 	}
-	o := r.opts(cmdOpts{readOnly: true, okCodes: []int{1}})
-	res, err := git(ctx, r.dir, o, "merge-base", tip, target)
+	o := r.opts(Cmd{ReadOnly: true, OKCodes: []int{1}})
+	res, err := Run(ctx, r.dir, o, "merge-base", tip, target)
 	if err != nil {
 		return "", err
 	}
-	base := strings.TrimSpace(string(res.stdout))
-	if res.code != 0 || !isObjectID(base) {
+	base := strings.TrimSpace(string(res.Stdout))
+	if res.Code != 0 || !IsObjectID(base) {
 		return "", nil // unrelated histories
 	}
 	// The target's commits since the merge base, with their trees.
-	res, err = git(ctx, r.dir, r.opts(cmdOpts{readOnly: true}), "rev-list", "--format=%H %T",
+	res, err = Run(ctx, r.dir, r.opts(Cmd{ReadOnly: true}), "rev-list", "--format=%H %T",
 		"--max-count="+strconv.Itoa(MaxSquashScan+1), base+".."+target)
 	if err != nil {
 		return "", err
 	}
 	var commits []string
 	trees := map[string]bool{}
-	for _, line := range strings.Split(string(res.stdout), "\n") {
+	for _, line := range strings.Split(string(res.Stdout), "\n") {
 		if strings.HasPrefix(line, "commit ") || line == "" {
 			continue
 		}
 		c, t, ok := strings.Cut(line, " ")
-		if !ok || !isObjectID(c) || !isObjectID(t) {
+		if !ok || !IsObjectID(c) || !IsObjectID(t) {
 			return "", fmt.Errorf("gitops: rev-list printed %q", line)
 		}
 		commits = append(commits, c)
@@ -74,14 +74,14 @@ func (r *Reader) MergedInto(ctx context.Context, tip, target string) (string, er
 		return MergedTree, nil
 	}
 	// The branch's whole change, as one patch-id.
-	res, err = git(ctx, r.dir, r.opts(cmdOpts{readOnly: true}), "diff-tree", "-p", "--no-color", "--no-ext-diff", "--no-textconv", base, tip)
+	res, err = Run(ctx, r.dir, r.opts(Cmd{ReadOnly: true}), "diff-tree", "-p", "--no-color", "--no-ext-diff", "--no-textconv", base, tip)
 	if err != nil {
 		return "", err
 	}
-	if len(bytes.TrimSpace(res.stdout)) == 0 {
+	if len(bytes.TrimSpace(res.Stdout)) == 0 {
 		return "", nil // no change at all: nothing to compare, keep it
 	}
-	want, err := r.patchIDs(ctx, res.stdout)
+	want, err := r.patchIDs(ctx, res.Stdout)
 	if err != nil || len(want) != 1 {
 		return "", err
 	}
@@ -90,12 +90,12 @@ func (r *Reader) MergedInto(ctx context.Context, tip, target string) (string, er
 		branchID = id
 	}
 	// Each target commit's own patch-id.
-	res, err = git(ctx, r.dir, r.opts(cmdOpts{readOnly: true, stdin: []byte(strings.Join(commits, "\n") + "\n")}),
+	res, err = Run(ctx, r.dir, r.opts(Cmd{ReadOnly: true, Stdin: []byte(strings.Join(commits, "\n") + "\n")}),
 		"diff-tree", "--stdin", "-p", "--no-color", "--no-ext-diff", "--no-textconv", "-r", "--root")
 	if err != nil {
 		return "", err
 	}
-	got, err := r.patchIDs(ctx, res.stdout)
+	got, err := r.patchIDs(ctx, res.Stdout)
 	if err != nil {
 		return "", err
 	}
@@ -108,12 +108,12 @@ func (r *Reader) MergedInto(ctx context.Context, tip, target string) (string, er
 // patchIDs runs `git patch-id --stable` on a patch stream and returns the
 // patch ids it printed.
 func (r *Reader) patchIDs(ctx context.Context, patch []byte) (map[string]bool, error) {
-	res, err := git(ctx, r.dir, r.opts(cmdOpts{readOnly: true, stdin: patch}), "patch-id", "--stable")
+	res, err := Run(ctx, r.dir, r.opts(Cmd{ReadOnly: true, Stdin: patch}), "patch-id", "--stable")
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]bool{}
-	for _, line := range strings.Split(strings.TrimSpace(string(res.stdout)), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
 		if id, _, ok := strings.Cut(line, " "); ok {
 			out[id] = true
 		}
@@ -122,11 +122,11 @@ func (r *Reader) patchIDs(ctx context.Context, patch []byte) (map[string]bool, e
 }
 
 func (r *Reader) treeOf(ctx context.Context, commit string) (string, error) {
-	res, err := git(ctx, r.dir, r.opts(cmdOpts{readOnly: true}), "rev-parse", "--verify", "--end-of-options", commit+"^{tree}")
+	res, err := Run(ctx, r.dir, r.opts(Cmd{ReadOnly: true}), "rev-parse", "--verify", "--end-of-options", commit+"^{tree}")
 	if err != nil {
 		return "", err
 	}
-	return strings.TrimSpace(string(res.stdout)), nil
+	return strings.TrimSpace(string(res.Stdout)), nil
 }
 
 // A RefCommit is a ref with what its commit is made of.
@@ -144,13 +144,13 @@ func (r *Reader) RefCommits(ctx context.Context, prefix string) ([]RefCommit, er
 	if !strings.HasPrefix(prefix, "refs/") || !strings.HasSuffix(prefix, "/") || strings.ContainsAny(prefix, "*?[\\ \x00\n") {
 		return nil, fmt.Errorf("gitops: ref prefix %q must be a hierarchy such as refs/majlis/", prefix)
 	}
-	res, err := git(ctx, r.dir, r.opts(cmdOpts{readOnly: true}), "for-each-ref",
+	res, err := Run(ctx, r.dir, r.opts(Cmd{ReadOnly: true}), "for-each-ref",
 		"--format=%(objecttype) %(objectname) %(tree) %(committerdate:unix) %(refname) %(parent)", "--", prefix)
 	if err != nil {
 		return nil, err
 	}
 	var out []RefCommit
-	for _, line := range strings.Split(strings.TrimSpace(string(res.stdout)), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
 		if line == "" {
 			continue
 		}
@@ -181,16 +181,16 @@ func (r *Reader) CommitShapes(ctx context.Context, ids []string) (map[string]Com
 		return out, nil
 	}
 	for _, id := range ids {
-		if !isObjectID(id) {
+		if !IsObjectID(id) {
 			return nil, fmt.Errorf("gitops: %q is not a full object id", id)
 		}
 	}
-	res, err := git(ctx, r.dir, r.opts(cmdOpts{readOnly: true, stdin: []byte(strings.Join(ids, "\n") + "\n")}),
+	res, err := Run(ctx, r.dir, r.opts(Cmd{ReadOnly: true, Stdin: []byte(strings.Join(ids, "\n") + "\n")}),
 		"rev-list", "--no-walk=unsorted", "--stdin", "--format=%H %T %P")
 	if err != nil {
 		return nil, err
 	}
-	for _, line := range strings.Split(string(res.stdout), "\n") {
+	for _, line := range strings.Split(string(res.Stdout), "\n") {
 		if strings.HasPrefix(line, "commit ") || line == "" {
 			continue
 		}
@@ -211,13 +211,13 @@ func (r *Reader) Upstream(ctx context.Context, branch string) (string, error) {
 	if branch == "" || strings.ContainsAny(branch, "\x00\n*?[\\ ") {
 		return "", fmt.Errorf("gitops: bad branch name %q", branch)
 	}
-	res, err := git(ctx, r.dir, r.opts(cmdOpts{readOnly: true}), "for-each-ref", "--format=%(upstream)", "--", "refs/heads/"+branch)
+	res, err := Run(ctx, r.dir, r.opts(Cmd{ReadOnly: true}), "for-each-ref", "--format=%(upstream)", "--", "refs/heads/"+branch)
 	if err != nil {
 		return "", err
 	}
-	up := strings.TrimSpace(string(res.stdout))
+	up := strings.TrimSpace(string(res.Stdout))
 	if strings.ContainsAny(up, "\n") {
-		return "", unexpected("git for-each-ref", "%q names more than one upstream", up)
+		return "", Unexpected("git for-each-ref", "%q names more than one upstream", up)
 	}
 	return up, nil
 }

@@ -26,7 +26,7 @@ func AddPoolWorktree(ctx context.Context, dir, path, commit, reason string) erro
 	args = append([]string{"-c", "core.hooksPath=" + noHooksDir}, args...)
 	args = append(args, "--detach", "--lock", "--reason", reason, "--", path, commit)
 	err := addRetryingPartial(ctx, path, func() error {
-		_, err := git(ctx, dir, co, args...)
+		_, err := Run(ctx, dir, co, args...)
 		return err
 	}, func() bool { return true })
 	err = classify(err, ErrPathExists, "' already exists", "is a missing but already registered worktree", "is a missing but locked worktree")
@@ -43,28 +43,28 @@ const noHooksDir = "/dev/null"
 // the index or on disk), then moves HEAD, still detached, from from to
 // to. No hook runs.
 func SwitchPooled(ctx context.Context, worktree, from, to string) error {
-	if !isObjectID(from) || !isObjectID(to) {
+	if !IsObjectID(from) || !IsObjectID(to) {
 		return fmt.Errorf("gitops: switch %q to %q: not commit ids", from, to)
 	}
 	if from == to {
 		return nil
 	}
-	abs, o, err := openTree(worktree)
+	abs, o, err := OpenTree(worktree)
 	if err != nil {
 		return err
 	}
-	head := filepath.Join(o.gitDir, "HEAD")
+	head := filepath.Join(o.GitDir, "HEAD")
 	if b, err := os.ReadFile(head); err != nil || strings.TrimSpace(string(b)) != from {
 		return fmt.Errorf("%w: HEAD of %s is not detached at %s", ErrRefChanged, worktree, from)
 	}
 	args := []string{"-c", "core.hooksPath=" + noHooksDir, "read-tree", "-m", "-u", "--end-of-options", from, to}
-	if _, err := git(ctx, abs, o, args...); err != nil {
+	if _, err := Run(ctx, abs, o, args...); err != nil {
 		return err
 	}
 	// HEAD is detached and the worktree the caller's alone: it is written
 	// whole, as git writes a detached HEAD (one process fewer than
 	// update-ref; no reflog entry).
-	return durable.Replace(o.gitDir, "HEAD", []byte(to+"\n"))
+	return durable.Replace(o.GitDir, "HEAD", []byte(to+"\n"))
 }
 
 // PutHeadOnBranch puts the detached HEAD (at commit) of the worktree
@@ -76,11 +76,11 @@ func PutHeadOnBranch(ctx context.Context, worktree, branch, commit string, creat
 	if err := CheckBranchName(branch); err != nil {
 		return err
 	}
-	abs, o, err := openTree(worktree)
+	abs, o, err := OpenTree(worktree)
 	if err != nil {
 		return err
 	}
-	if b, err := os.ReadFile(filepath.Join(o.gitDir, "HEAD")); err != nil || strings.TrimSpace(string(b)) != commit {
+	if b, err := os.ReadFile(filepath.Join(o.GitDir, "HEAD")); err != nil || strings.TrimSpace(string(b)) != commit {
 		return fmt.Errorf("%w: HEAD of %s is not detached at %s", ErrRefChanged, worktree, commit)
 	}
 	// `git switch` from the same commit touches no file: it creates the
@@ -92,7 +92,7 @@ func PutHeadOnBranch(ctx context.Context, worktree, branch, commit string, creat
 	} else {
 		args = append(args, "--end-of-options", branch)
 	}
-	_, err = git(ctx, abs, o, args...)
+	_, err = Run(ctx, abs, o, args...)
 	err = classify(err, ErrRefExists, "fatal: a branch named ")
 	if err == nil && !create {
 		if h, herr := ReadHead(ctx, worktree); herr != nil || h.Commit != commit {
@@ -107,12 +107,12 @@ func PutHeadOnBranch(ctx context.Context, worktree, branch, commit string, creat
 // new worktree: in the worktree, with the null old HEAD, the new HEAD and
 // the flag 1 (a branch checkout). A hook that fails gives an error.
 func RunPostCheckout(ctx context.Context, worktree, head string) error {
-	abs, o, err := openTree(worktree)
+	abs, o, err := OpenTree(worktree)
 	if err != nil {
 		return err
 	}
 	null := strings.Repeat("0", len(head))
-	_, err = git(ctx, abs, o, "hook", "run", "--ignore-missing", "post-checkout", "--", null, head, "1")
+	_, err = Run(ctx, abs, o, "hook", "run", "--ignore-missing", "post-checkout", "--", null, head, "1")
 	return err
 }
 
@@ -168,11 +168,11 @@ func ReplaceLock(adminDir, from, to string) error {
 // commands need not read those files again. It reports whether every
 // entry matched its file.
 func RefreshIndex(ctx context.Context, worktree string) (clean bool, err error) {
-	abs, o, err := openTree(worktree)
+	abs, o, err := OpenTree(worktree)
 	if err != nil {
 		return false, err
 	}
-	o.okCodes = []int{1}
-	res, err := git(ctx, abs, o, "update-index", "-q", "--refresh")
-	return err == nil && res.code == 0, err
+	o.OKCodes = []int{1}
+	res, err := Run(ctx, abs, o, "update-index", "-q", "--refresh")
+	return err == nil && res.Code == 0, err
 }

@@ -13,19 +13,19 @@ func TestParseRawDiff(t *testing.T) {
 	tests := []struct {
 		name string
 		in   string
-		want []rawChange
+		want []RawChange
 		ok   bool
 	}{
 		{"empty", "", nil, true},
 		{"added and modified", ":000000 100644 " + z + " " + a + " A\x00new file\x00:100644 100755 " + a + " " + a + " M\x00x\ny\x00",
-			[]rawChange{
+			[]RawChange{
 				{SrcMode: ModeAbsent, DstMode: ModeFile, SrcID: z, DstID: a, Status: 'A', Path: "new file"},
 				{SrcMode: ModeFile, DstMode: ModeExecutable, SrcID: a, DstID: a, Status: 'M', Path: "x\ny"},
 			}, true},
 		{"renamed", ":100644 100644 " + a + " " + a + " R100\x00old\x00new\x00",
-			[]rawChange{{SrcMode: ModeFile, DstMode: ModeFile, SrcID: a, DstID: a, Status: 'R', Score: "100", SrcPath: "old", Path: "new"}}, true},
+			[]RawChange{{SrcMode: ModeFile, DstMode: ModeFile, SrcID: a, DstID: a, Status: 'R', Score: "100", SrcPath: "old", Path: "new"}}, true},
 		{"dirty submodule", ":160000 160000 " + a + " " + z + " M\x00sub\x00",
-			[]rawChange{{SrcMode: ModeGitlink, DstMode: ModeGitlink, SrcID: a, DstID: z, Status: 'M', Path: "sub"}}, true},
+			[]RawChange{{SrcMode: ModeGitlink, DstMode: ModeGitlink, SrcID: a, DstID: z, Status: 'M', Path: "sub"}}, true},
 		{"no colon", "100644 100644 " + a + " " + a + " M\x00x\x00", nil, false},
 		{"no path", ":100644 100644 " + a + " " + a + " M\x00", nil, false},
 		{"rename without second path", ":100644 100644 " + a + " " + a + " R100\x00old\x00", nil, false},
@@ -36,7 +36,7 @@ func TestParseRawDiff(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseRawDiff([]byte(tt.in))
+			got, err := ParseRawDiff([]byte(tt.in))
 			if (err == nil) != tt.ok {
 				t.Fatalf("parseRawDiff(%q) error = %v, want ok %v", tt.in, err, tt.ok)
 			}
@@ -51,7 +51,7 @@ func FuzzParseRawDiff(f *testing.F) {
 	const a = "78ab8055022746ff01257016035ce28d7608104d"
 	f.Add([]byte(":000000 100644 " + a + " " + a + " A\x00new file\x00:100644 100644 " + a + " " + a + " R87\x00old\x00new\x00"))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		changes, err := parseRawDiff(in)
+		changes, err := ParseRawDiff(in)
 		if err != nil {
 			return
 		}

@@ -26,7 +26,7 @@ func UpdateRef(ctx context.Context, dir, ref, newID, oldID string) error {
 	if err := checkRefArgs(ref, newID, oldID, true); err != nil {
 		return err
 	}
-	_, err := git(ctx, dir, cmdOpts{}, "update-ref", "--no-deref", ref, newID, oldID)
+	_, err := Run(ctx, dir, Cmd{}, "update-ref", "--no-deref", ref, newID, oldID)
 	return classifyRefUpdate(err)
 }
 
@@ -37,7 +37,7 @@ func DeleteRef(ctx context.Context, dir, ref, oldID string) error {
 	if err := checkRefArgs(ref, oldID, oldID, false); err != nil {
 		return err
 	}
-	_, err := git(ctx, dir, cmdOpts{}, "update-ref", "--no-deref", "-d", ref, oldID)
+	_, err := Run(ctx, dir, Cmd{}, "update-ref", "--no-deref", "-d", ref, oldID)
 	return classifyRefUpdate(err)
 }
 
@@ -45,10 +45,10 @@ func checkRefArgs(ref, newID, oldID string, oldMayBeEmpty bool) error {
 	if !strings.HasPrefix(ref, "refs/") {
 		return fmt.Errorf("gitops: ref %q is not a full ref name (refs/...)", ref)
 	}
-	if !isObjectID(newID) {
+	if !IsObjectID(newID) {
 		return fmt.Errorf("gitops: %q is not a full object id", newID)
 	}
-	if !(oldMayBeEmpty && oldID == "") && !isObjectID(oldID) {
+	if !(oldMayBeEmpty && oldID == "") && !IsObjectID(oldID) {
 		return fmt.Errorf("gitops: expected old value %q is not a full object id", oldID)
 	}
 	return nil

@@ -22,13 +22,13 @@ const (
 // file index after `git add -A --ignore-errors`: those git would not add.
 // Nested repositories (listed with a trailing slash) are not files.
 func (s *Survey) findRefused(ctx context.Context, dir, ceiling, index string) ([]unpopulatedFile, error) {
-	res, err := git(ctx, dir, cmdOpts{readOnly: true, indexFile: index, ceiling: ceiling},
+	res, err := Run(ctx, dir, Cmd{ReadOnly: true, IndexFile: index, Ceiling: ceiling},
 		"ls-files", "-z", "--others", "--exclude-standard")
 	if err != nil {
 		return nil, err
 	}
 	var out []unpopulatedFile
-	for _, p := range strings.Split(strings.TrimSuffix(string(res.stdout), "\x00"), "\x00") {
+	for _, p := range strings.Split(strings.TrimSuffix(string(res.Stdout), "\x00"), "\x00") {
 		if p == "" || strings.HasSuffix(p, "/") {
 			continue
 		}

@@ -9,13 +9,13 @@ import (
 // repository whose common directory is commonDir (as `git remote get-url`
 // would, without its insteadOf rewriting), and whether one is set.
 func RemoteURL(ctx context.Context, commonDir, name string) (string, bool, error) {
-	res, err := git(ctx, commonDir, cmdOpts{readOnly: true, okCodes: []int{1}}, "config", "--get", "remote."+name+".url")
+	res, err := Run(ctx, commonDir, Cmd{ReadOnly: true, OKCodes: []int{1}}, "config", "--get", "remote."+name+".url")
 	if err != nil {
 		return "", false, err
 	}
-	if res.code == 1 {
+	if res.Code == 1 {
 		return "", false, nil
 	}
-	url := strings.TrimSpace(string(res.stdout))
+	url := strings.TrimSpace(string(res.Stdout))
 	return url, url != "", nil
 }

@@ -51,12 +51,12 @@ func Discover(ctx context.Context, path string) (Repo, error) {
 
 // discoverByGit is Discover by `git rev-parse` in abs.
 func discoverByGit(ctx context.Context, abs string) (Repo, error) {
-	res, err := git(ctx, abs, cmdOpts{readOnly: true},
+	res, err := Run(ctx, abs, Cmd{ReadOnly: true},
 		"rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir", "--git-common-dir")
 	if err != nil {
 		return Repo{}, err
 	}
-	return parseDiscover(res.stdout)
+	return parseDiscover(res.Stdout)
 }
 
 // parseDiscover reads the three lines that Discover asks rev-parse for.
@@ -66,11 +66,11 @@ func parseDiscover(out []byte) (Repo, error) {
 	s, ok := strings.CutSuffix(string(out), "\n")
 	lines := strings.Split(s, "\n")
 	if !ok || len(lines) != 3 {
-		return Repo{}, unexpected("git rev-parse", "want 3 lines (toplevel, git dir, common dir), got %q", out)
+		return Repo{}, Unexpected("git rev-parse", "want 3 lines (toplevel, git dir, common dir), got %q", out)
 	}
 	for i, l := range lines {
 		if !filepath.IsAbs(l) {
-			return Repo{}, unexpected("git rev-parse", "line %d is not an absolute path: %q", i+1, l)
+			return Repo{}, Unexpected("git rev-parse", "line %d is not an absolute path: %q", i+1, l)
 		}
 		lines[i] = filepath.Clean(l)
 	}
@@ -90,14 +90,14 @@ func newRepo(toplevel, gitDir, commonDir string) Repo {
 	return r
 }
 
-// worktreeGitDir returns the git directory of the worktree whose top level
+// WorktreeGitDir returns the git directory of the worktree whose top level
 // is dir, read in process from dir/.git the way git reads it: a directory
 // is the git directory itself, a file holds "gitdir: <path>" (relative to
 // dir when not absolute). It never walks up: a directory without .git gives
 // ErrNotTopLevel, because git run there would act on an enclosing
 // repository. Reading the file saves spawning git (about as long as the
 // rest of a small salvage); git itself then validates what it points to.
-func worktreeGitDir(dir string) (string, error) {
+func WorktreeGitDir(dir string) (string, error) {
 	dotgit := filepath.Join(dir, ".git")
 	fi, err := os.Stat(dotgit)
 	if err != nil {
@@ -124,9 +124,9 @@ func worktreeGitDir(dir string) (string, error) {
 	return filepath.Clean(target), nil
 }
 
-// topLevel checks that dir is the top level of a worktree and returns it
+// TopLevel checks that dir is the top level of a worktree and returns it
 // absolute, with the ceiling that keeps git from walking above it.
-func topLevel(dir string) (abs, ceiling string, err error) {
+func TopLevel(dir string) (abs, ceiling string, err error) {
 	abs, err = filepath.Abs(dir)
 	if err != nil {
 		return "", "", err
@@ -140,32 +140,32 @@ func topLevel(dir string) (abs, ceiling string, err error) {
 	return abs, filepath.Dir(abs), nil
 }
 
-// openTree checks that dir is the top level of a worktree and returns it
+// OpenTree checks that dir is the top level of a worktree and returns it
 // absolute, with options that name its git directory (read from dir/.git,
-// see worktreeGitDir) and its work tree explicitly, and the ceiling that
+// see WorktreeGitDir) and its work tree explicitly, and the ceiling that
 // keeps git from walking above it. Naming both overrides core.worktree and
 // core.bare, which a worktree's own config (extensions.worktreeConfig)
 // can set to aim git at another directory, such as the main worktree:
 // whatever the configuration says, the command acts on dir. CheckWorkTree
 // tells whether git left to itself would agree.
-func openTree(dir string) (abs string, o cmdOpts, err error) {
-	abs, ceiling, err := topLevel(dir)
+func OpenTree(dir string) (abs string, o Cmd, err error) {
+	abs, ceiling, err := TopLevel(dir)
 	if err != nil {
-		return "", cmdOpts{}, err
+		return "", Cmd{}, err
 	}
-	gitDir, err := worktreeGitDir(abs)
+	gitDir, err := WorktreeGitDir(abs)
 	if err != nil {
-		return "", cmdOpts{}, err
+		return "", Cmd{}, err
 	}
-	return abs, cmdOpts{ceiling: ceiling, gitDir: gitDir, workTree: abs}, nil
+	return abs, Cmd{Ceiling: ceiling, GitDir: gitDir, WorkTree: abs}, nil
 }
 
-// treeOpts returns openTree's options when dir is the top level of a
+// treeOpts returns OpenTree's options when dir is the top level of a
 // worktree, and plain options (git discovers the repository from dir)
 // otherwise: for functions that accept any directory of a repository.
-func treeOpts(dir string) cmdOpts {
-	if _, o, err := openTree(dir); err == nil {
+func treeOpts(dir string) Cmd {
+	if _, o, err := OpenTree(dir); err == nil {
 		return o
 	}
-	return cmdOpts{}
+	return Cmd{}
 }

@@ -39,10 +39,10 @@ type RestoreReport struct {
 func RestoreInto(ctx context.Context, worktree, commit string, l SalvageLayout) (RestoreReport, error) {
 	r := &restoreRun{ctx: ctx, commit: commit, l: l}
 	var err error
-	if r.dir, r.ceiling, err = topLevel(worktree); err != nil {
+	if r.dir, r.ceiling, err = TopLevel(worktree); err != nil {
 		return r.rep, err
 	}
-	if r.gitDir, err = worktreeGitDir(r.dir); err != nil {
+	if r.gitDir, err = WorktreeGitDir(r.dir); err != nil {
 		return r.rep, err
 	}
 	if err := r.readMeta(); err != nil {
@@ -57,7 +57,7 @@ func RestoreInto(ctx context.Context, worktree, commit string, l SalvageLayout) 
 	if l.Meta == "" {
 		// Nothing beyond HEAD and the index commit, whose tree is the
 		// whole index.
-		if _, err := git(ctx, r.dir, cmdOpts{ceiling: r.ceiling}, "read-tree", l.Index); err != nil {
+		if _, err := Run(ctx, r.dir, Cmd{Ceiling: r.ceiling}, "read-tree", l.Index); err != nil {
 			return r.rep, err
 		}
 		r.rep.Restored = append(r.rep.Restored, "index")
@@ -96,11 +96,11 @@ func (r *restoreRun) readMeta() error {
 	if r.l.Version < 2 || r.l.Meta == "" {
 		return nil
 	}
-	res, err := git(r.ctx, r.dir, cmdOpts{readOnly: true, ceiling: r.ceiling}, "archive", "--format=tar", r.l.Meta)
+	res, err := Run(r.ctx, r.dir, Cmd{ReadOnly: true, Ceiling: r.ceiling}, "archive", "--format=tar", r.l.Meta)
 	if err != nil {
 		return err
 	}
-	if r.meta, err = readMetaTar(res.stdout); err != nil {
+	if r.meta, err = readMetaTar(res.Stdout); err != nil {
 		return fmt.Errorf("gitops: meta commit %s: %w", r.l.Meta, err)
 	}
 	return nil
@@ -119,22 +119,22 @@ func (r *restoreRun) writeFiles() error {
 	}
 	ctx, dir, tree := r.ctx, r.dir, r.commit+"^{tree}"
 	if len(absent) == 0 {
-		if _, err := git(ctx, dir, cmdOpts{ceiling: r.ceiling}, "read-tree", "--reset", "-u", tree); err != nil {
+		if _, err := Run(ctx, dir, Cmd{Ceiling: r.ceiling}, "read-tree", "--reset", "-u", tree); err != nil {
 			return err
 		}
 	} else {
 		tmp := filepath.Join(r.gitDir, "majlis-restore.index")
 		defer func() { os.Remove(tmp); os.Remove(tmp + ".lock") }()
-		o := cmdOpts{indexFile: tmp, ceiling: r.ceiling}
-		if _, err := git(ctx, dir, o, "read-tree", tree); err != nil {
+		o := Cmd{IndexFile: tmp, Ceiling: r.ceiling}
+		if _, err := Run(ctx, dir, o, "read-tree", tree); err != nil {
 			return err
 		}
-		o.stdin = []byte(strings.Join(absent, "\x00") + "\x00")
-		if _, err := git(ctx, dir, o, "update-index", "--skip-worktree", "-z", "--stdin"); err != nil {
+		o.Stdin = []byte(strings.Join(absent, "\x00") + "\x00")
+		if _, err := Run(ctx, dir, o, "update-index", "--skip-worktree", "-z", "--stdin"); err != nil {
 			return err
 		}
-		o.stdin = nil
-		if _, err := git(ctx, dir, o, "checkout-index", "--all", "--force"); err != nil {
+		o.Stdin = nil
+		if _, err := Run(ctx, dir, o, "checkout-index", "--all", "--force"); err != nil {
 			return err
 		}
 	}
@@ -155,7 +155,7 @@ func (r *restoreRun) absentFiles() ([]string, error) {
 	for _, p := range strings.Split(string(r.meta["majlis/skip-worktree-present"]), "\x00") {
 		present[p] = true
 	}
-	if err := scanIndex(rawIndex, len(r.commit)/2, func(e indexEntry) {
+	if err := ScanIndex(rawIndex, len(r.commit)/2, func(e IndexEntry) {
 		switch {
 		case e.Stage != 0 || !e.SkipWorktree || present[e.Path]:
 		case e.Mode == ModeTree:
@@ -175,11 +175,11 @@ func (r *restoreRun) absentFiles() ([]string, error) {
 	if len(sparseDirs) == 0 {
 		return absent, nil
 	}
-	res, err := git(r.ctx, r.dir, cmdOpts{readOnly: true, ceiling: r.ceiling}, "ls-tree", "-r", "-z", "--name-only", "--full-tree", r.commit+"^{tree}")
+	res, err := Run(r.ctx, r.dir, Cmd{ReadOnly: true, Ceiling: r.ceiling}, "ls-tree", "-r", "-z", "--name-only", "--full-tree", r.commit+"^{tree}")
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range strings.Split(string(res.stdout), "\x00") {
+	for _, p := range strings.Split(string(res.Stdout), "\x00") {
 		for _, d := range sparseDirs {
 			if strings.HasPrefix(p, d) {
 				absent = append(absent, p)
@@ -194,7 +194,7 @@ func (r *restoreRun) absentFiles() ([]string, error) {
 // index: every change shows as unstaged.
 func (r *restoreRun) legacyIndex() error {
 	if r.l.Head != "" {
-		if _, err := git(r.ctx, r.dir, cmdOpts{ceiling: r.ceiling}, "read-tree", r.l.Head); err != nil {
+		if _, err := Run(r.ctx, r.dir, Cmd{Ceiling: r.ceiling}, "read-tree", r.l.Head); err != nil {
 			return err
 		}
 	}
@@ -432,13 +432,13 @@ var restoredConfig = map[string]bool{
 // restrictWorktreeConfig removes from the config file path every setting
 // that restoredConfig does not list, and returns their names.
 func restrictWorktreeConfig(ctx context.Context, dir, path string) ([]string, error) {
-	res, err := git(ctx, dir, cmdOpts{readOnly: true}, "config", "--file", path, "--null", "--name-only", "--list")
+	res, err := Run(ctx, dir, Cmd{ReadOnly: true}, "config", "--file", path, "--null", "--name-only", "--list")
 	if err != nil {
 		return nil, err
 	}
 	seen := map[string]bool{}
 	var dropped []string
-	for _, name := range strings.Split(string(res.stdout), "\x00") {
+	for _, name := range strings.Split(string(res.Stdout), "\x00") {
 		key := strings.ToLower(strings.TrimSuffix(name, "\n"))
 		if key == "" || restoredConfig[key] || seen[key] {
 			continue
@@ -447,7 +447,7 @@ func restrictWorktreeConfig(ctx context.Context, dir, path string) ([]string, er
 		dropped = append(dropped, name)
 	}
 	for _, key := range dropped {
-		if _, err := git(ctx, dir, cmdOpts{okCodes: []int{5}}, "config", "--file", path, "--unset-all", key); err != nil {
+		if _, err := Run(ctx, dir, Cmd{OKCodes: []int{5}}, "config", "--file", path, "--unset-all", key); err != nil {
 			return nil, err
 		}
 	}
@@ -463,20 +463,20 @@ func SetUnbornBranch(ctx context.Context, worktree, branch string) error {
 	if err := CheckBranchName(branch); err != nil {
 		return err
 	}
-	dir, o, err := openTree(worktree)
+	dir, o, err := OpenTree(worktree)
 	if err != nil {
 		return err
 	}
 	ref := "refs/heads/" + branch
 	ro := o
-	ro.readOnly, ro.okCodes = true, []int{1}
-	res, err := git(ctx, dir, ro, "rev-parse", "--verify", "--quiet", ref)
+	ro.ReadOnly, ro.OKCodes = true, []int{1}
+	res, err := Run(ctx, dir, ro, "rev-parse", "--verify", "--quiet", ref)
 	if err != nil {
 		return err
 	}
-	if res.code == 0 {
+	if res.Code == 0 {
 		return fmt.Errorf("%w: %s", ErrBranchExists, branch)
 	}
-	_, err = git(ctx, dir, o, "symbolic-ref", "-m", "majlis restore: unborn branch "+branch, "HEAD", ref)
+	_, err = Run(ctx, dir, o, "symbolic-ref", "-m", "majlis restore: unborn branch "+branch, "HEAD", ref)
 	return err
 }

@@ -96,24 +96,24 @@ func metaFiles(ctx context.Context, dir, meta string) (map[string]string, error)
 	if meta == "" {
 		return out, nil
 	}
-	res, err := git(ctx, dir, cmdOpts{readOnly: true}, "ls-tree", "-r", "-z", "--full-tree", meta)
+	res, err := Run(ctx, dir, Cmd{ReadOnly: true}, "ls-tree", "-r", "-z", "--full-tree", meta)
 	if err != nil {
 		return nil, err
 	}
-	for _, rec := range bytes.Split(res.stdout, []byte{0}) {
+	for _, rec := range bytes.Split(res.Stdout, []byte{0}) {
 		if len(rec) == 0 {
 			continue
 		}
 		info, path, ok := bytes.Cut(rec, []byte{'\t'})
 		if !ok {
-			return nil, unexpected("git ls-tree", "record %q", rec)
+			return nil, Unexpected("git ls-tree", "record %q", rec)
 		}
 		switch p := string(path); p {
 		case "HEAD", "logs/HEAD", "index":
 		default:
 			f := bytes.Fields(info)
 			if len(f) != 3 {
-				return nil, unexpected("git ls-tree", "record %q", rec)
+				return nil, Unexpected("git ls-tree", "record %q", rec)
 			}
 			out[p] = fmt.Sprintf("%s %s", f[0], f[2])
 		}

@@ -196,12 +196,12 @@ func parseCommitHeader(raw []byte) (parents []string, msg []byte, err error) {
 		case i == 0 && k != "tree", i > 0 && k == "tree":
 			return nil, nil, fmt.Errorf("salvage commit: header line %d %q", i+1, line)
 		case k == "tree":
-			if !isObjectID(v) {
+			if !IsObjectID(v) {
 				return nil, nil, fmt.Errorf("salvage commit: tree %q", v)
 			}
 			sawTree = true
 		case k == "parent":
-			if !isObjectID(v) {
+			if !IsObjectID(v) {
 				return nil, nil, fmt.Errorf("salvage commit: parent %q", v)
 			}
 			parents = append(parents, v)
@@ -244,7 +244,7 @@ func (l *SalvageLayout) parseHeadAndBranch(trailers map[string][]string) error {
 		return err
 	}
 	if head != "unborn" {
-		if !isObjectID(head) {
+		if !IsObjectID(head) {
 			return fmt.Errorf("salvage commit: Majlis-Head %q", head)
 		}
 		l.Head = head
@@ -406,7 +406,7 @@ func (s *Survey) needsMeta() bool {
 // conflicted index has no tree of its own; its conflicted paths are put at
 // their "ours" stage (stage 2), or left out where there is none.
 func (s *Survey) indexTree(ctx context.Context, dir, ceiling, index string) (string, error) {
-	return s.indexTreeIn(ctx, dir, cmdOpts{ceiling: ceiling}, index)
+	return s.indexTreeIn(ctx, dir, Cmd{Ceiling: ceiling}, index)
 }
 
 // metaTree stores the kept git-directory files, the conflict stages and
@@ -415,12 +415,12 @@ func (s *Survey) indexTree(ctx context.Context, dir, ceiling, index string) (str
 // (update-index --add with the git directory as its work tree).
 func (s *Survey) metaTree(ctx context.Context, index string) (string, error) {
 	// Safe for binary files: no end-of-line or filter conversion.
-	o := cmdOpts{indexFile: index, literalPathspecs: true}
+	o := Cmd{IndexFile: index, LiteralPathspecs: true}
 	base := []string{"--git-dir=" + s.commonDir, "--work-tree=" + s.gitDir, "-c", "core.autocrlf=false",
 		"-c", "core.safecrlf=false", "-c", "core.fileMode=false"}
 	if len(s.files) > 0 {
-		o.stdin = []byte(strings.Join(s.files, "\x00") + "\x00")
-		if _, err := git(ctx, s.gitDir, o, append(base, "update-index", "--add", "-z", "--stdin")...); err != nil {
+		o.Stdin = []byte(strings.Join(s.files, "\x00") + "\x00")
+		if _, err := Run(ctx, s.gitDir, o, append(base, "update-index", "--add", "-z", "--stdin")...); err != nil {
 			return "", err
 		}
 	}
@@ -462,32 +462,32 @@ func (s *Survey) metaTree(ctx context.Context, index string) (string, error) {
 	}
 	in.WriteString(line)
 	if in.Len() > 0 {
-		o.stdin = in.Bytes()
-		if _, err := git(ctx, s.gitDir, o, append(base, "update-index", "-z", "--index-info")...); err != nil {
+		o.Stdin = in.Bytes()
+		if _, err := Run(ctx, s.gitDir, o, append(base, "update-index", "-z", "--index-info")...); err != nil {
 			return "", err
 		}
 	}
-	o.stdin = nil
-	res, err := git(ctx, s.gitDir, o, "--git-dir="+s.commonDir, "write-tree")
+	o.Stdin = nil
+	res, err := Run(ctx, s.gitDir, o, "--git-dir="+s.commonDir, "write-tree")
 	if err != nil {
 		return "", err
 	}
-	id := strings.TrimSuffix(string(res.stdout), "\n")
-	if !isObjectID(id) {
-		return "", unexpected("git write-tree", "%q is not an object id", id)
+	id := strings.TrimSuffix(string(res.Stdout), "\n")
+	if !IsObjectID(id) {
+		return "", Unexpected("git write-tree", "%q is not an object id", id)
 	}
 	return id, nil
 }
 
 // writeBlob stores content as a blob and returns its id.
 func (s *Survey) writeBlob(ctx context.Context, content []byte) (string, error) {
-	res, err := git(ctx, s.commonDir, cmdOpts{stdin: content}, "hash-object", "-w", "--stdin")
+	res, err := Run(ctx, s.commonDir, Cmd{Stdin: content}, "hash-object", "-w", "--stdin")
 	if err != nil {
 		return "", err
 	}
-	id := strings.TrimSpace(string(res.stdout))
-	if !isObjectID(id) {
-		return "", unexpected("git hash-object", "%q is not an object id", id)
+	id := strings.TrimSpace(string(res.Stdout))
+	if !IsObjectID(id) {
+		return "", Unexpected("git hash-object", "%q is not an object id", id)
 	}
 	return id, nil
 }
@@ -495,15 +495,15 @@ func (s *Survey) writeBlob(ctx context.Context, content []byte) (string, error) 
 // ReadSalvage reads the layout of the salvage commit rev in the repository
 // containing dir.
 func ReadSalvage(ctx context.Context, dir, rev string) (string, SalvageLayout, error) {
-	id, err := resolveCLI(ctx, dir, cmdOpts{}, rev)
+	id, err := ResolveCommitWith(ctx, dir, Cmd{}, rev)
 	if err != nil {
 		return "", SalvageLayout{}, err
 	}
-	res, err := git(ctx, dir, cmdOpts{readOnly: true}, "cat-file", "commit", id)
+	res, err := Run(ctx, dir, Cmd{ReadOnly: true}, "cat-file", "commit", id)
 	if err != nil {
 		return "", SalvageLayout{}, err
 	}
-	l, err := ParseSalvageCommit(res.stdout)
+	l, err := ParseSalvageCommit(res.Stdout)
 	if err != nil {
 		return "", l, fmt.Errorf("gitops: %s (%s): %w", rev, id, err)
 	}

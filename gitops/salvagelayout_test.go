@@ -141,7 +141,7 @@ func FuzzReadMetaTar(f *testing.F) {
 	})
 }
 
-// TestScanIndexFlags checks the flags scanIndex reads against git's own
+// TestScanIndexFlags checks the flags ScanIndex reads against git's own
 // listing: assume-unchanged, skip-worktree, intent-to-add, conflict stages.
 func TestScanIndexFlags(t *testing.T) {
 	t.Parallel()
@@ -163,7 +163,7 @@ func TestScanIndexFlags(t *testing.T) {
 	r.Git("add", "-N", "ita.txt")
 	data := readIndex(r)
 	got := map[string]string{}
-	if err := scanIndex(data, 20, func(e indexEntry) {
+	if err := ScanIndex(data, 20, func(e IndexEntry) {
 		got[fmt.Sprintf("%s %d", e.Path, e.Stage)] = fmt.Sprintf("%s %s au=%t sw=%t ita=%t", e.Mode, e.ID, e.AssumeUnchanged, e.SkipWorktree, e.IntentToAdd)
 	}); err != nil {
 		t.Fatal(err)
@@ -184,12 +184,12 @@ func FuzzParseReflogNew(f *testing.F) {
 	f.Add([]byte(id('0') + " " + id('1') + " a <a@b> 0 +0000\tstash: one\n" + id('1') + " " + id('2') + " a <a@b> 1 +0000\tstash: two\n"))
 	f.Add([]byte(""))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ids, err := parseReflogNew(b)
+		ids, err := ParseReflogNew(b)
 		if err != nil {
 			return
 		}
 		for _, x := range ids {
-			if !isObjectID(x) {
+			if !IsObjectID(x) {
 				t.Fatalf("id %q", x)
 			}
 		}
@@ -200,7 +200,7 @@ func FuzzObjectIDs(f *testing.F) {
 	f.Add([]byte("ref: refs/heads/main\n" + id('a') + " " + id('b') + "\tmsg " + id('c') + "x\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, x := range objectIDs(b) {
-			if !isObjectID(x) || !bytes.Contains(b, []byte(x)) {
+			if !IsObjectID(x) || !bytes.Contains(b, []byte(x)) {
 				t.Fatalf("id %q from %q", x, b)
 			}
 		}

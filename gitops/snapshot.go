@@ -131,17 +131,17 @@ func snapshot(ctx context.Context, worktree, message string, from HeadState) (Sn
 // container) a salvage must not fail for that, or a reclaim could not
 // proceed: the commit is majlis's own, and says so.
 func commitTree(ctx context.Context, dir, ceiling string, env []string, args ...string) (string, error) {
-	res, err := git(ctx, dir, cmdOpts{ceiling: ceiling, extraEnv: env}, args...)
+	res, err := Run(ctx, dir, Cmd{Ceiling: ceiling, Env: env}, args...)
 	var ge *Error
 	if err != nil && errors.As(err, &ge) && missingIdentity(ge.Stderr) {
-		res, err = git(ctx, dir, cmdOpts{ceiling: ceiling, extraEnv: append(env, salvageIdentity...)}, args...)
+		res, err = Run(ctx, dir, Cmd{Ceiling: ceiling, Env: append(env, salvageIdentity...)}, args...)
 	}
 	if err != nil {
 		return "", err
 	}
-	id := strings.TrimSuffix(string(res.stdout), "\n")
-	if !isObjectID(id) {
-		return "", unexpected("git commit-tree", "%q is not an object id", id)
+	id := strings.TrimSuffix(string(res.Stdout), "\n")
+	if !IsObjectID(id) {
+		return "", Unexpected("git commit-tree", "%q is not an object id", id)
 	}
 	return id, nil
 }
@@ -207,7 +207,7 @@ func dirtySubmodules(ctx context.Context, dir, index, ceiling string, hashLen in
 	if err != nil {
 		return nil, err
 	}
-	links, err := indexGitlinks(data, hashLen)
+	links, err := IndexGitlinks(data, hashLen)
 	if err == nil && len(links) == 0 {
 		return nil, nil
 	}
@@ -216,11 +216,11 @@ func dirtySubmodules(ctx context.Context, dir, index, ceiling string, hashLen in
 		args = append(args, "--")
 		args = append(args, links...)
 	}
-	res, err := git(ctx, dir, cmdOpts{readOnly: true, indexFile: index, ceiling: ceiling, literalPathspecs: true}, args...)
+	res, err := Run(ctx, dir, Cmd{ReadOnly: true, IndexFile: index, Ceiling: ceiling, LiteralPathspecs: true}, args...)
 	if err != nil {
 		return nil, err
 	}
-	changes, err := parseRawDiff(res.stdout)
+	changes, err := ParseRawDiff(res.Stdout)
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +237,7 @@ func dirtySubmodules(ctx context.Context, dir, index, ceiling string, hashLen in
 // reads the ref only: loading the object (and so a pack index) would cost
 // more than the rest of a small snapshot, and commit-tree checks that the
 // parent is a commit.
-func (r *Reader) head(ctx context.Context) (string, error) {
+func (r *Reader) Head(ctx context.Context) (string, error) {
 	if r.repo != nil {
 		r.mu.Lock()
 		ref, err := r.repo.Reference(plumbing.HEAD, true)
@@ -246,101 +246,16 @@ func (r *Reader) head(ctx context.Context) (string, error) {
 			return ref.Hash().String(), nil
 		}
 	}
-	id, err := resolveCLI(ctx, r.dir, r.tree, "HEAD")
+	id, err := ResolveCommitWith(ctx, r.dir, r.tree, "HEAD")
 	if err == nil || !errors.Is(err, ErrUnknownRevision) {
 		return id, err
 	}
 	// HEAD names no commit: an unborn branch if HEAD is a symbolic ref,
 	// else something is wrong and the snapshot must not pretend otherwise.
-	if _, serr := git(ctx, r.dir, r.opts(cmdOpts{readOnly: true}), "symbolic-ref", "-q", "HEAD"); serr != nil {
+	if _, serr := Run(ctx, r.dir, r.opts(Cmd{ReadOnly: true}), "symbolic-ref", "-q", "HEAD"); serr != nil {
 		return "", err
 	}
 	return "", nil
-}
-
-// A rawChange is one entry of git's raw diff format (diff-tree,
-// diff-files, diff-index with -z).
-type rawChange struct {
-	SrcMode, DstMode Mode
-	SrcID, DstID     string
-	// Status is the change letter: A, C, D, M, R, T, U or X. Copies and
-	// renames (with a score) only appear when detection is on.
-	Status byte
-	Score  string // the digits after R or C
-	Path   string
-	// SrcPath is the source path of a copy or rename.
-	SrcPath string
-}
-
-// parseRawDiff parses `git diff-* -z` raw output:
-// ":<srcmode> <dstmode> <srcid> <dstid> <status>[score]\0<path>\0", with a
-// second path after renames and copies.
-func parseRawDiff(out []byte) ([]rawChange, error) {
-	var changes []rawChange
-	for len(out) > 0 {
-		meta, rest, ok := cutNUL(out)
-		if !ok || len(meta) < 2 || meta[0] != ':' {
-			return nil, unexpected("git diff", "record %q", meta)
-		}
-		f := strings.Split(meta[1:], " ")
-		if len(f) != 5 || f[4] == "" {
-			return nil, unexpected("git diff", "record %q", meta)
-		}
-		var c rawChange
-		var err error
-		if c.SrcMode, err = parseMode(f[0]); err != nil {
-			return nil, err
-		}
-		if c.DstMode, err = parseMode(f[1]); err != nil {
-			return nil, err
-		}
-		if c.SrcID, err = parseID(f[2]); err != nil {
-			return nil, err
-		}
-		if c.DstID, err = parseID(f[3]); err != nil {
-			return nil, err
-		}
-		c.Status, c.Score = f[4][0], f[4][1:]
-		twoPaths := false
-		switch c.Status {
-		case 'R', 'C':
-			if _, err := parseScore(f[4]); err != nil {
-				return nil, err
-			}
-			twoPaths = true
-		case 'A', 'D', 'M', 'T', 'U', 'X':
-			if c.Score != "" {
-				return nil, unexpected("git diff", "status %q", f[4])
-			}
-		default:
-			return nil, unexpected("git diff", "status %q", f[4])
-		}
-		path, rest, ok := cutNUL(rest)
-		if !ok || path == "" {
-			return nil, unexpected("git diff", "record %q without a path", meta)
-		}
-		c.Path = path
-		if twoPaths {
-			dst, r2, ok := cutNUL(rest)
-			if !ok || dst == "" {
-				return nil, unexpected("git diff", "record %q without its second path", meta)
-			}
-			c.SrcPath, c.Path, rest = path, dst, r2
-		}
-		changes = append(changes, c)
-		out = rest
-	}
-	return changes, nil
-}
-
-// appendRawChange renders c as git does; the inverse of parseRawDiff.
-func appendRawChange(b []byte, c rawChange) []byte {
-	b = fmt.Appendf(b, ":%s %s %s %s %c%s", c.SrcMode, c.DstMode, c.SrcID, c.DstID, c.Status, c.Score)
-	b = append(b, 0)
-	if c.SrcPath != "" {
-		b = append(append(b, c.SrcPath...), 0)
-	}
-	return append(append(b, c.Path...), 0)
 }
 
 // salvageIdentity signs salvage commits when the user has no identity.

@@ -195,7 +195,7 @@ func TestSnapshot(t *testing.T) {
 			noTempIndex(t, r)
 
 			// The commit holds the worktree's state on top of HEAD.
-			if res.Clean || res.Parent != head || !isObjectID(res.Commit) {
+			if res.Clean || res.Parent != head || !IsObjectID(res.Commit) {
 				t.Fatalf("result %+v: want a commit on %s", res, head)
 			}
 			if got := r.RevParse(res.Commit + "^{tree}"); got != res.Tree {

@@ -31,7 +31,7 @@ type snapshotRun struct {
 	// checkout would not give back (and convertedDone, that they were
 	// looked for).
 	tree            string
-	changes         []rawChange
+	changes         []RawChange
 	dirtySubmodules []string
 	converted       []unpopulatedFile
 	convertedDone   bool
@@ -102,13 +102,13 @@ func (r *snapshotRun) worktreeTree() error {
 
 // writeTree writes the private index's tree (r.tree).
 func (r *snapshotRun) writeTree() error {
-	res, err := git(r.ctx, r.dir, cmdOpts{indexFile: r.tmpIndex, ceiling: r.ceiling}, "write-tree")
+	res, err := Run(r.ctx, r.dir, Cmd{IndexFile: r.tmpIndex, Ceiling: r.ceiling}, "write-tree")
 	if err != nil {
 		return err
 	}
-	r.tree = strings.TrimSuffix(string(res.stdout), "\n")
-	if !isObjectID(r.tree) {
-		return unexpected("git write-tree", "%q is not an object id", r.tree)
+	r.tree = strings.TrimSuffix(string(res.Stdout), "\n")
+	if !IsObjectID(r.tree) {
+		return Unexpected("git write-tree", "%q is not an object id", r.tree)
 	}
 	return nil
 }
@@ -119,12 +119,12 @@ func (r *snapshotRun) diff(base string) func() error {
 		// --ignore-submodules=none: a submodule configured with
 		// ignore=all still has its commit recorded, and a change of it
 		// alone must not make the worktree look clean.
-		res, err := git(r.ctx, r.dir, cmdOpts{readOnly: true, indexFile: r.tmpIndex, ceiling: r.ceiling},
+		res, err := Run(r.ctx, r.dir, Cmd{ReadOnly: true, IndexFile: r.tmpIndex, Ceiling: r.ceiling},
 			"diff-index", "--cached", "-z", "--no-renames", "--ignore-submodules=none", base)
 		if err != nil {
 			return err
 		}
-		r.changes, err = parseRawDiff(res.stdout)
+		r.changes, err = ParseRawDiff(res.Stdout)
 		return err
 	}
 }
@@ -219,13 +219,13 @@ func (r *snapshotRun) placeholder() error {
 	}
 	// git knows the empty tree without storing it, but fsck and a fetch
 	// of the salvage want it stored: mktree stores it.
-	res, err := git(r.ctx, r.dir, cmdOpts{ceiling: r.ceiling, stdin: []byte{}}, "mktree")
+	res, err := Run(r.ctx, r.dir, Cmd{Ceiling: r.ceiling, Stdin: []byte{}}, "mktree")
 	if err != nil {
 		return err
 	}
-	empty := strings.TrimSuffix(string(res.stdout), "\n")
-	if !isObjectID(empty) {
-		return unexpected("git mktree", "%q is not an object id", empty)
+	empty := strings.TrimSuffix(string(res.Stdout), "\n")
+	if !IsObjectID(empty) {
+		return Unexpected("git mktree", "%q is not an object id", empty)
 	}
 	r.untracked, err = commitTree(r.ctx, r.dir, r.ceiling, placeholderEnv, "commit-tree", "--no-gpg-sign", "-m",
 		placeholderMessage, empty)

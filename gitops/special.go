@@ -24,7 +24,7 @@ type SpecialFile = wire.SpecialFile
 // It changes nothing. A directory it cannot read is an error: what it
 // holds cannot be told.
 func SpecialFiles(worktree string, limit int) (int, []SpecialFile, error) {
-	dir, _, err := topLevel(worktree)
+	dir, _, err := TopLevel(worktree)
 	if err != nil {
 		return 0, nil, err
 	}

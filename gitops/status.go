@@ -139,12 +139,12 @@ func ReadStatus(ctx context.Context, dir string, opts StatusOptions) (*Status, e
 		args = append(args, "--ignored=traditional")
 	}
 	o := treeOpts(dir)
-	o.readOnly, o.refreshIndex = true, opts.Refresh
-	res, err := git(ctx, dir, o, args...)
+	o.ReadOnly, o.refreshIndex = true, opts.Refresh
+	res, err := Run(ctx, dir, o, args...)
 	if err != nil {
 		return nil, err
 	}
-	return parseStatus(res.stdout)
+	return parseStatus(res.Stdout)
 }
 
 // Clean reports whether the worktree has no changes: no entries other than
@@ -219,12 +219,12 @@ func parseStatus(out []byte) (*Status, error) {
 	for n := 1; len(out) > 0; n++ {
 		rec, rest, ok := cutNUL(out)
 		if !ok {
-			return nil, unexpected("git status", "record %d is not NUL-terminated", n)
+			return nil, Unexpected("git status", "record %d is not NUL-terminated", n)
 		}
 		out = rest
 		if strings.HasPrefix(rec, "# ") {
 			if entries {
-				return nil, unexpected("git status", "header %q after the entries", rec)
+				return nil, Unexpected("git status", "header %q after the entries", rec)
 			}
 			if err := s.parseHeader(rec[2:]); err != nil {
 				return nil, err
@@ -239,7 +239,7 @@ func parseStatus(out []byte) (*Status, error) {
 		if e.Kind == RenamedOrCopied {
 			orig, rest, ok := cutNUL(out)
 			if !ok || orig == "" {
-				return nil, unexpected("git status", "renamed entry %q without its original path", e.Path)
+				return nil, Unexpected("git status", "renamed entry %q without its original path", e.Path)
 			}
 			e.OrigPath, out = orig, rest
 		}
@@ -255,14 +255,14 @@ func (s *Status) parseHeader(h string) error {
 		switch {
 		case val == "(initial)":
 			s.Head = ""
-		case isObjectID(val):
+		case IsObjectID(val):
 			s.Head = val
 		default:
-			return unexpected("git status", "branch.oid %q", val)
+			return Unexpected("git status", "branch.oid %q", val)
 		}
 	case "branch.head":
 		if val == "" {
-			return unexpected("git status", "empty branch.head")
+			return Unexpected("git status", "empty branch.head")
 		}
 		if val == "(detached)" {
 			s.Detached = true
@@ -287,18 +287,18 @@ var statusFields = map[EntryKind]int{Ordinary: 8, RenamedOrCopied: 9, Unmerged: 
 func parseStatusEntry(rec string) (StatusEntry, error) {
 	var e StatusEntry
 	if len(rec) < 2 || rec[1] != ' ' {
-		return e, unexpected("git status", "malformed entry %q", rec)
+		return e, Unexpected("git status", "malformed entry %q", rec)
 	}
 	e.Kind = EntryKind(rec[0])
 	nf, ok := statusFields[e.Kind]
 	if !ok {
-		return e, unexpected("git status", "unknown entry kind in %q", rec)
+		return e, Unexpected("git status", "unknown entry kind in %q", rec)
 	}
 	// The path is last and may itself contain spaces: split off exactly
 	// the fields before it.
 	f := strings.SplitN(rec, " ", nf+1)
 	if len(f) != nf+1 || f[nf] == "" {
-		return e, unexpected("git status", "entry %q has too few fields", rec)
+		return e, Unexpected("git status", "entry %q has too few fields", rec)
 	}
 	e.Path = f[nf]
 	if e.Kind == Untracked || e.Kind == Ignored {
@@ -313,13 +313,13 @@ func parseStatusEntry(rec string) (StatusEntry, error) {
 	}
 	switch e.Kind {
 	case Ordinary, RenamedOrCopied:
-		if e.HeadMode, err = parseMode(f[3]); err != nil {
+		if e.HeadMode, err = ParseMode(f[3]); err != nil {
 			return e, err
 		}
-		if e.IndexMode, err = parseMode(f[4]); err != nil {
+		if e.IndexMode, err = ParseMode(f[4]); err != nil {
 			return e, err
 		}
-		if e.WorktreeMode, err = parseMode(f[5]); err != nil {
+		if e.WorktreeMode, err = ParseMode(f[5]); err != nil {
 			return e, err
 		}
 		if e.HeadID, err = parseID(f[6]); err != nil {
@@ -335,14 +335,14 @@ func parseStatusEntry(rec string) (StatusEntry, error) {
 		}
 	case Unmerged:
 		for i := range e.Stages {
-			if e.Stages[i].Mode, err = parseMode(f[3+i]); err != nil {
+			if e.Stages[i].Mode, err = ParseMode(f[3+i]); err != nil {
 				return e, err
 			}
 			if e.Stages[i].ID, err = parseID(f[7+i]); err != nil {
 				return e, err
 			}
 		}
-		if e.WorktreeMode, err = parseMode(f[6]); err != nil {
+		if e.WorktreeMode, err = ParseMode(f[6]); err != nil {
 			return e, err
 		}
 	}
@@ -351,18 +351,18 @@ func parseStatusEntry(rec string) (StatusEntry, error) {
 
 func parseXY(k EntryKind, xy string) (x, y byte, err error) {
 	if len(xy) != 2 {
-		return 0, 0, unexpected("git status", "status %q is not two letters", xy)
+		return 0, 0, Unexpected("git status", "status %q is not two letters", xy)
 	}
 	if k == Unmerged {
 		switch xy {
 		case "DD", "AU", "UD", "UA", "DU", "AA", "UU":
 			return xy[0], xy[1], nil
 		}
-		return 0, 0, unexpected("git status", "unmerged status %q", xy)
+		return 0, 0, Unexpected("git status", "unmerged status %q", xy)
 	}
 	for i := 0; i < 2; i++ {
 		if !strings.ContainsRune(".MTADRCU", rune(xy[i])) {
-			return 0, 0, unexpected("git status", "status %q", xy)
+			return 0, 0, Unexpected("git status", "status %q", xy)
 		}
 	}
 	return xy[0], xy[1], nil
@@ -373,25 +373,25 @@ func parseSubmodule(f string) (SubmoduleState, error) {
 		return SubmoduleState{}, nil
 	}
 	if len(f) != 4 || f[0] != 'S' || (f[1] != 'C' && f[1] != '.') || (f[2] != 'M' && f[2] != '.') || (f[3] != 'U' && f[3] != '.') {
-		return SubmoduleState{}, unexpected("git status", "submodule state %q", f)
+		return SubmoduleState{}, Unexpected("git status", "submodule state %q", f)
 	}
 	return SubmoduleState{IsSubmodule: true, CommitChanged: f[1] == 'C', Modified: f[2] == 'M', Untracked: f[3] == 'U'}, nil
 }
 
-func parseMode(f string) (Mode, error) {
+func ParseMode(f string) (Mode, error) {
 	if len(f) != 6 {
-		return 0, unexpected("git", "mode %q", f)
+		return 0, Unexpected("git", "mode %q", f)
 	}
 	m, err := strconv.ParseUint(f, 8, 32)
 	if err != nil {
-		return 0, unexpected("git", "mode %q", f)
+		return 0, Unexpected("git", "mode %q", f)
 	}
 	return Mode(m), nil
 }
 
 func parseID(f string) (string, error) {
-	if !isObjectID(f) {
-		return "", unexpected("git", "object id %q", f)
+	if !IsObjectID(f) {
+		return "", Unexpected("git", "object id %q", f)
 	}
 	return f, nil
 }
@@ -402,7 +402,7 @@ func parseScore(f string) (string, error) {
 			return f, nil
 		}
 	}
-	return "", unexpected("git", "rename score %q", f)
+	return "", Unexpected("git", "rename score %q", f)
 }
 
 // appendStatusEntry renders e as git does (the inverse of

@@ -18,23 +18,23 @@ import (
 // entries); an index it cannot parse (split, another hash, damaged) is
 // asked of git.
 func Submodules(ctx context.Context, worktree string) ([]string, error) {
-	dir, o, err := openTree(worktree)
+	dir, o, err := OpenTree(worktree)
 	if err != nil {
 		return nil, err
 	}
-	if data, err := os.ReadFile(filepath.Join(o.gitDir, "index")); err == nil {
-		if links, err := indexGitlinks(data, 20); err == nil {
+	if data, err := os.ReadFile(filepath.Join(o.GitDir, "index")); err == nil {
+		if links, err := IndexGitlinks(data, 20); err == nil {
 			return links, nil
 		}
 	} else if errors.Is(err, os.ErrNotExist) {
 		return nil, nil // no index yet: no submodules
 	}
-	o.readOnly = true
-	res, err := git(ctx, dir, o, "ls-files", "--stage", "-z")
+	o.ReadOnly = true
+	res, err := Run(ctx, dir, o, "ls-files", "--stage", "-z")
 	if err != nil {
 		return nil, err
 	}
-	return parseGitlinks(res.stdout)
+	return parseGitlinks(res.Stdout)
 }
 
 // parseGitlinks reads `git ls-files --stage -z`: "<mode> <id> <stage>\t<path>\0".
@@ -44,12 +44,12 @@ func parseGitlinks(out []byte) ([]string, error) {
 	for len(out) > 0 {
 		rec, rest, ok := bytes.Cut(out, []byte{0})
 		if !ok {
-			return nil, unexpected("git ls-files", "record without a NUL terminator")
+			return nil, Unexpected("git ls-files", "record without a NUL terminator")
 		}
 		out = rest
 		meta, path, ok := bytes.Cut(rec, []byte{'\t'})
 		if !ok || len(path) == 0 {
-			return nil, unexpected("git ls-files", "record %q has no path", rec)
+			return nil, Unexpected("git ls-files", "record %q has no path", rec)
 		}
 		if bytes.HasPrefix(meta, []byte("160000 ")) && !seen[string(path)] {
 			seen[string(path)] = true
@@ -73,7 +73,7 @@ func FetchInto(ctx context.Context, dir, src string, refspecs ...string) error {
 	// settings on to the upload-pack it runs for the local source.
 	args := append([]string{"-c", "protocol.file.allow=always", "-c", "uploadpack.allowAnySHA1InWant=true", "fetch", "--quiet", "--no-tags",
 		"--no-write-fetch-head", "--no-recurse-submodules", "--", src}, refspecs...)
-	if _, err := git(ctx, dir, cmdOpts{}, args...); err != nil {
+	if _, err := Run(ctx, dir, Cmd{}, args...); err != nil {
 		return fmt.Errorf("gitops: keeping refs of %s: %w", src, err)
 	}
 	return nil
@@ -83,7 +83,7 @@ func FetchInto(ctx context.Context, dir, src string, refspecs ...string) error {
 // has its top level at worktree, newest (stash@{0}) first, read in process
 // from the stash's reflog: refs/stash names only the newest.
 func StashEntries(worktree string) ([]string, error) {
-	gitDir, err := worktreeGitDir(worktree)
+	gitDir, err := WorktreeGitDir(worktree)
 	if err != nil {
 		return nil, err
 	}
@@ -102,23 +102,23 @@ func StashEntries(worktree string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	ids, err := parseReflogNew(b)
+	ids, err := ParseReflogNew(b)
 	if err != nil {
 		return nil, fmt.Errorf("gitops: %s: %w", filepath.Join(common, "logs", "refs", "stash"), err)
 	}
 	return ids, nil
 }
 
-// parseReflogNew returns the new ids of a reflog's lines ("<old> <new>
+// ParseReflogNew returns the new ids of a reflog's lines ("<old> <new>
 // <who> <when>\t<message>"), newest (the last line) first.
-func parseReflogNew(b []byte) ([]string, error) {
+func ParseReflogNew(b []byte) ([]string, error) {
 	var ids []string
 	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
 		f := strings.Fields(line)
 		if len(f) == 0 {
 			continue
 		}
-		if len(f) < 2 || !isObjectID(f[0]) || !isObjectID(f[1]) {
+		if len(f) < 2 || !IsObjectID(f[0]) || !IsObjectID(f[1]) {
 			return nil, fmt.Errorf("malformed reflog line %q", line)
 		}
 		ids = append([]string{f[1]}, ids...)

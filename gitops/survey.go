@@ -16,9 +16,6 @@ import (
 	"github.com/majlis-dev/majlis/wire"
 )
 
-// Pin is wire.Pin: the result type is defined once, in the wire contract.
-type Pin = wire.Pin
-
 // HiddenFile is wire.HiddenFile: the result type is defined once, in the wire contract.
 type HiddenFile = wire.HiddenFile
 
@@ -59,14 +56,14 @@ type Survey struct {
 	unhide map[string][]string
 	// hidden are the index entries of Hidden, which a salvage re-enters
 	// in its private index without their stat data (see revealHidden).
-	hidden []indexEntry
+	hidden []IndexEntry
 	// stages are the conflicted index entries, kept as blobs; resolveUndo
 	// the stages of conflicts resolved since (the index's resolve-undo
 	// extension), kept as blobs too: often only the index holds them.
-	stages, resolveUndo []indexEntry
+	stages, resolveUndo []IndexEntry
 	// flagged are the assume-unchanged and skip-worktree entries; askGit
 	// says the index could not be read in process.
-	flagged, toHash []indexEntry
+	flagged, toHash []IndexEntry
 	askGit          bool
 	hashLen         int
 	// cacheTree is the index's tree when its cache-tree extension holds
@@ -100,7 +97,7 @@ type Survey struct {
 	// commonOpts, when set, are the options git runs with in the common
 	// directory (SurveyEntry names it, whose config may send git to a
 	// work tree that is gone).
-	commonOpts *cmdOpts
+	commonOpts *Cmd
 }
 
 // Empty reports whether the survey found nothing a salvage must keep
@@ -161,11 +158,11 @@ var (
 // other objects, to find which of them no shared ref reaches, and to hash
 // hidden files.
 func SurveyWorktree(ctx context.Context, worktree string) (*Survey, error) {
-	dir, ceiling, err := topLevel(worktree)
+	dir, ceiling, err := TopLevel(worktree)
 	if err != nil {
 		return nil, err
 	}
-	gitDir, err := worktreeGitDir(dir)
+	gitDir, err := WorktreeGitDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +170,7 @@ func SurveyWorktree(ctx context.Context, worktree string) (*Survey, error) {
 	if err != nil {
 		return nil, err
 	}
-	head, err := r.head(ctx)
+	head, err := r.Head(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +227,7 @@ func newSurvey(gitDir, head string, index []byte) (*Survey, error) {
 	s.indexData = index
 	if len(index) > 0 {
 		end := -1
-		err := scanIndexAt(index, s.hashLen, func(e indexEntry) {
+		err := ScanIndexAt(index, s.hashLen, func(e IndexEntry) {
 			switch {
 			case e.Stage != 0:
 				s.Conflicted++
@@ -250,16 +247,16 @@ func newSurvey(gitDir, head string, index []byte) (*Survey, error) {
 			// asks git for the entries instead.
 			s.Conflicted, s.IntentToAdd, s.stages, s.flagged = 0, 0, nil, nil
 			s.askGit, s.attributesInIndex = true, true
-			if errors.Is(err, errSplitIndex) && end >= 0 {
+			if errors.Is(err, ErrSplitIndex) && end >= 0 {
 				// A split index keeps its extensions in this file.
-				s.resolveUndo, _ = indexResolveUndo(index, s.hashLen, end)
+				s.resolveUndo, _ = IndexResolveUndo(index, s.hashLen, end)
 			}
 		} else {
 			if s.Conflicted == 0 && s.IntentToAdd == 0 {
-				s.cacheTree = cacheTreeRoot(index, s.hashLen, end)
+				s.cacheTree = CacheTreeRoot(index, s.hashLen, end)
 			}
 			// Unreadable resolve-undo data is not kept; the raw index is.
-			s.resolveUndo, _ = indexResolveUndo(index, s.hashLen, end)
+			s.resolveUndo, _ = IndexResolveUndo(index, s.hashLen, end)
 		}
 	}
 	return s, nil
@@ -397,14 +394,14 @@ func (s *Survey) findPins(ctx context.Context) error {
 	for _, c := range cands {
 		in.WriteString(c.id + "\n")
 	}
-	res, err := git(ctx, s.commonDir, s.onCommon(in.Bytes()),
+	res, err := Run(ctx, s.commonDir, s.onCommon(in.Bytes()),
 		"cat-file", "--batch-check=%(objectname) %(objecttype)")
 	if err != nil {
 		return err
 	}
 	commits := map[string]bool{}
-	for _, line := range strings.Split(string(res.stdout), "\n") {
-		if id, typ, ok := strings.Cut(line, " "); ok && typ == "commit" && isObjectID(id) {
+	for _, line := range strings.Split(string(res.Stdout), "\n") {
+		if id, typ, ok := strings.Cut(line, " "); ok && typ == "commit" && IsObjectID(id) {
 			commits[id] = true
 		}
 	}
@@ -417,20 +414,20 @@ func (s *Survey) findPins(ctx context.Context) error {
 	if in.Len() == 0 {
 		return nil
 	}
-	res, err = git(ctx, s.commonDir, s.onCommon(in.Bytes()),
+	res, err = Run(ctx, s.commonDir, s.onCommon(in.Bytes()),
 		"rev-list", "--parents", "--stdin", "--not", "--single-worktree", "--exclude=refs/stash", "--all")
 	if err != nil {
 		return err
 	}
 	unreachable, parents := map[string]bool{}, map[string]bool{}
-	for _, line := range strings.Split(string(res.stdout), "\n") {
+	for _, line := range strings.Split(string(res.Stdout), "\n") {
 		f := strings.Fields(line)
 		if len(f) == 0 {
 			continue
 		}
 		for _, id := range f {
-			if !isObjectID(id) {
-				return unexpected("git rev-list", "%q is not an object id", id)
+			if !IsObjectID(id) {
+				return Unexpected("git rev-list", "%q is not an object id", id)
 			}
 		}
 		unreachable[f[0]] = true
@@ -468,7 +465,7 @@ func pseudoRefContent(b []byte) bool {
 	if !ok || bytes.IndexByte(line, '\n') >= 0 {
 		return false
 	}
-	return isObjectID(string(line)) || bytes.HasPrefix(line, []byte("ref: refs/"))
+	return IsObjectID(string(line)) || bytes.HasPrefix(line, []byte("ref: refs/"))
 }
 
 // objectIDs returns the full object ids (40 or 64 hex digits standing
@@ -511,17 +508,17 @@ type surveyed struct {
 func surveyWorktree(ctx context.Context, worktree, what string) (surveyed, error) {
 	var s surveyed
 	var err error
-	if s.dir, s.ceiling, err = topLevel(worktree); err != nil {
+	if s.dir, s.ceiling, err = TopLevel(worktree); err != nil {
 		return s, err
 	}
-	if s.gitDir, err = worktreeGitDir(s.dir); err != nil {
+	if s.gitDir, err = WorktreeGitDir(s.dir); err != nil {
 		return s, err
 	}
 	r, err := OpenReader(ctx, s.dir)
 	if err != nil {
 		return s, err
 	}
-	if s.parent, err = r.head(ctx); err != nil {
+	if s.parent, err = r.Head(ctx); err != nil {
 		return s, err
 	}
 	indexData, err := os.ReadFile(filepath.Join(s.gitDir, "index"))
@@ -551,17 +548,17 @@ func surveyWorktree(ctx context.Context, worktree, what string) (surveyed, error
 // parseStageRecord parses one record of `git ls-files -s -v -z`: the tag
 // (lower case: assume-unchanged; S: skip-worktree), mode, object id and
 // stage, a tab, and the path.
-func parseStageRecord(rec []byte) (indexEntry, error) {
+func parseStageRecord(rec []byte) (IndexEntry, error) {
 	meta, path, ok := bytes.Cut(rec, []byte{'\t'})
 	f := strings.Fields(string(meta))
 	if !ok || len(f) != 4 || len(f[0]) != 1 {
-		return indexEntry{}, unexpected("git ls-files", "record %q", rec)
+		return IndexEntry{}, Unexpected("git ls-files", "record %q", rec)
 	}
-	mode, err := parseMode(f[1])
+	mode, err := ParseMode(f[1])
 	if err != nil {
-		return indexEntry{}, err
+		return IndexEntry{}, err
 	}
-	e := indexEntry{Path: string(path), Mode: mode, ID: f[2]}
+	e := IndexEntry{Path: string(path), Mode: mode, ID: f[2]}
 	fmt.Sscan(f[3], &e.Stage)
 	tag := f[0][0]
 	e.AssumeUnchanged = tag >= 'a' && tag <= 'z'

@@ -23,13 +23,13 @@ func TreeOf(ctx context.Context, dir, rev string) (string, error) {
 	if rev == "" || strings.ContainsAny(rev, "\x00\n") {
 		return "", fmt.Errorf("%w: %q", ErrUnknownRevision, rev)
 	}
-	res, err := git(ctx, dir, cmdOpts{readOnly: true}, "rev-parse", "--verify", "--end-of-options", rev+"^{tree}")
+	res, err := Run(ctx, dir, Cmd{ReadOnly: true}, "rev-parse", "--verify", "--end-of-options", rev+"^{tree}")
 	if err != nil {
 		return "", classify(err, ErrUnknownRevision, "Needed a single revision", "unknown revision")
 	}
-	id := strings.TrimSuffix(string(res.stdout), "\n")
-	if !isObjectID(id) {
-		return "", unexpected("git rev-parse", "%q is not an object id", id)
+	id := strings.TrimSuffix(string(res.Stdout), "\n")
+	if !IsObjectID(id) {
+		return "", Unexpected("git rev-parse", "%q is not an object id", id)
 	}
 	return id, nil
 }
@@ -81,7 +81,7 @@ func RelinkSubmodules(ctx context.Context, worktree, oldTop, modulesDir string) 
 	for _, sub := range subs {
 		dir := filepath.Join(worktree, filepath.FromSlash(sub))
 		old := filepath.Join(oldTop, filepath.FromSlash(sub))
-		gitDir, err := worktreeGitDir(dir)
+		gitDir, err := WorktreeGitDir(dir)
 		if err != nil || !strings.HasPrefix(gitDir, modulesDir+string(filepath.Separator)) {
 			continue // not checked out, or not this worktree's own: not moved with it
 		}
@@ -91,23 +91,23 @@ func RelinkSubmodules(ctx context.Context, worktree, oldTop, modulesDir string) 
 		config := filepath.Join(gitDir, "config")
 		// git runs in the (moved) worktree above: run in the submodule's git
 		// directory it would first go to the old place and fail.
-		_, o, err := openTree(worktree)
+		_, o, err := OpenTree(worktree)
 		if err != nil {
 			return err
 		}
 		get := o
-		get.readOnly, get.okCodes = true, []int{1}
-		res, err := git(ctx, worktree, get, "config", "--file", config, "--get", "core.worktree")
+		get.ReadOnly, get.OKCodes = true, []int{1}
+		res, err := Run(ctx, worktree, get, "config", "--file", config, "--get", "core.worktree")
 		if err != nil {
 			return err
 		}
-		if res.code == 0 {
-			wt := strings.TrimSuffix(string(res.stdout), "\n")
+		if res.Code == 0 {
+			wt := strings.TrimSuffix(string(res.Stdout), "\n")
 			if !filepath.IsAbs(wt) {
 				wt = filepath.Join(gitDir, wt)
 			}
 			if filepath.Clean(wt) == old {
-				if _, err := git(ctx, worktree, o, "config", "--file", config, "core.worktree", dir); err != nil {
+				if _, err := Run(ctx, worktree, o, "config", "--file", config, "core.worktree", dir); err != nil {
 					return err
 				}
 			}
@@ -117,79 +117,4 @@ func RelinkSubmodules(ctx context.Context, worktree, oldTop, modulesDir string) 
 		}
 	}
 	return nil
-}
-
-// A TreeState is what a worktree holds, as trees, found without making a
-// commit (see WorktreeTree).
-type TreeState struct {
-	Tree     string // the tree `git add -A` gives the worktree's files (ignored ones aside)
-	Head     string // HEAD's commit; empty on an unborn branch
-	HeadTree string // HEAD's tree; empty on an unborn branch
-	OnBranch bool   // HEAD is a symbolic ref: its commits are on a branch
-	// Outside counts the files Tree cannot hold, which a salvage keeps in
-	// its meta commit: those in the folders of submodules that are not
-	// checked out (Survey.Unpopulated), those whose names git refuses,
-	// and those whose bytes a checkout would not give back (kept as they
-	// are on disk beside the tree).
-	Outside int
-}
-
-// WorktreeTree computes the tree of the worktree's files exactly as
-// Snapshot does (hidden files made visible in a private copy of the index,
-// then git add -A --sparse, then write-tree), HEAD's tree, and whether
-// HEAD is on a branch, changing nothing and writing no commit: a caller
-// that only needs to know whether anything changed since a snapshot
-// leaves no unreferenced commit behind.
-func WorktreeTree(ctx context.Context, worktree string) (TreeState, error) {
-	sw, err := surveyWorktree(ctx, worktree, "tree")
-	if err != nil {
-		return TreeState{}, err
-	}
-	dir, ceiling, gitDir, parent, sv := sw.dir, sw.ceiling, sw.gitDir, sw.parent, sw.sv
-	tmpIndex, err := copyIndex(gitDir)
-	if err != nil {
-		return TreeState{}, fmt.Errorf("gitops: tree of %s: %w", dir, err)
-	}
-	defer func() {
-		os.Remove(tmpIndex)
-		os.Remove(tmpIndex + ".lock")
-	}()
-	onTmp := cmdOpts{indexFile: tmpIndex, ceiling: ceiling}
-	if err := sv.hashFlagged(ctx, dir, ceiling); err != nil {
-		return TreeState{}, err
-	}
-	if err := sv.revealHidden(ctx, dir, ceiling, tmpIndex); err != nil {
-		return TreeState{}, err
-	}
-	refused, err := sv.addAll(ctx, dir, ceiling, tmpIndex)
-	if err != nil {
-		return TreeState{}, err
-	}
-	if sv.mayConvert(func() bool { return indexHasAttributes(tmpIndex, sv.hashLen) }) {
-		if sv.converted, err = sv.findConverted(ctx, dir, ceiling, tmpIndex); err != nil {
-			return TreeState{}, err
-		}
-	}
-	st := TreeState{Head: parent, Outside: len(sv.Unpopulated) + len(refused) + len(sv.converted)}
-	res, err := git(ctx, dir, onTmp, "write-tree")
-	if err != nil {
-		return TreeState{}, err
-	}
-	st.Tree = strings.TrimSuffix(string(res.stdout), "\n")
-	if !isObjectID(st.Tree) {
-		return TreeState{}, unexpected("git write-tree", "%q is not an object id", st.Tree)
-	}
-	if parent != "" {
-		res, err = git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling}, "rev-parse", "--verify", parent+"^{tree}")
-		if err != nil {
-			return TreeState{}, err
-		}
-		st.HeadTree = strings.TrimSuffix(string(res.stdout), "\n")
-	}
-	b, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
-	if err != nil {
-		return TreeState{}, err
-	}
-	st.OnBranch = strings.HasPrefix(string(b), "ref: refs/heads/")
-	return st, nil
 }

@@ -41,18 +41,18 @@ type unpopulatedFile struct {
 // named by SpecialFiles. A folder it cannot read is an error.
 func (s *Survey) findUnpopulated(ctx context.Context, dir, ceiling string) error {
 	s.dir = dir
-	links, err := indexGitlinks(s.indexData, s.hashLen)
+	links, err := IndexGitlinks(s.indexData, s.hashLen)
 	if err != nil {
 		if len(s.indexData) == 0 {
 			return nil
 		}
 		// A split index, say: ask git.
-		res, gerr := git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling}, "ls-files", "-s", "-z")
+		res, gerr := Run(ctx, dir, Cmd{ReadOnly: true, Ceiling: ceiling}, "ls-files", "-s", "-z")
 		if gerr != nil {
 			return gerr
 		}
 		links = nil
-		for _, rec := range strings.Split(strings.TrimSuffix(string(res.stdout), "\x00"), "\x00") {
+		for _, rec := range strings.Split(strings.TrimSuffix(string(res.Stdout), "\x00"), "\x00") {
 			if meta, p, ok := strings.Cut(rec, "\t"); ok && strings.HasPrefix(meta, "160000 ") {
 				links = append(links, p)
 			}
@@ -156,17 +156,17 @@ func (s *Survey) rawFileEntries(ctx context.Context, dir string, files []unpopul
 	for _, i := range batch {
 		in.WriteString(filepath.Join(dir, filepath.FromSlash(files[i].path)) + "\n")
 	}
-	res, err := git(ctx, s.commonDir, cmdOpts{stdin: []byte(in.String())}, "hash-object", "-w", "--no-filters", "--stdin-paths")
+	res, err := Run(ctx, s.commonDir, Cmd{Stdin: []byte(in.String())}, "hash-object", "-w", "--no-filters", "--stdin-paths")
 	if err != nil {
 		return "", err
 	}
-	ids := strings.Split(strings.TrimSuffix(string(res.stdout), "\n"), "\n")
+	ids := strings.Split(strings.TrimSuffix(string(res.Stdout), "\n"), "\n")
 	if len(ids) != len(batch) {
-		return "", unexpected("git hash-object", "%d ids for %d files", len(ids), len(batch))
+		return "", Unexpected("git hash-object", "%d ids for %d files", len(ids), len(batch))
 	}
 	for k, i := range batch {
-		if !isObjectID(ids[k]) {
-			return "", unexpected("git hash-object", "%q is not an object id", ids[k])
+		if !IsObjectID(ids[k]) {
+			return "", Unexpected("git hash-object", "%q is not an object id", ids[k])
 		}
 		fmt.Fprintf(&b, "%s %s 0\t%s\x00", files[i].mode, ids[k], name(i, files[i]))
 	}
@@ -181,7 +181,7 @@ func (s *Survey) rawFileEntries(ctx context.Context, dir string, files []unpopul
 // path through a link could lead out of the worktree. What it cannot
 // write is returned as not restored.
 func restoreUnpopulated(ctx context.Context, dir, ceiling, meta, tree string) (restored int, notRestored []string, err error) {
-	res, err := git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling, literalPathspecs: true},
+	res, err := Run(ctx, dir, Cmd{ReadOnly: true, Ceiling: ceiling, LiteralPathspecs: true},
 		"ls-tree", "-r", "-z", "--full-tree", meta, "--", strings.TrimSuffix(unpopulatedPrefix, "/"))
 	if err != nil {
 		return 0, nil, err
@@ -193,25 +193,25 @@ func restoreUnpopulated(ctx context.Context, dir, ceiling, meta, tree string) (r
 	}
 	var entries []entry
 	links := map[string]bool{}
-	lres, err := git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling}, "ls-tree", "-r", "-z", "--full-tree", tree)
+	lres, err := Run(ctx, dir, Cmd{ReadOnly: true, Ceiling: ceiling}, "ls-tree", "-r", "-z", "--full-tree", tree)
 	if err != nil {
 		return 0, nil, err
 	}
-	for _, rec := range strings.Split(strings.TrimSuffix(string(lres.stdout), "\x00"), "\x00") {
+	for _, rec := range strings.Split(strings.TrimSuffix(string(lres.Stdout), "\x00"), "\x00") {
 		if m, p, ok := strings.Cut(rec, "\t"); ok && strings.HasPrefix(m, "160000 ") {
 			links[p] = true
 		}
 	}
-	for _, rec := range strings.Split(strings.TrimSuffix(string(res.stdout), "\x00"), "\x00") {
+	for _, rec := range strings.Split(strings.TrimSuffix(string(res.Stdout), "\x00"), "\x00") {
 		if rec == "" {
 			continue
 		}
 		m, p, ok := strings.Cut(rec, "\t")
 		f := strings.Fields(m)
 		if !ok || len(f) != 3 {
-			return 0, nil, unexpected("git ls-tree", "record %q", rec)
+			return 0, nil, Unexpected("git ls-tree", "record %q", rec)
 		}
-		mode, err := parseMode(f[0])
+		mode, err := ParseMode(f[0])
 		if err != nil {
 			return 0, nil, err
 		}
@@ -279,21 +279,21 @@ func writeBlobs(ctx context.Context, dir, ceiling string, files []blobFile, notR
 // catBlobs reads n blobs, whose ids are the lines of ids, with one `git
 // cat-file --batch`.
 func catBlobs(ctx context.Context, dir, ceiling, ids string, n int) ([][]byte, error) {
-	res, err := git(ctx, dir, cmdOpts{readOnly: true, ceiling: ceiling, stdin: []byte(ids)}, "cat-file", "--batch")
+	res, err := Run(ctx, dir, Cmd{ReadOnly: true, Ceiling: ceiling, Stdin: []byte(ids)}, "cat-file", "--batch")
 	if err != nil {
 		return nil, err
 	}
-	out := res.stdout
+	out := res.Stdout
 	var blobs [][]byte
 	for range n {
 		hdr, rest, ok := strings.Cut(string(out), "\n")
 		f := strings.Fields(hdr)
 		var size int
 		if !ok || len(f) != 3 || f[1] != "blob" {
-			return nil, unexpected("git cat-file", "header %q", hdr)
+			return nil, Unexpected("git cat-file", "header %q", hdr)
 		}
 		if _, err := fmt.Sscan(f[2], &size); err != nil || size < 0 || size+1 > len(rest) {
-			return nil, unexpected("git cat-file", "header %q", hdr)
+			return nil, Unexpected("git cat-file", "header %q", hdr)
 		}
 		blobs = append(blobs, []byte(rest[:size]))
 		out = []byte(rest[size+1:])
@@ -343,13 +343,13 @@ func OutsideTree(ctx context.Context, dir, meta string) (string, error) {
 	var ids []string
 	for _, p := range []string{strings.TrimSuffix(unpopulatedPrefix, "/"), strings.TrimSuffix(refusedPrefix, "/"), refusedList,
 		strings.TrimSuffix(convertedPrefix, "/"), convertedList} {
-		res, err := git(ctx, dir, cmdOpts{readOnly: true, okCodes: []int{1, 128}}, "rev-parse", "--verify", "--quiet", meta+":"+p)
+		res, err := Run(ctx, dir, Cmd{ReadOnly: true, OKCodes: []int{1, 128}}, "rev-parse", "--verify", "--quiet", meta+":"+p)
 		if err != nil {
 			return "", err
 		}
-		id := strings.TrimSpace(string(res.stdout))
-		if id != "" && !isObjectID(id) {
-			return "", unexpected("git rev-parse", "%q is not an object id", id)
+		id := strings.TrimSpace(string(res.Stdout))
+		if id != "" && !IsObjectID(id) {
+			return "", Unexpected("git rev-parse", "%q is not an object id", id)
 		}
 		ids = append(ids, id)
 	}

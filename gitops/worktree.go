@@ -60,25 +60,25 @@ func addRetryingPartial(ctx context.Context, path string, add func() error, clea
 // checkoutOpts are the options and first arguments of a `git worktree
 // add` that checks files out: quiet, unless ctx asks for git's progress
 // (WithProgress).
-func checkoutOpts(ctx context.Context) (cmdOpts, []string) {
+func checkoutOpts(ctx context.Context) (Cmd, []string) {
 	if w := progressTo(ctx); w != nil {
-		return cmdOpts{progress: w}, []string{"worktree", "add"}
+		return Cmd{progress: w}, []string{"worktree", "add"}
 	}
-	return cmdOpts{}, []string{"worktree", "add", "--quiet"}
+	return Cmd{}, []string{"worktree", "add", "--quiet"}
 }
 
 // removeBranchAt makes sure ref does not exist, deleting it only if it
 // points at commit (a full object id: as a failed `worktree add -b` left
 // it). It reports whether ref is absent afterwards.
 func removeBranchAt(ctx context.Context, dir, ref, commit string) bool {
-	res, err := git(ctx, dir, cmdOpts{readOnly: true, okCodes: []int{1}}, "rev-parse", "-q", "--verify", ref)
+	res, err := Run(ctx, dir, Cmd{ReadOnly: true, OKCodes: []int{1}}, "rev-parse", "-q", "--verify", ref)
 	if err != nil {
 		return false
 	}
-	if res.code == 1 {
+	if res.Code == 1 {
 		return true
 	}
-	if strings.TrimSuffix(string(res.stdout), "\n") != commit {
+	if strings.TrimSuffix(string(res.Stdout), "\n") != commit {
 		return false
 	}
 	return DeleteRef(ctx, dir, ref, commit) == nil
@@ -86,11 +86,11 @@ func removeBranchAt(ctx context.Context, dir, ref, commit string) bool {
 
 // deleteCreatedBranch deletes ref if it exists, at the value it has now.
 func deleteCreatedBranch(ctx context.Context, dir, ref string) error {
-	res, err := git(ctx, dir, cmdOpts{readOnly: true, okCodes: []int{1}}, "rev-parse", "-q", "--verify", ref)
-	if err != nil || res.code == 1 {
+	res, err := Run(ctx, dir, Cmd{ReadOnly: true, OKCodes: []int{1}}, "rev-parse", "-q", "--verify", ref)
+	if err != nil || res.Code == 1 {
 		return err
 	}
-	return DeleteRef(ctx, dir, ref, strings.TrimSuffix(string(res.stdout), "\n"))
+	return DeleteRef(ctx, dir, ref, strings.TrimSuffix(string(res.Stdout), "\n"))
 }
 
 // ListWorktrees returns every worktree of the repository containing dir,
@@ -104,11 +104,11 @@ func deleteCreatedBranch(ctx context.Context, dir, ref string) error {
 // still writing ("failed to read worktrees/<id>/commondir"); such a
 // failure is retried for up to about a second.
 func ListWorktrees(ctx context.Context, dir string) ([]Worktree, error) {
-	res, err := git(ctx, dir, cmdOpts{readOnly: true}, "worktree", "list", "--porcelain", "-z")
+	res, err := Run(ctx, dir, Cmd{ReadOnly: true}, "worktree", "list", "--porcelain", "-z")
 	if err != nil {
 		return nil, err
 	}
-	return parseWorktreeList(res.stdout)
+	return parseWorktreeList(res.Stdout)
 }
 
 // RemoveWorktree removes the linked worktree at path
@@ -122,7 +122,7 @@ func RemoveWorktree(ctx context.Context, dir, path string, force bool) error {
 		args = append(args, "--force")
 	}
 	args = append(args, "--", path)
-	_, err := git(ctx, dir, cmdOpts{}, args...)
+	_, err := Run(ctx, dir, Cmd{}, args...)
 	err = classify(err, ErrWorktreeLocked, "cannot remove a locked working tree")
 	err = classify(err, ErrWorktreeDirty, "contains modified or untracked files")
 	return err
@@ -134,13 +134,13 @@ func LockWorktree(ctx context.Context, dir, path, reason string) error {
 	if reason != "" {
 		args = append(args, "--reason", reason)
 	}
-	_, err := git(ctx, dir, cmdOpts{retryPartial: true}, append(args, "--", path)...)
+	_, err := Run(ctx, dir, Cmd{retryPartial: true}, append(args, "--", path)...)
 	return err
 }
 
 // UnlockWorktree unlocks the worktree at path.
 func UnlockWorktree(ctx context.Context, dir, path string) error {
-	_, err := git(ctx, dir, cmdOpts{retryPartial: true}, "worktree", "unlock", "--", path)
+	_, err := Run(ctx, dir, Cmd{retryPartial: true}, "worktree", "unlock", "--", path)
 	return err
 }
 
@@ -155,7 +155,7 @@ func parseWorktreeList(out []byte) ([]Worktree, error) {
 		for {
 			i := bytes.IndexByte(out, 0)
 			if i < 0 {
-				return nil, unexpected("git worktree list", "record %d is not NUL-terminated", len(list)+1)
+				return nil, Unexpected("git worktree list", "record %d is not NUL-terminated", len(list)+1)
 			}
 			attr := string(out[:i])
 			out = out[i+1:]
@@ -186,7 +186,7 @@ const (
 func parseWorktreeRecord(attrs []string) (Worktree, error) {
 	var w Worktree
 	if len(attrs) == 0 {
-		return w, unexpected("git worktree list", "empty record")
+		return w, Unexpected("git worktree list", "empty record")
 	}
 	last := -1
 	for i, a := range attrs {
@@ -196,7 +196,7 @@ func parseWorktreeRecord(attrs []string) (Worktree, error) {
 		case "worktree":
 			pos = wtPath
 			if !hasVal || val == "" {
-				return w, unexpected("git worktree list", "worktree without a path")
+				return w, Unexpected("git worktree list", "worktree without a path")
 			}
 			w.Path = val
 		case "bare":
@@ -204,14 +204,14 @@ func parseWorktreeRecord(attrs []string) (Worktree, error) {
 			w.Bare = true
 		case "HEAD":
 			pos = wtHead
-			if !isObjectID(val) {
-				return w, unexpected("git worktree list", "HEAD %q is not an object id", val)
+			if !IsObjectID(val) {
+				return w, Unexpected("git worktree list", "HEAD %q is not an object id", val)
 			}
 			w.Head = val
 		case "branch":
 			pos = wtBranch
 			if !strings.HasPrefix(val, "refs/") || len(val) == len("refs/") {
-				return w, unexpected("git worktree list", "branch %q is not a full ref name", val)
+				return w, Unexpected("git worktree list", "branch %q is not a full ref name", val)
 			}
 			w.Branch = val
 		case "detached":
@@ -221,36 +221,36 @@ func parseWorktreeRecord(attrs []string) (Worktree, error) {
 			pos = wtLocked
 			w.Locked, w.LockReason = true, val
 			if hasVal && val == "" {
-				return w, unexpected("git worktree list", "locked with an empty reason")
+				return w, Unexpected("git worktree list", "locked with an empty reason")
 			}
 		case "prunable":
 			pos = wtPrunable
 			w.Prunable, w.PrunableReason = true, val
 			if hasVal && val == "" {
-				return w, unexpected("git worktree list", "prunable with an empty reason")
+				return w, Unexpected("git worktree list", "prunable with an empty reason")
 			}
 		default:
-			return w, unexpected("git worktree list", "unknown attribute %q", a)
+			return w, Unexpected("git worktree list", "unknown attribute %q", a)
 		}
 		if (i == 0) != (pos == wtPath) {
-			return w, unexpected("git worktree list", "record does not start with its worktree path")
+			return w, Unexpected("git worktree list", "record does not start with its worktree path")
 		}
 		if pos <= last {
-			return w, unexpected("git worktree list", "attribute %q repeated or out of order", key)
+			return w, Unexpected("git worktree list", "attribute %q repeated or out of order", key)
 		}
 		if !hasVal && (pos == wtPath || pos == wtHead || pos == wtBranch && !w.Detached) {
-			return w, unexpected("git worktree list", "attribute %q without a value", key)
+			return w, Unexpected("git worktree list", "attribute %q without a value", key)
 		}
 		if hasVal && (key == "bare" || key == "detached") {
-			return w, unexpected("git worktree list", "attribute %q with a value", key)
+			return w, Unexpected("git worktree list", "attribute %q with a value", key)
 		}
 		last = pos
 	}
 	if w.Bare == (w.Head != "") {
-		return w, unexpected("git worktree list", "worktree %q must have either bare or HEAD", w.Path)
+		return w, Unexpected("git worktree list", "worktree %q must have either bare or HEAD", w.Path)
 	}
 	if w.Bare && (w.Detached || w.Branch != "") {
-		return w, unexpected("git worktree list", "bare worktree %q with a branch", w.Path)
+		return w, Unexpected("git worktree list", "bare worktree %q with a branch", w.Path)
 	}
 	return w, nil
 }
@@ -289,9 +289,9 @@ func appendOptional(b []byte, key, val string) []byte {
 	return append(b, 0)
 }
 
-// isObjectID reports whether s is a full lowercase object id (SHA-1 or
+// IsObjectID reports whether s is a full lowercase object id (SHA-1 or
 // SHA-256).
-func isObjectID(s string) bool {
+func IsObjectID(s string) bool {
 	if len(s) != 40 && len(s) != 64 {
 		return false
 	}

@@ -106,7 +106,7 @@ func addNewBranch(ctx context.Context, dir string, o AddOptions) error {
 	// No branch may be left behind before a retry (or one we may remove,
 	// since -b names a branch that did not exist).
 	err := addRetryingPartial(ctx, o.Path, func() error {
-		_, err := git(ctx, dir, co, args...)
+		_, err := Run(ctx, dir, co, args...)
 		return err
 	}, func() bool { return removeBranchAt(context.WithoutCancel(ctx), dir, "refs/heads/"+o.Branch, o.Commit) })
 	if err == nil {
@@ -142,7 +142,7 @@ func addEmpty(ctx context.Context, dir string, o AddOptions) error {
 	case Detached:
 		args = append(args, "--detach", "--", o.Path, o.Commit)
 	}
-	_, err := git(ctx, dir, cmdOpts{}, args...)
+	_, err := Run(ctx, dir, Cmd{}, args...)
 	err = classify(err, ErrBranchExists, "fatal: a branch named ", "is already checked out at", "is already used by worktree at")
 	err = classify(err, ErrPathExists, "' already exists", "is a missing but already registered worktree", "is a missing but locked worktree")
 	err = classify(err, ErrUnknownRevision, "fatal: invalid reference: ", "fatal: not a valid object name: ")
@@ -166,7 +166,7 @@ func addBranch(ctx context.Context, dir string, o AddOptions) error {
 		return err
 	}
 	ref := "refs/heads/" + o.Branch
-	if _, err := git(ctx, dir, cmdOpts{}, "rev-parse", "--verify", "--quiet", ref); err != nil {
+	if _, err := Run(ctx, dir, Cmd{}, "rev-parse", "--verify", "--quiet", ref); err != nil {
 		return fmt.Errorf("%w: no branch %s", ErrUnknownRevision, o.Branch)
 	}
 	co, args := checkoutOpts(ctx)
@@ -177,7 +177,7 @@ func addBranch(ctx context.Context, dir string, o AddOptions) error {
 	// The short name of a branch that exists: git checks that branch out
 	// (a full ref name would detach); never guess a remote one to create.
 	args = append(args, "--no-guess-remote", "--", o.Path, o.Branch)
-	_, err := git(ctx, dir, co, args...)
+	_, err := Run(ctx, dir, co, args...)
 	err = classify(err, ErrBranchExists, "is already checked out at", "is already used by worktree at")
 	err = classify(err, ErrPathExists, "' already exists", "is a missing but already registered worktree", "is a missing but locked worktree")
 	return classify(err, ErrUnknownRevision, "fatal: invalid reference: ")

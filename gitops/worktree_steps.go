@@ -96,7 +96,7 @@ func addWorktreeInSteps(ctx context.Context, dir, path, branch, commit, lockReas
 	}
 	args = append(args, "--", path, commit)
 	err := addRetryingPartial(ctx, path, func() error {
-		_, err := git(ctx, dir, cmdOpts{}, args...)
+		_, err := Run(ctx, dir, Cmd{}, args...)
 		return err
 	}, nil)
 	if err != nil {
@@ -115,14 +115,14 @@ func addWorktreeInSteps(ctx context.Context, dir, path, branch, commit, lockReas
 	go func() { made <- entryMade() }()
 	// 2. The files and the index, in exactly that worktree (its git
 	// directory and work tree named, as git names them for its children).
-	o := cmdOpts{ceiling: filepath.Dir(path)}
+	o := Cmd{Ceiling: filepath.Dir(path)}
 	reset := []string{"reset", "--hard", "--no-recurse-submodules"}
 	if w := progressTo(ctx); w != nil {
 		o.progress = w
 	} else {
 		reset = append(reset, "--quiet")
 	}
-	_, err = git(ctx, path, o, reset...)
+	_, err = Run(ctx, path, o, reset...)
 	if merr := <-made; err == nil {
 		err = merr
 	}
@@ -158,7 +158,7 @@ func finishSteps(ctx context.Context, dir, path, branch, commit string, adopt bo
 	// moment as short as git's, not the length of the checkout. A branch
 	// made since the caller looked is someone else's: the worktree made
 	// above, this command's alone, is removed and nothing is left.
-	if _, err := git(ctx, dir, cmdOpts{}, "branch", "--quiet", branch, commit); err != nil {
+	if _, err := Run(ctx, dir, Cmd{}, "branch", "--quiet", branch, commit); err != nil {
 		err = classify(err, ErrBranchExists, "fatal: a branch named ")
 		if adopt && !errors.Is(err, ErrBranchExists) {
 			return err
@@ -184,7 +184,7 @@ func finishSteps(ctx context.Context, dir, path, branch, commit string, adopt bo
 	// 4. HEAD on the branch, last. Its reflog entry takes the message of
 	// the entry git's own add leaves last (its reset, run on the branch),
 	// so that the worktree's HEAD reflog reads as after git's add.
-	if _, err := git(ctx, path, cmdOpts{ceiling: filepath.Dir(path)}, "symbolic-ref", "-m", "reset: moving to HEAD", "HEAD", "refs/heads/"+branch); err != nil {
+	if _, err := Run(ctx, path, Cmd{Ceiling: filepath.Dir(path)}, "symbolic-ref", "-m", "reset: moving to HEAD", "HEAD", "refs/heads/"+branch); err != nil {
 		return err
 	}
 	// 5. The post-checkout hook, run as git worktree add runs it.
@@ -194,8 +194,8 @@ func finishSteps(ctx context.Context, dir, path, branch, commit string, adopt bo
 // branchFree reports whether branch is at commit and checked out in no
 // worktree.
 func branchFree(ctx context.Context, dir, branch, commit string) (bool, error) {
-	res, err := git(ctx, dir, cmdOpts{readOnly: true, okCodes: []int{1}}, "rev-parse", "-q", "--verify", "refs/heads/"+branch)
-	if err != nil || res.code == 1 || strings.TrimSuffix(string(res.stdout), "\n") != commit {
+	res, err := Run(ctx, dir, Cmd{ReadOnly: true, OKCodes: []int{1}}, "rev-parse", "-q", "--verify", "refs/heads/"+branch)
+	if err != nil || res.Code == 1 || strings.TrimSuffix(string(res.Stdout), "\n") != commit {
 		return false, err
 	}
 	wts, err := ListWorktrees(ctx, dir)
@@ -222,14 +222,14 @@ func lookUpPostCheckout(ctx context.Context, dir string) func() (string, error) 
 	}
 	done := make(chan answer, 1)
 	go func() {
-		res, err := git(ctx, dir, cmdOpts{readOnly: true}, "rev-parse", "--path-format=absolute", "--git-path", "hooks/post-checkout")
+		res, err := Run(ctx, dir, Cmd{ReadOnly: true}, "rev-parse", "--path-format=absolute", "--git-path", "hooks/post-checkout")
 		if err != nil {
 			done <- answer{err: err}
 			return
 		}
-		hook, ok := strings.CutSuffix(string(res.stdout), "\n")
+		hook, ok := strings.CutSuffix(string(res.Stdout), "\n")
 		if !ok || !filepath.IsAbs(hook) || strings.Contains(hook, "\n") {
-			done <- answer{err: unexpected("git rev-parse --git-path hooks/post-checkout", "want one absolute path, got %q", res.stdout)}
+			done <- answer{err: Unexpected("git rev-parse --git-path hooks/post-checkout", "want one absolute path, got %q", res.Stdout)}
 			return
 		}
 		done <- answer{path: hook}
@@ -265,7 +265,7 @@ func runPostCheckout(ctx context.Context, path, commit string, lookUp func() (st
 	}
 	args := []string{strings.Repeat("0", len(commit)), commit, "1"}
 	env := []string{}
-	for _, kv := range environ(cmdOpts{}) {
+	for _, kv := range environ(Cmd{}) {
 		if k, _, _ := strings.Cut(kv, "="); k != "PATH" && k != "GIT_EXEC_PATH" {
 			env = append(env, kv)
 		}
@@ -303,13 +303,13 @@ func runPostCheckout(ctx context.Context, path, commit string, lookUp func() (st
 
 // gitExecPath is `git --exec-path`, asked once per process.
 var gitExecPath = sync.OnceValues(func() (string, error) {
-	res, err := git(context.Background(), ".", cmdOpts{readOnly: true}, "--exec-path")
+	res, err := Run(context.Background(), ".", Cmd{ReadOnly: true}, "--exec-path")
 	if err != nil {
 		return "", err
 	}
-	p, ok := strings.CutSuffix(string(res.stdout), "\n")
+	p, ok := strings.CutSuffix(string(res.Stdout), "\n")
 	if !ok || !filepath.IsAbs(p) || strings.Contains(p, "\n") {
-		return "", unexpected("git --exec-path", "want one absolute path, got %q", res.stdout)
+		return "", Unexpected("git --exec-path", "want one absolute path, got %q", res.Stdout)
 	}
 	return p, nil
 })

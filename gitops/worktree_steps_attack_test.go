@@ -156,8 +156,8 @@ func stripStatLines(s string) string {
 // runGitIn runs git in dir as a person would (no GIT_ variables but the
 // isolation's), for the comparison only.
 func runGitIn(dir string, args ...string) (string, error) {
-	res, err := git(ctx, dir, cmdOpts{readOnly: true, plain: true}, args...)
-	return string(res.stdout), err
+	res, err := Run(ctx, dir, Cmd{ReadOnly: true, plain: true}, args...)
+	return string(res.Stdout), err
 }
 
 // addBothWays adds a worktree with git's one command (name "plainwt")

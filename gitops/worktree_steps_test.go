@@ -191,7 +191,7 @@ func TestAddWorktreeCallsEntryMade(t *testing.T) {
 			calls := 0
 			err := AddWorktree(ctx, repo.CommonDir(), AddOptions{Path: path, Branch: "made", Commit: head, LockReason: "r", StepsThreshold: threshold, EntryMade: func() error {
 				calls++
-				admin, err := worktreeGitDir(path)
+				admin, err := WorktreeGitDir(path)
 				if err != nil {
 					return err
 				}
