@@ -279,7 +279,7 @@ func UnlockWorktreeIf(adminDir, reason string) error {
 // pinFile is the name of the entry pin in a worktree entry: the digest of
 // the claim that made the entry (WriteEntryPin, ReadEntryPin,
 // ReadWorktreePin, EntriesPinnedWith). It is not a Pin, which is a commit
-// a worktree holds (Survey).
+// a worktree holds (salvage.Survey).
 const pinFile = "majlis-claim"
 
 // WriteEntryPin writes token into the worktree entry adminDir (the file

@@ -11,40 +11,20 @@ import (
 	"github.com/majlis-dev/majlis/fixtures"
 )
 
-// worktreeConfigScene is a repository whose linked worktree ws has its own
-// uncommitted work, and whose main worktree has work of its own that
-// nothing run on ws may touch.
-func worktreeConfigScene(t *testing.T) (main, ws *fixtures.Repo) {
-	t.Helper()
-	main = fixtures.NewRepo(t)
-	main.WriteFile("tracked.txt", "committed\n")
-	main.Commit("files")
-	ws = main.NewWorktree("ws")
-	ws.WriteFile("tracked.txt", "edited in ws\n")
-	ws.WriteFile("ws-untracked.txt", "untracked in ws\n")
-	main.WriteFile("tracked.txt", "edited in main\n")
-	main.WriteFile("main-untracked.txt", "untracked in main\n")
-	return main, ws
-}
-
 // With core.worktree (or core.bare) in a worktree's own config, git run
 // there without being told otherwise acts on another directory (or none).
 // Every function that acts on a worktree names its git dir and work tree,
 // so each still acts on the worktree it was given, and never on the main
-// worktree that core.worktree names.
+// worktree that core.worktree names (salvage's
+// TestSnapshotIgnoresWorktreeConfig checks Snapshot likewise).
 func TestWorktreeFunctionsIgnoreWorktreeConfig(t *testing.T) {
 	t.Parallel()
-	for _, setting := range []struct{ key, value string }{{"core.worktree", ""}, {"core.bare", "true"}} {
-		t.Run(setting.key, func(t *testing.T) {
+	for _, key := range []string{"core.worktree", "core.bare"} {
+		t.Run(key, func(t *testing.T) {
 			t.Parallel()
-			main, ws := worktreeConfigScene(t)
-			value := setting.value
-			if value == "" {
-				value = main.Dir
-			}
-			ws.SetWorktreeConfig(setting.key, value)
-			mainBefore := files(t, main.Dir)
-			mainStatus := statusBytes(main)
+			main, ws := fixtures.WorktreeAimedElsewhere(t, key)
+			mainBefore := fixtures.Files(t, main.Dir)
+			mainStatus := main.StatusBytes()
 
 			st, err := ReadStatus(ctx, ws.Dir, StatusOptions{})
 			if err != nil {
@@ -56,19 +36,6 @@ func TestWorktreeFunctionsIgnoreWorktreeConfig(t *testing.T) {
 			}
 			if diff := cmp.Diff([]string{"ordinary tracked.txt", "untracked ws-untracked.txt"}, got); diff != "" {
 				t.Errorf("status of ws (-want +got):\n%s", diff)
-			}
-			snap, err := Snapshot(ctx, ws.Dir, "salvage")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := blob(main, snap.Commit, "tracked.txt"); got != "edited in ws\n" {
-				t.Errorf("snapshot holds tracked.txt %q, want ws's edit", got)
-			}
-			if got := blob(main, snap.Commit, "ws-untracked.txt"); got != "untracked in ws\n" {
-				t.Errorf("snapshot holds ws-untracked.txt %q", got)
-			}
-			if _, err := blobErr(main, snap.Commit, "main-untracked.txt"); err == nil {
-				t.Errorf("the snapshot of ws holds the main worktree's untracked file")
 			}
 			if subs, err := Submodules(ctx, ws.Dir); err != nil || len(subs) != 0 {
 				t.Errorf("Submodules = %v, %v", subs, err)
@@ -105,25 +72,21 @@ func TestWorktreeFunctionsIgnoreWorktreeConfig(t *testing.T) {
 			if got, err := ReadHead(ctx, ws.Dir); err != nil || got != h {
 				t.Errorf("after AttachHead, ws's HEAD = %+v, %v; want %+v", got, err, h)
 			}
-			if diff := cmp.Diff(mainBefore, files(t, main.Dir)); diff != "" {
+			if diff := cmp.Diff(mainBefore, fixtures.Files(t, main.Dir)); diff != "" {
 				t.Errorf("the main worktree changed (-before +after):\n%s", diff)
 			}
-			if got := statusBytes(main); got != mainStatus {
+			if got := main.StatusBytes(); got != mainStatus {
 				t.Errorf("the main worktree's status changed: %q, was %q", got, mainStatus)
 			}
 		})
 	}
 }
 
-func blobErr(r *fixtures.Repo, treeish, path string) (string, error) {
-	return r.TryGit("cat-file", "blob", treeish+":"+path)
-}
-
 func TestCheckWorkTree(t *testing.T) {
 	t.Parallel()
 	t.Run("a plain worktree, also through a symlink", func(t *testing.T) {
 		t.Parallel()
-		main, ws := worktreeConfigScene(t)
+		main, ws := fixtures.WorktreePair(t)
 		link := filepath.Join(fixtures.TempDir(t), "link")
 		if err := os.Symlink(ws.Dir, link); err != nil {
 			t.Fatal(err)
@@ -136,7 +99,7 @@ func TestCheckWorkTree(t *testing.T) {
 	})
 	t.Run("core.worktree naming the worktree itself", func(t *testing.T) {
 		t.Parallel()
-		_, ws := worktreeConfigScene(t)
+		_, ws := fixtures.WorktreePair(t)
 		ws.SetWorktreeConfig("core.worktree", ws.Dir)
 		if err := CheckWorkTree(ctx, ws.Dir); err != nil {
 			t.Errorf("CheckWorkTree = %v", err)
@@ -144,7 +107,7 @@ func TestCheckWorkTree(t *testing.T) {
 	})
 	t.Run("core.bare false", func(t *testing.T) {
 		t.Parallel()
-		_, ws := worktreeConfigScene(t)
+		_, ws := fixtures.WorktreePair(t)
 		ws.SetWorktreeConfig("core.bare", "false")
 		if err := CheckWorkTree(ctx, ws.Dir); err != nil {
 			t.Errorf("CheckWorkTree = %v", err)
@@ -152,7 +115,7 @@ func TestCheckWorkTree(t *testing.T) {
 	})
 	t.Run("core.worktree naming the main worktree", func(t *testing.T) {
 		t.Parallel()
-		main, ws := worktreeConfigScene(t)
+		main, ws := fixtures.WorktreePair(t)
 		ws.SetWorktreeConfig("core.worktree", main.Dir)
 		m := checkMismatch(t, ws.Dir)
 		if m.GitTopLevel != main.Dir || m.Bare {
@@ -165,7 +128,7 @@ func TestCheckWorkTree(t *testing.T) {
 	})
 	t.Run("core.bare true", func(t *testing.T) {
 		t.Parallel()
-		_, ws := worktreeConfigScene(t)
+		_, ws := fixtures.WorktreePair(t)
 		ws.SetWorktreeConfig("core.bare", "true")
 		m := checkMismatch(t, ws.Dir)
 		if !m.Bare {
@@ -175,7 +138,7 @@ func TestCheckWorkTree(t *testing.T) {
 	})
 	t.Run("not a top level", func(t *testing.T) {
 		t.Parallel()
-		_, ws := worktreeConfigScene(t)
+		_, ws := fixtures.WorktreePair(t)
 		ws.Mkdir("sub")
 		if err := CheckWorkTree(ctx, ws.Path("sub")); !errorsIs(err, ErrNotTopLevel) {
 			t.Errorf("CheckWorkTree(sub) = %v, want ErrNotTopLevel", err)

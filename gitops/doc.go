@@ -1,4 +1,5 @@
-// Package gitops is the only package that runs Git.
+// Package gitops is the only package that starts Git: every git process
+// majlis runs is started by Run.
 //
 // Everything that changes repository state, or that must agree with
 // `git status`, runs the git CLI with a sanitised environment and strictly
@@ -7,7 +8,9 @@
 // failure is reported as an error carrying the command, its exit code and
 // its stderr.
 //
-// gitops knows nothing of workspaces, claims or leases.
+// gitops knows nothing of workspaces, claims or leases. The salvage
+// engine (snapshot, survey, restore, the salvage layout) is package
+// gitops/salvage, which runs git through Run; gitops does not import it.
 //
 // # Running git
 //
@@ -23,7 +26,7 @@
 // interrupts git (SIGINT, on which git removes its lock files) rather than
 // killing it.
 //
-// A command that acts on a worktree (status, salvage, reset, clean, the
+// A command that acts on a worktree (status, a salvage's commands, the
 // ignore check, reads through a Reader opened on a worktree) names that
 // worktree's git directory (read from its .git) and work tree to git as
 // GIT_DIR and GIT_WORK_TREE. That overrides core.worktree and core.bare,
@@ -51,9 +54,10 @@
 //     EntriesPinnedWith); CheckWorkTree.
 //   - ReadStatus: `git status --porcelain=v2 -z` parsed into entries, with
 //     submodule state and counts by kind.
-//   - Snapshot: the salvage of a worktree's uncommitted state as a commit,
-//     touching nothing the user sees; UpdateRefCreate, UpdateRef and
-//     DeleteRef store and retire it with explicit expected values.
+//   - Refs: UpdateRefCreate, UpdateRef and DeleteRef store and retire a
+//     ref (a salvage, say) with explicit expected values.
+//   - HEAD: ReadHead, DetachHead, AttachHead (a kept trash folder's
+//     HEAD), SetUnbornBranch.
 //   - CheckIgnore: the ignore check a reclaim needs. No function here
 //     resets or cleans a worktree: a reclaim moves the whole folder to
 //     the trash after its salvage, and durable.DeleteTree deletes it when
@@ -61,6 +65,13 @@
 //   - Reader: read-only lookups (ResolveCommit, Refs, IsAncestor) with
 //     go-git, falling back to the CLI where go-git cannot open the
 //     repository or might answer differently from git.
+//   - For gitops/salvage: the runner (Run, with a Cmd saying what each
+//     command may do and see, giving a Result), and the in-process
+//     readers both packages use: the index scanner (ScanIndex,
+//     IndexGitlinks, IndexResolveUndo, CacheTreeRoot), the raw diff
+//     parser (ParseRawDiff), a worktree's top level and git directory
+//     (TopLevel, WorktreeGitDir, OpenTree) and the strict parsers
+//     (ParseMode, IsObjectID, Unexpected).
 //
 // Never use go-git for the index, HEAD or branch changes, status, add,
 // commit, reset, checkout or prune: in linked worktrees it misreads ignore

@@ -234,3 +234,28 @@ func worktreePathsInProcess(commonDir string) (paths []string, ok, partial bool)
 	}
 	return paths, true, false
 }
+
+// Head returns the commit id HEAD of the Reader's own directory names, or
+// "" on an unborn branch. In process it reads the ref only: loading the
+// object (and so a pack index) would cost more than the rest of a small
+// snapshot, and commit-tree checks that the parent is a commit.
+func (r *Reader) Head(ctx context.Context) (string, error) {
+	if r.repo != nil {
+		r.mu.Lock()
+		ref, err := r.repo.Reference(plumbing.HEAD, true)
+		r.mu.Unlock()
+		if err == nil && !ref.Hash().IsZero() {
+			return ref.Hash().String(), nil
+		}
+	}
+	id, err := ResolveCommitWith(ctx, r.dir, r.tree, "HEAD")
+	if err == nil || !errors.Is(err, ErrUnknownRevision) {
+		return id, err
+	}
+	// HEAD names no commit: an unborn branch if HEAD is a symbolic ref,
+	// else something is wrong and no caller may pretend otherwise.
+	if _, serr := Run(ctx, r.dir, r.opts(Cmd{ReadOnly: true}), "symbolic-ref", "-q", "HEAD"); serr != nil {
+		return "", err
+	}
+	return "", nil
+}

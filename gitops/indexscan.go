@@ -20,11 +20,12 @@ var ErrSplitIndex = wire.Sentinel("git_failed", "gitops: split index")
 // IndexGitlinks returns the paths of the gitlink (submodule) entries in an
 // index file's bytes, formats 2 to 4, for object ids of hashLen bytes.
 //
-// Snapshot needs only these paths, to ask git which submodules are dirty.
-// Reading them in process costs about a millisecond on a 20,000-entry
-// index, against tens of milliseconds for git to stat every file
-// (see BenchmarkSnapshot). The file is not trusted: anything that does not
-// parse is an error, and the caller then asks git about every path.
+// salvage.Snapshot needs only these paths, to ask git which submodules are
+// dirty. Reading them in process costs about a millisecond on a
+// 20,000-entry index, against tens of milliseconds for git to stat every
+// file (see salvage's BenchmarkSnapshot). The file is not trusted:
+// anything that does not parse is an error, and the caller then asks git
+// about every path.
 // The trailing checksum is not verified: git verified it when it wrote the
 // file a moment ago, and a wrong answer here only makes the dirty-submodule
 // check ask git about more or fewer paths.

@@ -137,3 +137,30 @@ func orDetached(branch string) string {
 	}
 	return branch
 }
+
+// SetUnbornBranch points HEAD of the worktree whose top level is worktree
+// at branch (a short name, refs/heads/ implied), which must not exist: an
+// unborn branch, as `git checkout --orphan` leaves it, the index and the
+// files untouched. The first commit made there creates the branch. A
+// branch that exists gives ErrBranchExists and changes nothing.
+func SetUnbornBranch(ctx context.Context, worktree, branch string) error {
+	if err := CheckBranchName(branch); err != nil {
+		return err
+	}
+	dir, o, err := OpenTree(worktree)
+	if err != nil {
+		return err
+	}
+	ref := "refs/heads/" + branch
+	ro := o
+	ro.ReadOnly, ro.OKCodes = true, []int{1}
+	res, err := Run(ctx, dir, ro, "rev-parse", "--verify", "--quiet", ref)
+	if err != nil {
+		return err
+	}
+	if res.Code == 0 {
+		return fmt.Errorf("%w: %s", ErrBranchExists, branch)
+	}
+	_, err = Run(ctx, dir, o, "symbolic-ref", "-m", "majlis restore: unborn branch "+branch, "HEAD", ref)
+	return err
+}

@@ -89,7 +89,7 @@ func TestReadStatus(t *testing.T) {
 	}
 	sort.Slice(want, func(i, j int) bool { return want[i].Path < want[j].Path })
 
-	index := readIndex(r)
+	index := r.IndexBytes()
 	got, err := ReadStatus(ctx, r.Dir, StatusOptions{Ignored: true})
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +108,7 @@ func TestReadStatus(t *testing.T) {
 	if got.Clean() {
 		t.Errorf("Clean() = true for a dirty worktree")
 	}
-	sameBytes(t, "index", index, readIndex(r))
+	fixtures.SameBytes(t, "index", index, r.IndexBytes())
 
 	// Without the option, ignored files are not listed.
 	got, err = ReadStatus(ctx, r.Dir, StatusOptions{})

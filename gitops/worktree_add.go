@@ -33,7 +33,7 @@ type AddOptions struct {
 	// briefly unreachable; empty, git records "added with --lock".
 	LockReason string
 	// NoCheckout makes the worktree without checking out any file and
-	// without an index (`git worktree add --no-checkout`): RestoreInto
+	// without an index (`git worktree add --no-checkout`): salvage.RestoreInto
 	// fills it. An ExistingBranch then needs Branch to be at Commit.
 	NoCheckout bool
 	// EntryMade, when set, is called once git has made the worktree and

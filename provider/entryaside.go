@@ -6,7 +6,7 @@ package provider
 // per-worktree refs (refs/worktree/*, refs/bisect/*), its index (staged
 // blobs), its reflogs and the repositories of its checked-out submodules:
 // dropping it would leave those to git gc. So reclaim salvages the entry
-// as it salvages a workspace (gitops.SnapshotEntry: the index commit, the
+// as it salvages a workspace (salvage.SnapshotEntry: the index commit, the
 // meta commit, a pin for every commit only the entry holds; submodule
 // history under .../modules/), then takes it out of git's list with one
 // rename into majlis's trash, <state>/trash/<binding>.<seq>.entry. There
@@ -29,6 +29,7 @@ import (
 	"strings"
 
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/gitops/salvage"
 	"github.com/majlis-dev/majlis/internal/durable"
 	"github.com/majlis-dev/majlis/internal/failpoint"
 	"github.com/majlis-dev/majlis/pathid"
@@ -51,8 +52,8 @@ func (p *Provider) entryAsidePath(c *Claim) string {
 }
 
 // surveyEntry reads what the entry holds, or refuses naming it.
-func surveyEntry(ctx context.Context, c *Claim, entryDir string) (*gitops.EntrySurvey, error) {
-	es, err := gitops.SurveyEntry(ctx, entryDir, c.CommonDir)
+func surveyEntry(ctx context.Context, c *Claim, entryDir string) (*salvage.EntrySurvey, error) {
+	es, err := salvage.SurveyEntry(ctx, entryDir, c.CommonDir)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err
@@ -123,7 +124,7 @@ func (p *Provider) salvageEntry(ctx context.Context, rec *claimRecord, entryDir,
 	c := rec.Claim
 	msg := fmt.Sprintf("majlis %s of workspace %s: what git's entry of it held, its folder gone\n\nMajlis-Binding: %s\nMajlis-Claim: %s\nMajlis-Path: %s\nMajlis-Entry: %s\n",
 		why, c.Binding, c.Binding, rec.Digest, c.Path, entryDir)
-	snap, es, err := gitops.SnapshotEntry(ctx, entryDir, c.CommonDir, msg)
+	snap, es, err := salvage.SnapshotEntry(ctx, entryDir, c.CommonDir, msg)
 	if err != nil {
 		if _, serr := surveyEntry(ctx, &c, entryDir); serr != nil {
 			return "", nil, serr
@@ -157,13 +158,13 @@ func (p *Provider) keepEntryModules(ctx context.Context, rec *claimRecord, entry
 	for _, mod := range mods {
 		dir := filepath.Join(entryDir, filepath.FromSlash(mod))
 		prefix := base + strconv.Itoa(k) + "/" + refSafe(mod)
-		sv, err := gitops.SurveyEntry(ctx, dir, "")
+		sv, err := salvage.SurveyEntry(ctx, dir, "")
 		if err != nil {
 			return nil, &Error{Op: "reclaim", Binding: c.Binding, Path: dir, Err: ErrMalformed,
 				Reason: "a submodule repository in git's entry of the workspace cannot be read: " + err.Error(),
 				Hint:   "majlis drops nothing it could not read; inspect it"}
 		}
-		own, err := gitops.GitDirRefs(ctx, dir, "refs/heads", "refs/tags", "refs/majlis")
+		own, err := salvage.GitDirRefs(ctx, dir, "refs/heads", "refs/tags", "refs/majlis")
 		if err != nil {
 			return nil, err
 		}
@@ -174,7 +175,7 @@ func (p *Provider) keepEntryModules(ctx context.Context, rec *claimRecord, entry
 		if sv.Head != "" {
 			copied[prefix+"/HEAD"] = sv.Head
 		}
-		stashes, err := gitops.EntryStashes(dir)
+		stashes, err := salvage.EntryStashes(dir)
 		if err != nil {
 			return nil, err
 		}
@@ -186,7 +187,7 @@ func (p *Provider) keepEntryModules(ctx context.Context, rec *claimRecord, entry
 				copied[prefix+"/pins/"+strconv.Itoa(i)] = pin.Commit
 			}
 		}
-		if err := gitops.CopyFromGitDir(ctx, c.CommonDir, dir, copied); err != nil {
+		if err := salvage.CopyFromGitDir(ctx, c.CommonDir, dir, copied); err != nil {
 			return nil, err
 		}
 		kept = append(kept, mod+" "+prefix)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/gitops/salvage"
 	"github.com/majlis-dev/majlis/pathid"
 	"github.com/majlis-dev/majlis/wire"
 )
@@ -373,7 +374,7 @@ func walkForGit(dir string, top bool, out *[]string) error {
 				continue // the target's own
 			}
 			child := dir + string(filepath.Separator) + name
-			if gitops.DotGitIsRepository(child) {
+			if salvage.DotGitIsRepository(child) {
 				*out = append(*out, dir)
 				continue // a nested repository's
 			}

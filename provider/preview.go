@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/gitops/salvage"
 	"github.com/majlis-dev/majlis/internal/workers"
 	"github.com/majlis-dev/majlis/wire"
 )
@@ -122,8 +123,8 @@ func (p *Provider) preview(ctx context.Context, rec *claimRecord, refresh bool) 
 func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adminEntry, refresh bool) (*Preview, error) {
 	c := rec.Claim
 	var st *gitops.Status
-	var sv *gitops.Survey
-	var specials []gitops.SpecialFile
+	var sv *salvage.Survey
+	var specials []salvage.SpecialFile
 	var nSpecial, nDotGit int
 	var dotgit, refused []string
 	var size int64
@@ -134,13 +135,13 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 		refused, err = refusedNames(ctx, c.Path, st)
 		return err
 	}, func() (err error) {
-		sv, err = gitops.SurveyWorktree(ctx, c.Path)
+		sv, err = salvage.SurveyWorktree(ctx, c.Path)
 		return err
 	}, func() (err error) {
-		nSpecial, specials, err = gitops.SpecialFiles(c.Path, MaxIgnoredPaths)
+		nSpecial, specials, err = salvage.SpecialFiles(c.Path, MaxIgnoredPaths)
 		return err
 	}, func() (err error) {
-		nDotGit, dotgit, err = gitops.DotGitFiles(c.Path, MaxIgnoredPaths)
+		nDotGit, dotgit, err = salvage.DotGitFiles(c.Path, MaxIgnoredPaths)
 		return err
 	}, func() (err error) {
 		size, err = p.trashSize(c.Path) // what its trash would take
@@ -171,7 +172,7 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 		s.Pins = []gitops.Pin{}
 	}
 	if s.Hidden == nil {
-		s.Hidden = []gitops.HiddenFile{}
+		s.Hidden = []salvage.HiddenFile{}
 	}
 	s.UnpopulatedSubmoduleFiles = nonNil(sv.Unpopulated)
 	s.RefusedNames = append(refused, dotgit...)
@@ -282,7 +283,7 @@ func salvageWhat(pv *Preview, settings []string, refused int) []string {
 }
 
 // refusedNames asks git which of the workspace's untracked files it
-// refuses to store under their names (gitops.RefusedNames).
+// refuses to store under their names (salvage.RefusedNames).
 func refusedNames(ctx context.Context, dir string, st *gitops.Status) ([]string, error) {
 	var untracked []string
 	for _, e := range st.Entries {
@@ -290,7 +291,7 @@ func refusedNames(ctx context.Context, dir string, st *gitops.Status) ([]string,
 			untracked = append(untracked, e.Path)
 		}
 	}
-	return gitops.RefusedNames(ctx, dir, untracked)
+	return salvage.RefusedNames(ctx, dir, untracked)
 }
 
 // notSalvaged words what a reclaim deletes without salvaging it: the
@@ -415,9 +416,9 @@ func (p *Provider) missingPreview(ctx context.Context, rec *claimRecord, missing
 		pv.AdminEntry.Path, pv.AdminEntry.Pinned = entry.dir, entry.pinned
 	}
 	pv.Salvage.Clean, pv.Salvage.DirtySubmodules = true, []string{}
-	pv.Salvage.Pins, pv.Salvage.Hidden, pv.Salvage.WorktreeRefs, pv.IgnoredPaths = []gitops.Pin{}, []gitops.HiddenFile{}, []string{}, []string{}
+	pv.Salvage.Pins, pv.Salvage.Hidden, pv.Salvage.WorktreeRefs, pv.IgnoredPaths = []gitops.Pin{}, []salvage.HiddenFile{}, []string{}, []string{}
 	pv.Salvage.UnpopulatedSubmoduleFiles, pv.Salvage.RefusedNames = []string{}, []string{}
-	pv.SpecialPaths = []gitops.SpecialFile{}
+	pv.SpecialPaths = []salvage.SpecialFile{}
 	var facts []any
 	if listed {
 		// What only git's entry still holds is salvaged before it goes

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/gitops/salvage"
 	"github.com/majlis-dev/majlis/internal/durable"
 	"github.com/majlis-dev/majlis/internal/failpoint"
 	"github.com/majlis-dev/majlis/pathid"
@@ -517,7 +518,7 @@ func (p *Provider) purgeSalvage(ctx context.Context, r *claimRecord) (string, er
 	}
 	msg := fmt.Sprintf("majlis purge of the kept trash of workspace %s: what it held before it was deleted\n\nMajlis-Binding: %s\nMajlis-Claim: %s\nMajlis-Path: %s\nMajlis-Trash: %s\n",
 		c.Binding, c.Binding, r.Digest, c.Path, mv.TrashPath)
-	snap, err := gitops.SnapshotKept(ctx, mv.TrashPath, msg, from)
+	snap, err := salvage.SnapshotKept(ctx, mv.TrashPath, msg, from)
 	if err != nil {
 		return "", fail("snapshotting the trash folder failed", err)
 	}
@@ -529,7 +530,7 @@ func (p *Provider) purgeSalvage(ctx context.Context, r *claimRecord) (string, er
 	if len(refs) > 0 {
 		last = refs[len(refs)-1]
 	}
-	holds, what, err := gitops.SalvageHolds(ctx, c.CommonDir, last, snap)
+	holds, what, err := salvage.Holds(ctx, c.CommonDir, last, snap)
 	if err != nil {
 		return "", fail("comparing the trash folder with its last salvage failed", err)
 	}

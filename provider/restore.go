@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/gitops/salvage"
 	"github.com/majlis-dev/majlis/wire"
 )
 
@@ -35,7 +36,7 @@ type RestoreResult = wire.RestoreResult
 // Restore recreates a reclaimed workspace of binding from one of its
 // salvages, as a new workspace (a new claim, allocated as allocate does,
 // with the same checks). It never moves an existing branch and refuses a
-// path that exists. See gitops.RestoreInto for what is put back.
+// path that exists. See salvage.RestoreInto for what is put back.
 func (p *Provider) Restore(ctx context.Context, o RestoreOptions) (*RestoreResult, error) {
 	fail := func(err error, reason, hint string) error {
 		return &Error{Op: "restore", Binding: o.Binding, Reason: reason, Hint: hint, Err: err}
@@ -73,7 +74,7 @@ func (p *Provider) Restore(ctx context.Context, o RestoreOptions) (*RestoreResul
 		return nil, err
 	}
 	ref := prefix + strconv.Itoa(n)
-	commit, layout, err := gitops.ReadSalvage(ctx, p.reg.CommonDir, ref)
+	commit, layout, err := salvage.Read(ctx, p.reg.CommonDir, ref)
 	if err != nil {
 		if errors.Is(err, gitops.ErrUnknownRevision) || errors.As(err, new(*gitops.Error)) {
 			return nil, err
@@ -96,10 +97,10 @@ func (p *Provider) Restore(ctx context.Context, o RestoreOptions) (*RestoreResul
 	if err != nil {
 		return nil, err
 	}
-	var report gitops.RestoreReport
+	var report salvage.RestoreReport
 	ao.populate = func(ctx context.Context, path string) error {
 		var err error
-		report, err = gitops.RestoreInto(ctx, path, commit, layout)
+		report, err = salvage.RestoreInto(ctx, path, commit, layout)
 		return err
 	}
 	ws, err := p.Allocate(ctx, ao)
@@ -155,7 +156,7 @@ func pickSalvage(ctx context.Context, reader *gitops.Reader, binding, prefix str
 // salvage was; else the salvage's branch (or, for an earlier layout, the
 // last claim's), taken as it is if still at the salvage's HEAD, made if
 // gone, refused if it moved. It returns the branch, "" when detached.
-func restoreHead(ctx context.Context, reader *gitops.Reader, ao *AllocateOptions, o RestoreOptions, layout gitops.SalvageLayout,
+func restoreHead(ctx context.Context, reader *gitops.Reader, ao *AllocateOptions, o RestoreOptions, layout salvage.Layout,
 	recs []*claimRecord, fail func(err error, reason, hint string) error) (string, error) {
 	switch {
 	case o.Branch != "":

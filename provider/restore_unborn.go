@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/gitops/salvage"
 )
 
 // restoreUnborn restores a salvage taken while HEAD was an unborn branch:
@@ -28,7 +29,7 @@ import (
 // parent, filled from the salvage, and only then is HEAD pointed at the
 // branch: a failure before that leaves a detached worktree that the
 // allocation's undo recognises as its own and removes.
-func (p *Provider) restoreUnborn(ctx context.Context, o RestoreOptions, reader *gitops.Reader, ref, commit string, layout gitops.SalvageLayout) (*RestoreResult, error) {
+func (p *Provider) restoreUnborn(ctx context.Context, o RestoreOptions, reader *gitops.Reader, ref, commit string, layout salvage.Layout) (*RestoreResult, error) {
 	fail := func(err error, reason, hint string) error {
 		return &Error{Op: "restore", Binding: o.Binding, Reason: reason, Hint: hint, Err: err}
 	}
@@ -72,10 +73,10 @@ func (p *Provider) restoreUnborn(ctx context.Context, o RestoreOptions, reader *
 		return nil, e
 	}
 	ao := AllocateOptions{Binding: o.Binding, Path: o.Path, Base: layout.Index, RequestID: o.RequestID, restore: ref, mode: gitops.Detached}
-	var report gitops.RestoreReport
+	var report salvage.RestoreReport
 	ao.populate = func(ctx context.Context, path string) error {
 		var err error
-		if report, err = gitops.RestoreInto(ctx, path, commit, layout); err != nil {
+		if report, err = salvage.RestoreInto(ctx, path, commit, layout); err != nil {
 			return err
 		}
 		return gitops.SetUnbornBranch(ctx, path, name)

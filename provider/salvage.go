@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/gitops/salvage"
 	"github.com/majlis-dev/majlis/pathid"
 	"github.com/majlis-dev/majlis/wire"
 )
@@ -21,7 +22,7 @@ const SalvagePrefix = "refs/majlis/salvage/"
 type SalvageResult = wire.SalvageResult
 
 // Salvage keeps everything a removal of the workspace would lose, except
-// ignored files, as one salvage commit (gitops.SalvageLayout) on
+// ignored files, as one salvage commit (salvage.Layout) on
 // refs/majlis/salvage/<binding>/<n>, without touching the workspace's
 // index, HEAD, branch, refs or files. A workspace with nothing to keep
 // makes no ref.
@@ -48,7 +49,7 @@ func (p *Provider) Salvage(ctx context.Context, binding, message, requestID stri
 		return nil, err
 	}
 	res.Changes = st.Counts()
-	if res.SpecialFiles, res.SpecialPaths, err = gitops.SpecialFiles(rec.Claim.Path, MaxIgnoredPaths); err != nil {
+	if res.SpecialFiles, res.SpecialPaths, err = salvage.SpecialFiles(rec.Claim.Path, MaxIgnoredPaths); err != nil {
 		return nil, err
 	}
 	if requestID != "" {
@@ -65,13 +66,13 @@ func (p *Provider) salvage(ctx context.Context, rec *claimRecord, message string
 		message = "majlis salvage of workspace " + c.Binding
 	}
 	message += fmt.Sprintf("\n\nMajlis-Binding: %s\nMajlis-Claim: %s\nMajlis-Path: %s\n", c.Binding, rec.Digest, c.Path)
-	snap, err := gitops.Snapshot(ctx, c.Path, message)
+	snap, err := salvage.Snapshot(ctx, c.Path, message)
 	if err != nil {
 		return nil, err
 	}
 	res := &SalvageResult{Binding: c.Binding, Clean: snap.Clean,
 		DirtySubmodules: nonNil(snap.DirtySubmodules), NestedRepositories: nonNil(snap.NestedRepositories),
-		Pins: []gitops.Pin{}, Hidden: []gitops.HiddenFile{}, WorktreeRefs: []string{}, SpecialPaths: []gitops.SpecialFile{},
+		Pins: []gitops.Pin{}, Hidden: []salvage.HiddenFile{}, WorktreeRefs: []string{}, SpecialPaths: []salvage.SpecialFile{},
 		UnpopulatedSubmoduleFiles: []string{}}
 	if sv := snap.Survey; sv != nil {
 		res.Pins = append(res.Pins, sv.Pins...)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/majlis-dev/majlis/fixtures"
-	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/gitops/salvage"
 )
 
 // FIFOs and sockets, wherever they are in a workspace (an ignored folder
@@ -26,7 +26,7 @@ func TestPreviewNamesSpecialFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []gitops.SpecialFile{{Path: "build/dev.sock", Type: "socket"}, {Path: "run/pipe", Type: "fifo"}}
+	want := []salvage.SpecialFile{{Path: "build/dev.sock", Type: "socket"}, {Path: "run/pipe", Type: "fifo"}}
 	if diff := cmp.Diff(want, pv.SpecialPaths); diff != "" || pv.SpecialFiles != 2 {
 		t.Errorf("preview's special files: %d (-want +got):\n%s", pv.SpecialFiles, diff)
 	}

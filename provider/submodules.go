@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/gitops/salvage"
 )
 
 // keepSubmodules copies into the repository, under
@@ -47,7 +48,7 @@ func (p *Provider) keepSubmodules(ctx context.Context, rec *claimRecord, dirty [
 	for _, dir := range dirs {
 		rel, _ := filepath.Rel(c.Path, dir)
 		if isDirty[dir] && salvageDirty {
-			snap, err := gitops.Snapshot(ctx, dir, "majlis reclaim of workspace "+c.Binding+", submodule "+filepath.ToSlash(rel))
+			snap, err := salvage.Snapshot(ctx, dir, "majlis reclaim of workspace "+c.Binding+", submodule "+filepath.ToSlash(rel))
 			if err != nil {
 				return nil, err
 			}
@@ -73,7 +74,7 @@ func (p *Provider) keepSubmodules(ctx context.Context, rec *claimRecord, dirty [
 		// Commits that only the submodule's reflogs, per-worktree refs or
 		// an interrupted operation hold, as salvage finds them for the
 		// workspace itself.
-		sv, err := gitops.SurveyWorktree(ctx, dir)
+		sv, err := salvage.SurveyWorktree(ctx, dir)
 		if err != nil {
 			return nil, err
 		}

@@ -26,6 +26,7 @@ import (
 	"strings"
 
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/gitops/salvage"
 	"github.com/majlis-dev/majlis/internal/durable"
 	"github.com/majlis-dev/majlis/internal/failpoint"
 	"github.com/majlis-dev/majlis/pathid"
@@ -403,7 +404,7 @@ func driftError(rec *claimRecord, ev *Event, why string) error {
 // a new salvage ref. It returns the ref, or "".
 func (p *Provider) resalvage(ctx context.Context, rec *claimRecord, trash string, res *ReclaimResult) (string, error) {
 	c := rec.Claim
-	st, err := gitops.WorktreeTree(ctx, trash)
+	st, err := salvage.WorktreeTree(ctx, trash)
 	if err != nil {
 		return "", err
 	}
@@ -417,7 +418,7 @@ func (p *Provider) resalvage(ctx context.Context, rec *claimRecord, trash string
 	// (its commits are held by that salvage); or, with no salvage, HEAD's
 	// files on a branch (which is kept).
 	if last != "" {
-		_, layout, err := gitops.ReadSalvage(ctx, c.CommonDir, last)
+		_, layout, err := salvage.Read(ctx, c.CommonDir, last)
 		if err != nil {
 			return "", err
 		}
@@ -436,7 +437,7 @@ func (p *Provider) resalvage(ctx context.Context, rec *claimRecord, trash string
 	}
 	msg := fmt.Sprintf("majlis reclaim of workspace %s: what it held once moved aside\n\nMajlis-Binding: %s\nMajlis-Claim: %s\nMajlis-Path: %s\nMajlis-Trash: %s\n",
 		c.Binding, c.Binding, rec.Digest, c.Path, trash)
-	snap, err := gitops.Snapshot(ctx, trash, msg)
+	snap, err := salvage.Snapshot(ctx, trash, msg)
 	if err != nil {
 		return "", err
 	}
@@ -444,11 +445,11 @@ func (p *Provider) resalvage(ctx context.Context, rec *claimRecord, trash string
 		return "", nil
 	}
 	if sameFiles {
-		then, err := gitops.OutsideTree(ctx, c.CommonDir, lastMeta)
+		then, err := salvage.OutsideTree(ctx, c.CommonDir, lastMeta)
 		if err != nil {
 			return "", err
 		}
-		now, err := gitops.OutsideTree(ctx, c.CommonDir, snap.Layout.Meta)
+		now, err := salvage.OutsideTree(ctx, c.CommonDir, snap.Layout.Meta)
 		if err != nil {
 			return "", err
 		}
@@ -525,7 +526,7 @@ func (p *Provider) movedPreview(rec *claimRecord) (pv *Preview, ok bool) {
 	pv = &Preview{Preview: wire.Preview{Binding: c.Binding, Path: c.Path, PhysicalPath: c.PhysicalPath, Branch: c.Branch,
 		ClaimDigest: rec.Digest, Released: rec.has(EventReleased), Peers: []Peer{}}}
 	pv.Salvage.Clean, pv.Salvage.DirtySubmodules = true, []string{}
-	pv.SpecialPaths = []gitops.SpecialFile{}
+	pv.SpecialPaths = []salvage.SpecialFile{}
 	pv.Salvage.UnpopulatedSubmoduleFiles, pv.Salvage.RefusedNames = []string{}, []string{}
 	pv.AdminEntry.Path = ev.AdminEntry
 	if !rec.has(EventChecked) {

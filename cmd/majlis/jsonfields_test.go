@@ -11,6 +11,7 @@ import (
 	"github.com/majlis-dev/majlis/admission"
 	"github.com/majlis-dev/majlis/cmd/majlis/internal/githook"
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/gitops/salvage"
 	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/majlis-dev/majlis/reservation"
@@ -51,8 +52,8 @@ var jsonPinned = map[string]struct {
 	"restore": {provider.RestoreResult{}, []string{"branch", "commit", "head", "layout", "not_restored", "restored",
 		"salvage_ref", "unborn", "workspace"}},
 	"pin":     {gitops.Pin{}, []string{"commit", "source"}},
-	"hidden":  {gitops.HiddenFile{}, []string{"change", "flag", "path"}},
-	"special": {gitops.SpecialFile{}, []string{"path", "type"}},
+	"hidden":  {salvage.HiddenFile{}, []string{"change", "flag", "path"}},
+	"special": {salvage.SpecialFile{}, []string{"path", "type"}},
 	"reclaim": {provider.ReclaimResult{}, []string{"binding", "branch", "ignored_files", "path", "path_occupied", "pinned_on_first_contact", "recovered_leases", "removed", "salvage_ref",
 		"salvage_refs", "salvaged_submodules", "second_salvage_ref", "special_files", "steps_done", "trash_kept_until", "trash_not_kept", "trash_path", "trash_purged"}},
 	"damage":     {provider.Damage{}, []string{"binding", "file", "located", "paths", "reason", "unlocated"}},

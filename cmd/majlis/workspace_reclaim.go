@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/gitops/salvage"
 	"github.com/majlis-dev/majlis/provider"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -285,7 +285,7 @@ func processWords(pr provider.Process) string {
 
 // specialList names special files with their types, and how many more
 // there are than named.
-func specialList(n int, named []gitops.SpecialFile) string {
+func specialList(n int, named []salvage.SpecialFile) string {
 	var b strings.Builder
 	for i, f := range named {
 		if i > 0 {

@@ -1,7 +1,0 @@
-//go:build !linux
-
-package gitops
-
-// execBitsKept reports whether the file system holding dir keeps an
-// executable bit per file; off Linux it is taken to.
-func execBitsKept(string) bool { return true }
