@@ -28,7 +28,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -162,6 +161,12 @@ const (
 )
 
 func (p *Provider) keptTrash(all [][]*claimRecord, tp TrashPolicy, mode sizeMode) []KeptTrash {
+	return p.keptTrashLeaving(all, tp, mode, nil)
+}
+
+// keptTrashLeaving is keptTrash with the trash in stays counted as
+// staying, whatever is due (markDue).
+func (p *Provider) keptTrashLeaving(all [][]*claimRecord, tp TrashPolicy, mode sizeMode, stays map[string]bool) []KeptTrash {
 	now := p.now()
 	out := []KeptTrash{}
 	var ts *trashSizes
@@ -198,51 +203,7 @@ func (p *Provider) keptTrash(all [][]*claimRecord, tp TrashPolicy, mode sizeMode
 	if mode == sizesNone {
 		return out
 	}
-	// The budget: the oldest of what stays goes until the rest fits.
-	var total int64
-	for _, k := range out {
-		if k.Due == "" && k.SizeBytes > 0 {
-			total += k.SizeBytes
-		}
-	}
-	for i := range out {
-		if total <= tp.MaxBytes {
-			break
-		}
-		if out[i].Due == "" {
-			out[i].Due = DueBudget
-			total -= max(out[i].SizeBytes, 0)
-		}
-	}
-	// The floor: on each file system, the oldest goes until the free
-	// space (counting what goes already) is above it.
-	type fsys struct{ free, floor int64 }
-	seen := map[string]*fsys{}
-	for i := range out {
-		k := &out[i]
-		parent := filepath.Dir(k.Path)
-		fs := seen[parent]
-		if fs == nil {
-			free, total, err := gitops.FreeSpace(parent)
-			if err != nil {
-				continue
-			}
-			fs = &fsys{free: free, floor: tp.floor(total)}
-			seen[parent] = fs
-		}
-		if k.Due != "" {
-			fs.free += max(k.SizeBytes, 0)
-		}
-	}
-	for i := range out {
-		k := &out[i]
-		fs := seen[filepath.Dir(k.Path)]
-		if fs == nil || k.Due != "" || fs.free >= fs.floor {
-			continue
-		}
-		k.Due = DueSpace
-		fs.free += max(k.SizeBytes, 0)
-	}
+	markDue(out, tp, stays)
 	return out
 }
 
@@ -265,42 +226,6 @@ func salvagesOf(r *claimRecord) []string {
 		}
 	}
 	return out
-}
-
-// PurgeDue purges every kept trash folder that is due now (KeptTrash),
-// oldest first, each with its salvage first (see the top of this file).
-// What cannot be purged now is left and reported with why; an error is
-// returned only when the trash cannot be listed at all. The majlis server
-// runs it in the background; without a server, majlis gc does, or the
-// majlis command that reclaimed, once its result is written.
-func (p *Provider) PurgeDue(ctx context.Context) (*PurgeResult, error) {
-	kept, err := p.KeptTrash(ctx)
-	if err != nil {
-		return nil, err
-	}
-	res := &PurgeResult{Purged: []PurgedTrash{}, Left: []PurgedTrash{}}
-	for _, k := range kept {
-		if k.Due == "" {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
-		pt, err := p.purgeKept(ctx, k.Binding, k.Seq, k.Due)
-		if err != nil {
-			if errors.Is(err, errPurgeGone) {
-				continue // purged or restored meanwhile
-			}
-			res.Left = append(res.Left, PurgedTrash{Binding: k.Binding, Seq: k.Seq, Path: k.Path, Due: k.Due, Reason: err.Error()})
-			if cerr := ctx.Err(); cerr != nil {
-				return res, cerr // stopped at a safe point (a server's stop, Ctrl-C)
-			}
-			p.log.Warn("a kept trash folder was due and was not purged", "binding", k.Binding, "path", k.Path, "error", err)
-			continue
-		}
-		res.Purged = append(res.Purged, *pt)
-	}
-	return res, nil
 }
 
 // purgeNotStarted is a failure of a purge before it deleted anything.
@@ -356,16 +281,16 @@ func (p *Provider) purgeKept(ctx context.Context, binding string, seq int, due s
 			pt.SalvageRef, err = p.purgeSalvage(ctx, r)
 		}
 		if err != nil {
-			return nil, err
+			return pt, err
 		}
 		if err := p.inject(ctx, fpPurgeSalvaged); err != nil {
-			return nil, err
+			return pt, err
 		}
 		if err := lease.Check(); err != nil {
-			return nil, err
+			return pt, err
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, err // stopped (a server's stop, Ctrl-C): the last safe point before deleting
+			return pt, err // stopped (a server's stop, Ctrl-C): the last safe point before deleting
 		}
 		purging := Event{Kind: EventPurging, TrashPath: path, SalvageRef: pt.SalvageRef, Reason: due}
 		if id, err := pathid.Lstat(path); entry && err == nil {
@@ -374,21 +299,21 @@ func (p *Provider) purgeKept(ctx context.Context, binding string, seq int, due s
 			purging.Dev, purging.Ino = id.Dev, id.Ino
 		}
 		if _, err := p.publishEvent(r, purging); err != nil {
-			return nil, err
+			return pt, err
 		}
 		started = true
 	}
 	if err := p.inject(ctx, fpPurgeStarted); err != nil {
-		return nil, err
+		return pt, err
 	}
 	if err := lease.Check(); err != nil {
-		return nil, err
+		return pt, err
 	}
 	if err := p.purgeDelete(ctx, r, path, entry); err != nil {
-		return nil, err
+		return pt, err
 	}
 	if _, err := p.publishEvent(r, Event{Kind: EventPurged, TrashPath: path, SalvageRef: pt.SalvageRef, Reason: pt.Due}); err != nil {
-		return nil, err
+		return pt, err
 	}
 	p.log.Info("kept trash purged", "binding", binding, "path", path, "due", pt.Due, "salvage_ref", pt.SalvageRef)
 	return pt, lease.Release()

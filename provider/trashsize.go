@@ -12,7 +12,6 @@ package provider
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -66,7 +65,7 @@ func (p *Provider) saveTrashSizes(ts *trashSizes) {
 // at path, remembered or measured (measure false: remembered only, -1
 // when unknown).
 func (p *Provider) cachedTrashSize(ts *trashSizes, binding string, seq int, path string, measure bool) int64 {
-	key := fmt.Sprintf("%s#%d", binding, seq)
+	key := trashKey(binding, seq)
 	fi, err := os.Lstat(path)
 	if err != nil {
 		if os.IsNotExist(err) {

@@ -72,6 +72,13 @@ func (p *Provider) render(ctx context.Context, reader *gitops.Reader, reclaiming
 			t := pg.At
 			w.TrashPurgedAt, w.TrashPurged = &t, pg.Reason
 		}
+		for _, kind := range []string{EventPurging, EventPurged} {
+			// The purge's salvage of what the trash held: the newest,
+			// the one a restore of the binding brings back.
+			if pg := rec.Events[kind]; pg != nil && pg.SalvageRef != "" {
+				w.SalvageRef = pg.SalvageRef
+			}
+		}
 		return w, nil
 	}
 	if reclaiming[c.Binding] {

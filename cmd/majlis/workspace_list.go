@@ -194,7 +194,7 @@ func trashCell(ws *provider.Workspace) string {
 // purgedNote says when a kept trash folder was purged early for space.
 func purgedNote(ws *provider.Workspace) string {
 	if ws.TrashPurged == provider.DueBudget || ws.TrashPurged == provider.DueSpace {
-		return "; trash purged early: " + dueWords(ws.TrashPurged)
+		return "; trash purged " + dueWords(ws.TrashPurged)
 	}
 	return ""
 }
