@@ -35,6 +35,7 @@ const (
 	FindingReservationDamaged   = "reservation_damaged"      // a lease file that cannot be read
 	FindingCompactionUnfinished = "compaction_unfinished"    // a gc was interrupted while it compacted a binding's records
 	FindingTrashHalfPurged      = "trash_half_purged"        // a purge of a kept trash folder began and did not finish
+	FindingTrashMissing         = "trash_missing"            // a kept trash folder is gone from its path (moved or deleted by hand)
 	FindingTrashUnreadable      = "trash_unreadable"         // the kept trash cannot be listed (its policy is damaged)
 	// FindingTempStray (doctor_temp.go): a temporary file no process holds.
 )
@@ -45,7 +46,7 @@ var allFindingCodes = []string{FindingRegistrationDamaged, FindingRecordDamaged,
 	FindingStateUnexpected, FindingRequestDamaged, FindingJournalMissing, FindingJournalUnusable,
 	FindingJournalMismatch, FindingLedgerDamaged, FindingLockOrphaned, FindingEntryMissing,
 	FindingEntryUnpinned, FindingWorkspaceMissing, FindingWorkspaceReplaced, FindingReservationDead, FindingReservationDamaged,
-	FindingCompactionUnfinished, FindingTrashHalfPurged, FindingTrashUnreadable, FindingReclaimInterrupted, FindingTempStray}
+	FindingCompactionUnfinished, FindingTrashHalfPurged, FindingTrashMissing, FindingTrashUnreadable, FindingReclaimInterrupted, FindingTempStray}
 
 // Severities of findings.
 const (

@@ -15,6 +15,9 @@ func (p *Provider) checkTrash(inv *inventory, add func(Finding)) []KeptTrash {
 	}
 	kept := p.keptTrash(inv.good, tp, sizesMeasured)
 	for _, k := range kept {
+		if k.Missing {
+			add(trashMissingFinding(k))
+		}
 		if !k.HalfPurged {
 			continue
 		}
@@ -31,4 +34,20 @@ func (p *Provider) checkTrash(inv *inventory, add func(Finding)) []KeptTrash {
 			Fix:     "majlis gc --purge-due finishes the purge (" + where + "; majlis workspace restore " + k.Binding + " restores the latest)"})
 	}
 	return kept
+}
+
+// trashMissingFinding reports a kept trash folder gone from its path
+// (moved or deleted by hand) before its purge: git's entry of it still
+// holds its HEAD, index and per-worktree refs, which the purge salvages
+// before it deletes the entry.
+func trashMissingFinding(k KeptTrash) Finding {
+	where := "the salvage refs of " + k.Binding
+	if n := len(k.SalvageRefs); n > 0 {
+		where = k.SalvageRefs[n-1]
+	}
+	return Finding{Code: FindingTrashMissing, Severity: SeverityWarning, Binding: k.Binding, Path: k.Path,
+		Message: fmt.Sprintf("the kept trash folder %s of %s is gone (moved or deleted by hand); git's entry of it remains until its purge, which salvages it first", k.Path, k.Binding),
+		Fix: "if you moved it, move it back to " + k.Path + " (then majlis workspace restore " + k.Binding + " --from-trash can undo the reclaim); " +
+			"to keep it where it is as a worktree, run git worktree repair NEW_PATH; otherwise its work is on " + where +
+			" (majlis workspace restore " + k.Binding + " restores it), and majlis gc --purge-due salvages and drops git's entry once it is due"}
 }

@@ -78,6 +78,10 @@ type KeptTrash struct {
 	// HalfPurged: a purge of it began (its work salvaged) and did not
 	// finish: the folder may be half deleted. A purge finishes it.
 	HalfPurged bool `json:"half_purged"`
+	// Missing: the kept trash folder is gone (moved or deleted by hand)
+	// while no purge of it began; git's entry of it may remain. Its size
+	// is then 0.
+	Missing bool `json:"missing"`
 	// SalvageRefs are the reclaim's (and an interrupted purge's)
 	// salvages of it.
 	SalvageRefs []string `json:"salvage_refs"`
@@ -196,6 +200,7 @@ func (p *Provider) keptTrashLeaving(all [][]*claimRecord, tp TrashPolicy, mode s
 			if ts != nil {
 				k.SizeBytes = p.cachedTrashSize(ts, k.Binding, k.Seq, k.Path, mode == sizesMeasured)
 			}
+			k.Missing = trashFolderGone(r, &k)
 			out = append(out, k)
 		}
 	}
@@ -427,6 +432,9 @@ func (p *Provider) purgeSalvage(ctx context.Context, r *claimRecord) (string, er
 		return p.purgeSalvageGone(ctx, r, mv)
 	}
 	if repointed, err := p.verifyMoved(r, mv); err != nil || !repointed {
+		if errors.Is(err, ErrLocked) {
+			return "", trashLockedError("purge", r, mv.TrashPath, err)
+		}
 		if err == nil {
 			err = errors.New("git's entry does not point at the trash folder")
 		}

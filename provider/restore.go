@@ -60,7 +60,7 @@ func (p *Provider) Restore(ctx context.Context, o RestoreOptions) (*RestoreResul
 		}
 	}
 	if retry == nil {
-		if err := liveBindingError(o.Binding, recs); err != nil {
+		if err := restoreLiveError(o.Binding, recs); err != nil {
 			return nil, err
 		}
 	}

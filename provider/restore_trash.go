@@ -68,7 +68,7 @@ func (p *Provider) RestoreFromTrash(ctx context.Context, binding, requestID stri
 	if err != nil {
 		return nil, err
 	}
-	if err := liveBindingError(binding, recs); err != nil {
+	if err := restoreLiveError(binding, recs); err != nil {
 		return nil, err
 	}
 	prev, err := restorableTrash(binding, recs)
@@ -85,7 +85,7 @@ func (p *Provider) RestoreFromTrash(ctx context.Context, binding, requestID stri
 	if recs, err = p.readBinding(binding); err != nil {
 		return nil, err
 	}
-	if err := liveBindingError(binding, recs); err != nil {
+	if err := restoreLiveError(binding, recs); err != nil {
 		return nil, err
 	}
 	if again, err := restorableTrash(binding, recs); err != nil {
@@ -94,7 +94,13 @@ func (p *Provider) RestoreFromTrash(ctx context.Context, binding, requestID stri
 		return nil, fail(ErrInterrupted, "", "another claim's trash became the one to restore meanwhile", "run the restore again")
 	}
 	mv := prev.Events[EventMoved]
+	if _, err := os.Lstat(mv.TrashPath); errors.Is(err, os.ErrNotExist) {
+		return nil, trashGoneError(prev, mv)
+	}
 	if repointed, err := p.verifyMoved(prev, mv); err != nil || !repointed {
+		if errors.Is(err, ErrLocked) {
+			return nil, trashLockedError("restore", prev, mv.TrashPath, err)
+		}
 		if err == nil {
 			err = errors.New("git's entry does not point at the trash folder")
 		}
@@ -120,14 +126,18 @@ func (p *Provider) RestoreFromTrash(ctx context.Context, binding, requestID stri
 // restorableTrash finds the binding's newest claim whose reclaim kept its
 // trash folder and whose trash is neither purged nor being purged.
 func restorableTrash(binding string, recs []*claimRecord) (*claimRecord, error) {
+	var onlyEntry error
 	for i := len(recs) - 1; i >= 0; i-- {
 		r := recs[i]
 		ev, ok := keptTrashOf(r)
 		if !ok {
 			continue
 		}
-		if _, entry := keptPath(r, ev); entry {
-			continue // git's entry alone: no folder to give back
+		if path, entry := keptPath(r, ev); entry {
+			if onlyEntry == nil {
+				onlyEntry = keptEntryError(r, path) // git's entry alone: no folder to give back
+			}
+			continue
 		}
 		if pg := r.Events[EventPurging]; pg != nil {
 			ref := "the salvage refs refs/majlis/salvage/" + binding + "/*"
@@ -141,6 +151,9 @@ func restorableTrash(binding string, recs []*claimRecord) (*claimRecord, error) 
 				Details: map[string]any{"half_purged": true, "trash_path": pg.TrashPath}}
 		}
 		return r, nil
+	}
+	if onlyEntry != nil {
+		return nil, onlyEntry
 	}
 	return nil, &Error{Op: "restore", Binding: binding, Err: ErrNotFound, Reason: "no reclaim of it kept a trash folder that is still there",
 		Hint: "only a reclaim that keeps its trash can be undone; the salvage refs (refs/majlis/salvage/" + binding + "/*) hold the work"}

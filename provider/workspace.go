@@ -62,8 +62,9 @@ func (p *Provider) render(ctx context.Context, reader *gitops.Reader, reclaiming
 				w.TrashPath = path
 			}
 			w.TrashKeptUntil, w.TrashHalfPurged = ev.KeepUntil, rec.has(EventPurging)
+			w.TrashMissing = trashFolderGone(rec, &KeptTrash{Path: path, Entry: entry})
 			ts := p.loadTrashSizes()
-			if n := p.cachedTrashSize(ts, c.Binding, c.Seq, path, true); n >= 0 {
+			if n := p.cachedTrashSize(ts, c.Binding, c.Seq, path, true); n >= 0 && !w.TrashMissing {
 				w.TrashSizeBytes = &n
 			}
 			p.saveTrashSizes(ts)

@@ -118,6 +118,8 @@ var codes = []Code{
 	{Code: "not_found", Exit: ExitNotFound,
 		Meaning: "no such workspace, lease or reservation",
 		Hints: []Hint{
+			{When: "kept_entry", Text: "its folder was gone at the reclaim: 'majlis workspace restore {binding}' restores its salvage ({salvage_ref}): HEAD, the index, the per-worktree refs",
+				API: "its folder was gone at the reclaim: restore its salvage ({tool:workspace_restore} without from_trash): HEAD, the index, the per-worktree refs"},
 			{When: "not_found=lease", Text: "'majlis lease list --all' shows the leases", API: "{tool:lease_list} with all: true shows the leases"},
 			{When: "not_found=workspace", Text: "'majlis workspace list' shows the workspaces there are", API: "{tool:workspace_list} shows the workspaces there are"},
 			{When: "holder", Text: "acquire leases first ('majlis lease acquire --holder {holder} RESOURCE...')", API: "acquire leases first ({tool:lease_acquire} with holder {holder})"},
@@ -128,6 +130,8 @@ var codes = []Code{
 		Meaning: "the binding already has a workspace that is not reclaimed",
 		Hints: []Hint{
 			{When: "unfinished_request", Text: "an allocation of it has not finished: retry it with --request-id {unfinished_request}", API: "an allocation of it has not finished: retry it with request_id {unfinished_request}"},
+			{When: "restore_live", Text: "work in that workspace, or reclaim it first ('majlis workspace reclaim {binding} --preview', then --confirm DIGEST), then restore again: every salvage ref stays",
+				API: "work in that workspace, or reclaim it first ({tool:workspace_reclaim_preview}, then {tool:workspace_reclaim}), then restore again: every salvage ref stays"},
 		}},
 	{Code: "workspace_live", Exit: ExitHeld,
 		Meaning: "the workspace is in use: a live owner process, leases, or processes working in it",
@@ -218,7 +222,11 @@ var codes = []Code{
 			{When: "binding", Text: "'majlis doctor' says what is wrong and what to run", API: "the repository's owner can run majlis doctor, which says what is wrong and what to run", Adds: true},
 		}},
 	{Code: "workspace_missing", Exit: ExitRefused,
-		Meaning: "the workspace's directory is gone"},
+		Meaning: "the workspace's directory is gone",
+		Hints: []Hint{
+			{When: "trash_gone", Text: "if you moved it, move it back to {trash_path}, then run 'majlis workspace restore {binding} --from-trash' again; otherwise 'majlis workspace restore {binding}' restores its salvage ({salvage_ref}); 'majlis doctor' says more",
+				API: "if it was moved, it must go back to {trash_path} before a restore from the trash; otherwise restore its salvage ({tool:workspace_restore} without from_trash)"},
+		}},
 	{Code: "identity_drift", Exit: ExitRefused,
 		Meaning: "the directory or git's entry is no longer the workspace majlis made"},
 	{Code: "interrupted", Exit: ExitRefused,

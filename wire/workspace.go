@@ -38,6 +38,9 @@ type Workspace struct {
 	// be half deleted; restore --from-trash refuses it).
 	TrashSizeBytes  *int64 `json:"trash_size_bytes,omitempty"`
 	TrashHalfPurged bool   `json:"trash_half_purged,omitempty"`
+	// TrashMissing: the kept trash folder is gone from TrashPath (moved
+	// or deleted by hand); doctor says what to do (trash_missing).
+	TrashMissing bool `json:"trash_missing,omitempty"`
 	// TrashPurgedAt and TrashPurged say when the kept trash folder went,
 	// and why: expired, max_bytes or min_free (purged early for space),
 	// or that restore --from-trash moved it back.

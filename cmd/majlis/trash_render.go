@@ -32,7 +32,11 @@ func renderPurge(w io.Writer, res *provider.PurgeResult) {
 		fmt.Fprintln(w)
 	}
 	for _, t := range res.Left {
-		fmt.Fprintf(w, "left the kept trash %s of %s: %s\n", humanPath(t.Path), t.Binding, t.Reason)
+		fmt.Fprintf(w, "left the kept trash %s of %s: %s", humanPath(t.Path), t.Binding, t.Reason)
+		if t.SalvageRef != "" {
+			fmt.Fprintf(w, "; what changed in it since the reclaim is on %s", t.SalvageRef)
+		}
+		fmt.Fprintln(w)
 	}
 	if len(res.Purged)+len(res.Left) == 0 {
 		fmt.Fprintln(w, "no kept trash is due")
@@ -43,7 +47,10 @@ func renderPurge(w io.Writer, res *provider.PurgeResult) {
 // whose folder was gone, kept in its stead) on one line.
 func keptLine(k provider.KeptTrash) string {
 	size := "size unknown"
-	if k.SizeBytes >= 0 {
+	switch {
+	case k.Missing:
+		size = "the folder is gone: moved or deleted by hand (majlis doctor says what to do)"
+	case k.SizeBytes >= 0:
 		size = byteSize(k.SizeBytes)
 	}
 	of := "of " + k.Binding

@@ -182,6 +182,9 @@ func trashCell(ws *provider.Workspace) string {
 	if ws.TrashKeptUntil != nil {
 		facts = append(facts, "until "+ws.TrashKeptUntil.Local().Format("2006-01-02 15:04"))
 	}
+	if ws.TrashMissing {
+		facts = append(facts, "the folder is gone from "+humanPath(ws.TrashPath)+": moved or deleted by hand (majlis doctor says what to do)")
+	}
 	if ws.TrashHalfPurged {
 		facts = append(facts, "half purged: majlis gc --purge-due finishes it")
 	}
