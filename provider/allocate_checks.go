@@ -463,7 +463,7 @@ func (p *Provider) checkReserved(ctx context.Context, binding, path, physical st
 			return err
 		}
 		if inside != "" || pathid.Relate(path, target).Overlapping() || pathid.Relate(physical, ptarget).Overlapping() {
-			if p.recoverDeadReservation(ctx, res) {
+			if p.recoverDeadReservation(ctx, res) || p.retireDoneReservation(ctx, res) {
 				continue
 			}
 			return &Error{Op: "allocate", Binding: binding, Path: path, Peer: target, Err: ErrReserved,

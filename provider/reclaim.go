@@ -27,6 +27,10 @@ var (
 	// recorded under the request id nor the reservation released
 	// (reclaimretry.go finishes it).
 	fpReclaimRecorded = failpoint.New("reclaim/recorded")
+	// reclaim/answered: the result recorded under the request id, the
+	// reservation not yet released (a retry, or an allocation in its
+	// way, retires it: retireDoneReservation).
+	fpReclaimAnswered = failpoint.New("reclaim/answered")
 )
 
 // ReclaimOptions describe a reclaim.
@@ -156,6 +160,9 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 	if res, done, err := replay[ReclaimResult](p, o.RequestID, args); done || err != nil {
 		if res != nil {
 			reclaimArrays(res) // recorded before a field existed
+			// Killed after it answered, before it let go: its dead
+			// owner's reservation protects nothing any more.
+			p.retireDoneReservation(ctx, reclaimPrefix+o.Binding)
 		}
 		return res, err
 	}
@@ -216,6 +223,9 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 		if err := p.recordRequest(o.RequestID, args, res); err != nil {
 			return nil, err
 		}
+	}
+	if err := p.inject(ctx, fpReclaimAnswered); err != nil {
+		return nil, err
 	}
 	if err := lease.Release(); err != nil {
 		return nil, err
@@ -408,6 +418,9 @@ func (p *Provider) reclaimMissing(ctx context.Context, rec *claimRecord, o Recla
 		if err := p.recordRequest(o.RequestID, args, res); err != nil {
 			return nil, err
 		}
+	}
+	if err := p.inject(ctx, fpReclaimAnswered); err != nil {
+		return nil, err
 	}
 	if err := lease.Release(); err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/reservation"
 )
 
@@ -107,6 +108,36 @@ func (p *Provider) recoverDeadReservation(ctx context.Context, res string) bool 
 		return false
 	}
 	p.log.Info("recovered the reclaim reservation of a dead owner", "reservation", res, "owner_pid", old.Owner.PID, "generation", old.Generation)
+	return true
+}
+
+// retireDoneReservation retires the reclaim reservation res when its
+// owner is proven dead and the reclaim it was taken for is recorded done
+// (its result written under its request id): a reclaimer killed between
+// answering and letting go. Nothing is left for the reservation to
+// protect, so it need not expire first (reservation.RecoverDead, which
+// still requires its witness lock free: no process of the dead owner
+// holds it). It reports whether it did. A reclaim's retry calls it, and
+// so does an allocation the reservation is in the way of.
+func (p *Provider) retireDoneReservation(ctx context.Context, res string) bool {
+	a, err := p.leases.Assess(res)
+	if err != nil || a.Liveness != procid.Dead || a.Record.Purpose != "reclaim" {
+		return false
+	}
+	binding, id := a.Record.Metadata["binding"], a.Record.Metadata["request_id"]
+	if id == "" || reclaimPrefix+binding != res {
+		return false
+	}
+	r, err := p.readRequest(id)
+	if err != nil || len(r.Result) == 0 || r.Args.Op != "reclaim" || r.Args.Binding != binding {
+		return false
+	}
+	old, err := p.leases.RecoverDead(ctx, res)
+	if err != nil {
+		return false
+	}
+	p.log.Info("retired the reservation of a reclaim that finished and whose process died", "reservation", res, "request_id", id,
+		"owner_pid", old.Owner.PID, "generation", old.Generation)
 	return true
 }
 
