@@ -199,14 +199,7 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 	if pv.TrashGoesAtOnce, pv.trashKey, err = p.trashAtOnce(c.PhysicalPath, size); err != nil {
 		return nil, err
 	}
-	if !s.Clean {
-		pv.Steps = append(pv.Steps, Step{Name: "salvage", Count: s.Files, Detail: "keep " + strings.Join(salvageWhat(pv, sv.Settings(), len(refused)+nDotGit), ", ") +
-			" on " + SalvagePrefix + c.Binding + "/<n>"})
-	}
-	pv.Steps = append(pv.Steps,
-		Step{Name: "move", Count: 0, Detail: fmt.Sprintf("move the directory, with one rename, into a trash folder beside it (%s/%s%s.%d.<random>), still locked; nothing is deleted at %s", filepath.Dir(c.Path), trashPrefix, c.Binding, c.Seq, c.Path)},
-		Step{Name: "resalvage", Count: 0, Detail: "snapshot it again in the trash; anything written since the salvage goes to a second salvage ref"},
-		deleteTrashStep(n.Ignored, nSpecial, c.Branch, pv.TrashGoesAtOnce))
+	pv.Steps = reclaimSteps(pv, &c, salvageWhat(pv, sv.Settings(), len(refused)+nDotGit))
 	pins := append(pinFacts(s.Pins, s.WorktreeRefs, sv.Refs), dotgit...)
 	// The digest covers every fact above and the paths behind the counts.
 	entries := make([]string, 0, len(st.Entries))
@@ -221,6 +214,20 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 	pv.facts = facts
 	pv.Digest = previewDigest(pv, facts...)
 	return pv, nil
+}
+
+// reclaimSteps are the steps of a preview of the workspace of claim c:
+// its salvage (keeping what) unless it is clean, the move, the second
+// salvage and the trash's deletion.
+func reclaimSteps(pv *Preview, c *Claim, what []string) []Step {
+	var steps []Step
+	if !pv.Salvage.Clean {
+		steps = append(steps, Step{Name: "salvage", Count: pv.Salvage.Files, Detail: "keep " + strings.Join(what, ", ") + " on " + SalvagePrefix + c.Binding + "/<n>"})
+	}
+	return append(steps,
+		Step{Name: "move", Count: 0, Detail: fmt.Sprintf("move the directory, with one rename, into a trash folder beside it (%s/%s%s.%d.<random>), still locked; nothing is deleted at %s", filepath.Dir(c.Path), trashPrefix, c.Binding, c.Seq, c.Path)},
+		Step{Name: "resalvage", Count: 0, Detail: "snapshot it again in the trash; anything written since the salvage goes to a second salvage ref"},
+		deleteTrashStep(pv.IgnoredFiles, pv.SpecialFiles, c.Branch, pv.TrashGoesAtOnce))
 }
 
 // deleteTrashStep is a preview's last step: the trash folder deleted,

@@ -68,37 +68,7 @@ written when no server runs.`,
 			if err := checkGCFlags(cmd, opts, preview, purgeDue); err != nil {
 				return err
 			}
-			p, err := g.openProvider(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer p.Close()
-			if purgeDue {
-				return runPurgeDue(cmd, g, p)
-			}
-			if preview || opts.Confirm == "" {
-				plan, err := p.PreviewGC(cmd.Context(), opts)
-				if err != nil {
-					return err
-				}
-				if preview {
-					return g.emit(gcPreviewJSON{GCPreview: plan}, func(w io.Writer) { renderGCPlan(w, plan) })
-				}
-				if g.JSON || !isTerminal(g.Stdin) {
-					return &provider.Error{Op: "gc", Err: provider.ErrUnconfirmed,
-						Hint: "run with --preview, then --confirm DIGEST"}
-				}
-				writeFitted(g.Stderr, func(w io.Writer) { renderGCPlan(w, plan) })
-				if !askYes(g, "Delete all of it?") {
-					return &provider.Error{Op: "gc", Err: provider.ErrUnconfirmed, Reason: "not confirmed"}
-				}
-				opts.Confirm = plan.Digest
-			}
-			res, err := p.GC(cmd.Context(), opts)
-			if err != nil {
-				return err
-			}
-			return g.emit(gcJSON{GC: res}, func(w io.Writer) { renderGC(w, res) })
+			return runGC(cmd, g, opts, preview, purgeDue)
 		},
 	}
 	f := cmd.Flags()
@@ -109,6 +79,42 @@ written when no server runs.`,
 	f.DurationVar(&opts.DeletedAge, "deleted-age", provider.DefaultDeletedAge, "keep the tips of deleted branches this long")
 	f.DurationVar(&opts.RecordAge, "record-age", provider.DefaultRecordAge, "compact the records of workspaces finished longer ago than this")
 	return cmd
+}
+
+// runGC is gc once its flags are checked: the purge of what is due, or
+// the preview, or the gc of a confirmed preview (asked on a terminal).
+func runGC(cmd *cobra.Command, g *globalOptions, opts provider.GCOptions, preview, purgeDue bool) error {
+	p, err := g.openProvider(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	if purgeDue {
+		return runPurgeDue(cmd, g, p)
+	}
+	if preview || opts.Confirm == "" {
+		plan, err := p.PreviewGC(cmd.Context(), opts)
+		if err != nil {
+			return err
+		}
+		if preview {
+			return g.emit(gcPreviewJSON{GCPreview: plan}, func(w io.Writer) { renderGCPlan(w, plan) })
+		}
+		if g.JSON || !isTerminal(g.Stdin) {
+			return &provider.Error{Op: "gc", Err: provider.ErrUnconfirmed,
+				Hint: "run with --preview, then --confirm DIGEST"}
+		}
+		writeFitted(g.Stderr, func(w io.Writer) { renderGCPlan(w, plan) })
+		if !askYes(g, "Delete all of it?") {
+			return &provider.Error{Op: "gc", Err: provider.ErrUnconfirmed, Reason: "not confirmed"}
+		}
+		opts.Confirm = plan.Digest
+	}
+	res, err := p.GC(cmd.Context(), opts)
+	if err != nil {
+		return err
+	}
+	return g.emit(gcJSON{GC: res}, func(w io.Writer) { renderGC(w, res) })
 }
 
 // checkGCFlags refuses ages below zero and flags that do not go
