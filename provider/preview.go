@@ -196,7 +196,11 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 	s.Clean = s.Files == 0 && sv.Empty() && nDotGit == 0
 	pv.IgnoredFiles = n.Ignored
 	pv.SpecialFiles, pv.SpecialPaths = nSpecial, specials
-	if pv.TrashGoesAtOnce, pv.trashKey, err = p.trashAtOnce(c.PhysicalPath, size); err != nil {
+	// Why the trash would go at once names sizes that change with every
+	// write to the disk: the digest covers the key behind it, and the
+	// why is shown once the digest is made.
+	var atOnce string
+	if atOnce, pv.trashKey, err = p.trashAtOnce(c.PhysicalPath, size); err != nil {
 		return nil, err
 	}
 	pv.Steps = reclaimSteps(pv, &c, salvageWhat(pv, sv.Settings(), len(refused)+nDotGit))
@@ -207,12 +211,13 @@ func (p *Provider) previewWith(ctx context.Context, rec *claimRecord, entry *adm
 		entries = append(entries, fmt.Sprintf("%s %s %s", e.Kind, e.Path, e.OrigPath))
 	}
 	sort.Strings(entries)
-	facts := []any{entries, pins}
+	facts := []any{entries, pins, pv.trashKey}
 	if ev := rec.Events[EventCreated]; ev != nil {
 		facts = append(facts, []uint64{ev.Dev, ev.Ino})
 	}
 	pv.facts = facts
 	pv.Digest = previewDigest(pv, facts...)
+	pv.TrashGoesAtOnce = atOnce
 	return pv, nil
 }
 
@@ -227,16 +232,16 @@ func reclaimSteps(pv *Preview, c *Claim, what []string) []Step {
 	return append(steps,
 		Step{Name: "move", Count: 0, Detail: fmt.Sprintf("move the directory, with one rename, into a trash folder beside it (%s/%s%s.%d.<random>), still locked; nothing is deleted at %s", filepath.Dir(c.Path), trashPrefix, c.Binding, c.Seq, c.Path)},
 		Step{Name: "resalvage", Count: 0, Detail: "snapshot it again in the trash; anything written since the salvage goes to a second salvage ref"},
-		deleteTrashStep(pv.IgnoredFiles, pv.SpecialFiles, c.Branch, pv.TrashGoesAtOnce))
+		deleteTrashStep(pv.IgnoredFiles, pv.SpecialFiles, c.Branch, pv.trashKey))
 }
 
 // deleteTrashStep is a preview's last step: the trash folder deleted,
 // unless it is kept for the undo window; or, when the policy's space
-// bounds would purge it at once (why), deleted by the reclaim itself.
-func deleteTrashStep(ignored, special int, branch, why string) Step {
-	if why != "" {
+// bound key would purge it at once, deleted by the reclaim itself.
+func deleteTrashStep(ignored, special int, branch, key string) Step {
+	if key != "" {
 		return Step{Name: "delete-trash", Count: ignored + special, Detail: fmt.Sprintf("delete the trash folder at once, with %s that are not salvaged: "+
-			"the policy would purge it at once (%s), so it is not kept for the undo window; branch %s is kept", notSalvaged(ignored, special), why, branch)}
+			"the policy's %s would purge it at once, so it is not kept for the undo window; branch %s is kept", notSalvaged(ignored, special), key, branch)}
 	}
 	return Step{Name: "delete-trash", Count: ignored + special, Detail: fmt.Sprintf("delete the trash folder, with %s that are not salvaged, unless the trash is kept; branch %s is kept", notSalvaged(ignored, special), branch)}
 }
@@ -329,7 +334,7 @@ func (pv *Preview) digestWithout(without map[string]bool) string {
 		return pv.Digest // a missing or moved workspace's preview lists no peers
 	}
 	c := *pv
-	c.Digest, c.OwnerPID, c.OwnerState = "", 0, ""
+	c.Digest, c.OwnerPID, c.OwnerState, c.TrashGoesAtOnce = "", 0, "", ""
 	c.Processes, c.RecoverLeases = nil, nil
 	c.Peers = []Peer{}
 	for _, peer := range pv.Peers {

@@ -52,6 +52,13 @@ func TestReclaimTrashGoingAtOnce(t *testing.T) {
 				t.Fatalf("preview: trash_goes_at_once %q, last step %+v: want it to say the trash goes at once, naming %s",
 					pv.TrashGoesAtOnce, pv.Steps[len(pv.Steps)-1], tc.key)
 			}
+			// The sizes it names change with every write to the disk: the
+			// digest covers the key only, or a confirmation would go stale.
+			other := *pv
+			other.TrashGoesAtOnce = "other sizes, " + tc.key
+			if pv.digestWithout(nil) != other.digestWithout(nil) || strings.Contains(pv.Steps[len(pv.Steps)-1].Detail, pv.TrashGoesAtOnce) {
+				t.Errorf("the digest covers the sizes of trash_goes_at_once (%q)", pv.TrashGoesAtOnce)
+			}
 			res, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Confirm: pv.Digest})
 			if err != nil {
 				t.Fatal(err)

@@ -205,8 +205,9 @@ type Preview struct {
 	// space bounds (trash.max_bytes, trash.min_free) would have the purge
 	// that follows the reclaim delete it at once, so the reclaim deletes
 	// it itself, with the ignored and special files above. "" when it
-	// would be kept. The digest covers it: confirming a preview that says
-	// so is the consent to delete those files; a reclaim not confirmed by
+	// would be kept. The digest covers the key it names (not the sizes,
+	// which change with every write): confirming a preview that says so
+	// is the consent to delete those files; a reclaim not confirmed by
 	// such a preview refuses to.
 	TrashGoesAtOnce string `json:"trash_goes_at_once,omitempty"`
 	Steps           []Step `json:"steps"`
