@@ -238,15 +238,16 @@ func (p *Provider) checkJournal(inv *inventory, add func(Finding)) {
 	type key struct {
 		b string
 		s int
+		d string
 	}
 	named := map[key]*journalClaimState{}
 	for _, j := range js {
-		named[key{j.Binding, j.Seq}] = j
+		named[key{j.Binding, j.Seq, j.Digest}] = j
 	}
 	for _, recs := range inv.good {
 		for _, r := range recs {
-			j := named[key{r.Claim.Binding, r.Claim.Seq}]
-			if j != nil && j.Digest == r.Digest && j.Path == r.Claim.Path {
+			j := named[key{r.Claim.Binding, r.Claim.Seq, r.Digest}]
+			if j != nil && j.Path == r.Claim.Path {
 				continue
 			}
 			add(Finding{Code: FindingJournalMismatch, Severity: SeverityError, Binding: r.Claim.Binding, Path: p.journalPath(), Repair: repairable,

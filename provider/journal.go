@@ -280,15 +280,22 @@ func (p *Provider) readJournalLinesOnce() ([]*journalClaimState, map[string]bool
 	if err != nil {
 		return nil, nil, err
 	}
+	// A claim is known by its digest too: an allocation killed after
+	// its line, before its claim was published, leaves a line whose
+	// claim never existed, and its retry appends the line of the claim
+	// it publishes, of the same seq (another digest: another time).
+	// Both stay: a line without a claim only names one more possible
+	// peer, which the full check then rules out from the records.
 	type key struct {
 		binding string
 		seq     int
+		digest  string
 	}
 	byKey := make(map[key]*journalClaimState, len(entries))
 	named := map[string]bool{}
 	var out []*journalClaimState
 	for _, e := range entries {
-		k := key{e.Binding, e.Seq}
+		k := key{e.Binding, e.Seq, e.Digest}
 		if e.Kind == journalClaim {
 			if byKey[k] != nil {
 				return nil, nil, fmt.Errorf("%w: %s #%d claimed twice", errJournalUnusable, e.Binding, e.Seq)
@@ -300,7 +307,7 @@ func (p *Provider) readJournalLinesOnce() ([]*journalClaimState, map[string]bool
 			continue
 		}
 		s := byKey[k]
-		if s == nil || s.Digest != e.Digest {
+		if s == nil {
 			return nil, nil, fmt.Errorf("%w: %s line for %s #%d without its claim", errJournalUnusable, e.Kind, e.Binding, e.Seq)
 		}
 		switch e.Kind {
