@@ -271,6 +271,23 @@ func (p *Provider) keepOrDropEntry(rec *claimRecord, o ReclaimOptions, reclaimed
 			Reason: "the entry in majlis's trash is not the workspace's (neither its claim's pin nor, unpinned, majlis's lock of it)", Hint: "majlis leaves it; inspect it"}
 	}
 	if o.KeepTrash > 0 {
+		// Kept, would the purge that follows delete it at once? Then it
+		// is not promised (it is salvaged: only the chance to attach a
+		// folder moved by hand to it again goes).
+		size, err := p.trashSize(aside)
+		if err != nil {
+			return err
+		}
+		why, _, err := p.trashAtOnce(aside, size)
+		if err != nil {
+			return err
+		}
+		if why != "" {
+			o.KeepTrash = 0
+			res.TrashNotKept = "the policy would purge it at once: " + why
+		}
+	}
+	if o.KeepTrash > 0 {
 		until := p.now().UTC().Add(o.KeepTrash)
 		reclaimed.AdminKept, reclaimed.KeepUntil = aside, &until
 		res.TrashPath, res.TrashKeptUntil = aside, &until

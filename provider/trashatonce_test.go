@@ -79,6 +79,20 @@ func TestReclaimTrashGoingAtOnce(t *testing.T) {
 			if _, err := os.Lstat(w2.Path); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("%s: %v", w2.Path, err)
 			}
+
+			// A folder gone at the reclaim: git's entry of it is not
+			// promised either.
+			w3 := mustAllocate(t, p, AllocateOptions{Binding: "T-3"})
+			if err := os.RemoveAll(w3.Path); err != nil {
+				t.Fatal(err)
+			}
+			res, err = p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-3", Yes: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.TrashKeptUntil != nil || res.TrashPath != "" || !strings.Contains(res.TrashNotKept, tc.key) {
+				t.Fatalf("reclaim of a workspace whose folder is gone: %+v, want git's entry not kept, and why", res)
+			}
 		})
 	}
 }
