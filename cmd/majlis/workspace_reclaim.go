@@ -257,6 +257,7 @@ func renderPreview(w io.Writer, pv *provider.Preview) {
 	}
 	if pv.TrashGoesAtOnce != "" {
 		fmt.Fprintf(tw, "trash\tnot kept: deleted at once, because the policy would purge it at once (%s)\n", pv.TrashGoesAtOnce)
+		fmt.Fprintf(tw, "\t%s\n", keepTrashWords(pv.TrashGoesAtOnce))
 	}
 	// The steps name the workspace and the folder beside it (its trash)
 	// by absolute path; people read them as humanPath gives them.
@@ -330,8 +331,23 @@ func renderReclaim(w io.Writer, res *provider.ReclaimResult) {
 	}
 	if res.TrashNotKept != "" {
 		fmt.Fprintf(w, "the trash was not kept: %s\n", res.TrashNotKept)
+		if k := keepTrashWords(res.TrashNotKept); k != "" {
+			fmt.Fprintln(w, k)
+		}
 	}
 	if res.PathOccupied {
 		fmt.Fprintf(w, "something new is at %s: left alone\n", humanPath(res.Path))
 	}
+}
+
+// keepTrashWords says how to have the trash kept for the undo window when
+// why (a preview's trash_goes_at_once, a result's trash_not_kept) names
+// the policy key that purges it at once; "" otherwise.
+func keepTrashWords(why string) string {
+	for _, key := range []string{provider.PolicyTrashMinFree, provider.PolicyTrashMaxBytes} {
+		if strings.Contains(why, key) {
+			return "to keep the trash for the undo window: free disk space, or 'majlis policy set " + key + " VALUE' (see 'majlis policy show')"
+		}
+	}
+	return ""
 }
