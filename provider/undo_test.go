@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/majlis-dev/majlis/fixtures"
+	"github.com/majlis-dev/majlis/gitops"
 )
 
 // testClock is a clock a test moves forward.
@@ -562,6 +563,10 @@ func TestPurgeOnAFullDiskDeletesNothing(t *testing.T) {
 	trash.WriteFile("written-after.txt", "made in the kept trash, not salvaged yet\n")
 	files := crashCaptureFiles(t, res.TrashPath)
 	// Fill the file system.
+	freeBefore, _, err := gitops.FreeSpace(mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
 	filler := filepath.Join(mnt, "filler")
 	f, err := os.Create(filler)
 	if err != nil {
@@ -589,6 +594,16 @@ func TestPurgeOnAFullDiskDeletesNothing(t *testing.T) {
 	}
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
+	}
+	// The space comes back once no process holds the filler open: a
+	// child another test forked meanwhile may hold it until it execs.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if free, _, err := gitops.FreeSpace(mnt); err == nil && free >= freeBefore/2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the file system at %s has no space back a minute after the filler was removed", mnt)
+		}
 	}
 	purged, err = p.PurgeDue(t.Context())
 	if err != nil || len(purged.Purged) != 1 || purged.Purged[0].SalvageRef == "" {
