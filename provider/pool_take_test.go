@@ -270,3 +270,56 @@ func TestPoolHooks(t *testing.T) {
 		t.Errorf("post-checkout ran with %q, want %q", b, want)
 	}
 }
+
+// TestPoolCheckoutExistingBranch: allocate --checkout of an existing
+// branch takes a pooled worktree too: switched to the branch's tip, HEAD
+// on the branch, which majlis neither moves nor deletes (undo included).
+func TestPoolCheckoutExistingBranch(t *testing.T) {
+	t.Parallel()
+	repo, p, _, b := poolScene(t, 1)
+	repo.Git("branch", "feature", b)
+	ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1", CheckoutBranch: "feature"})
+	if !ws.Pool.Used {
+		t.Fatalf("not from the pool: %+v", ws.Pool)
+	}
+	if br := strings.TrimSpace(gitOut(t, ws.Path, "symbolic-ref", "HEAD")); br != "refs/heads/feature" {
+		t.Errorf("HEAD on %s", br)
+	}
+	if st := strings.TrimSpace(gitOut(t, ws.Path, "status", "--porcelain", "--ignored", "-uall")); st != "" {
+		t.Errorf("status %q", st)
+	}
+	if _, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "T-1", Yes: true, DeleteTrash: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := repo.RevParse("feature"); got != b {
+		t.Errorf("feature moved to %s", got)
+	}
+}
+
+// TestPoolFailingHookUndoes: a post-checkout hook that fails at hand-out
+// undoes the allocation as after git worktree add (no workspace, no
+// branch); the pooled worktree went with it, and a drain retires its
+// claim.
+func TestPoolFailingHookUndoes(t *testing.T) {
+	t.Parallel()
+	repo, p, _, b := poolScene(t, 1)
+	repo.WriteExecutable(".git/hooks/post-checkout", "#!/bin/sh\nexit 1\n")
+	if _, err := p.Allocate(t.Context(), AllocateOptions{Binding: "T-1", Base: b}); err == nil {
+		t.Fatal("allocate succeeded with a failing hook")
+	}
+	if _, err := os.Lstat(filepath.Join(p.reg.WorkspaceRoot, "T-1")); !os.IsNotExist(err) {
+		t.Errorf("the workspace path: %v", err)
+	}
+	if out, _ := repo.TryGit("rev-parse", "--verify", "-q", "refs/heads/majlis/T-1"); out != "" {
+		t.Errorf("branch left: %s", out)
+	}
+	if rep, _ := p.Doctor(t.Context()); !hasFinding(rep, FindingPoolAside) {
+		t.Errorf("doctor: %+v", rep.Findings)
+	}
+	if res, err := p.PoolDrain(t.Context(), PoolDrainOptions{}); err != nil || len(res.Drained) != 1 || len(res.Pool) != 0 {
+		t.Errorf("drain: %+v, %v", res, err)
+	}
+	if n := worktreeCount(t, repo); n != 1 {
+		t.Errorf("%d worktrees", n)
+	}
+}
