@@ -337,17 +337,48 @@ func liveBindingError(binding string, recs []*claimRecord) error {
 }
 
 func (p *Provider) publicationLease(ctx context.Context, purpose string) (*reservation.Lease, error) {
-	req := reservation.Request{Resource: "publication", Purpose: purpose, TTL: publicationTTL, Wait: 30 * time.Second}
+	return p.publicationLeaseWithin(ctx, purpose, publicationWait)
+}
+
+// publicationWait bounds how long a publisher waits for a live one.
+const publicationWait = 30 * time.Second
+
+// publicationLeaseWithin takes the publication lease, waiting up to wait
+// for a live holder. A holder proven dead (its exact identity gone, its
+// witness lock free) is retired at once, expired or not: nothing done
+// under the publication lease outlives its holder (it is never held
+// across a git command, and each of its writes is one atomic rename or
+// link of the holder's own), so waiting for its expiry would protect
+// nothing and stall every allocation of the repository for the lease's
+// TTL. A holder whose death cannot be proven (another host, another pid
+// namespace) is waited for; one that died meanwhile is retired then.
+func (p *Provider) publicationLeaseWithin(ctx context.Context, purpose string, wait time.Duration) (*reservation.Lease, error) {
+	req := reservation.Request{Resource: "publication", Purpose: purpose, TTL: publicationTTL}
 	l, err := p.leases.Acquire(ctx, req)
-	if errors.Is(err, reservation.ErrHeld) {
-		// A publisher that died holding it is recovered once its death is
-		// proven; then try once more.
-		if _, rerr := p.leases.Recover(ctx, "publication"); rerr == nil {
-			req.Wait = 0
-			return p.leases.Acquire(ctx, req)
-		}
+	if !errors.Is(err, reservation.ErrHeld) {
+		return l, err
+	}
+	if p.retireDeadPublisher(ctx) {
+		return p.leases.Acquire(ctx, req)
+	}
+	req.Wait = wait
+	l, err = p.leases.Acquire(ctx, req)
+	if errors.Is(err, reservation.ErrHeld) && p.retireDeadPublisher(ctx) {
+		req.Wait = 0
+		return p.leases.Acquire(ctx, req)
 	}
 	return l, err
+}
+
+// retireDeadPublisher retires the publication lease of a holder proven
+// dead; it reports whether it did.
+func (p *Provider) retireDeadPublisher(ctx context.Context) bool {
+	old, err := p.leases.RecoverDead(ctx, "publication")
+	if err != nil {
+		return false
+	}
+	p.log.Info("retired the publication lease of a dead holder", "purpose", old.Purpose, "owner_pid", old.Owner.PID, "generation", old.Generation)
+	return true
 }
 
 // checkNesting refuses a new workspace path inside (or containing) an
