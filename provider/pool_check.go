@@ -30,6 +30,7 @@ func poolCheckFailed(format string, a ...any) error {
 // worktree is not as majlis left it), or another error when it could not
 // be looked at.
 //
+// Every file in it must have one name (no hard link into or out of it).
 // With fast, a pooled worktree that still matches its stamp (the
 // identity of every file and folder in it, of its index and HEAD, as git
 // made them: pool_stamp.go) needs no git status.
@@ -66,7 +67,15 @@ func (p *Provider) checkPooled(ctx context.Context, rec *claimRecord, needLock, 
 	case err != nil && !errors.Is(err, os.ErrNotExist):
 		return "", poolCheckFailed("majlis's pin in git's entry of it: %v", err)
 	}
-	if fast && p.stampHolds(rec, entry) {
+	// git never makes a hard link in a checkout: a file with another
+	// name is shared with a path outside (someone's file), which the
+	// workspace's edits would change. git status cannot see it.
+	got, err := stampOf(rec, entry)
+	var linked *errHardLinked
+	if errors.As(err, &linked) {
+		return "", poolCheckFailed("%s has another name outside it (a hard link): edits in a workspace would change that file too", linked.path)
+	}
+	if fast && err == nil && p.stampHolds(rec, got) {
 		return entry, nil
 	}
 	st, err := gitops.ReadStatus(ctx, c.Path, gitops.StatusOptions{Ignored: true})

@@ -92,9 +92,15 @@ func (p *Provider) writePoolStamp(s *poolStamp) {
 	}
 }
 
-// stampHolds reports whether the pooled worktree of rec still matches
-// the stamp recorded when it was made (see above).
-func (p *Provider) stampHolds(rec *claimRecord, entry string) bool {
+// errHardLinked names a file of a pooled worktree that has another name
+// (treeStamp).
+type errHardLinked struct{ path string }
+
+func (e *errHardLinked) Error() string { return e.path + " has another name (a hard link)" }
+
+// stampHolds reports whether got, the stamp of the pooled worktree of rec
+// just taken, matches the one recorded when it was made (see above).
+func (p *Provider) stampHolds(rec *claimRecord, got *poolStamp) bool {
 	var want poolStamp
 	if _, err := readRecord(p.poolStampPath(rec.Claim.Binding), "pool-stamp", formatPoolStamp, &want); err != nil {
 		return false
@@ -102,8 +108,7 @@ func (p *Provider) stampHolds(rec *claimRecord, entry string) bool {
 	if want.Binding != rec.Claim.Binding || want.ClaimDigest != rec.Digest || want.Head != rec.Claim.Base {
 		return false
 	}
-	got, err := stampOf(rec, entry)
-	return err == nil && *got == want
+	return *got == want
 }
 
 // dropPoolStamp removes the stamp of a pooled worktree that is gone or

@@ -18,7 +18,9 @@ import (
 // included, so that an entry added or removed anywhere changes the hash).
 // Each entry is looked at by fstatat(2) in its folder, the top level's
 // folders on two workers: a 20,000-file worktree in tens of
-// milliseconds.
+// milliseconds. A file with another name (a hard link: git never makes
+// one in a checkout) gives an *errHardLinked: that file is shared with a
+// path outside majlis's view, and edits in the worktree would change it.
 func treeStamp(dir string) (string, int, error) {
 	var n atomic.Int64
 	sum, err := dirStamp(dir, &n, true)
@@ -53,6 +55,8 @@ func dirStamp(dir string, n *atomic.Int64, top bool) ([]byte, error) {
 		}
 		if ents[i].st.Mode&unix.S_IFMT == unix.S_IFDIR {
 			subdirs = append(subdirs, i)
+		} else if ents[i].st.Nlink > 1 {
+			return nil, &errHardLinked{path: filepath.Join(dir, name)}
 		}
 	}
 	n.Add(int64(len(names)))

@@ -145,6 +145,41 @@ func TestPoolTamperedNeverHandedOut(t *testing.T) {
 			gitIn(t, pool, "worktree", "unlock", pool)
 			return filepath.Join(pool, "d0/f0.txt")
 		},
+		"same size, mtime set back": func(t *testing.T, pool string, _ *fixtures.Repo) string {
+			path := filepath.Join(pool, "d0/f4.txt")
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte("v9 4\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(path, fi.ModTime(), fi.ModTime()); err != nil {
+				t.Fatal(err)
+			}
+			return path
+		},
+		"hard link to a file outside": func(t *testing.T, pool string, _ *fixtures.Repo) string {
+			outside := filepath.Join(t.TempDir(), "precious")
+			if err := os.WriteFile(outside, []byte("v1 12\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(pool, "d0/f12.txt") // the same at both bases: the switch leaves it
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Link(outside, path); err != nil {
+				t.Fatal(err)
+			}
+			return outside
+		},
+		"hard link from outside": func(t *testing.T, pool string, _ *fixtures.Repo) string {
+			outside := filepath.Join(t.TempDir(), "other-name")
+			if err := os.Link(filepath.Join(pool, "d1/f13.txt"), outside); err != nil {
+				t.Fatal(err)
+			}
+			return outside
+		},
 		"folder swapped": func(t *testing.T, pool string, _ *fixtures.Repo) string {
 			if err := os.Rename(pool, pool+".old"); err != nil {
 				t.Fatal(err)
