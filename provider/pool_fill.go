@@ -163,6 +163,16 @@ func (p *Provider) makePooled(ctx context.Context, rec *claimRecord) (*pooledMad
 	return &pooledMade{rec: rec, entry: entry, stamp: stamp}, nil
 }
 
+// madeClean reports whether git sees the pooled worktree of rec as git
+// made it (HEAD detached at the base, no change, no untracked or ignored
+// file), after its stamp was taken: only then may the stamp stand for a
+// clean worktree. Anything written into it while git was making it (or
+// before the stamp) would otherwise be stamped as clean and handed out.
+func (p *Provider) madeClean(ctx context.Context, rec *claimRecord) bool {
+	st, err := gitops.ReadStatus(ctx, rec.Claim.Path, gitops.StatusOptions{Ignored: true})
+	return err == nil && st.Detached && st.Head == rec.Claim.Base && len(st.Entries) == 0
+}
+
 // readyPooled settles the pooled worktrees just made and publishes each
 // one's created event: from then on an allocation may take it.
 //
@@ -174,7 +184,9 @@ func (p *Provider) makePooled(ctx context.Context, rec *claimRecord) (*pooledMad
 // second, one refresh per worktree rewrites the index with real stat
 // data, and the stamp is taken again: kept only when nothing but the
 // index changed since git made the worktree (else the worktree is stamped
-// with nothing, and its hand-out runs git status). An interrupted wait
+// with nothing, and its hand-out runs git status). Either way a stamp is
+// recorded only when git status, run after it was taken, finds the
+// worktree clean (madeClean). An interrupted wait
 // skips the refresh. Without settle, the worktrees are published ready at
 // once, as git left them: a hand-out's switch then reads again only the
 // files it changes, and the workspace's first git status every file, as
@@ -204,7 +216,7 @@ func (p *Provider) readyPooled(ctx context.Context, ms []*pooledMade, settle boo
 				m.stamp = after
 			}
 		}
-		if m.stamp != nil {
+		if m.stamp != nil && p.madeClean(ctx, m.rec) {
 			p.writePoolStamp(m.stamp)
 		}
 		id, err := pathid.Lstat(m.rec.Claim.Path)

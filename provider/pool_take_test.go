@@ -358,3 +358,37 @@ func TestPoolFailingHookUndoes(t *testing.T) {
 		t.Errorf("%d worktrees", n)
 	}
 }
+
+// TestPoolWrittenDuringFillNeverHandedOut: files written into a pooled
+// worktree while its fill was making it (after git's checkout, before
+// its stamp) are not stamped as clean: the hand-out sees them, sets it
+// aside, and what was written stays.
+func TestPoolWrittenDuringFillNeverHandedOut(t *testing.T) {
+	t.Parallel()
+	repo, p := newProvider(t)
+	repo.WriteFile("d0/f0.txt", "v1\n")
+	repo.WriteGitignore("*.log")
+	base := repo.Commit("A")
+	for name, write := range map[string]string{"ignored": "d0/x.log", "modified": "d0/f0.txt"} {
+		m, err := p.fillOne(t.Context(), base, "HEAD")
+		if err != nil {
+			t.Fatal(err)
+		}
+		keep := writeIn(t, m.rec.Claim.Path, write)
+		before, _ := os.ReadFile(keep)
+		// the write landed before the fill took the stamp
+		if m.stamp, err = stampOf(m.rec, m.entry); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.readyPooled(t.Context(), []*pooledMade{m}, false); err != nil {
+			t.Fatal(err)
+		}
+		ws := mustAllocate(t, p, AllocateOptions{Binding: "T-" + name, Base: base})
+		if ws.Pool == nil || ws.Pool.Used || ws.Pool.Reason != "checks_failed" {
+			t.Errorf("%s: pool use %+v, want checks_failed", name, ws.Pool)
+		}
+		if after, err := os.ReadFile(keep); err != nil || string(after) != string(before) {
+			t.Errorf("%s: %s changed: %q, %v", name, keep, after, err)
+		}
+	}
+}
