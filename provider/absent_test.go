@@ -21,7 +21,7 @@ func TestAbsentNowTellsReusedInodesApart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := p.readBinding("T-1")
+	recs, err := p.records.Binding("T-1")
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("claims of T-1: %d, %v", len(recs), err)
 	}

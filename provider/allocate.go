@@ -68,24 +68,24 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 	o = a.o
 	// The claims index is read from here on, while git's refs and
 	// worktrees are checked; the records are checked against it under the
-	// lease (prefetchIndex).
-	index := p.prefetchIndex()
+	// lease (Prefetch).
+	index := p.records.Prefetch()
 
 	// A retry of an earlier request returns its result or finishes it.
-	if rec, err := p.findRequestClaim(o.Binding, o.RequestID); err != nil {
+	if rec, err := p.records.RequestClaim(o.Binding, o.RequestID); err != nil {
 		return nil, err
 	} else if rec != nil {
-		if err := p.checkRequest(o.RequestID, a.args); err != nil {
+		if err := p.records.CheckRequest(o.RequestID, a.args); err != nil {
 			return nil, err
 		}
 		return p.resumeAllocation(ctx, rec)
 	}
-	if err := p.checkRequest(o.RequestID, a.args); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := p.records.CheckRequest(o.RequestID, a.args); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
 	// A live binding is refused before anything else (and again under the
 	// publication lease, which is what decides).
-	if recs, err := p.readBinding(o.Binding); err != nil {
+	if recs, err := p.records.Binding(o.Binding); err != nil {
 		return nil, err
 	} else if err := liveBindingError(o.Binding, recs); err != nil {
 		return nil, err
@@ -257,7 +257,7 @@ func (p *Provider) createWorktree(ctx context.Context, rec *claimRecord, populat
 				if err != nil {
 					return err
 				}
-				created, err = p.prepareEvent(rec, Event{Kind: EventCreated, Dev: id.Dev, Ino: id.Ino, Head: c.Base})
+				created, err = p.records.Prepare(rec, Event{Kind: EventCreated, Dev: id.Dev, Ino: id.Ino, Head: c.Base})
 				return err
 			},
 		})
@@ -284,7 +284,7 @@ func (p *Provider) createWorktree(ctx context.Context, rec *claimRecord, populat
 		return nil, p.undoAllocation(ctx, rec, err, all)
 	} else if id, err := pathid.Lstat(c.Path); err != nil {
 		return nil, p.undoAllocation(ctx, rec, err, all)
-	} else if created, err = p.prepareEvent(rec, Event{Kind: EventCreated, Dev: id.Dev, Ino: id.Ino, Head: c.Base}); err != nil {
+	} else if created, err = p.records.Prepare(rec, Event{Kind: EventCreated, Dev: id.Dev, Ino: id.Ino, Head: c.Base}); err != nil {
 		return nil, p.undoAllocation(ctx, rec, err, all)
 	}
 	if _, err := created.commit(); err != nil {

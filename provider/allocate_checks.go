@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/majlis-dev/majlis/gitops"
-	"github.com/majlis-dev/majlis/internal/durable"
 	"github.com/majlis-dev/majlis/internal/workers"
 	"github.com/majlis-dev/majlis/pathid"
 	"github.com/majlis-dev/majlis/reservation"
@@ -55,7 +53,7 @@ func (p *Provider) allocationBase(ctx context.Context, a *allocation) (string, e
 	} else if exists {
 		// A concurrent allocation of the same binding may have created it
 		// since the binding was checked: that is the binding being live.
-		if recs, err := p.readBinding(o.Binding); err != nil {
+		if recs, err := p.records.Binding(o.Binding); err != nil {
 			return "", err
 		} else if err := liveBindingError(o.Binding, recs); err != nil {
 			return "", err
@@ -230,7 +228,7 @@ func (p *Provider) publishClaim(ctx context.Context, claim Claim, args requestAr
 	}
 	defer lease.Release()
 
-	recs, err := p.readBinding(claim.Binding)
+	recs, err := p.records.Binding(claim.Binding)
 	if err != nil {
 		return nil, err
 	}
@@ -254,53 +252,26 @@ func (p *Provider) publishClaim(ctx context.Context, claim Claim, args requestAr
 		}
 	}
 	if !strings.HasPrefix(claim.RequestID, autoRequestPrefix) {
-		if err := p.recordRequest(claim.RequestID, args); err != nil {
+		if err := p.records.RecordRequest(claim.RequestID, args); err != nil {
 			return nil, err
 		}
 	}
-	data, digest, err := seal("claim", &claim)
+	rec, err := p.records.PublishClaim(claim)
 	if err != nil {
-		return nil, err
-	}
-	dir := p.claimsDir(claim.Binding)
-	if err := durable.MkdirAll(dir, 0o755); err != nil {
-		return nil, &Error{Op: "allocate", Binding: claim.Binding, Path: dir, Err: err}
-	}
-	// The journal names the claim before it exists (see journal.go): the
-	// claim is written beside the journal's line, and named only once the
-	// line is durable.
-	type prepared struct {
-		p   *durable.Prepared
-		err error
-	}
-	ready := make(chan prepared, 1)
-	go func() {
-		pr, err := durable.Prepare(dir, claimName(claim.Seq, "claim"), data)
-		ready <- prepared{pr, err}
-	}()
-	jerr := p.appendJournal(journalEntry{Kind: journalClaim, Binding: claim.Binding, Seq: claim.Seq, Digest: digest, Path: claim.Path}, true)
-	pr := <-ready
-	if jerr != nil || pr.err != nil {
-		if pr.p != nil {
-			pr.p.Discard()
-		}
-		return nil, cmp.Or(jerr, pr.err)
-	}
-	if err := pr.p.Commit(); err != nil {
 		return nil, err
 	}
 	if err := lease.Check(); err != nil {
 		// The claim is published whatever happened to the lease; say so.
 		return nil, fmt.Errorf("allocate %s: the publication lease was lost while publishing the claim: %w", claim.Binding, err)
 	}
-	return &claimRecord{Claim: claim, Digest: digest, Events: map[string]*Event{}}, nil
+	return rec, nil
 }
 
 // bindingLiveOr returns the binding_live refusal when the binding has
 // become live since it was checked (a concurrent allocation of the same
 // binding won: its worktree may be what err found at the path), else err.
 func (p *Provider) bindingLiveOr(binding string, err error) error {
-	if recs, rerr := p.readBinding(binding); rerr == nil {
+	if recs, rerr := p.records.Binding(binding); rerr == nil {
 		if lerr := liveBindingError(binding, recs); lerr != nil {
 			return lerr
 		}
@@ -509,12 +480,12 @@ func (p *Provider) checkReserved(ctx context.Context, binding, path, physical st
 // A damaged binding contributes a stand-in for every place its workspaces
 // may occupy, or refuses when they cannot all be located (damage.go).
 func (p *Provider) liveClaims() ([]*claimRecord, error) {
-	return p.liveClaimsThrough(p.loadClaimsIndex)
+	return p.liveClaimsThrough(p.records.Index)
 }
 
 // liveClaimsThrough is liveClaims with the claims index that index gives.
 func (p *Provider) liveClaimsThrough(index func() map[string]*indexBinding) ([]*claimRecord, error) {
-	inv, err := p.inventoryOf(p.readBindingsThrough(index))
+	inv, err := p.inventoryOf(p.records.EachThrough(index))
 	if err != nil {
 		return nil, err
 	}

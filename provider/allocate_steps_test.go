@@ -116,7 +116,7 @@ func TestAllocateManyWorktreesPinBesideCheckout(t *testing.T) {
 		t.Fatalf("the failing pin did not fail the allocation:\n%s", run)
 	}
 	checkUndone(t, repo, p, "T-1", refsBefore)
-	noTemporaryFiles(t, p.claimsDir("T-1"))
+	noTemporaryFiles(t, p.records.Dir("T-1"))
 	mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 
 	// A post-checkout hook that fails ends the add after the pin and the
@@ -128,8 +128,8 @@ func TestAllocateManyWorktreesPinBesideCheckout(t *testing.T) {
 		t.Fatal("a failing post-checkout hook did not fail the allocation")
 	}
 	os.Remove(hook)
-	noTemporaryFiles(t, p.claimsDir("T-3"))
-	if recs, _ := p.readBinding("T-3"); len(recs) != 1 || !recs[0].has(EventFailed) || recs[0].has(EventCreated) {
+	noTemporaryFiles(t, p.records.Dir("T-3"))
+	if recs, _ := p.records.Binding("T-3"); len(recs) != 1 || !recs[0].has(EventFailed) || recs[0].has(EventCreated) {
 		t.Fatalf("records of the failed allocation: %+v", recs)
 	}
 	if _, err := os.Lstat(filepath.Join(p.reg.WorkspaceRoot, "T-3")); !errors.Is(err, os.ErrNotExist) {

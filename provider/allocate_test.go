@@ -65,7 +65,7 @@ func TestAllocatePublishesClaimThenWorktree(t *testing.T) {
 	t.Parallel()
 	repo, p := newProvider(t)
 	ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1", Intent: []string{"src/auth/**", "go.mod"}})
-	recs, err := p.readBinding("T-1")
+	recs, err := p.records.Binding("T-1")
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("claims: %v, %v", recs, err)
 	}
@@ -110,13 +110,13 @@ func TestAllocateFailureLeavesNothing(t *testing.T) {
 	if out := repo.Git("branch", "--list", "majlis/T-1"); out != "" {
 		t.Errorf("branch left behind: %q", out)
 	}
-	recs, _ := p.readBinding("T-1")
+	recs, _ := p.records.Binding("T-1")
 	if len(recs) != 1 || !recs[0].has(EventFailed) {
 		t.Fatalf("claim not marked failed: %+v", recs)
 	}
 	os.Remove(hook)
 	ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
-	if recs, _ := p.readBinding("T-1"); len(recs) != 2 || ws.ClaimDigest != recs[1].Digest {
+	if recs, _ := p.records.Binding("T-1"); len(recs) != 2 || ws.ClaimDigest != recs[1].Digest {
 		t.Errorf("the second allocation did not get claim #2")
 	}
 }
@@ -175,7 +175,7 @@ func TestAllocateRefusesOverlapWithClaims(t *testing.T) {
 	}
 	// Allowed nesting works and is recorded.
 	b := mustAllocate(t, p, AllocateOptions{Binding: "E", Path: filepath.Join(a.Path, "nested"), AllowNested: true})
-	if recs, _ := p.readBinding("E"); !recs[0].Claim.AllowNested || b.Path != filepath.Join(a.Path, "nested") {
+	if recs, _ := p.records.Binding("E"); !recs[0].Claim.AllowNested || b.Path != filepath.Join(a.Path, "nested") {
 		t.Errorf("nested allocation not recorded")
 	}
 }
@@ -223,7 +223,7 @@ func TestConcurrentAllocations(t *testing.T) {
 		if n := worktreeCount(t, repo); n != 2 {
 			t.Errorf("%d worktrees, want 2", n)
 		}
-		if recs, _ := p.readBinding("T-1"); len(recs) != 1 {
+		if recs, _ := p.records.Binding("T-1"); len(recs) != 1 {
 			t.Errorf("%d claims published, want 1", len(recs))
 		}
 	})
@@ -273,23 +273,23 @@ func TestMalformedInventory(t *testing.T) {
 		damage func(t *testing.T, p *Provider)
 	}{
 		{"truncated claim", func(t *testing.T, p *Provider) {
-			f := filepath.Join(p.claimsDir("T-1"), claimName(1, "claim"))
+			f := filepath.Join(p.records.Dir("T-1"), claimName(1, "claim"))
 			b, _ := os.ReadFile(f)
 			os.WriteFile(f, b[:len(b)/2], 0o644)
 		}},
 		{"unknown claim format", func(t *testing.T, p *Provider) {
-			f := filepath.Join(p.claimsDir("T-1"), claimName(1, "claim"))
+			f := filepath.Join(p.records.Dir("T-1"), claimName(1, "claim"))
 			b, _ := os.ReadFile(f)
 			os.WriteFile(f, []byte(strings.Replace(string(b), formatClaim, "majlis.claim/9", 1)), 0o644)
 		}},
 		{"garbage in the claims folder", func(t *testing.T, p *Provider) {
-			os.WriteFile(filepath.Join(p.claimsDir("T-1"), "notes.txt"), []byte("hi"), 0o644)
+			os.WriteFile(filepath.Join(p.records.Dir("T-1"), "notes.txt"), []byte("hi"), 0o644)
 		}},
 		{"garbage binding folder", func(t *testing.T, p *Provider) {
 			os.WriteFile(filepath.Join(p.stateDir, "claims", ".DS_Store"), nil, 0o644)
 		}},
 		{"forged event", func(t *testing.T, p *Provider) {
-			f := filepath.Join(p.claimsDir("T-1"), claimName(1, "released"))
+			f := filepath.Join(p.records.Dir("T-1"), claimName(1, "released"))
 			os.WriteFile(f, []byte(`{"event":{},"sha256":"00"}`), 0o644)
 		}},
 	} {
@@ -298,7 +298,7 @@ func TestMalformedInventory(t *testing.T) {
 				repo, p := newProvider(t)
 				ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 				if !located {
-					os.Remove(p.journalPath())
+					os.Remove(p.records.JournalPath())
 					repo.Git("worktree", "unlock", ws.Path)
 				}
 				tc.damage(t, p)
@@ -395,7 +395,7 @@ func TestCheckoutBranchIsNeverDeleted(t *testing.T) {
 	if ws.Branch != "feature" || ws.Head != tip || strings.TrimSpace(repo.Git("rev-parse", "feature")) != tip {
 		t.Errorf("resumed workspace %+v; feature at %s, want %s", ws, repo.Git("rev-parse", "feature"), tip)
 	}
-	recs, _ := p.readBinding("F-2")
+	recs, _ := p.records.Binding("F-2")
 	if len(recs) != 1 || !recs[0].Claim.Checkout {
 		t.Errorf("the claim does not record the checkout: %+v", recs)
 	}
@@ -418,7 +418,7 @@ func TestInterruptedCheckoutNotFinished(t *testing.T) {
 	if !errors.Is(err, ErrInterrupted) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("resume over a checkout without its index: %v, want interrupted naming %s", err, path)
 	}
-	recs, err := p.readBinding("T-1")
+	recs, err := p.records.Binding("T-1")
 	if err != nil || len(recs) != 1 || recs[0].has(EventCreated) {
 		t.Fatalf("the claim was changed: %v %+v", err, recs)
 	}

@@ -54,7 +54,7 @@ func (p *Provider) undoAllocation(ctx context.Context, rec *claimRecord, cause e
 	if len(notes) > 0 {
 		reason += " (" + strings.Join(notes, "; ") + ")"
 	}
-	if _, err := p.publishEvent(rec, Event{Kind: EventFailed, Reason: reason}); err != nil {
+	if _, err := p.records.Publish(rec, Event{Kind: EventFailed, Reason: reason}); err != nil {
 		notes = append(notes, "could not mark the claim failed: "+err.Error())
 	}
 	var pe *Error
@@ -99,7 +99,7 @@ func (p *Provider) resumeAllocation(ctx context.Context, rec *claimRecord) (*Wor
 		// the path, the claim is marked failed (the binding is free again
 		// and the salvage untouched); a restore may be run again.
 		if _, err := os.Lstat(c.Path); errors.Is(err, os.ErrNotExist) {
-			if _, err := p.publishEvent(rec, Event{Kind: EventFailed, Reason: "the restore was interrupted before its worktree was made"}); err != nil {
+			if _, err := p.records.Publish(rec, Event{Kind: EventFailed, Reason: "the restore was interrupted before its worktree was made"}); err != nil {
 				return nil, err
 			}
 			return nil, &Error{Op: "restore", Binding: c.Binding, Path: c.Path, Err: ErrInterrupted,
@@ -151,7 +151,7 @@ func (p *Provider) resumeAllocation(ctx context.Context, rec *claimRecord) (*Wor
 			if err != nil {
 				return nil, err
 			}
-			if _, err := p.publishEvent(rec, Event{Kind: EventCreated, Dev: id.Dev, Ino: id.Ino, Head: c.Base}); err != nil {
+			if _, err := p.records.Publish(rec, Event{Kind: EventCreated, Dev: id.Dev, Ino: id.Ino, Head: c.Base}); err != nil {
 				return nil, err
 			}
 			return p.view(ctx, rec, false)

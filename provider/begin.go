@@ -162,7 +162,7 @@ func (p *Provider) Begin(ctx context.Context, o BeginOptions) (*BeginResult, err
 	// under it (a workspace allocated, or an admission tried), so that a
 	// retry with other arguments is refused before any effect, and a
 	// begin that failed before any effect (an unknown base) binds nothing.
-	if err := p.checkRequest(reqID, args); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := p.records.CheckRequest(reqID, args); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
 	res := &BeginResult{Task: o.Task, Checkout: p.repo.Toplevel, RequestID: reqID}
@@ -173,7 +173,7 @@ func (p *Provider) Begin(ctx context.Context, o BeginOptions) (*BeginResult, err
 		}
 		res.Workspace, res.Checkout = ws, ws.Path
 	}
-	if err := p.recordRequest(reqID, args); err != nil {
+	if err := p.records.RecordRequest(reqID, args); err != nil {
 		return nil, err
 	}
 	refused := func(err error) error {

@@ -18,7 +18,7 @@ func (p *Provider) BindingAt(dir string) (string, error) {
 	if r, err := filepath.EvalSymlinks(dir); err == nil {
 		phys = r
 	}
-	_, recs, errs, err := p.readBindingsEach()
+	_, recs, errs, err := p.records.Each()
 	if err != nil {
 		return "", err
 	}

@@ -259,7 +259,7 @@ func (p *Provider) BulkReclaim(ctx context.Context, o BulkOptions) (*BulkResult,
 		res.Workspaces = append(res.Workspaces, item)
 	}
 	if o.RequestID != "" {
-		if err := p.recordRequest(o.RequestID, args, res); err != nil {
+		if err := p.records.RecordRequest(o.RequestID, args, res); err != nil {
 			return nil, err
 		}
 	}
@@ -272,8 +272,8 @@ func (p *Provider) recordedBulk(o BulkOptions, args requestArgs, planID string) 
 	if o.RequestID == "" {
 		return nil, nil, nil
 	}
-	if r, err := p.readRequest(o.RequestID); err == nil {
-		if err := p.checkRequest(o.RequestID, args); err != nil {
+	if r, err := p.records.Request(o.RequestID); err == nil {
+		if err := p.records.CheckRequest(o.RequestID, args); err != nil {
 			return nil, nil, err
 		}
 		var res BulkResult
@@ -289,8 +289,8 @@ func (p *Provider) recordedBulk(o BulkOptions, args requestArgs, planID string) 
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, nil, err
 	}
-	if r, err := p.readRequest(planID); err == nil {
-		if err := p.checkRequest(planID, args); err != nil {
+	if r, err := p.records.Request(planID); err == nil {
+		if err := p.records.CheckRequest(planID, args); err != nil {
 			return nil, nil, err
 		}
 		plan = &bulkPlan{}
@@ -328,7 +328,7 @@ func (p *Provider) planBulk(ctx context.Context, o BulkOptions, args requestArgs
 		}
 	}
 	if o.RequestID != "" {
-		if err := p.recordRequest(planID, args, plan); err != nil {
+		if err := p.records.RecordRequest(planID, args, plan); err != nil {
 			return nil, err
 		}
 	}
@@ -355,7 +355,7 @@ func (p *Provider) bulkOne(ctx context.Context, o BulkOptions, plan *bulkPlan, b
 	ro := ReclaimOptions{Binding: b, SalvageSubmodules: o.SalvageSubmodules, KeepTrash: o.KeepTrash, DeleteTrash: o.DeleteTrash}
 	if o.RequestID != "" {
 		ro.RequestID = o.RequestID + "/" + b
-		if _, err := p.readRequest(ro.RequestID); err == nil {
+		if _, err := p.records.Request(ro.RequestID); err == nil {
 			return p.Reclaim(ctx, ro) // done, or under way: its record answers or resumes it
 		}
 		if p.startedBy(b, ro.RequestID) {
@@ -418,7 +418,7 @@ func blockedBy(w *Workspace, kinds ...string) bool {
 // prove the processes it started stopped. Its own preview's digest,
 // confirmed, reclaims it alone.
 func (p *Provider) bulkInside(binding string, pv *Preview) error {
-	rec, err := p.current("reclaim", binding)
+	rec, err := p.records.Current("reclaim", binding)
 	if err != nil {
 		return err
 	}

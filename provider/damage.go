@@ -23,7 +23,7 @@ import (
 //
 //   - its other claims, which are sealed and still verify;
 //   - the claims journal, whose lines are checksummed and which names
-//     every claim before it is published (journal.go);
+//     every claim before it is published (records_journal.go);
 //   - git's admin entries carrying majlis's lock reason for the binding,
 //     which majlis writes at allocation and git keeps until the worktree
 //     is removed.
@@ -75,18 +75,18 @@ type inventory struct {
 	damaged []*Damage
 }
 
-// readInventory reads every binding like readAllBindings, but a binding
+// readInventory reads every binding like All, but a binding
 // whose records are malformed is reported as damaged (and located) rather
 // than refusing the whole inventory. Other failures (an unreadable
 // folder) still refuse.
 func (p *Provider) readInventory() (*inventory, error) {
-	return p.inventoryOf(p.readBindingsEach())
+	return p.inventoryOf(p.records.Each())
 }
 
 // readInventoryFromRecords is readInventory from the records alone, never
 // the claims index.
 func (p *Provider) readInventoryFromRecords() (*inventory, error) {
-	return p.inventoryOf(p.readBindingsFromRecords())
+	return p.inventoryOf(p.records.EachFromRecords())
 }
 
 func (p *Provider) inventoryOf(bindings []string, recs [][]*claimRecord, errs []error, err error) (*inventory, error) {
@@ -145,7 +145,7 @@ type locator struct {
 
 func (p *Provider) newLocator() *locator {
 	l := &locator{p: p}
-	l.journal, l.journalErr = p.readJournal()
+	l.journal, l.journalErr = p.records.Journal()
 	l.entries, l.entriesErr = gitops.AdminEntries(p.reg.CommonDir)
 	return l
 }
@@ -177,7 +177,7 @@ func (l *locator) locate(binding string, cause *Error) *Damage {
 			d.Paths = append(d.Paths, KnownPath{Path: path, Source: source})
 		}
 	}
-	dir := l.p.claimsDir(binding)
+	dir := l.p.records.Dir(binding)
 	entries, _ := os.ReadDir(dir)
 	claims := map[int]*claimRecord{}
 	lost := map[int]bool{} // seqs with a file but no claim that verifies

@@ -25,38 +25,38 @@ var damageModes = []struct {
 	damage func(t *testing.T, p *Provider) string
 }{
 	{"truncated claim", SourceJournal, func(t *testing.T, p *Provider) string {
-		return rewrite(t, filepath.Join(p.claimsDir("A"), claimName(1, "claim")), func(b []byte) []byte { return b[:len(b)/2] })
+		return rewrite(t, filepath.Join(p.records.Dir("A"), claimName(1, "claim")), func(b []byte) []byte { return b[:len(b)/2] })
 	}},
 	{"empty claim", SourceJournal, func(t *testing.T, p *Provider) string {
-		return rewrite(t, filepath.Join(p.claimsDir("A"), claimName(1, "claim")), func([]byte) []byte { return nil })
+		return rewrite(t, filepath.Join(p.records.Dir("A"), claimName(1, "claim")), func([]byte) []byte { return nil })
 	}},
 	{"garbage claim", SourceJournal, func(t *testing.T, p *Provider) string {
-		return rewrite(t, filepath.Join(p.claimsDir("A"), claimName(1, "claim")), func([]byte) []byte { return []byte("\x00\xffnot json") })
+		return rewrite(t, filepath.Join(p.records.Dir("A"), claimName(1, "claim")), func([]byte) []byte { return []byte("\x00\xffnot json") })
 	}},
 	{"claim with a wrong digest", SourceJournal, func(t *testing.T, p *Provider) string {
-		return rewrite(t, filepath.Join(p.claimsDir("A"), claimName(1, "claim")), func(b []byte) []byte {
+		return rewrite(t, filepath.Join(p.records.Dir("A"), claimName(1, "claim")), func(b []byte) []byte {
 			return []byte(strings.Replace(string(b), `"base_ref":"HEAD"`, `"base_ref":"HEAX"`, 1))
 		})
 	}},
 	{"claim of an unknown format", SourceJournal, func(t *testing.T, p *Provider) string {
-		return rewrite(t, filepath.Join(p.claimsDir("A"), claimName(1, "claim")), func(b []byte) []byte {
+		return rewrite(t, filepath.Join(p.records.Dir("A"), claimName(1, "claim")), func(b []byte) []byte {
 			return []byte(strings.Replace(string(b), formatClaim, "majlis.claim/9", 1))
 		})
 	}},
 	{"editor backup in the claims folder", SourceClaim, func(t *testing.T, p *Provider) string {
-		f := filepath.Join(p.claimsDir("A"), "000001.claim~")
+		f := filepath.Join(p.records.Dir("A"), "000001.claim~")
 		if err := os.WriteFile(f, []byte("editor backup"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return f
 	}},
 	{"truncated created event", SourceClaim, func(t *testing.T, p *Provider) string {
-		return rewrite(t, filepath.Join(p.claimsDir("A"), claimName(1, EventCreated)), func(b []byte) []byte { return b[:10] })
+		return rewrite(t, filepath.Join(p.records.Dir("A"), claimName(1, EventCreated)), func(b []byte) []byte { return b[:10] })
 	}},
 	{"FIFO in place of the created event", SourceClaim, func(t *testing.T, p *Provider) string {
 		// Reading a FIFO waits for a writer: the record must be refused
 		// as not a regular file, not waited on.
-		f := filepath.Join(p.claimsDir("A"), claimName(1, EventCreated))
+		f := filepath.Join(p.records.Dir("A"), claimName(1, EventCreated))
 		if err := os.Remove(f); err != nil {
 			t.Fatal(err)
 		}
@@ -66,11 +66,11 @@ var damageModes = []struct {
 		return f
 	}},
 	{"claim deleted, its events left", SourceJournal, func(t *testing.T, p *Provider) string {
-		f := filepath.Join(p.claimsDir("A"), claimName(1, "claim"))
+		f := filepath.Join(p.records.Dir("A"), claimName(1, "claim"))
 		if err := os.Remove(f); err != nil {
 			t.Fatal(err)
 		}
-		return filepath.Join(p.claimsDir("A"), claimName(1, EventCreated))
+		return filepath.Join(p.records.Dir("A"), claimName(1, EventCreated))
 	}},
 }
 
@@ -187,7 +187,7 @@ func TestDamageUnlocated(t *testing.T) {
 			repo, p := peerProvider(t)
 			a := mustAllocate(t, p, AllocateOptions{Binding: "A"})
 			b := mustAllocate(t, p, AllocateOptions{Binding: "B"})
-			if err := os.Remove(p.journalPath()); err != nil {
+			if err := os.Remove(p.records.JournalPath()); err != nil {
 				t.Fatal(err)
 			}
 			if !locked {
@@ -299,7 +299,7 @@ func FuzzDamagedClaim(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	file := filepath.Join(p.claimsDir("A"), claimName(1, "claim"))
+	file := filepath.Join(p.records.Dir("A"), claimName(1, "claim"))
 	good, err := os.ReadFile(file)
 	if err != nil {
 		f.Fatal(err)
@@ -331,7 +331,7 @@ func FuzzDamagedClaim(f *testing.F) {
 			if w.Damage.File == "" || !w.Damage.Located || !known {
 				t.Fatalf("damaged A: %+v, want the file named and %s among its places", w.Damage, a.Path)
 			}
-			if files := damagedFiles(p.claimsDir("A")); !slices.Contains(files, w.Damage.File) {
+			if files := damagedFiles(p.records.Dir("A")); !slices.Contains(files, w.Damage.File) {
 				t.Fatalf("repair would move %v, not the damaged %s", files, w.Damage.File)
 			}
 		default:
@@ -345,7 +345,7 @@ func TestDamagedRequestStaysLocal(t *testing.T) {
 	t.Parallel()
 	_, p := peerProvider(t)
 	mustAllocate(t, p, AllocateOptions{Binding: "A", RequestID: "req-a"})
-	dir, name := p.requestPath("req-a")
+	dir, name := p.records.RequestPath("req-a")
 	file := rewrite(t, filepath.Join(dir, name), func(b []byte) []byte { return b[:len(b)-3] })
 	_, err := p.Allocate(t.Context(), AllocateOptions{Binding: "A", RequestID: "req-a"})
 	if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), file) {

@@ -172,7 +172,7 @@ func damageFinding(p *Provider, d *Damage) Finding {
 			Message: fmt.Sprintf("workspace %s: %s (%s); the place of claim %s is known from neither the claims journal nor git's admin entries, "+
 				"so allocations and reclaims refuse", d.Binding, d.Reason, d.File, strings.Join(d.Unlocated, ", ")),
 			Fix: "restore " + d.File + " from a backup; or, once you have found that workspace and kept its work, move the binding's folder " +
-				p.claimsDir(d.Binding) + " out of the majlis state folder"}
+				p.records.Dir(d.Binding) + " out of the majlis state folder"}
 	}
 	msg := fmt.Sprintf("workspace %s: %s (%s); its operations refuse, others go on", d.Binding, d.Reason, d.File)
 	if len(places) > 0 {
@@ -185,7 +185,7 @@ func damageFinding(p *Provider, d *Damage) Finding {
 
 // checkRequests reads every request record.
 func (p *Provider) checkRequests(add func(Finding)) {
-	dir, _ := p.requestPath("x")
+	dir, _ := p.records.RequestPath("x")
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		name := e.Name()
@@ -200,19 +200,15 @@ func (p *Provider) checkRequests(add func(Finding)) {
 	}
 }
 
-// checkCompactions reports the compactions a crashed gc left (compact.go):
+// checkCompactions reports the compactions a crashed gc left (records_compact.go):
 // harmless (the claims folder is whole either way), finished by the next
 // gc.
 func (p *Provider) checkCompactions(add func(Finding)) {
-	root := filepath.Join(p.stateDir, compactedDirName)
-	entries, _ := os.ReadDir(root)
-	for _, e := range entries {
-		staging := filepath.Join(root, e.Name(), stagingName)
-		if _, err := os.Lstat(staging); err != nil {
-			continue
-		}
-		add(Finding{Code: FindingCompactionUnfinished, Severity: SeverityWarning, Binding: e.Name(), Path: staging,
-			Message: "a gc was interrupted while it compacted the old records of " + e.Name() + ": nothing is lost, and every command reads its records as before",
+	bindings, _ := p.records.UnfinishedCompactions()
+	for _, b := range bindings {
+		staging := p.records.StagingDir(b)
+		add(Finding{Code: FindingCompactionUnfinished, Severity: SeverityWarning, Binding: b, Path: staging,
+			Message: "a gc was interrupted while it compacted the old records of " + b + ": nothing is lost, and every command reads its records as before",
 			Fix:     "majlis gc --preview, then --confirm: it finishes the compaction first"})
 	}
 }
@@ -224,14 +220,14 @@ func (p *Provider) checkJournal(inv *inventory, add func(Finding)) {
 	if !repairable {
 		fix = "repair the damaged records first (see above), then majlis doctor --repair rebuilds it from the claims"
 	}
-	if _, err := os.Lstat(p.journalPath()); errors.Is(err, os.ErrNotExist) {
-		add(Finding{Code: FindingJournalMissing, Severity: SeverityWarning, Path: p.journalPath(), Repair: repairable,
+	if _, err := os.Lstat(p.records.JournalPath()); errors.Is(err, os.ErrNotExist) {
+		add(Finding{Code: FindingJournalMissing, Severity: SeverityWarning, Path: p.records.JournalPath(), Repair: repairable,
 			Message: "there is no claims journal: the peer checks before each destructive step read every claim instead (slower, as safe)", Fix: fix})
 		return
 	}
-	js, err := p.readJournal()
+	js, err := p.records.Journal()
 	if err != nil {
-		add(Finding{Code: FindingJournalUnusable, Severity: SeverityWarning, Path: p.journalPath(), Repair: repairable,
+		add(Finding{Code: FindingJournalUnusable, Severity: SeverityWarning, Path: p.records.JournalPath(), Repair: repairable,
 			Message: err.Error() + ": the peer checks read every claim instead (slower, as safe)", Fix: fix})
 		return
 	}
@@ -250,7 +246,7 @@ func (p *Provider) checkJournal(inv *inventory, add func(Finding)) {
 			if j != nil && j.Path == r.Claim.Path {
 				continue
 			}
-			add(Finding{Code: FindingJournalMismatch, Severity: SeverityError, Binding: r.Claim.Binding, Path: p.journalPath(), Repair: repairable,
+			add(Finding{Code: FindingJournalMismatch, Severity: SeverityError, Binding: r.Claim.Binding, Path: p.records.JournalPath(), Repair: repairable,
 				Message: fmt.Sprintf("the claims journal does not name claim %s #%d at %s as it is: a peer check from it could miss that workspace",
 					r.Claim.Binding, r.Claim.Seq, r.Claim.Path), Fix: fix})
 		}

@@ -94,8 +94,8 @@ func TestDoctorJournalRebuild(t *testing.T) {
 	_, p := peerProvider(t)
 	mustAllocate(t, p, AllocateOptions{Binding: "A"})
 	mustAllocate(t, p, AllocateOptions{Binding: "B"})
-	want, _ := os.ReadFile(p.journalPath())
-	if err := os.WriteFile(p.journalPath(), want[:len(want)-5], 0o644); err != nil {
+	want, _ := os.ReadFile(p.records.JournalPath())
+	if err := os.WriteFile(p.records.JournalPath(), want[:len(want)-5], 0o644); err != nil {
 		t.Fatal(err)
 	}
 	rep, _ := p.Doctor(t.Context())
@@ -106,7 +106,7 @@ func TestDoctorJournalRebuild(t *testing.T) {
 	if err != nil || len(res.Done) != 1 || res.Done[0].Kind != RepairRebuildJournal {
 		t.Fatalf("repair: %+v, %v", res, err)
 	}
-	if _, err := p.readJournal(); err != nil {
+	if _, err := p.records.Journal(); err != nil {
 		t.Errorf("rebuilt journal: %v", err)
 	}
 	if rep, _ := p.Doctor(t.Context()); !rep.OK {
@@ -154,7 +154,7 @@ func TestDoctorRetiresDeadReservation(t *testing.T) {
 	if f, ok := findingCodes(rep)[FindingReservationDead]; !ok || f.Binding != "T-1" || !f.Repair {
 		t.Fatalf("doctor: %+v, want reservation_dead_owner for T-1", rep.Findings)
 	}
-	claims := crashCaptureFiles(t, s.p.claimsDir("T-1"))
+	claims := crashCaptureFiles(t, s.p.records.Dir("T-1"))
 	tree := crashCaptureDir(t, s.target.Path)
 	refs := s.repo.Git("for-each-ref", "--format=%(objectname) %(refname)")
 	pv, err := s.p.Repair(t.Context(), RepairOptions{Preview: true})
@@ -167,7 +167,7 @@ func TestDoctorRetiresDeadReservation(t *testing.T) {
 	if _, err := os.Lstat(s.leasePath()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the lease is still there: %v", err)
 	}
-	if diff := cmp.Diff(claims, crashCaptureFiles(t, s.p.claimsDir("T-1"))); diff != "" {
+	if diff := cmp.Diff(claims, crashCaptureFiles(t, s.p.records.Dir("T-1"))); diff != "" {
 		t.Errorf("repair changed the claims (-before +after):\n%s", diff)
 	}
 	if diff := cmp.Diff(tree, crashCaptureDir(t, s.target.Path)); diff != "" {
@@ -229,22 +229,22 @@ func TestRepairRequestID(t *testing.T) {
 	t.Parallel()
 	_, p := peerProvider(t)
 	mustAllocate(t, p, AllocateOptions{Binding: "A"})
-	if err := os.Remove(p.journalPath()); err != nil {
+	if err := os.Remove(p.records.JournalPath()); err != nil {
 		t.Fatal(err)
 	}
 	first, err := p.Repair(t.Context(), RepairOptions{Yes: true, RequestID: "fix-1"})
 	if err != nil || len(first.Done) != 1 {
 		t.Fatalf("repair: %+v, %v", first, err)
 	}
-	journal, _ := os.ReadFile(p.journalPath())
-	if err := os.Remove(p.journalPath()); err != nil {
+	journal, _ := os.ReadFile(p.records.JournalPath())
+	if err := os.Remove(p.records.JournalPath()); err != nil {
 		t.Fatal(err)
 	}
 	again, err := p.Repair(t.Context(), RepairOptions{Yes: true, RequestID: "fix-1"})
 	if err != nil || !cmp.Equal(first, again) {
 		t.Fatalf("retry: %+v, %v; want %+v", again, err, first)
 	}
-	if _, err := os.Lstat(p.journalPath()); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(p.records.JournalPath()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the retry did the repair again: %v", err)
 	}
 	if _, err := p.Repair(t.Context(), RepairOptions{Confirm: "sha256:" + strings.Repeat("1", 64), RequestID: "fix-1"}); !errors.Is(err, ErrRequestConflict) {

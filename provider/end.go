@@ -90,7 +90,7 @@ func (o EndOptions) sub(part string) string {
 // has no workspace (then res is the whole result); a task with neither a
 // workspace nor any lease, active or past, is not found.
 func (p *Provider) endLeases(ctx context.Context, o EndOptions) (res *EndResult, noWorkspace bool, err error) {
-	_, err = p.current("end", o.Binding)
+	_, err = p.records.Current("end", o.Binding)
 	noWorkspace = errors.Is(err, ErrNotFound)
 	if err != nil && !noWorkspace {
 		return nil, false, err

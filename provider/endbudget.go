@@ -37,7 +37,7 @@ func (p *Provider) trashAtOnce(path string, size int64) (why, key string, err er
 	if free >= floor {
 		return "", "", nil
 	}
-	all, err := p.readAllBindings()
+	all, err := p.records.All()
 	if err != nil {
 		return "", "", err
 	}

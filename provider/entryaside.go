@@ -218,7 +218,7 @@ func (p *Provider) forgetEntry(ctx context.Context, rec *claimRecord, entryDir s
 	if ref != "" {
 		res.SalvageRefs = append(res.SalvageRefs, ref)
 		res.StepsDone = append(res.StepsDone, "salvage")
-		if _, err := p.publishEvent(rec, Event{Kind: EventSalvaged, SalvageRef: ref, RequestID: o.RequestID}); err != nil {
+		if _, err := p.records.Publish(rec, Event{Kind: EventSalvaged, SalvageRef: ref, RequestID: o.RequestID}); err != nil {
 			return err
 		}
 	}

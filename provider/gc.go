@@ -35,7 +35,7 @@ import (
 //
 // And it compacts records: a finished workspace's claim and events older
 // than the record age move out of the claims folder into the compacted
-// records (compact.go), so that what reads every binding reads less.
+// records (records_compact.go), so that what reads every binding reads less.
 //
 // It never deletes a branch majlis did not create (allocate --checkout,
 // restore onto an existing branch), nor one a live workspace uses.
@@ -150,7 +150,7 @@ func (o *GCOptions) defaults() {
 // PreviewGC computes what GC would delete, changing nothing.
 func (p *Provider) PreviewGC(ctx context.Context, o GCOptions) (*GCPlan, error) {
 	o.defaults()
-	all, err := p.readAllBindings()
+	all, err := p.records.All()
 	if err != nil {
 		return nil, err
 	}

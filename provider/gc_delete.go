@@ -197,7 +197,7 @@ func (p *Provider) compactRecords(ctx context.Context, planned []GCRecord, res *
 // branchInUse says why branch may not be deleted now: a live workspace's
 // claim names it, or a worktree has it checked out ("" when neither).
 func (p *Provider) branchInUse(ctx context.Context, branch string) (string, error) {
-	all, err := p.readAllBindings()
+	all, err := p.records.All()
 	if err != nil {
 		return "", err
 	}

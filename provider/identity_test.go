@@ -88,7 +88,7 @@ func refuseEverywhere(t *testing.T, p *Provider, binding string, want error) *Er
 	if pe.Hint == "" {
 		t.Errorf("the refusal says nothing about what to do: %v", err)
 	}
-	if _, err := p.readRequest("rc-refused"); err == nil {
+	if _, err := p.records.Request("rc-refused"); err == nil {
 		t.Errorf("a refused reclaim recorded its request")
 	}
 	return pe

@@ -120,7 +120,7 @@ func runChild(mode string) int {
 			c.Branch, c.BaseRef, c.Checkout = b, "refs/heads/"+b, true
 			args.Branch, args.Checkout = b, true
 		}
-		if _, err := p.publishClaim(ctx, c, args, nil, p.loadClaimsIndex); err != nil {
+		if _, err := p.publishClaim(ctx, c, args, nil, p.records.Index); err != nil {
 			fmt.Println(err)
 			return 1
 		}
@@ -136,7 +136,7 @@ func runChild(mode string) int {
 			BaseRef: base, Detached: true, Restore: os.Getenv("MAJLIS_SALVAGE"), Intent: []string{}, CreatedAt: p.now().UTC()}
 		c.Allocator, _ = procid.Of(os.Getpid())
 		args := requestArgs{Op: "allocate", Binding: opts.Binding, Base: base, Path: path, Intent: []string{}}
-		if _, err := p.publishClaim(ctx, c, args, nil, p.loadClaimsIndex); err != nil {
+		if _, err := p.publishClaim(ctx, c, args, nil, p.records.Index); err != nil {
 			fmt.Println(err)
 			return 1
 		}

@@ -33,7 +33,7 @@ type Peer = wire.Peer
 // destructive effect.
 //
 // It takes the workspaces from the claims journal, which names a superset
-// of them (journal.go); when that finds a workspace that overlaps, or the
+// of them (records_journal.go); when that finds a workspace that overlaps, or the
 // journal cannot be used, the answer comes from the claim records
 // themselves (retainedPeersFromRecords), never from the claims index.
 func (p *Provider) retainedPeers(ctx context.Context, target *claimRecord) ([]Peer, error) {
@@ -50,7 +50,7 @@ func (p *Provider) retainedPeers(ctx context.Context, target *claimRecord) ([]Pe
 }
 
 // retainedPeersFromClaims is retainedPeers from every claim, read through
-// the claims index (claimsindex.go): what a preview shows. The reclaim
+// the claims index (records_index.go): what a preview shows. The reclaim
 // that follows decides with retainedPeers before every destructive step.
 func (p *Provider) retainedPeersFromClaims(ctx context.Context, target *claimRecord) ([]Peer, error) {
 	facts, err := p.collectPeers(ctx, target, inventoryWorkspaces(p.readInventory))
@@ -101,7 +101,7 @@ type workspacePlace struct{ Path, Binding string }
 // journalWorkspaces is the workspaceSource of the claims journal (a
 // superset of the claim records' workspaces), or errJournalUnusable.
 func (p *Provider) journalWorkspaces(target *claimRecord) ([]workspacePlace, error) {
-	claims, err := p.readJournal()
+	claims, err := p.records.Journal()
 	if err != nil {
 		return nil, err
 	}

@@ -180,7 +180,7 @@ func peerDirty(t *testing.T, dir string) {
 
 func peerList(t *testing.T, p *Provider, binding string) []Peer {
 	t.Helper()
-	rec, err := p.current("test", binding)
+	rec, err := p.records.Current("test", binding)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +299,7 @@ func TestReclaimRefusesNestedPeers(t *testing.T) {
 
 			peerUnchanged(t, before, peerObserve(t, p, repo, target.Path, peer))
 			peerNoLease(t, p)
-			if r, err := p.readRequest("rc-" + tc.name); err == nil {
+			if r, err := p.records.Request("rc-" + tc.name); err == nil {
 				t.Errorf("a refused reclaim recorded a result for its request id: %s", r.Result)
 			}
 			// The refusal is not sticky: a second attempt refuses the same way
@@ -544,11 +544,11 @@ func TestReclaimReleasedAndGonePeers(t *testing.T) {
 		_, p := peerProvider(t)
 		target := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 		peer := mustAllocate(t, p, AllocateOptions{Binding: "N", Path: filepath.Join(target.Path, "nested"), AllowNested: true})
-		rec, err := p.current("test", "N")
+		rec, err := p.records.Current("test", "N")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.publishEvent(rec, Event{Kind: EventReclaimed}); err != nil {
+		if _, err := p.records.Publish(rec, Event{Kind: EventReclaimed}); err != nil {
 			t.Fatal(err)
 		}
 		if pr := peerFind(peerList(t, p, "T-1"), PeerWorkspace, peer.Path); pr == nil || !pr.Overlaps {
@@ -593,7 +593,7 @@ func TestReclaimReleasedAndGonePeers(t *testing.T) {
 			t.Fatal("allocation succeeded despite the failing hook")
 		}
 		os.Remove(hook)
-		if recs, _ := p.readBinding("N"); len(recs) != 1 || !recs[0].has(EventFailed) {
+		if recs, _ := p.records.Binding("N"); len(recs) != 1 || !recs[0].has(EventFailed) {
 			t.Fatalf("fixture: N's claim not marked failed")
 		}
 		for _, pr := range peerList(t, p, "T-1") {
@@ -669,7 +669,7 @@ func TestReclaimPeerPublishedAfterPreview(t *testing.T) {
 
 func peerCurrent(t *testing.T, p *Provider, binding string) *claimRecord {
 	t.Helper()
-	rec, err := p.current("test", binding)
+	rec, err := p.records.Current("test", binding)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -875,7 +875,7 @@ func TestReclaimAuthority(t *testing.T) {
 func TestReclaimMalformedInventory(t *testing.T) {
 	t.Parallel()
 	claimFile := func(p *Provider, binding string) string {
-		return filepath.Join(p.claimsDir(binding), claimName(1, "claim"))
+		return filepath.Join(p.records.Dir(binding), claimName(1, "claim"))
 	}
 	garbageLease := func(t *testing.T, p *Provider, content string) string {
 		f := filepath.Join(p.stateDir, "leases", reclaimPrefix+"T-1.lease")
@@ -902,7 +902,7 @@ func TestReclaimMalformedInventory(t *testing.T) {
 			return f
 		}},
 		{"garbage file in the claims folder", ErrMalformed, func(t *testing.T, p *Provider) string {
-			f := filepath.Join(p.claimsDir("T-1"), "notes.txt")
+			f := filepath.Join(p.records.Dir("T-1"), "notes.txt")
 			os.WriteFile(f, []byte("hi"), 0o644)
 			return f
 		}},
@@ -912,7 +912,7 @@ func TestReclaimMalformedInventory(t *testing.T) {
 			return f
 		}},
 		{"forged event", ErrMalformed, func(t *testing.T, p *Provider) string {
-			f := filepath.Join(p.claimsDir("T-1"), claimName(1, "released"))
+			f := filepath.Join(p.records.Dir("T-1"), claimName(1, "released"))
 			os.WriteFile(f, []byte(`{"event":{},"sha256":"00"}`), 0o644)
 			return f
 		}},
@@ -1267,14 +1267,14 @@ func BenchmarkPeerCheck(b *testing.B) {
 	})
 	b.Run(fmt.Sprintf("parts/journal/workspaces=%d", size), func(b *testing.B) {
 		for b.Loop() {
-			if _, err := p.readJournal(); err != nil {
+			if _, err := p.records.Journal(); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run(fmt.Sprintf("parts/claims/workspaces=%d", size), func(b *testing.B) {
 		for b.Loop() {
-			if _, err := p.readAllBindings(); err != nil {
+			if _, err := p.records.All(); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -1330,11 +1330,11 @@ func benchWorkspace(b *testing.B, p *Provider, binding string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	dir := p.claimsDir(binding)
+	dir := p.records.Dir(binding)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	if err := p.appendJournal(journalEntry{Kind: journalClaim, Binding: binding, Seq: 1, Digest: digest, Path: path}, true); err != nil {
+	if err := p.records.appendJournal(journalEntry{Kind: journalClaim, Binding: binding, Seq: 1, Digest: digest, Path: path}, true); err != nil {
 		b.Fatal(err)
 	}
 	if err := durable.Publish(dir, claimName(1, "claim"), data); err != nil {
@@ -1346,7 +1346,7 @@ func benchWorkspace(b *testing.B, p *Provider, binding string) {
 }
 
 func benchHead(b *testing.B, p *Provider) string {
-	recs, err := p.readBinding("target")
+	recs, err := p.records.Binding("target")
 	if err != nil || len(recs) == 0 {
 		b.Fatalf("target claim: %v", err)
 	}

@@ -82,7 +82,7 @@ func poolView(r *claimRecord) PoolWorktree {
 // damaged pool binding refuses: the pool must be fully understood before
 // one is handed out.
 func (p *Provider) poolRecords() ([]*claimRecord, error) {
-	bindings, err := p.bindings()
+	bindings, err := p.records.Bindings()
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +91,7 @@ func (p *Provider) poolRecords() ([]*claimRecord, error) {
 		if !isPoolBinding(b) {
 			continue
 		}
-		recs, err := p.readBinding(b)
+		recs, err := p.records.Binding(b)
 		if err != nil {
 			return nil, err
 		}

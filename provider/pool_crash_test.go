@@ -51,7 +51,7 @@ func TestPoolHandOutCrash(t *testing.T) {
 				t.Fatal(err)
 			}
 			pooled := l.Pool[0]
-			recs, _ := p.readBinding(pooled.Name)
+			recs, _ := p.records.Binding(pooled.Name)
 			made := recs[0].Events[EventCreated]
 			args := []string{"workspace", "allocate", "T-1", "--base", b, "--request-id", "r-1", "--json"}
 			killed := crashExec(t, bin, repo.Dir, []string{"MAJLIS_FAILPOINTS=" + fp + "=crash"}, args...)

@@ -42,13 +42,13 @@ func (p *Provider) PoolDrain(ctx context.Context, o PoolDrainOptions) (*PoolResu
 		switch poolState(r) {
 		case wire.PoolTaken:
 			ev := r.Events[EventTaken]
-			takers, err := p.readBinding(ev.Taker)
+			takers, err := p.records.Binding(ev.Taker)
 			if err != nil {
 				continue
 			}
 			if out := takenOutcome(r, takers); out == takenInWorkspace {
 				// a hand-out that died before it retired the pooled claim
-				_, _ = p.publishEvent(r, Event{Kind: EventHanded, Taker: ev.Taker, RequestID: ev.RequestID})
+				_, _ = p.records.Publish(r, Event{Kind: EventHanded, Taker: ev.Taker, RequestID: ev.RequestID})
 				continue
 			} else if out != takenAbandoned {
 				continue
@@ -96,7 +96,7 @@ func (p *Provider) drainOne(ctx context.Context, r *claimRecord) (string, error)
 	var pc *errPoolCheck
 	if errors.As(err, &pc) {
 		if poolState(r) != wire.PoolAside && poolState(r) != wire.PoolFilling {
-			if _, err := p.publishEvent(r, Event{Kind: EventAside, Reason: pc.why}); err != nil {
+			if _, err := p.records.Publish(r, Event{Kind: EventAside, Reason: pc.why}); err != nil {
 				return "", err
 			}
 		}
@@ -140,7 +140,7 @@ func (p *Provider) drained(r *claimRecord) error {
 	if !r.has(EventCreated) {
 		kind = EventFailed // a fill that never finished
 	}
-	_, err := p.publishEvent(r, Event{Kind: kind, Reason: "drained"})
+	_, err := p.records.Publish(r, Event{Kind: kind, Reason: "drained"})
 	p.dropPoolStamp(r.Claim.Binding)
 	return err
 }

@@ -127,7 +127,7 @@ func (p *Provider) fillOne(ctx context.Context, base, baseRef string) (*pooledMa
 	if err != nil {
 		return nil, err
 	}
-	rec, err := p.publishClaim(ctx, claim, requestArgs{Op: "pool fill", Binding: binding, Base: base, Path: path}, cleared, p.prefetchIndex())
+	rec, err := p.publishClaim(ctx, claim, requestArgs{Op: "pool fill", Binding: binding, Base: base, Path: path}, cleared, p.records.Prefetch())
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +223,7 @@ func (p *Provider) readyPooled(ctx context.Context, ms []*pooledMade, settle boo
 		if err != nil {
 			return p.undoAllocation(ctx, m.rec, err, made{worktree: true})
 		}
-		if _, err := p.publishEvent(m.rec, Event{Kind: EventCreated, Dev: id.Dev, Ino: id.Ino, Head: m.rec.Claim.Base}); err != nil {
+		if _, err := p.records.Publish(m.rec, Event{Kind: EventCreated, Dev: id.Dev, Ino: id.Ino, Head: m.rec.Claim.Base}); err != nil {
 			return p.undoAllocation(ctx, m.rec, err, made{worktree: true})
 		}
 		if err := fpPoolCreated.Inject(); err != nil {

@@ -74,7 +74,7 @@ func (p *Provider) allocateFromPool(ctx context.Context, rec *claimRecord) (*Wor
 		if tries++; tries > maxPoolTries {
 			break
 		}
-		ev, err := p.publishEvent(cand, Event{Kind: EventTaken, Taker: c.Binding, RequestID: c.RequestID})
+		ev, err := p.records.Publish(cand, Event{Kind: EventTaken, Taker: c.Binding, RequestID: c.RequestID})
 		if err != nil {
 			return nil, PoolUse{}, p.undoAllocation(ctx, rec, err, made{})
 		}
@@ -132,7 +132,7 @@ func (p *Provider) setAside(rec, cand *claimRecord, why string) {
 		_ = gitops.ReplaceLock(entry, lockReason(rec), lockReason(cand))
 		_ = gitops.ReplaceEntryPin(entry, rec.Digest, cand.Digest)
 	}
-	_, _ = p.publishEvent(cand, Event{Kind: EventAside, Reason: why})
+	_, _ = p.records.Publish(cand, Event{Kind: EventAside, Reason: why})
 }
 
 // handOut verifies, switches and moves the taken pooled worktree cand
@@ -211,13 +211,13 @@ func (p *Provider) publishHandedOut(ctx context.Context, rec, cand *claimRecord)
 	if err := gitops.RunPostCheckout(ctx, c.Path, c.Base); err != nil {
 		return nil, p.undoAllocation(ctx, rec, err, all)
 	}
-	if _, err := p.publishEvent(rec, Event{Kind: EventCreated, Dev: id.Dev, Ino: id.Ino, Head: c.Base}); err != nil {
+	if _, err := p.records.Publish(rec, Event{Kind: EventCreated, Dev: id.Dev, Ino: id.Ino, Head: c.Base}); err != nil {
 		return nil, p.undoAllocation(ctx, rec, err, all)
 	}
 	// The pooled worktree's claim retires: the workspace's stands for the
 	// folder now. Left unpublished (a crash), doctor and drain read the
 	// same from the taker's created event (takenOutcome).
-	_, _ = p.publishEvent(cand, Event{Kind: EventHanded, Taker: c.Binding, RequestID: c.RequestID})
+	_, _ = p.records.Publish(cand, Event{Kind: EventHanded, Taker: c.Binding, RequestID: c.RequestID})
 	p.dropPoolStamp(cand.Claim.Binding)
 	if err := fpAllocateCreated.Inject(); err != nil {
 		return nil, err

@@ -23,7 +23,7 @@ func TestPoolClaimFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := res.Created[0].Name
-	path := filepath.Join(p.claimsDir(name), claimName(1, "claim"))
+	path := filepath.Join(p.records.Dir(name), claimName(1, "claim"))
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

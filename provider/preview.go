@@ -47,7 +47,7 @@ const MaxIgnoredPaths = 100
 // nothing. It refuses (as Reclaim would) when the target's authority
 // cannot be established or a retained peer overlaps it.
 func (p *Provider) PreviewReclaim(ctx context.Context, binding string) (*Preview, error) {
-	rec, err := p.current("reclaim", binding)
+	rec, err := p.records.Current("reclaim", binding)
 	if err != nil {
 		return nil, err
 	}

@@ -52,10 +52,8 @@ type Provider struct {
 	admMu sync.Mutex
 	adm   *admission.Service // opened on first use (liveness.go)
 
-	// eagerIndex, set only by tests of this package, makes every reader
-	// that read a binding from its records write a new claims index
-	// (claim.go), instead of letting a few changed bindings accumulate.
-	eagerIndex bool
+	// records owns the bindings' durable records (records.go).
+	records *bindingRecords
 
 	progressFn func(Progress) // progress.go
 	// gitProgress receives git's progress meter during checkouts
@@ -172,7 +170,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Provider, error) {
 		return nil, err
 	}
 	return &Provider{repo: repo, reg: *reg, stateDir: state, leases: leases, main: main, mainErr: mainErr,
-		now: opts.Clock, ttl: opts.ReservationTTL, host: opts.HostLedger, log: opts.Logger, servesOthers: opts.ServesOthers,
+		records: newBindingRecords(state, opts.Clock), now: opts.Clock, ttl: opts.ReservationTTL, host: opts.HostLedger, log: opts.Logger, servesOthers: opts.ServesOthers,
 		coordination: opts.Coordination, etcdEndpoints: opts.EtcdEndpoints}, nil
 }
 

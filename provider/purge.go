@@ -147,7 +147,7 @@ func (p *Provider) KeptTrash(ctx context.Context) ([]KeptTrash, error) {
 	if err != nil {
 		return nil, err
 	}
-	all, err := p.readAllBindings()
+	all, err := p.records.All()
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +303,7 @@ func (p *Provider) purgeKept(ctx context.Context, binding string, seq int, due s
 			// that finishes it goes by this identity.
 			purging.Dev, purging.Ino = id.Dev, id.Ino
 		}
-		if _, err := p.publishEvent(r, purging); err != nil {
+		if _, err := p.records.Publish(r, purging); err != nil {
 			return pt, err
 		}
 		started = true
@@ -317,7 +317,7 @@ func (p *Provider) purgeKept(ctx context.Context, binding string, seq int, due s
 	if err := p.purgeDelete(ctx, r, path, entry); err != nil {
 		return pt, err
 	}
-	if _, err := p.publishEvent(r, Event{Kind: EventPurged, TrashPath: path, SalvageRef: pt.SalvageRef, Reason: pt.Due}); err != nil {
+	if _, err := p.records.Publish(r, Event{Kind: EventPurged, TrashPath: path, SalvageRef: pt.SalvageRef, Reason: pt.Due}); err != nil {
 		return pt, err
 	}
 	p.log.Info("kept trash purged", "binding", binding, "path", path, "due", pt.Due, "salvage_ref", pt.SalvageRef)
@@ -403,7 +403,7 @@ func (p *Provider) deleteKeptEntry(r *claimRecord, dir string) error {
 
 // claimOf reads binding's claim seq.
 func (p *Provider) claimOf(binding string, seq int) (*claimRecord, error) {
-	recs, err := p.readBinding(binding)
+	recs, err := p.records.Binding(binding)
 	if err != nil {
 		return nil, err
 	}

@@ -89,7 +89,7 @@ func (p *Provider) PurgeDue(ctx context.Context) (*PurgeResult, error) {
 	res := &PurgeResult{Purged: []PurgedTrash{}, Left: []PurgedTrash{}}
 	left, tried := map[string]bool{}, map[string]bool{}
 	for {
-		all, err := p.readAllBindings()
+		all, err := p.records.All()
 		if err != nil {
 			return nil, err
 		}

@@ -157,7 +157,7 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 		}
 	}
 	args := requestArgs{Op: "reclaim", Binding: o.Binding}
-	if res, done, err := replay[ReclaimResult](p, o.RequestID, args); done || err != nil {
+	if res, done, err := replay[ReclaimResult](p.records, o.RequestID, args); done || err != nil {
 		if res != nil {
 			reclaimArrays(res) // recorded before a field existed
 			// Killed after it answered, before it let go: its dead
@@ -174,7 +174,7 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 			return res, err
 		}
 	}
-	rec, err := p.current("reclaim", o.Binding)
+	rec, err := p.records.Current("reclaim", o.Binding)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +220,7 @@ func (p *Provider) Reclaim(ctx context.Context, o ReclaimOptions) (*ReclaimResul
 		return nil, p.lostOr(o.Binding, lease, err)
 	}
 	if o.RequestID != "" {
-		if err := p.recordRequest(o.RequestID, args, res); err != nil {
+		if err := p.records.RecordRequest(o.RequestID, args, res); err != nil {
 			return nil, err
 		}
 	}
@@ -324,7 +324,7 @@ func (p *Provider) reclaimReserved(ctx context.Context, rec *claimRecord, entry 
 		if s.Ref != nil {
 			res.SalvageRefs = append(res.SalvageRefs, *s.Ref)
 			res.StepsDone = append(res.StepsDone, "salvage")
-			if _, err := p.publishEvent(rec, Event{Kind: EventSalvaged, SalvageRef: *s.Ref, RequestID: o.RequestID}); err != nil {
+			if _, err := p.records.Publish(rec, Event{Kind: EventSalvaged, SalvageRef: *s.Ref, RequestID: o.RequestID}); err != nil {
 				return nil, err
 			}
 		}
@@ -372,7 +372,7 @@ func (p *Provider) reclaimMissing(ctx context.Context, rec *claimRecord, o Recla
 		if err := lease.Check(); err != nil {
 			return false, err
 		}
-		if now, err := p.current("reclaim", c.Binding); err != nil {
+		if now, err := p.records.Current("reclaim", c.Binding); err != nil {
 			return false, err
 		} else if now.Digest != rec.Digest {
 			return false, &Error{Op: "reclaim", Binding: c.Binding, Err: ErrIdentity,
@@ -408,14 +408,14 @@ func (p *Provider) reclaimMissing(ctx context.Context, rec *claimRecord, o Recla
 			res.SalvageRefs = append([]string{ref}, res.SalvageRefs...)
 		}
 	}
-	if _, err := p.publishEvent(rec, reclaimed); err != nil {
+	if _, err := p.records.Publish(rec, reclaimed); err != nil {
 		return nil, err
 	}
 	if err := p.inject(ctx, fpReclaimRecorded); err != nil {
 		return nil, err
 	}
 	if o.RequestID != "" {
-		if err := p.recordRequest(o.RequestID, args, res); err != nil {
+		if err := p.records.RecordRequest(o.RequestID, args, res); err != nil {
 			return nil, err
 		}
 	}
@@ -436,7 +436,7 @@ func (p *Provider) recheck(ctx context.Context, rec *claimRecord, lease *reserva
 	if err := lease.Check(); err != nil {
 		return err
 	}
-	now, err := p.current("reclaim", rec.Claim.Binding)
+	now, err := p.records.Current("reclaim", rec.Claim.Binding)
 	if err != nil {
 		return err
 	}

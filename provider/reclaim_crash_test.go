@@ -784,12 +784,12 @@ func TestReclaimRacesAllocations(t *testing.T) {
 				// An allocation inside the old target is fine only once the
 				// reclaim is over: its claim must have been published after
 				// the reclaimed event (the reservation is released after it).
-				reclaimed, err := os.Stat(filepath.Join(s.p.claimsDir("T-1"), claimName(1, EventReclaimed)))
+				reclaimed, err := os.Stat(filepath.Join(s.p.records.Dir("T-1"), claimName(1, EventReclaimed)))
 				if err != nil {
 					t.Fatalf("the reclaim succeeded without a reclaimed event: %v", err)
 				}
 				for _, a := range insideWon {
-					claim, err := os.Stat(filepath.Join(s.p.claimsDir(a.binding), claimName(1, "claim")))
+					claim, err := os.Stat(filepath.Join(s.p.records.Dir(a.binding), claimName(1, "claim")))
 					if err != nil {
 						t.Errorf("allocation %s has no claim: %v", a.binding, err)
 					} else if claim.ModTime().Before(reclaimed.ModTime()) {
@@ -860,7 +860,7 @@ func TestRecoverCrashedReclaimCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	claims := crashCaptureFiles(t, s.p.claimsDir("T-1"))
+	claims := crashCaptureFiles(t, s.p.records.Dir("T-1"))
 	tree := crashCaptureDir(t, s.target.Path)
 	refs := s.repo.Git("for-each-ref", "--format=%(objectname) %(refname)")
 	worktrees := s.repo.Git("worktree", "list", "--porcelain")
@@ -909,7 +909,7 @@ func TestRecoverCrashedReclaimCLI(t *testing.T) {
 			t.Errorf("recovery added %s to the lease folder", n)
 		}
 	}
-	if diff := cmp.Diff(claims, crashCaptureFiles(t, s.p.claimsDir("T-1"))); diff != "" {
+	if diff := cmp.Diff(claims, crashCaptureFiles(t, s.p.records.Dir("T-1"))); diff != "" {
 		t.Errorf("recovery changed the claims (-before +after):\n%s", diff)
 	}
 	if diff := cmp.Diff(tree, crashCaptureDir(t, s.target.Path)); diff != "" {

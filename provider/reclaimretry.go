@@ -18,7 +18,7 @@ import (
 // has expired and its owner is proven dead; otherwise held, exit 4). found
 // is false when no reclaimed claim of the binding names the request id.
 func (p *Provider) finishRecorded(ctx context.Context, o ReclaimOptions, args requestArgs) (_ *ReclaimResult, found bool, _ error) {
-	recs, err := p.readBinding(o.Binding)
+	recs, err := p.records.Binding(o.Binding)
 	if err != nil {
 		return nil, false, nil // the caller's not_found stands; the records are reported elsewhere
 	}
@@ -44,7 +44,7 @@ func (p *Provider) finishRecorded(ctx context.Context, o ReclaimOptions, args re
 		defer lease.Release()
 	}
 	res := recordedResult(rec)
-	if err := p.recordRequest(o.RequestID, args, res); err != nil {
+	if err := p.records.RecordRequest(o.RequestID, args, res); err != nil {
 		return nil, true, err
 	}
 	p.forgetPreviews(o.Binding)
@@ -128,7 +128,7 @@ func (p *Provider) retireDoneReservation(ctx context.Context, res string) bool {
 	if id == "" || reclaimPrefix+binding != res {
 		return false
 	}
-	r, err := p.readRequest(id)
+	r, err := p.records.Request(id)
 	if err != nil || len(r.Result) == 0 || r.Args.Op != "reclaim" || r.Args.Binding != binding {
 		return false
 	}
@@ -145,7 +145,7 @@ func (p *Provider) retireDoneReservation(ctx context.Context, res string) bool {
 // its mark on binding's workspace: the latest claim's salvaged, moved or
 // reclaimed event names the request.
 func (p *Provider) startedBy(binding, requestID string) bool {
-	recs, err := p.readBinding(binding)
+	recs, err := p.records.Binding(binding)
 	if err != nil || len(recs) == 0 {
 		return false
 	}

@@ -1,110 +1,38 @@
 package provider
 
 import (
-	"bytes"
-	"errors"
-	"fmt"
-	"io"
-	"os"
-	"syscall"
-
-	"github.com/majlis-dev/majlis/internal/durable"
+	"time"
 )
 
-// Provider records are sealed records (durable.Seal, docs/leases.md):
-// {"<kind>": BODY, "sha256": HEX}, HEX the SHA-256 of BODY's exact bytes,
-// BODY carrying a "format" field. Readers verify the checksum, the format,
-// every field and nothing extra, and refuse anything else as malformed.
-
-func seal(kind string, v any) ([]byte, string, error) { return durable.Seal(kind, v) }
-
-// unseal verifies and decodes a record of kind, then checks its values.
-func unseal(data []byte, kind, wantFormat string, v interface{ check() error }) (string, error) {
-	wantFormat = sealedClaimFormat(data, kind, wantFormat)
-	digest, _, err := durable.Unseal(data, kind, wantFormat, v)
-	if err != nil {
-		return "", err
-	}
-	if err := v.check(); err != nil {
-		return "", err
-	}
-	return digest, nil
+// bindingRecords owns the durable records of the bindings: every claim
+// and the events published for it (claims/<binding>/), the journal of
+// claims (claims.journal), and the claims index derived from them
+// (claims.index). Its files are records_*.go; the rest of the package
+// calls only its exported methods, so that allocate, reclaim, restore,
+// gc and doctor read as the steps of their own jobs:
+//
+//	Binding(b)       a binding's claims with their events, oldest first
+//	Current(op, b)   a binding's latest live, created claim, or ErrNotFound
+//	All, Each        every binding's claims (through the claims index)
+//	EachFromRecords  the same from the records alone, never the index
+//	Index, Prefetch  the claims index, now or read ahead on a goroutine;
+//	EachThrough      every binding's claims through a given index
+//	PublishClaim     write a new claim beside its journal line
+//	Publish, Prepare publish an event of a claim (no-clobber)
+//	Journal          the journal's claims, as the fast peer check reads them
+//	Dir, JournalPath where a binding's records and the journal live
+//
+// It takes no lock itself: a claim is published under the publication
+// lease, which its caller holds (allocate_checks.go).
+type bindingRecords struct {
+	state string           // the state folder, <git-common-dir>/majlis
+	now   func() time.Time // the provider's clock
+	// eagerIndex, set only by tests of this package, makes every reader
+	// that read a binding from its records write a new claims index,
+	// instead of letting a few changed bindings accumulate.
+	eagerIndex bool
 }
 
-// readRecord reads and unseals the record at path. A missing file is
-// reported as os.ErrNotExist (unwrapped by errors.Is); anything unreadable
-// or invalid becomes an *Error wrapping ErrMalformed that names the file.
-func readRecord(path, kind, format string, v interface{ check() error }) (string, error) {
-	data, err := readRegularFile(path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "", err
-		}
-		if errors.Is(err, errNotRegular) {
-			return "", &Error{Op: "read", Path: path, Reason: err.Error(), Err: ErrMalformed}
-		}
-		return "", &Error{Op: "read", Path: path, Err: err}
-	}
-	digest, err := unseal(data, kind, format, v)
-	if err != nil {
-		return "", &Error{Op: "read", Path: path, Reason: err.Error(), Err: ErrMalformed}
-	}
-	return digest, nil
-}
-
-// readRecordKeyed is readRecord, also returning the file's identity as
-// the claims index records it, taken from the open file before it is read.
-// A file whose identity cannot be taken gets a zero key, which no file
-// ever matches.
-func readRecordKeyed(path, kind, format string, v interface{ check() error }) (string, statKey, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "", statKey{}, err
-		}
-		return "", statKey{}, &Error{Op: "read", Path: path, Err: err}
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", statKey{}, &Error{Op: "read", Path: path, Err: err}
-	}
-	if !fi.Mode().IsRegular() {
-		return "", statKey{}, &Error{Op: "read", Path: path, Reason: fmt.Errorf("%w (%s)", errNotRegular, fi.Mode().Type()).Error(), Err: ErrMalformed}
-	}
-	key, _ := keyOf(fi)
-	size := int(fi.Size()) + 1
-	buf := bytes.NewBuffer(make([]byte, 0, size))
-	if _, err := buf.ReadFrom(f); err != nil {
-		return "", statKey{}, &Error{Op: "read", Path: path, Err: err}
-	}
-	digest, err := unseal(buf.Bytes(), kind, format, v)
-	if err != nil {
-		return "", statKey{}, &Error{Op: "read", Path: path, Reason: err.Error(), Err: ErrMalformed}
-	}
-	return digest, key, nil
-}
-
-// errNotRegular is returned by readRegularFile for anything but a regular
-// file at the path: majlis writes only regular files into its state folder.
-var errNotRegular = errors.New("not a regular file")
-
-// readRegularFile reads the state file path like os.ReadFile, but opens it
-// without waiting (a FIFO put in a record's place would make a plain open
-// block until someone writes to it) and refuses whatever is not a regular
-// file with errNotRegular.
-func readRegularFile(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w (%s)", errNotRegular, fi.Mode().Type())
-	}
-	return io.ReadAll(f)
+func newBindingRecords(state string, now func() time.Time) *bindingRecords {
+	return &bindingRecords{state: state, now: now}
 }

@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -95,7 +94,7 @@ func (p *Provider) Repair(ctx context.Context, o RepairOptions) (*RepairResult, 
 		args.Confirm = "yes"
 	}
 	if !o.Preview {
-		if res, done, err := replay[RepairResult](p, o.RequestID, args); done || err != nil {
+		if res, done, err := replay[RepairResult](p.records, o.RequestID, args); done || err != nil {
 			return res, err
 		}
 	}
@@ -103,7 +102,7 @@ func (p *Provider) Repair(ctx context.Context, o RepairOptions) (*RepairResult, 
 	if err != nil || o.Preview || o.RequestID == "" {
 		return res, err
 	}
-	if err := p.recordRequest(o.RequestID, args, res); err != nil {
+	if err := p.records.RecordRequest(o.RequestID, args, res); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -156,7 +155,7 @@ func (p *Provider) planRepair() ([]RepairAction, error) {
 		}
 		if len(inv.damaged) == 0 {
 			if fp, needed := p.journalFingerprint(); needed {
-				actions = append(actions, RepairAction{Kind: RepairRebuildJournal, Path: p.journalPath(), Fingerprint: fp,
+				actions = append(actions, RepairAction{Kind: RepairRebuildJournal, Path: p.records.JournalPath(), Fingerprint: fp,
 					Detail: "rewrite the claims journal from the claims (they all verify)"})
 			}
 		}
@@ -194,12 +193,12 @@ func leaseFingerprint(r *reservation.Record) string {
 // journalFingerprint reports whether the journal needs rebuilding (missing,
 // unusable, or not naming a claim as it is) and the facts that decide it.
 func (p *Provider) journalFingerprint() (string, bool) {
-	all, err := p.readAllBindings()
+	all, err := p.records.All()
 	if err != nil {
 		return "", false
 	}
-	want := p.journalFromClaims(all)
-	have, err := readRegularFile(p.journalPath())
+	want := p.records.JournalOf(all)
+	have, err := readRegularFile(p.records.JournalPath())
 	h := sha256.Sum256(have)
 	fp := "sha256:" + hex.EncodeToString(h[:])
 	if errors.Is(err, os.ErrNotExist) {
@@ -209,7 +208,7 @@ func (p *Provider) journalFingerprint() (string, bool) {
 	}
 	needed := err != nil
 	if !needed {
-		js, jerr := p.readJournal()
+		js, jerr := p.records.Journal()
 		needed = jerr != nil
 		if !needed {
 			named := map[string]bool{}
@@ -227,34 +226,13 @@ func (p *Provider) journalFingerprint() (string, bool) {
 	return fp + " -> sha256:" + hex.EncodeToString(w[:]), needed
 }
 
-// journalFromClaims renders the journal the claims imply.
-func (p *Provider) journalFromClaims(all [][]*claimRecord) []byte {
-	var b bytes.Buffer
-	for _, recs := range all {
-		for _, r := range recs {
-			b.Write(journalEntry{Kind: journalClaim, Binding: r.Claim.Binding, Seq: r.Claim.Seq, Digest: r.Digest, Path: r.Claim.Path}.encode())
-			if r.has(EventFailed) {
-				b.Write(journalEntry{Kind: journalFailed, Binding: r.Claim.Binding, Seq: r.Claim.Seq, Digest: r.Digest}.encode())
-			}
-			if r.has(EventReclaimed) {
-				e := journalEntry{Kind: journalReclaimed, Binding: r.Claim.Binding, Seq: r.Claim.Seq, Digest: r.Digest}
-				if c := r.Events[EventCreated]; c != nil {
-					e.Dev, e.Ino = c.Dev, c.Ino
-				}
-				b.Write(e.encode())
-			}
-		}
-	}
-	return b.Bytes()
-}
-
 // planQuarantine plans moving a located damaged binding's damaged records
 // aside, after salvaging each existing directory where it may be.
 func (p *Provider) planQuarantine(d *Damage) (RepairAction, bool) {
 	if !d.Located {
 		return RepairAction{}, false
 	}
-	files := damagedFiles(p.claimsDir(d.Binding))
+	files := damagedFiles(p.records.Dir(d.Binding))
 	if len(files) == 0 {
 		return RepairAction{}, false
 	}
@@ -374,11 +352,11 @@ func (p *Provider) runRepair(ctx context.Context, a RepairAction) (*RepairDone, 
 		if fp, needed := p.journalFingerprint(); !needed || fp != a.Fingerprint {
 			return nil, stale("the claims or the journal changed")
 		}
-		all, err := p.readAllBindings()
+		all, err := p.records.All()
 		if err != nil {
 			return nil, err
 		}
-		if err := durable.Replace(p.stateDir, journalName, p.journalFromClaims(all)); err != nil {
+		if err := p.records.RewriteJournal(all); err != nil {
 			return nil, err
 		}
 		if err := lease.Check(); err != nil {

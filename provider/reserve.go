@@ -97,7 +97,7 @@ func (p *Provider) RecoverReservation(ctx context.Context, binding, requestID st
 		return nil, err
 	}
 	args := requestArgs{Op: "recover", Binding: binding}
-	if rec, done, err := replay[reservation.Record](p, requestID, args); done || err != nil {
+	if rec, done, err := replay[reservation.Record](p.records, requestID, args); done || err != nil {
 		return rec, err
 	}
 	rec, err := p.leases.Recover(ctx, reclaimPrefix+binding)
@@ -111,7 +111,7 @@ func (p *Provider) RecoverReservation(ctx context.Context, binding, requestID st
 		return nil, err
 	}
 	if requestID != "" {
-		if err := p.recordRequest(requestID, args, rec); err != nil {
+		if err := p.records.RecordRequest(requestID, args, rec); err != nil {
 			return nil, err
 		}
 	}

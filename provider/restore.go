@@ -47,7 +47,7 @@ func (p *Provider) Restore(ctx context.Context, o RestoreOptions) (*RestoreResul
 	if o.Salvage < 0 {
 		return nil, fail(ErrInvalidArgument, fmt.Sprintf("%d is not a salvage number", o.Salvage), "")
 	}
-	recs, err := p.readBinding(o.Binding)
+	recs, err := p.records.Binding(o.Binding)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +55,7 @@ func (p *Provider) Restore(ctx context.Context, o RestoreOptions) (*RestoreResul
 	// allocate, which finishes or reports it; anything else live refuses.
 	var retry *claimRecord
 	if o.RequestID != "" {
-		if retry, err = p.findRequestClaim(o.Binding, o.RequestID); err != nil {
+		if retry, err = p.records.RequestClaim(o.Binding, o.RequestID); err != nil {
 			return nil, err
 		}
 	}

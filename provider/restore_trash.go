@@ -47,12 +47,12 @@ func (p *Provider) RestoreFromTrash(ctx context.Context, binding, requestID stri
 		requestID = autoRequestPrefix + newID()[:16]
 	}
 	args := requestArgs{Op: "restore-trash", Binding: binding}
-	if rec, err := p.findRequestClaim(binding, requestID); err != nil {
+	if rec, err := p.records.RequestClaim(binding, requestID); err != nil {
 		return nil, err
 	} else if rec != nil {
 		// A restore killed before its request was recorded left only its
 		// claim, which names the trash folder it restores.
-		if err := p.checkRequest(requestID, args); err != nil && !(errors.Is(err, os.ErrNotExist) && rec.Claim.FromTrash != "") {
+		if err := p.records.CheckRequest(requestID, args); err != nil && !(errors.Is(err, os.ErrNotExist) && rec.Claim.FromTrash != "") {
 			return nil, err
 		}
 		if !rec.has(EventCreated) {
@@ -64,7 +64,7 @@ func (p *Provider) RestoreFromTrash(ctx context.Context, binding, requestID stri
 		}
 		return p.view(ctx, rec, false)
 	}
-	recs, err := p.readBinding(binding)
+	recs, err := p.records.Binding(binding)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func (p *Provider) RestoreFromTrash(ctx context.Context, binding, requestID stri
 	}
 	defer lease.Release()
 	// Read again under the reservation: a purge may have begun meanwhile.
-	if recs, err = p.readBinding(binding); err != nil {
+	if recs, err = p.records.Binding(binding); err != nil {
 		return nil, err
 	}
 	if err := restoreLiveError(binding, recs); err != nil {
@@ -244,7 +244,7 @@ func (p *Provider) restoreTrashHeld(ctx context.Context, prev *claimRecord, head
 	if claim.Allocator, err = procid.Of(os.Getpid()); err != nil {
 		return nil, err
 	}
-	rec, err := p.publishClaim(ctx, claim, args, nil, p.loadClaimsIndex)
+	rec, err := p.publishClaim(ctx, claim, args, nil, p.records.Index)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +257,7 @@ func (p *Provider) restoreTrashHeld(ctx context.Context, prev *claimRecord, head
 				cause = errors.Join(cause, err)
 			}
 		}
-		if _, err := p.publishEvent(rec, Event{Kind: EventFailed, Reason: cause.Error()}); err != nil {
+		if _, err := p.records.Publish(rec, Event{Kind: EventFailed, Reason: cause.Error()}); err != nil {
 			cause = errors.Join(cause, err)
 		}
 		return cause

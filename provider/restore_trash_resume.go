@@ -36,14 +36,14 @@ func (p *Provider) completeTrashRestore(ctx context.Context, prev, rec *claimRec
 	if err != nil {
 		return err
 	}
-	if _, err := p.publishEvent(rec, Event{Kind: EventCreated, Dev: id.Dev, Ino: id.Ino, Head: c.Base}); err != nil {
+	if _, err := p.records.Publish(rec, Event{Kind: EventCreated, Dev: id.Dev, Ino: id.Ino, Head: c.Base}); err != nil {
 		return err
 	}
 	reason := fmt.Sprintf("restored to its path as claim #%d", rec.Claim.Seq)
 	if why != "" {
 		reason += ", on a detached HEAD: " + why
 	}
-	if _, err := p.publishEvent(prev, Event{Kind: EventPurged, TrashPath: mv.TrashPath, Reason: reason}); err != nil {
+	if _, err := p.records.Publish(prev, Event{Kind: EventPurged, TrashPath: mv.TrashPath, Reason: reason}); err != nil {
 		return err
 	}
 	p.log.Info("workspace restored from its trash folder", "binding", c.Binding, "path", c.Path, "detached_from", c.DetachedFrom, "why", why)
@@ -64,7 +64,7 @@ func (p *Provider) resumeRestoreTrash(ctx context.Context, rec *claimRecord, req
 	fail := func(err error, path, reason, hint string) error {
 		return &Error{Op: "restore", Binding: c.Binding, Path: path, Err: err, Reason: reason, Hint: hint}
 	}
-	recs, err := p.readBinding(c.Binding)
+	recs, err := p.records.Binding(c.Binding)
 	if err != nil {
 		return nil, err
 	}

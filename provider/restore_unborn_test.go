@@ -186,7 +186,7 @@ func TestRestoreUnbornWhileTheTrashIsKept(t *testing.T) {
 
 func mustReadBinding(t *testing.T, p *Provider, binding string) []*claimRecord {
 	t.Helper()
-	recs, err := p.readBinding(binding)
+	recs, err := p.records.Binding(binding)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,12 +27,12 @@ type SalvageResult = wire.SalvageResult
 // index, HEAD, branch, refs or files. A workspace with nothing to keep
 // makes no ref.
 func (p *Provider) Salvage(ctx context.Context, binding, message, requestID string) (*SalvageResult, error) {
-	rec, err := p.current("salvage", binding)
+	rec, err := p.records.Current("salvage", binding)
 	if err != nil {
 		return nil, err
 	}
 	args := requestArgs{Op: "salvage", Binding: binding, Message: message}
-	if res, done, err := replay[SalvageResult](p, requestID, args); done || err != nil {
+	if res, done, err := replay[SalvageResult](p.records, requestID, args); done || err != nil {
 		return res, err
 	}
 	if err := p.verifyIdentity("salvage", rec); err != nil {
@@ -53,7 +53,7 @@ func (p *Provider) Salvage(ctx context.Context, binding, message, requestID stri
 		return nil, err
 	}
 	if requestID != "" {
-		if err := p.recordRequest(requestID, args, res); err != nil {
+		if err := p.records.RecordRequest(requestID, args, res); err != nil {
 			return nil, err
 		}
 	}

@@ -74,7 +74,7 @@ func buildScale(b *testing.B) (*scaleFixture, error) {
 	if _, err := p.Allocate(ctx, AllocateOptions{Binding: "target"}); err != nil {
 		return nil, err
 	}
-	target, err := p.current("bench", "target")
+	target, err := p.records.Current("bench", "target")
 	if err != nil {
 		return nil, err
 	}

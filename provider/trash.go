@@ -103,7 +103,7 @@ func (p *Provider) moveAside(ctx context.Context, rec *claimRecord, entry *admin
 	// Recorded before the rename, so that a crash after it finds the
 	// workspace. A retry finds the event already published: the folder
 	// named then is the one to use.
-	ev, err := p.publishEvent(rec, Event{Kind: EventMoved, TrashPath: trash, AdminEntry: entry.dir, RequestID: o.RequestID})
+	ev, err := p.records.Publish(rec, Event{Kind: EventMoved, TrashPath: trash, AdminEntry: entry.dir, RequestID: o.RequestID})
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +170,7 @@ func (p *Provider) reclaimMoved(ctx context.Context, rec *claimRecord, o Reclaim
 		return nil, true, err
 	}
 	if o.RequestID != "" {
-		if err := p.recordRequest(o.RequestID, args, res); err != nil {
+		if err := p.records.RecordRequest(o.RequestID, args, res); err != nil {
 			return nil, true, err
 		}
 	}
@@ -223,7 +223,7 @@ func (p *Provider) finishMoved(ctx context.Context, rec *claimRecord, ev *Event,
 		if err := lease.Check(); err != nil {
 			return nil, err
 		}
-		if now, err := p.current("reclaim", c.Binding); err != nil {
+		if now, err := p.records.Current("reclaim", c.Binding); err != nil {
 			return nil, err
 		} else if now.Digest != rec.Digest {
 			return nil, &Error{Op: "reclaim", Binding: c.Binding, Err: ErrIdentity, Reason: "the binding's claim changed during the reclaim"}
@@ -253,7 +253,7 @@ func (p *Provider) finishMoved(ctx context.Context, rec *claimRecord, ev *Event,
 			res.SalvageRefs = append([]string{ref}, res.SalvageRefs...)
 		}
 	}
-	if _, err := p.publishEvent(rec, reclaimed); err != nil {
+	if _, err := p.records.Publish(rec, reclaimed); err != nil {
 		return nil, err
 	}
 	if err := p.inject(ctx, fpReclaimRecorded); err != nil {
@@ -312,7 +312,7 @@ func (p *Provider) checkMoved(ctx context.Context, rec *claimRecord, ev *Event, 
 			return err
 		}
 	}
-	if _, err := p.publishEvent(rec, checked); err != nil {
+	if _, err := p.records.Publish(rec, checked); err != nil {
 		return err
 	}
 	return nil

@@ -110,7 +110,7 @@ func (p *Provider) PurgeMayBeDue() bool {
 	if err != nil {
 		return true // the purge reports it
 	}
-	all, err := p.readAllBindings()
+	all, err := p.records.All()
 	if err != nil {
 		return true
 	}

@@ -481,7 +481,7 @@ func TestRestoreFromTrashAfterRefusedRestore(t *testing.T) {
 	if got := repo.Git("worktree", "list", "--porcelain"); got != worktrees {
 		t.Errorf("the refused restore changed the worktrees:\n%s\nwant\n%s", got, worktrees)
 	}
-	recs, err := p.readBinding("T-1")
+	recs, err := p.records.Binding("T-1")
 	if err != nil {
 		t.Fatal(err)
 	}

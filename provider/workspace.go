@@ -209,27 +209,9 @@ func (p *Provider) List(ctx context.Context, o ListOptions) (_ []*Workspace, err
 	return out, nil
 }
 
-// current returns the binding's latest live claim, or ErrNotFound.
-func (p *Provider) current(op, binding string) (*claimRecord, error) {
-	if err := ValidBinding(binding); err != nil {
-		return nil, err
-	}
-	recs, err := p.readBinding(binding)
-	if err != nil {
-		return nil, err
-	}
-	for i := len(recs) - 1; i >= 0; i-- {
-		if recs[i].live() && recs[i].has(EventCreated) && !recs[i].isPool() {
-			return recs[i], nil
-		}
-	}
-	return nil, &Error{Op: op, Binding: binding, Err: ErrNotFound,
-		Details: map[string]any{"not_found": "workspace"}}
-}
-
 // Show returns the binding's workspace with its git status.
 func (p *Provider) Show(ctx context.Context, binding string) (*Workspace, error) {
-	rec, err := p.current("show", binding)
+	rec, err := p.records.Current("show", binding)
 	if err != nil {
 		return nil, err
 	}
@@ -239,16 +221,16 @@ func (p *Provider) Show(ctx context.Context, binding string) (*Workspace, error)
 // Release records that the binding's holder is done with its workspace.
 // Its files stay until it is reclaimed. Releasing twice is harmless.
 func (p *Provider) Release(ctx context.Context, binding, requestID string) (*Workspace, error) {
-	rec, err := p.current("release", binding)
+	rec, err := p.records.Current("release", binding)
 	if err != nil {
 		return nil, err
 	}
 	if requestID != "" {
-		if err := p.recordRequest(requestID, requestArgs{Op: "release", Binding: binding}); err != nil {
+		if err := p.records.RecordRequest(requestID, requestArgs{Op: "release", Binding: binding}); err != nil {
 			return nil, err
 		}
 	}
-	if _, err := p.publishEvent(rec, Event{Kind: EventReleased}); err != nil {
+	if _, err := p.records.Publish(rec, Event{Kind: EventReleased}); err != nil {
 		return nil, err
 	}
 	return p.view(ctx, rec, false)

@@ -74,12 +74,12 @@ type indexBinding struct {
 	raw     []byte // its encoding, when decoded from an index: written again as it was
 }
 
-func (p *Provider) claimsIndexPath() string { return filepath.Join(p.stateDir, claimsIndexName) }
+func (br *bindingRecords) indexPath() string { return filepath.Join(br.state, claimsIndexName) }
 
-// loadClaimsIndex reads the index, or nil when there is none that can be
+// Index reads the index, or nil when there is none that can be
 // used.
-func (p *Provider) loadClaimsIndex() map[string]*indexBinding {
-	data, err := os.ReadFile(p.claimsIndexPath())
+func (br *bindingRecords) Index() map[string]*indexBinding {
+	data, err := os.ReadFile(br.indexPath())
 	if err != nil {
 		return nil
 	}
@@ -94,15 +94,15 @@ func (p *Provider) loadClaimsIndex() map[string]*indexBinding {
 	return out
 }
 
-// prefetchIndex starts reading the claims index on another goroutine and
+// Prefetch starts reading the claims index on another goroutine and
 // returns what waits for it. The index may be read before the records
 // are: what it holds is taken only for the bindings whose folder and
 // records are, when they are read, as it saw them (records), so reading
 // it early changes no answer. An allocation reads it while it checks
 // git's worktrees, before the publication lease.
-func (p *Provider) prefetchIndex() func() map[string]*indexBinding {
+func (br *bindingRecords) Prefetch() func() map[string]*indexBinding {
 	ch := make(chan map[string]*indexBinding, 1)
-	go func() { ch <- p.loadClaimsIndex() }()
+	go func() { ch <- br.Index() }()
 	return sync.OnceValue(func() map[string]*indexBinding { return <-ch })
 }
 
@@ -140,7 +140,7 @@ func (b *indexBinding) records(keys *keyReader) (recs []*claimRecord, ok bool) {
 // writeClaimsIndex writes bs as the new index through tmp (open, made
 // before any of them was read) and renames it into place. racy is the
 // time the index began: bindings changed at or after it are left out.
-func (p *Provider) writeClaimsIndex(tmp *os.File, racy int64, bs []*indexBinding) error {
+func (br *bindingRecords) writeClaimsIndex(tmp *os.File, racy int64, bs []*indexBinding) error {
 	defer os.Remove(tmp.Name()) // after a successful rename, nothing is there
 	var keep []*indexBinding
 	for _, b := range bs {
@@ -158,10 +158,10 @@ func (p *Provider) writeClaimsIndex(tmp *os.File, racy int64, bs []*indexBinding
 	if err := fpIndexWrite.Inject(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp.Name(), p.claimsIndexPath()); err != nil {
+	if err := os.Rename(tmp.Name(), br.indexPath()); err != nil {
 		return err
 	}
-	p.removeStaleIndexes()
+	br.removeStaleIndexes()
 	return nil
 }
 
@@ -178,8 +178,8 @@ func discardClaimsIndex(tmp *os.File) {
 const staleIndexAge = 10 * time.Minute
 
 // removeStaleIndexes removes temporary indexes that crashed writers left.
-func (p *Provider) removeStaleIndexes() {
-	names, _ := filepath.Glob(filepath.Join(p.stateDir, ".claims.index-*.tmp"))
+func (br *bindingRecords) removeStaleIndexes() {
+	names, _ := filepath.Glob(filepath.Join(br.state, ".claims.index-*.tmp"))
 	for _, n := range names {
 		if fi, err := os.Lstat(n); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > staleIndexAge {
 			os.Remove(n)
@@ -202,8 +202,8 @@ func (b *indexBinding) racy(t int64) bool {
 // startClaimsIndex creates the temporary file a new index is written to,
 // and returns it with its change time: the file system's clock now. nil
 // when the state folder cannot be written (the index is then only read).
-func (p *Provider) startClaimsIndex() (*os.File, int64) {
-	f, err := os.CreateTemp(p.stateDir, ".claims.index-*.tmp")
+func (br *bindingRecords) startClaimsIndex() (*os.File, int64) {
+	f, err := os.CreateTemp(br.state, ".claims.index-*.tmp")
 	if err != nil {
 		return nil, 0
 	}

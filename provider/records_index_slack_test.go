@@ -36,10 +36,10 @@ func TestClaimsIndexSlackCrossProcess(t *testing.T) {
 		}
 	}
 	settleIndex(t, p)
-	p.eagerIndex = false
+	p.records.eagerIndex = false
 	var saved [][]byte // indexes as they were, to put back later (stale)
 	snapshot := func() {
-		if b, err := os.ReadFile(p.claimsIndexPath()); err == nil {
+		if b, err := os.ReadFile(p.records.indexPath()); err == nil {
 			saved = append(saved, b)
 		}
 	}
@@ -80,7 +80,7 @@ func TestClaimsIndexSlackCrossProcess(t *testing.T) {
 	var damagedData []byte       // its claim as it was
 	damages, liveDamaged := 0, false
 	perturb := func(round int) {
-		ix := p.claimsIndexPath()
+		ix := p.records.indexPath()
 		switch round % 8 {
 		case 1:
 			os.Remove(ix)
@@ -108,7 +108,7 @@ func TestClaimsIndexSlackCrossProcess(t *testing.T) {
 				if removed[b] {
 					return
 				}
-				f := filepath.Join(p.claimsDir(b), claimName(1, "claim"))
+				f := filepath.Join(p.records.Dir(b), claimName(1, "claim"))
 				data, err := os.ReadFile(f)
 				if err != nil {
 					t.Fatal(err)
@@ -127,7 +127,7 @@ func TestClaimsIndexSlackCrossProcess(t *testing.T) {
 				}
 				damaged, damagedData = b, data
 			} else {
-				f := filepath.Join(p.claimsDir(damaged), claimName(1, "claim"))
+				f := filepath.Join(p.records.Dir(damaged), claimName(1, "claim"))
 				if err := os.WriteFile(f, damagedData, 0o644); err != nil {
 					t.Fatal(err)
 				}
@@ -136,7 +136,7 @@ func TestClaimsIndexSlackCrossProcess(t *testing.T) {
 		case 7: // a reclaimed binding's records removed, as a compaction may
 			b := fmt.Sprintf("P-%02d", (round/8)%20)
 			if b != damaged && !removed[b] {
-				if err := os.Rename(p.claimsDir(b), filepath.Join(t.TempDir(), b)); err != nil {
+				if err := os.Rename(p.records.Dir(b), filepath.Join(t.TempDir(), b)); err != nil {
 					t.Fatal(err)
 				}
 				removed[b] = true

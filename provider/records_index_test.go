@@ -105,17 +105,17 @@ func indexedRepo(t *testing.T) (*Provider, *Workspace) {
 // until a later read).
 func settleIndex(t *testing.T, p *Provider) {
 	t.Helper()
-	p.eagerIndex = true
+	p.records.eagerIndex = true
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if _, err := p.readInventory(); err != nil {
 			t.Fatal(err)
 		}
-		bindings, err := p.bindings()
+		bindings, err := p.records.Bindings()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if idx := p.loadClaimsIndex(); idx != nil && len(idx) == len(bindings) {
+		if idx := p.records.Index(); idx != nil && len(idx) == len(bindings) {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -128,11 +128,11 @@ func settleIndex(t *testing.T, p *Provider) {
 // records give.
 func sameAsRecords(t *testing.T, p *Provider) {
 	t.Helper()
-	_, viaIndex, errs, err := p.readBindingsEach()
+	_, viaIndex, errs, err := p.records.Each()
 	if err != nil || errors.Join(errs...) != nil {
 		t.Fatal(err, errs)
 	}
-	_, fromFiles, errs, err := p.readBindingsFromRecords()
+	_, fromFiles, errs, err := p.records.EachFromRecords()
 	if err != nil || errors.Join(errs...) != nil {
 		t.Fatal(err, errs)
 	}
@@ -156,7 +156,7 @@ func TestClaimsIndexFollowsRecords(t *testing.T) {
 	// A record damaged in place: the inventory reports it damaged, as it
 	// would without an index.
 	settleIndex(t, p)
-	path := filepath.Join(p.claimsDir("other"), claimName(1, EventReleased))
+	path := filepath.Join(p.records.Dir("other"), claimName(1, EventReleased))
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +176,7 @@ func TestClaimsIndexFollowsRecords(t *testing.T) {
 // indexDamage is every way the index can be wrong: each must leave the
 // reclaim of the outer workspace refused for its overlapping inner one.
 var indexDamage = map[string]func(t *testing.T, p *Provider, saved []byte){
-	"removed": func(t *testing.T, p *Provider, _ []byte) { os.Remove(p.claimsIndexPath()) },
+	"removed": func(t *testing.T, p *Provider, _ []byte) { os.Remove(p.records.indexPath()) },
 	"truncated": func(t *testing.T, p *Provider, saved []byte) {
 		writeIndex(t, p, saved[:len(saved)/2])
 	},
@@ -228,7 +228,7 @@ var indexDamage = map[string]func(t *testing.T, p *Provider, saved []byte){
 
 func writeIndex(t *testing.T, p *Provider, data []byte) {
 	t.Helper()
-	if err := os.WriteFile(p.claimsIndexPath(), data, 0o644); err != nil {
+	if err := os.WriteFile(p.records.indexPath(), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -265,7 +265,7 @@ func TestClaimsIndexNeverHidesAPeer(t *testing.T) {
 				outer = mustAllocate(t, p, AllocateOptions{Binding: "outer"})
 				settleIndex(t, p)
 				var err error
-				if saved, err = os.ReadFile(p.claimsIndexPath()); err != nil {
+				if saved, err = os.ReadFile(p.records.indexPath()); err != nil {
 					t.Fatal(err)
 				}
 				mustAllocate(t, p, AllocateOptions{Binding: "inner", Path: filepath.Join(outer.Path, "inner"), AllowNested: true})
@@ -273,7 +273,7 @@ func TestClaimsIndexNeverHidesAPeer(t *testing.T) {
 			} else {
 				p, outer = indexedRepo(t)
 				var err error
-				if saved, err = os.ReadFile(p.claimsIndexPath()); err != nil {
+				if saved, err = os.ReadFile(p.records.indexPath()); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -363,9 +363,9 @@ func TestClaimsIndexSlack(t *testing.T) {
 	t.Parallel()
 	p, _ := indexedRepo(t)
 	settleIndex(t, p)
-	p.eagerIndex = false
+	p.records.eagerIndex = false
 	stat := func() os.FileInfo {
-		fi, err := os.Lstat(p.claimsIndexPath())
+		fi, err := os.Lstat(p.records.indexPath())
 		if err != nil {
 			t.Fatal(err)
 		}

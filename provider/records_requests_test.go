@@ -19,14 +19,14 @@ func TestReplay(t *testing.T) {
 	want := SalvageResult{Binding: "T-1", Ref: &ref, Files: 3}
 
 	for _, id := range []string{"", "never-recorded"} {
-		if res, done, err := replay[SalvageResult](p, id, args); res != nil || done || err != nil {
+		if res, done, err := replay[SalvageResult](p.records, id, args); res != nil || done || err != nil {
 			t.Fatalf("replay(%q) before any record = %v, %v, %v; want nothing", id, res, done, err)
 		}
 	}
-	if err := p.recordRequest("r-1", args, &want); err != nil {
+	if err := p.records.RecordRequest("r-1", args, &want); err != nil {
 		t.Fatal(err)
 	}
-	got, done, err := replay[SalvageResult](p, "r-1", args)
+	got, done, err := replay[SalvageResult](p.records, "r-1", args)
 	if err != nil || !done {
 		t.Fatalf("replay of a recorded request: done %v, %v", done, err)
 	}
@@ -35,15 +35,15 @@ func TestReplay(t *testing.T) {
 	}
 	other := args
 	other.Binding = "T-2"
-	if res, done, err := replay[SalvageResult](p, "r-1", other); !errors.Is(err, ErrRequestConflict) || done || res != nil {
+	if res, done, err := replay[SalvageResult](p.records, "r-1", other); !errors.Is(err, ErrRequestConflict) || done || res != nil {
 		t.Fatalf("replay with other arguments = %v, %v, %v; want ErrRequestConflict", res, done, err)
 	}
 	// Recording the same id again with other arguments refuses too, and
 	// leaves the first record.
-	if err := p.recordRequest("r-1", other, &SalvageResult{}); !errors.Is(err, ErrRequestConflict) {
+	if err := p.records.RecordRequest("r-1", other, &SalvageResult{}); !errors.Is(err, ErrRequestConflict) {
 		t.Fatalf("recording r-1 again with other arguments: %v, want ErrRequestConflict", err)
 	}
-	if got, _, _ := replay[SalvageResult](p, "r-1", args); got == nil || got.Files != 3 {
+	if got, _, _ := replay[SalvageResult](p.records, "r-1", args); got == nil || got.Files != 3 {
 		t.Fatalf("the first record changed: %+v", got)
 	}
 }

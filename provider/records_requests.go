@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/majlis-dev/majlis/internal/durable"
@@ -61,14 +62,14 @@ func (r *requestRecord) check() error {
 	return nil
 }
 
-func (p *Provider) requestPath(id string) (dir, name string) {
+func (br *bindingRecords) RequestPath(id string) (dir, name string) {
 	sum := sha256.Sum256([]byte(id))
-	return filepath.Join(p.stateDir, "requests"), hex.EncodeToString(sum[:16]) + ".request"
+	return filepath.Join(br.state, "requests"), hex.EncodeToString(sum[:16]) + ".request"
 }
 
-// readRequest returns the record of request id, or os.ErrNotExist.
-func (p *Provider) readRequest(id string) (*requestRecord, error) {
-	dir, name := p.requestPath(id)
+// Request returns the record of request id, or os.ErrNotExist.
+func (br *bindingRecords) Request(id string) (*requestRecord, error) {
+	dir, name := br.RequestPath(id)
 	var r requestRecord
 	if _, err := readRecord(filepath.Join(dir, name), "request", formatRequest, &r); err != nil {
 		return nil, err
@@ -76,10 +77,10 @@ func (p *Provider) readRequest(id string) (*requestRecord, error) {
 	return &r, nil
 }
 
-// checkRequest compares a retry's arguments with the recorded ones. It
+// CheckRequest compares a retry's arguments with the recorded ones. It
 // returns os.ErrNotExist when id was never recorded.
-func (p *Provider) checkRequest(id string, args requestArgs) error {
-	r, err := p.readRequest(id)
+func (br *bindingRecords) CheckRequest(id string, args requestArgs) error {
+	r, err := br.Request(id)
 	if err != nil {
 		return err
 	}
@@ -104,12 +105,12 @@ func (r *requestRecord) matches(id string, args requestArgs) error {
 // refuses (ErrRequestConflict), as does a record that cannot be read or
 // decoded into a T (ErrMalformed). Operations that resume instead of
 // replaying (allocate, begin, restore) find their claim by request id
-// (findRequestClaim) and compare arguments with checkRequest.
-func replay[T any](p *Provider, id string, args requestArgs) (res *T, done bool, err error) {
+// (RequestClaim) and compare arguments with CheckRequest.
+func replay[T any](br *bindingRecords, id string, args requestArgs) (res *T, done bool, err error) {
 	if id == "" {
 		return nil, false, nil
 	}
-	r, err := p.readRequest(id)
+	r, err := br.Request(id)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -121,17 +122,17 @@ func replay[T any](p *Provider, id string, args requestArgs) (res *T, done bool,
 	}
 	res = new(T)
 	if err := json.Unmarshal(r.Result, res); err != nil {
-		dir, name := p.requestPath(id)
+		dir, name := br.RequestPath(id)
 		return nil, false, &Error{Op: args.Op, Binding: args.Binding, Path: filepath.Join(dir, name), Err: ErrMalformed,
 			Reason: "recorded result: " + err.Error()}
 	}
 	return res, true, nil
 }
 
-// recordRequest publishes a request record (no-clobber): the binding of a
+// RecordRequest publishes a request record (no-clobber): the binding of a
 // request id to its arguments, and its result when one is given.
-func (p *Provider) recordRequest(id string, args requestArgs, result ...any) error {
-	r := requestRecord{Format: formatRequest, RequestID: id, Args: args, At: p.now().UTC()}
+func (br *bindingRecords) RecordRequest(id string, args requestArgs, result ...any) error {
+	r := requestRecord{Format: formatRequest, RequestID: id, Args: args, At: br.now().UTC()}
 	if len(result) > 0 {
 		raw, err := json.Marshal(result[0])
 		if err != nil {
@@ -143,22 +144,22 @@ func (p *Provider) recordRequest(id string, args requestArgs, result ...any) err
 	if err != nil {
 		return err
 	}
-	dir, name := p.requestPath(id)
+	dir, name := br.RequestPath(id)
 	if err := durable.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	err = durable.Publish(dir, name, data)
 	if errors.Is(err, durable.ErrExists) {
-		return p.checkRequest(id, args)
+		return br.CheckRequest(id, args)
 	}
 	return err
 }
 
-// findRequestClaim returns the claim of binding published by request id,
+// RequestClaim returns the claim of binding published by request id,
 // also when gc has compacted it (compact.go): a retry then answers as it
 // did before.
-func (p *Provider) findRequestClaim(binding, id string) (*claimRecord, error) {
-	recs, err := p.readBinding(binding)
+func (br *bindingRecords) RequestClaim(binding, id string) (*claimRecord, error) {
+	recs, err := br.Binding(binding)
 	if err != nil {
 		return nil, err
 	}
@@ -167,5 +168,55 @@ func (p *Provider) findRequestClaim(binding, id string) (*claimRecord, error) {
 			return recs[i], nil
 		}
 	}
-	return p.compactedRequestClaim(binding, id)
+	return br.compactedRequestClaim(binding, id)
+}
+
+// compactedRequestClaim returns the compacted claim of binding that
+// request id published, or nil. A request id that majlis did not make up
+// published a claim only if it was recorded (publishClaim records it
+// first), so only those, and ids majlis made up, are looked for: a new
+// allocation does not read the binding's compacted records.
+func (br *bindingRecords) compactedRequestClaim(binding, id string) (*claimRecord, error) {
+	dir := br.compactedDir(binding)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &Error{Op: "read", Binding: binding, Path: dir, Err: err}
+	}
+	if !strings.HasPrefix(id, autoRequestPrefix) {
+		if _, err := br.Request(id); errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+	}
+	for i := len(entries) - 1; i >= 0; i-- {
+		if !entries[i].IsDir() {
+			continue
+		}
+		folder := filepath.Join(dir, entries[i].Name())
+		names, err := filepath.Glob(filepath.Join(folder, "[0-9]*.claim"))
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range names {
+			var c Claim
+			if _, err := readRecord(name, "claim", formatClaim, &c); err != nil {
+				return nil, err
+			}
+			if c.RequestID != id {
+				continue
+			}
+			recs, _, err := readClaimsFolder(folder, binding)
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range recs {
+				if r.Claim.Seq == c.Seq {
+					return r, nil
+				}
+			}
+		}
+	}
+	return nil, nil
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // The claims index an allocation reads before the publication lease
-// (prefetchIndex) may be older than the records by the time the lease is
+// (Prefetch) may be older than the records by the time the lease is
 // held: another process may have published a claim, added an event,
 // deleted or rewritten the index, or compacted a binding in between. What
 // is read through that index must still be what the records say, and a
@@ -37,11 +37,11 @@ func runChildOK(t *testing.T, mode string, killed bool, env ...string) {
 // what the records give.
 func sameThrough(t *testing.T, p *Provider, what string, index func() map[string]*indexBinding) {
 	t.Helper()
-	_, viaIndex, errs, err := p.readBindingsThrough(index)
+	_, viaIndex, errs, err := p.records.EachThrough(index)
 	if err != nil || errors.Join(errs...) != nil {
 		t.Fatal(err, errs)
 	}
-	_, fromFiles, errs, err := p.readBindingsFromRecords()
+	_, fromFiles, errs, err := p.records.EachFromRecords()
 	if err != nil || errors.Join(errs...) != nil {
 		t.Fatal(err, errs)
 	}
@@ -87,7 +87,7 @@ func TestPrefetchedIndexNamesEveryPeer(t *testing.T) {
 	}
 	for r := range rounds {
 		settleIndex(t, p)
-		stale := p.prefetchIndex()
+		stale := p.records.Prefetch()
 		if stale() == nil {
 			t.Fatal("no index to read")
 		}
@@ -104,16 +104,16 @@ func TestPrefetchedIndexNamesEveryPeer(t *testing.T) {
 			runChildOK(t, "claim-and-die", true, env(binding, path)...)
 		case r%3 == 1:
 			what = "a claim published after the index was deleted"
-			if err := os.Remove(p.claimsIndexPath()); err != nil {
+			if err := os.Remove(p.records.indexPath()); err != nil {
 				t.Fatal(err)
 			}
 			runChildOK(t, "claim-and-die", true, env(binding, path)...)
-			if _, err := os.Lstat(p.claimsIndexPath()); err != nil {
+			if _, err := os.Lstat(p.records.indexPath()); err != nil {
 				t.Fatalf("the publisher wrote no index: %v", err)
 			}
 		default:
 			what = "a claim through an index another process wrote meanwhile"
-			if err := os.Remove(p.claimsIndexPath()); err != nil {
+			if err := os.Remove(p.records.indexPath()); err != nil {
 				t.Fatal(err)
 			}
 			runChildOK(t, "claim-and-die", true, env(binding+"a", path+"a")...)
@@ -148,7 +148,7 @@ func TestPrefetchedIndexAcrossCompaction(t *testing.T) {
 		reclaimYes(t, p, b)
 	}
 	settleIndex(t, p)
-	stale := p.prefetchIndex()
+	stale := p.records.Prefetch()
 	if stale() == nil {
 		t.Fatal("no index to read")
 	}
@@ -173,7 +173,7 @@ func TestPrefetchedIndexAcrossCompaction(t *testing.T) {
 		t.Fatal("gc compacted nothing")
 	}
 	for b, ino := range before {
-		if k, err := lstatKey(p.claimsDir(b)); err != nil || k.Ino == ino {
+		if k, err := lstatKey(p.records.Dir(b)); err != nil || k.Ino == ino {
 			t.Fatalf("%s's folder was not exchanged by gc (%v)", b, err)
 		}
 	}
@@ -210,7 +210,7 @@ func TestAllocateSeesClaimPublishedAfterItsIndexRead(t *testing.T) {
 		env, reached, release := crashPause(t, "allocate/checked")
 		c := crashStart(t, bin, repo.Dir, env, "workspace", "allocate", fmt.Sprintf("A-%02d", r), "--path", path, "--json")
 		reached()
-		if err := publishThrough(t, p, fmt.Sprintf("O-%02d", r), outer, head, p.loadClaimsIndex); err != nil {
+		if err := publishThrough(t, p, fmt.Sprintf("O-%02d", r), outer, head, p.records.Index); err != nil {
 			t.Fatal(err)
 		}
 		release()

@@ -6,7 +6,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A keyReader reads the keys (claimsindex.go) of the folders and records
+// A keyReader reads the keys (records_index.go) of the folders and records
 // under the claims folder, by names relative to it. A reader checks a few
 // thousand of them against the index with a thousand workspaces, and an
 // open descriptor of the folder saves resolving its whole path for each

@@ -76,7 +76,7 @@ func TestClaimsIndexCrossProcess(t *testing.T) {
 		for _, recs := range inv.good {
 			for _, r := range recs {
 				var c Claim
-				digest, err := readRecord(filepath.Join(p.claimsDir(r.Claim.Binding), claimName(r.Claim.Seq, "claim")), "claim", formatClaim, &c)
+				digest, err := readRecord(filepath.Join(p.records.Dir(r.Claim.Binding), claimName(r.Claim.Seq, "claim")), "claim", formatClaim, &c)
 				if err != nil || digest != r.Digest || c.Path != r.Claim.Path {
 					t.Fatalf("check %d: %s #%d through the index is %s at %s; on disk %s at %s (%v)", checks,
 						r.Claim.Binding, r.Claim.Seq, r.Digest, r.Claim.Path, digest, c.Path, err)
@@ -125,7 +125,7 @@ func TestClaimsIndexCrash(t *testing.T) {
 			} else {
 				mustAllocate(t, p, AllocateOptions{Binding: binding})
 				// With no index, the first reader writes one.
-				if err := os.Remove(p.claimsIndexPath()); err != nil {
+				if err := os.Remove(p.records.indexPath()); err != nil {
 					t.Fatal(err)
 				}
 				// The crash comes in the first read of every binding that
@@ -147,7 +147,7 @@ func TestClaimsIndexCrash(t *testing.T) {
 				if _, err := p.readInventory(); err != nil {
 					t.Fatal(err)
 				}
-				if idx := p.loadClaimsIndex(); idx[binding] != nil {
+				if idx := p.records.Index(); idx[binding] != nil {
 					break
 				}
 				if time.Now().After(deadline) {

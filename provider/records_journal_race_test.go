@@ -30,7 +30,7 @@ func TestJournalReadDuringAllocations(t *testing.T) {
 			exited = true
 		default:
 		}
-		if _, err := p.readJournal(); err != nil {
+		if _, err := p.records.Journal(); err != nil {
 			t.Fatalf("read %d of the journal during allocations: %v", reads, err)
 		}
 	}

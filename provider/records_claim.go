@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/majlis-dev/majlis/internal/durable"
 	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/internal/registration"
 	"github.com/majlis-dev/majlis/internal/workers"
@@ -207,8 +206,8 @@ func (r *claimRecord) live() bool {
 	return !r.has(EventFailed) && !r.has(EventReclaimed) && !r.has(EventHanded)
 }
 
-func (p *Provider) claimsDir(binding string) string {
-	return filepath.Join(p.stateDir, "claims", binding)
+func (br *bindingRecords) Dir(binding string) string {
+	return filepath.Join(br.state, "claims", binding)
 }
 
 func claimName(seq int, suffix string) string { return fmt.Sprintf("%06d.%s", seq, suffix) }
@@ -231,10 +230,28 @@ func isClaimName(name string, seq int, suffix string) bool {
 	return true
 }
 
-// readBinding reads every claim of binding, oldest first. Files it does not
+// Current returns the binding's latest live claim, or ErrNotFound.
+func (br *bindingRecords) Current(op, binding string) (*claimRecord, error) {
+	if err := ValidBinding(binding); err != nil {
+		return nil, err
+	}
+	recs, err := br.Binding(binding)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(recs) - 1; i >= 0; i-- {
+		if recs[i].live() && recs[i].has(EventCreated) && !recs[i].isPool() {
+			return recs[i], nil
+		}
+	}
+	return nil, &Error{Op: op, Binding: binding, Err: ErrNotFound,
+		Details: map[string]any{"not_found": "workspace"}}
+}
+
+// Binding reads every claim of binding, oldest first. Files it does not
 // recognise refuse: the inventory must be fully understood.
-func (p *Provider) readBinding(binding string) ([]*claimRecord, error) {
-	recs, err := p.readBindingRecords(binding)
+func (br *bindingRecords) Binding(binding string) ([]*claimRecord, error) {
+	recs, err := br.readBindingRecords(binding)
 	var pe *Error
 	if errors.Is(err, ErrMalformed) && errors.As(err, &pe) && pe.Hint == "" {
 		pe.Binding, pe.Hint = binding, damageHint(binding)
@@ -242,8 +259,8 @@ func (p *Provider) readBinding(binding string) ([]*claimRecord, error) {
 	return recs, err
 }
 
-func (p *Provider) readBindingRecords(binding string) ([]*claimRecord, error) {
-	recs, _, err := p.readBindingFiles(binding)
+func (br *bindingRecords) readBindingRecords(binding string) ([]*claimRecord, error) {
+	recs, _, err := br.readBindingFiles(binding)
 	return recs, err
 }
 
@@ -256,9 +273,9 @@ func (p *Provider) readBindingRecords(binding string) ([]*claimRecord, error) {
 // was swapped meanwhile (gc compacts a binding's records by exchanging its
 // folder for one without the old records, compact.go): the folder is read
 // again, as it is now.
-func (p *Provider) readBindingFiles(binding string) ([]*claimRecord, *indexBinding, error) {
+func (br *bindingRecords) readBindingFiles(binding string) ([]*claimRecord, *indexBinding, error) {
 	for attempt := 1; ; attempt++ {
-		recs, ix, err := readClaimsFolder(p.claimsDir(binding), binding)
+		recs, ix, err := readClaimsFolder(br.Dir(binding), binding)
 		if err != nil && errors.Is(err, os.ErrNotExist) && attempt < 4 {
 			continue
 		}
@@ -353,9 +370,9 @@ func sortedRecords(bySeq map[int]*claimRecord) []*claimRecord {
 	return out
 }
 
-// bindings lists the bindings that have a claims folder.
-func (p *Provider) bindings() ([]string, error) {
-	dir := filepath.Join(p.stateDir, "claims")
+// Bindings lists the bindings that have a claims folder.
+func (br *bindingRecords) Bindings() ([]string, error) {
+	dir := filepath.Join(br.state, "claims")
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -374,97 +391,12 @@ func (p *Provider) bindings() ([]string, error) {
 	return out, nil
 }
 
-// publishEvent publishes an event for a claim (no-clobber). Publishing an
-// event that already exists is not an error: events are facts, and a
-// retry may publish the same fact again.
-func (p *Provider) publishEvent(rec *claimRecord, ev Event) (*Event, error) {
-	pe, err := p.prepareEvent(rec, ev)
-	if err != nil {
-		return nil, err
-	}
-	return pe.commit()
-}
-
-// A preparedEvent is an event written and synced, not yet named
-// (durable.Prepare): commit publishes it as publishEvent does, discard
-// drops it.
-type preparedEvent struct {
-	p   *Provider
-	rec *claimRecord
-	ev  Event
-	dir string
-	w   *durable.Prepared
-}
-
-// prepareEvent is the first half of publishEvent, for an event whose
-// content is known before the moment it may be published.
-func (p *Provider) prepareEvent(rec *claimRecord, ev Event) (*preparedEvent, error) {
-	ev.Format, ev.Binding, ev.Seq, ev.ClaimDigest = formatEvent, rec.Claim.Binding, rec.Claim.Seq, rec.Digest
-	if ev.At.IsZero() {
-		ev.At = p.now().UTC()
-	}
-	data, _, err := seal("event", &ev)
-	if err != nil {
-		return nil, err
-	}
-	dir := p.claimsDir(rec.Claim.Binding)
-	w, err := durable.Prepare(dir, claimName(rec.Claim.Seq, ev.Kind), data)
-	if err != nil {
-		return nil, err
-	}
-	return &preparedEvent{p: p, rec: rec, ev: ev, dir: dir, w: w}, nil
-}
-
-func (pe *preparedEvent) discard() { pe.w.Discard() }
-
-func (pe *preparedEvent) commit() (*Event, error) {
-	p, rec, ev, dir := pe.p, pe.rec, pe.ev, pe.dir
-	err := pe.w.Commit()
-	if errors.Is(err, durable.ErrExists) {
-		var existing Event
-		if _, err := readRecord(filepath.Join(dir, claimName(rec.Claim.Seq, ev.Kind)), "event", formatEvent, &existing); err != nil {
-			return nil, err
-		}
-		rec.Events[ev.Kind] = &existing
-		p.journalEvent(rec, ev.Kind)
-		return &existing, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	rec.Events[ev.Kind] = &ev
-	p.journalEvent(rec, ev.Kind)
-	return &ev, nil
-}
-
-// journalEvent appends the journal line of a failed or reclaimed event,
-// after the event itself is published (see journal.go). A retry that
-// finds the event published appends it again: repeated lines are harmless.
-// A line that cannot be appended is left out: the journal then keeps the
-// workspace as a possible peer, which only sends some checks to the full
-// path, so the event's operation does not fail for it.
-func (p *Provider) journalEvent(rec *claimRecord, kind string) {
-	e := journalEntry{Kind: kind, Binding: rec.Claim.Binding, Seq: rec.Claim.Seq, Digest: rec.Digest}
-	switch kind {
-	case EventFailed:
-	case EventHanded: // the pooled worktree is now a workspace, under that claim
-		e.Kind = journalFailed
-	case EventReclaimed:
-		if c := rec.Events[EventCreated]; c != nil {
-			e.Dev, e.Ino = c.Dev, c.Ino
-		}
-	default:
-		return
-	}
-	_ = p.appendJournal(e, false)
-}
-
-// readAllBindings reads every binding's claims, concurrently (the work is
+// All reads every binding's claims, concurrently (the work is
 // small file reads, which overlap well), and returns them in binding
 // order. The first error, in binding order, wins: a malformed record
 // anywhere refuses the whole inventory.
-func (p *Provider) readAllBindings() ([][]*claimRecord, error) {
-	_, out, errs, err := p.readBindingsEach()
+func (br *bindingRecords) All() ([][]*claimRecord, error) {
+	_, out, errs, err := br.Each()
 	if err != nil {
 		return nil, err
 	}
@@ -476,18 +408,18 @@ func (p *Provider) readAllBindings() ([][]*claimRecord, error) {
 	return out, nil
 }
 
-// readBindingsEach reads every binding's claims, concurrently, and
+// Each reads every binding's claims, concurrently, and
 // returns each binding's records or error, in binding order. A binding the
-// claims index holds unchanged is taken from it (claimsindex.go); when any
+// claims index holds unchanged is taken from it (records_index.go); when any
 // was read from its records, a new index is written.
-func (p *Provider) readBindingsEach() ([]string, [][]*claimRecord, []error, error) {
-	return p.readBindingsThrough(p.loadClaimsIndex)
+func (br *bindingRecords) Each() ([]string, [][]*claimRecord, []error, error) {
+	return br.EachThrough(br.Index)
 }
 
-// readBindingsFromRecords is readBindingsEach from the records alone, never
+// EachFromRecords is Each from the records alone, never
 // the index: the answer when anything is in doubt.
-func (p *Provider) readBindingsFromRecords() ([]string, [][]*claimRecord, []error, error) {
-	return p.readBindingsThrough(func() map[string]*indexBinding { return nil })
+func (br *bindingRecords) EachFromRecords() ([]string, [][]*claimRecord, []error, error) {
+	return br.EachThrough(func() map[string]*indexBinding { return nil })
 }
 
 // indexSlack is how many bindings readers read from their records, the
@@ -515,14 +447,14 @@ func staleInIndex(index map[string]*indexBinding, bindings []string, fresh []*in
 	return stale + len(index) - held
 }
 
-func (p *Provider) readBindingsThrough(loadIndex func() map[string]*indexBinding) ([]string, [][]*claimRecord, []error, error) {
+func (br *bindingRecords) EachThrough(loadIndex func() map[string]*indexBinding) ([]string, [][]*claimRecord, []error, error) {
 	// A new index begins (its racy time is taken) before the first binding
 	// is read from its records, and only then. One that began and is not
 	// written is removed at once (defer): a listing leaves nothing behind.
 	started, written := false, false
 	start := sync.OnceValues(func() (*os.File, int64) {
 		started = true
-		return p.startClaimsIndex()
+		return br.startClaimsIndex()
 	})
 	defer func() {
 		if started && !written {
@@ -531,12 +463,12 @@ func (p *Provider) readBindingsThrough(loadIndex func() map[string]*indexBinding
 			}
 		}
 	}()
-	bindings, err := p.bindings()
+	bindings, err := br.Bindings()
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	index := loadIndex()
-	keys := openKeyReader(filepath.Join(p.stateDir, "claims"))
+	keys := openKeyReader(filepath.Join(br.state, "claims"))
 	defer keys.close()
 	out := make([][]*claimRecord, len(bindings))
 	errs := make([]error, len(bindings))
@@ -550,7 +482,7 @@ func (p *Provider) readBindingsThrough(loadIndex func() map[string]*indexBinding
 			}
 		}
 		start()
-		out[i], fresh[i], errs[i] = p.readBindingFiles(b)
+		out[i], fresh[i], errs[i] = br.readBindingFiles(b)
 		if errs[i] != nil {
 			fresh[i] = nil
 			var pe *Error
@@ -559,10 +491,10 @@ func (p *Provider) readBindingsThrough(loadIndex func() map[string]*indexBinding
 			}
 		}
 	})
-	if stale := staleInIndex(index, bindings, fresh); stale > 0 && (p.eagerIndex || index == nil || stale > indexSlack(len(bindings))) {
+	if stale := staleInIndex(index, bindings, fresh); stale > 0 && (br.eagerIndex || index == nil || stale > indexSlack(len(bindings))) {
 		if tmp, racy := start(); tmp != nil {
-			written = true                           // writeClaimsIndex removes it, whatever happens
-			_ = p.writeClaimsIndex(tmp, racy, fresh) // derived state: a failure only costs the next reader time
+			written = true                            // writeClaimsIndex removes it, whatever happens
+			_ = br.writeClaimsIndex(tmp, racy, fresh) // derived state: a failure only costs the next reader time
 		}
 	}
 	return bindings, out, errs, nil

@@ -19,14 +19,14 @@ func TestJournalAfterAnAllocationKilledAtItsLine(t *testing.T) {
 	path := filepath.Join(repo.Dir+".workspaces", "T-1")
 	ghost := journalEntry{Kind: journalClaim, Binding: "T-1", Seq: 1, Path: path,
 		Digest: "sha256:0000000000000000000000000000000000000000000000000000000000000000"}
-	if err := p.appendJournal(ghost, true); err != nil {
+	if err := p.records.appendJournal(ghost, true); err != nil {
 		t.Fatal(err)
 	}
 	w := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
 	if w.Path != path {
 		t.Fatalf("allocated at %s, the killed allocation's line names %s", w.Path, path)
 	}
-	js, err := p.readJournal()
+	js, err := p.records.Journal()
 	if err != nil || len(js) != 2 {
 		t.Fatalf("journal: %d claims, %v: want both lines, usable", len(js), err)
 	}

@@ -81,7 +81,7 @@ func TestJournalFollowsClaims(t *testing.T) {
 	if _, err := p.Reclaim(t.Context(), ReclaimOptions{Binding: "A", Yes: true}); err != nil {
 		t.Fatal(err)
 	}
-	claims, err := p.readJournal()
+	claims, err := p.records.Journal()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,10 +126,10 @@ func TestJournalIncompleteFallsBack(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if _, err := p.readJournal(); !errors.Is(err, errJournalUnusable) {
+			if _, err := p.records.Journal(); !errors.Is(err, errJournalUnusable) {
 				t.Fatalf("readJournal: %v, want errJournalUnusable", err)
 			}
-			rec, err := p.current("test", "outer")
+			rec, err := p.records.Current("test", "outer")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -177,10 +177,10 @@ func TestJournalFIFORefuses(t *testing.T) {
 	if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), journal) {
 		t.Fatalf("allocate: %v, want malformed naming %s", err, journal)
 	}
-	if left, _ := filepath.Glob(filepath.Join(p.claimsDir("B"), "*")); len(left) > 0 {
+	if left, _ := filepath.Glob(filepath.Join(p.records.Dir("B"), "*")); len(left) > 0 {
 		t.Errorf("a refused allocation left records of B: %v", left)
 	}
-	if _, err := p.readJournal(); !errors.Is(err, errJournalUnusable) {
+	if _, err := p.records.Journal(); !errors.Is(err, errJournalUnusable) {
 		t.Errorf("readJournal: %v, want errJournalUnusable", err)
 	}
 	if _, err := p.PreviewReclaim(t.Context(), "A"); err != nil {

@@ -138,7 +138,7 @@ func decodeJournalLine(line []byte) (journalEntry, error) {
 	return e, nil
 }
 
-func (p *Provider) journalPath() string { return filepath.Join(p.stateDir, journalName) }
+func (br *bindingRecords) JournalPath() string { return filepath.Join(br.state, journalName) }
 
 // createJournal starts the journal of a freshly registered repository. It
 // refuses to start one beside existing claims, which it would not name.
@@ -166,25 +166,25 @@ func createJournal(state string) error {
 // appendJournal appends e in one write (O_APPEND, so concurrent appenders
 // never interleave), and fsyncs it when sync is set. A repository without
 // a journal gets no line: appends never create it.
-func (p *Provider) appendJournal(e journalEntry, sync bool) error {
+func (br *bindingRecords) appendJournal(e journalEntry, sync bool) error {
 	// O_NONBLOCK: a FIFO in the journal's place must fail the open, not
 	// wait for a reader.
-	f, err := os.OpenFile(p.journalPath(), os.O_WRONLY|os.O_APPEND|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(br.JournalPath(), os.O_WRONLY|os.O_APPEND|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if errors.Is(err, syscall.ENXIO) {
-		return &Error{Op: "journal", Path: p.journalPath(), Reason: errNotRegular.Error(), Err: ErrMalformed}
+		return &Error{Op: "journal", Path: br.JournalPath(), Reason: errNotRegular.Error(), Err: ErrMalformed}
 	}
 	if err != nil {
-		return &Error{Op: "journal", Path: p.journalPath(), Err: err}
+		return &Error{Op: "journal", Path: br.JournalPath(), Err: err}
 	}
 	if fi, serr := f.Stat(); serr != nil || !fi.Mode().IsRegular() {
 		f.Close()
 		if serr != nil {
-			return &Error{Op: "journal", Path: p.journalPath(), Err: serr}
+			return &Error{Op: "journal", Path: br.JournalPath(), Err: serr}
 		}
-		return &Error{Op: "journal", Path: p.journalPath(), Reason: errNotRegular.Error(), Err: ErrMalformed}
+		return &Error{Op: "journal", Path: br.JournalPath(), Reason: errNotRegular.Error(), Err: ErrMalformed}
 	}
 	_, err = f.Write(e.encode())
 	if err == nil && sync {
@@ -194,7 +194,7 @@ func (p *Provider) appendJournal(e journalEntry, sync bool) error {
 		err = cerr
 	}
 	if err != nil {
-		return &Error{Op: "journal", Path: p.journalPath(), Err: err}
+		return &Error{Op: "journal", Path: br.JournalPath(), Err: err}
 	}
 	return nil
 }
@@ -206,7 +206,7 @@ type journalClaimState struct {
 	Dev, Ino          uint64 // from the reclaimed line
 }
 
-// readJournal returns every claim the journal names, or errJournalUnusable
+// Journal returns every claim the journal names, or errJournalUnusable
 // when it cannot stand in for the claim records: missing, torn, malformed,
 // or lacking a binding that has a record under claims/.
 //
@@ -214,19 +214,19 @@ type journalClaimState struct {
 // line, then publishes the claim: a folder that holds no record yet
 // names no workspace, and one whose record was published after the
 // journal was read is named when it is read again.
-func (p *Provider) readJournal() ([]*journalClaimState, error) {
-	out, named, err := p.readJournalLines()
+func (br *bindingRecords) Journal() ([]*journalClaimState, error) {
+	out, named, err := br.readJournalLines()
 	if err != nil {
 		return nil, err
 	}
-	bindings, err := p.bindings()
+	bindings, err := br.Bindings()
 	if err != nil {
 		return nil, err
 	}
 	for again := false; ; again = true {
 		missing := ""
 		for _, b := range bindings {
-			if !named[b] && p.holdsRecords(b) {
+			if !named[b] && br.holdsRecords(b) {
 				missing = b
 				break
 			}
@@ -237,7 +237,7 @@ func (p *Provider) readJournal() ([]*journalClaimState, error) {
 		if again {
 			return nil, fmt.Errorf("%w: binding %s is not in it", errJournalUnusable, missing)
 		}
-		if out, named, err = p.readJournalLines(); err != nil {
+		if out, named, err = br.readJournalLines(); err != nil {
 			return nil, err
 		}
 	}
@@ -245,8 +245,8 @@ func (p *Provider) readJournal() ([]*journalClaimState, error) {
 
 // holdsRecords reports whether binding's folder holds anything but the
 // temporary files of records being published (or cannot be read).
-func (p *Provider) holdsRecords(binding string) bool {
-	entries, err := os.ReadDir(p.claimsDir(binding))
+func (br *bindingRecords) holdsRecords(binding string) bool {
+	entries, err := os.ReadDir(br.Dir(binding))
 	if err != nil {
 		return !errors.Is(err, os.ErrNotExist)
 	}
@@ -258,21 +258,49 @@ func (p *Provider) holdsRecords(binding string) bool {
 	return false
 }
 
+// JournalOf renders the journal the claims imply.
+func (br *bindingRecords) JournalOf(all [][]*claimRecord) []byte {
+	var b bytes.Buffer
+	for _, recs := range all {
+		for _, r := range recs {
+			b.Write(journalEntry{Kind: journalClaim, Binding: r.Claim.Binding, Seq: r.Claim.Seq, Digest: r.Digest, Path: r.Claim.Path}.encode())
+			if r.has(EventFailed) {
+				b.Write(journalEntry{Kind: journalFailed, Binding: r.Claim.Binding, Seq: r.Claim.Seq, Digest: r.Digest}.encode())
+			}
+			if r.has(EventReclaimed) {
+				e := journalEntry{Kind: journalReclaimed, Binding: r.Claim.Binding, Seq: r.Claim.Seq, Digest: r.Digest}
+				if c := r.Events[EventCreated]; c != nil {
+					e.Dev, e.Ino = c.Dev, c.Ino
+				}
+				b.Write(e.encode())
+			}
+		}
+	}
+	return b.Bytes()
+}
+
+// RewriteJournal replaces the journal, whole, with the one the claims
+// imply. Its caller holds the publication lease, so no claim is being
+// published meanwhile.
+func (br *bindingRecords) RewriteJournal(all [][]*claimRecord, opts ...durable.Option) error {
+	return durable.Replace(br.state, journalName, br.JournalOf(all), opts...)
+}
+
 // readJournalLines reads and decodes the journal: its claims, and the
 // bindings it names. A line being appended is whole a moment later (a
 // crashed appender's stays torn): a torn last line is read again a few
 // times.
-func (p *Provider) readJournalLines() ([]*journalClaimState, map[string]bool, error) {
-	out, named, err := p.readJournalLinesOnce()
+func (br *bindingRecords) readJournalLines() ([]*journalClaimState, map[string]bool, error) {
+	out, named, err := br.readJournalLinesOnce()
 	for i := 0; errors.Is(err, errJournalTorn) && i < 10; i++ {
 		time.Sleep(time.Millisecond)
-		out, named, err = p.readJournalLinesOnce()
+		out, named, err = br.readJournalLinesOnce()
 	}
 	return out, named, err
 }
 
-func (p *Provider) readJournalLinesOnce() ([]*journalClaimState, map[string]bool, error) {
-	data, err := readRegularFile(p.journalPath())
+func (br *bindingRecords) readJournalLinesOnce() ([]*journalClaimState, map[string]bool, error) {
+	data, err := readRegularFile(br.JournalPath())
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", errJournalUnusable, err)
 	}

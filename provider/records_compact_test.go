@@ -42,7 +42,7 @@ func recordFiles(t *testing.T, dir string) []string {
 func compactedFiles(t *testing.T, p *Provider, binding string) []string {
 	t.Helper()
 	var out []string
-	dir := p.compactedDir(binding)
+	dir := p.records.compactedDir(binding)
 	for _, sub := range recordFiles(t, dir) {
 		for _, f := range recordFiles(t, filepath.Join(dir, sub)) {
 			out = append(out, sub+"/"+f)
@@ -137,12 +137,12 @@ func TestGCCompactsRecords(t *testing.T) {
 	if diff := cmp.Diff([]string{"T-1#2 reclaimed", "T-1#3 reclaimed", "T-1#4 reclaimed"}, planned); diff != "" {
 		t.Fatalf("planned records (-want +got):\n%s", diff)
 	}
-	claimsBefore := recordFiles(t, p.claimsDir("T-1"))
+	claimsBefore := recordFiles(t, p.records.Dir("T-1"))
 
 	if _, err := p.GC(ctx, GCOptions{RecordAge: time.Nanosecond, Confirm: "sha256:" + strings.Repeat("0", 64)}); !errors.Is(err, ErrPreviewStale) {
 		t.Fatalf("gc with another digest: %v, want ErrPreviewStale", err)
 	}
-	if diff := cmp.Diff(claimsBefore, recordFiles(t, p.claimsDir("T-1"))); diff != "" {
+	if diff := cmp.Diff(claimsBefore, recordFiles(t, p.records.Dir("T-1"))); diff != "" {
 		t.Fatalf("a refused gc changed the records (-before +after):\n%s", diff)
 	}
 	res, err := p.GC(ctx, GCOptions{RecordAge: time.Nanosecond, Confirm: plan.Digest})
@@ -162,18 +162,18 @@ func TestGCCompactsRecords(t *testing.T) {
 			moved = append(moved, "000002-000004/"+f)
 		}
 	}
-	if diff := cmp.Diff(stay, recordFiles(t, p.claimsDir("T-1"))); diff != "" {
+	if diff := cmp.Diff(stay, recordFiles(t, p.records.Dir("T-1"))); diff != "" {
 		t.Errorf("T-1's claims folder (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(moved, compactedFiles(t, p, "T-1")); diff != "" {
 		t.Errorf("T-1's compacted records (-want +got):\n%s", diff)
 	}
-	archived, _, err := readClaimsFolder(filepath.Join(p.compactedDir("T-1"), "000002-000004"), "T-1")
+	archived, _, err := readClaimsFolder(filepath.Join(p.records.compactedDir("T-1"), "000002-000004"), "T-1")
 	if err != nil || len(archived) != 3 || !archived[0].has(EventReclaimed) {
 		t.Fatalf("the compacted records do not read back: %d, %v", len(archived), err)
 	}
 	// The journal names the claims that stay, and no longer the others.
-	js, err := p.readJournal()
+	js, err := p.records.Journal()
 	if err != nil {
 		t.Fatalf("the journal after compaction: %v", err)
 	}
@@ -220,7 +220,7 @@ func TestGCCompactsRecords(t *testing.T) {
 	// The next claim follows the newest. (gc deleted majlis/T-1, merged:
 	// this claim creates it again.)
 	ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
-	recs, err := p.readBinding("T-1")
+	recs, err := p.records.Binding("T-1")
 	if err != nil || recs[len(recs)-1].Claim.Seq != 6 {
 		t.Fatalf("the next claim: %v, %v", recs, err)
 	}
@@ -245,7 +245,7 @@ func TestGCCompactsRecords(t *testing.T) {
 	if len(got) != len(claimsBefore) || !slices.Contains(got, "000001-000005/000001.claim") || !slices.Contains(got, "000001-000005/000005.claim") {
 		t.Errorf("compacted records after the second gc: %v", got)
 	}
-	if left := recordFiles(t, p.claimsDir("T-1")); len(left) == 0 || !strings.HasPrefix(left[0], "000006.") {
+	if left := recordFiles(t, p.records.Dir("T-1")); len(left) == 0 || !strings.HasPrefix(left[0], "000006.") {
 		t.Errorf("T-1's claims folder after the second gc: %v", left)
 	}
 }
@@ -268,8 +268,8 @@ func recordContents(t *testing.T, p *Provider, binding string) (claims []string,
 		}
 		return names
 	}
-	claims = read(p.claimsDir(binding))
-	root := p.compactedDir(binding)
+	claims = read(p.records.Dir(binding))
+	root := p.records.compactedDir(binding)
 	entries, _ := os.ReadDir(root)
 	for _, e := range entries {
 		read(filepath.Join(root, e.Name()))
@@ -361,14 +361,14 @@ func TestGCCompactCrash(t *testing.T) {
 					t.Errorf("record %s after the next gc (-before +after):\n%s", n, diff)
 				}
 			}
-			if _, err := os.Lstat(filepath.Join(p.compactedDir("T-1"), stagingName)); !errors.Is(err, os.ErrNotExist) {
+			if _, err := os.Lstat(filepath.Join(p.records.compactedDir("T-1"), stagingName)); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("the staging folder is still there: %v", err)
 			}
 			want := []string{"000001-000001", "000002-000003"}
 			if point == "gc/compact-staged" {
 				want = []string{"000001-000003"}
 			}
-			if got := recordFiles(t, p.compactedDir("T-1")); !slices.Equal(got, want) {
+			if got := recordFiles(t, p.records.compactedDir("T-1")); !slices.Equal(got, want) {
 				t.Errorf("compacted folders %v", got)
 			}
 			if rep, err := p.Doctor(t.Context()); err != nil || slices.ContainsFunc(rep.Findings, func(f Finding) bool {
@@ -377,7 +377,7 @@ func TestGCCompactCrash(t *testing.T) {
 				t.Errorf("doctor after the next gc: %v %s", err, asJSON(t, rep))
 			}
 			mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
-			if recs, err := p.readBinding("T-1"); err != nil || recs[len(recs)-1].Claim.Seq != 5 {
+			if recs, err := p.records.Binding("T-1"); err != nil || recs[len(recs)-1].Claim.Seq != 5 {
 				t.Errorf("the next claim after the crash: %v", err)
 			}
 		})
@@ -410,7 +410,7 @@ func TestGCCompactRacesAllocation(t *testing.T) {
 	gc := crashStart(t, bin, repo.Dir, env, "gc", "--confirm", out.Plan.Digest, "--record-age", "1ns", "--json")
 	reached()
 	ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1", Branch: "t1-new", Path: filepath.Join(t.TempDir(), "T-1")})
-	before := recordFiles(t, p.claimsDir("T-1"))
+	before := recordFiles(t, p.records.Dir("T-1"))
 	release()
 	res := gc.wait()
 	if res.exit != 0 {
@@ -423,13 +423,13 @@ func TestGCCompactRacesAllocation(t *testing.T) {
 	if len(done.GC.Records) != 0 || len(done.GC.Skipped) != 1 || done.GC.Skipped[0].Binding != "T-1" {
 		t.Errorf("gc compacted despite the new claim: %s", asJSON(t, done.GC))
 	}
-	if diff := cmp.Diff(before, recordFiles(t, p.claimsDir("T-1"))); diff != "" {
+	if diff := cmp.Diff(before, recordFiles(t, p.records.Dir("T-1"))); diff != "" {
 		t.Errorf("T-1's records (-before gc went on +after):\n%s", diff)
 	}
-	if got := recordFiles(t, p.compactedDir("T-1")); len(got) != 0 {
+	if got := recordFiles(t, p.records.compactedDir("T-1")); len(got) != 0 {
 		t.Errorf("compacted folders left: %v", got)
 	}
-	if cur, err := p.current("show", "T-1"); err != nil || cur.Claim.Path != ws.Path || cur.Claim.Seq != 4 {
+	if cur, err := p.records.Current("show", "T-1"); err != nil || cur.Claim.Path != ws.Path || cur.Claim.Seq != 4 {
 		t.Errorf("T-1's live workspace after gc: %+v, %v", cur, err)
 	}
 }
@@ -467,7 +467,7 @@ func TestGCCompactReaders(t *testing.T) {
 				done = true
 			default:
 			}
-			_, recs, errs, err := p.readBindingsFromRecords()
+			_, recs, errs, err := p.records.EachFromRecords()
 			if err != nil {
 				t.Fatalf("reading every binding during gc: %v", err)
 			}
@@ -490,7 +490,7 @@ func TestGCCompactReaders(t *testing.T) {
 		t.Logf("%d reads during the gc", reads)
 	}
 	for i := range bindings {
-		if got := recordFiles(t, p.claimsDir(fmt.Sprintf("T-%02d", i))); len(got) == 0 || !strings.HasPrefix(got[0], "000003.") {
+		if got := recordFiles(t, p.records.Dir(fmt.Sprintf("T-%02d", i))); len(got) == 0 || !strings.HasPrefix(got[0], "000003.") {
 			t.Errorf("T-%02d's claims folder after gc: %v", i, got)
 		}
 	}

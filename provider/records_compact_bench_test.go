@@ -75,7 +75,7 @@ func BenchmarkCompaction(b *testing.B) {
 		return n
 	}
 	index := filepath.Join(p.stateDir, claimsIndexName)
-	target, err := p.current("bench", "target")
+	target, err := p.records.Current("bench", "target")
 	if err != nil {
 		b.Fatal(err)
 	}
