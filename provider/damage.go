@@ -3,11 +3,9 @@ package provider
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/majlis-dev/majlis/gitops"
@@ -164,93 +162,21 @@ func lockedFor(reason string) (binding, short string, ok bool) {
 }
 
 // locate reads what still verifies of binding's folder and finds every
-// place its workspaces may occupy.
+// place its workspaces may occupy: the claims that verify, the journal's
+// lines of the others, and git's admin entries that majlis locked for
+// the binding. A claim file that verifies nowhere leaves the binding
+// unlocated, unless the journal names it or an unknown locked entry may
+// be its workspace.
 func (l *locator) locate(binding string, cause *Error) *Damage {
 	d := &Damage{Damage: wire.Damage{Binding: binding, File: cause.Path, Reason: cause.Reason}, err: cause}
 	if d.Reason == "" {
 		d.Reason = strings.TrimPrefix(cause.Err.Error(), "provider: ")
 	}
-	seen := map[string]bool{}
-	add := func(path, source string) {
-		if path != "" && !seen[path] {
-			seen[path] = true
-			d.Paths = append(d.Paths, KnownPath{Path: path, Source: source})
-		}
-	}
-	dir := l.p.records.Dir(binding)
-	entries, _ := os.ReadDir(dir)
-	claims := map[int]*claimRecord{}
-	lost := map[int]bool{} // seqs with a file but no claim that verifies
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp") {
-			continue
-		}
-		seqStr, kind, ok := strings.Cut(name, ".")
-		seq, err := strconv.Atoi(seqStr)
-		if !ok || err != nil || seq < 1 || len(seqStr) != 6 {
-			continue // not a record: it names no workspace
-		}
-		if kind != "claim" {
-			if _, ok := claims[seq]; !ok {
-				lost[seq] = true // may be resolved by a claim read later
-			}
-			continue
-		}
-		rec := &claimRecord{Events: map[string]*Event{}}
-		if rec.Digest, err = readRecord(filepath.Join(dir, name), "claim", formatClaim, &rec.Claim); err != nil ||
-			rec.Claim.Binding != binding || rec.Claim.Seq != seq {
-			lost[seq] = true
-			continue
-		}
-		claims[seq] = rec
-	}
-	digests := map[string]bool{}
-	for seq, rec := range claims {
-		delete(lost, seq)
-		digests[shortDigest(rec.Digest)] = true
-		for _, kind := range []string{EventCreated, EventFailed, EventReclaimed} {
-			var ev Event
-			if _, err := readRecord(filepath.Join(dir, claimName(seq, kind)), "event", formatEvent, &ev); err == nil &&
-				ev.Kind == kind && ev.Seq == seq && ev.Binding == binding && ev.ClaimDigest == rec.Digest {
-				rec.Events[kind] = &ev
-			}
-		}
-		if rec.has(EventFailed) || rec.has(EventReclaimed) && attestedAbsent(rec) {
-			continue
-		}
-		add(rec.Claim.Path, SourceClaim)
-	}
-	// The journal names every claim, by binding and sequence number.
-	inJournal := map[int]bool{}
-	if l.journalErr == nil {
-		for _, c := range l.journal {
-			if c.Binding != binding || claims[c.Seq] != nil {
-				continue
-			}
-			inJournal[c.Seq] = true
-			if c.Failed || c.Reclaimed && absentNow(c.Path, c.Dev, c.Ino, c.Digest) {
-				continue
-			}
-			add(c.Path, SourceJournal)
-		}
-	}
-	// git's admin entries locked by majlis for the binding, other than
-	// those of claims that verify.
-	unknownEntry := false
-	if l.entriesErr == nil {
-		for _, e := range l.entries {
-			b, short, ok := lockedFor(e.Lock.Reason)
-			if !e.Lock.Locked || !ok || b != binding || (short != "" && digests[short]) || e.Path == "" {
-				continue
-			}
-			if e.PinErr != nil || e.Pin != "" && short != "" && shortDigest(e.Pin) != short {
-				continue // the lock and majlis's pin disagree: not majlis's exact lock
-			}
-			unknownEntry = true
-			add(e.Path, SourceAdminEntry)
-		}
-	}
+	ps := &places{d: d, seen: map[string]bool{}}
+	claims, lost := l.p.records.Verifying(binding)
+	digests := ps.fromClaims(claims)
+	inJournal := l.fromJournal(ps, binding, claims)
+	unknownEntry := l.fromEntries(ps, binding, digests)
 	d.Located = true
 	var seqs []int
 	for seq := range lost {
@@ -262,7 +188,7 @@ func (l *locator) locate(binding string, cause *Error) *Damage {
 			continue
 		}
 		d.Located = false
-		d.Unlocated = append(d.Unlocated, filepath.Join(dir, claimName(seq, "claim")))
+		d.Unlocated = append(d.Unlocated, filepath.Join(l.p.records.Dir(binding), claimName(seq, "claim")))
 	}
 	if d.Paths == nil {
 		d.Paths = []KnownPath{}
@@ -271,6 +197,77 @@ func (l *locator) locate(binding string, cause *Error) *Damage {
 		d.Unlocated = []string{}
 	}
 	return d
+}
+
+// places collects the places a damaged binding's workspaces may occupy,
+// each once, with the source that names it.
+type places struct {
+	d    *Damage
+	seen map[string]bool
+}
+
+func (ps *places) add(path, source string) {
+	if path != "" && !ps.seen[path] {
+		ps.seen[path] = true
+		ps.d.Paths = append(ps.d.Paths, KnownPath{Path: path, Source: source})
+	}
+}
+
+// fromClaims adds the workspace of every claim that verifies, unless it
+// failed or was reclaimed and is attested absent. It returns the short
+// digests of those claims.
+func (ps *places) fromClaims(claims map[int]*claimRecord) map[string]bool {
+	digests := map[string]bool{}
+	for _, rec := range claims {
+		digests[shortDigest(rec.Digest)] = true
+		if rec.has(EventFailed) || rec.has(EventReclaimed) && attestedAbsent(rec) {
+			continue
+		}
+		ps.add(rec.Claim.Path, SourceClaim)
+	}
+	return digests
+}
+
+// fromJournal adds the place of every claim of binding the journal names
+// that did not verify, unless it failed or was reclaimed and is absent
+// now. It returns the sequence numbers the journal names.
+func (l *locator) fromJournal(ps *places, binding string, claims map[int]*claimRecord) map[int]bool {
+	inJournal := map[int]bool{}
+	if l.journalErr != nil {
+		return inJournal
+	}
+	for _, c := range l.journal {
+		if c.Binding != binding || claims[c.Seq] != nil {
+			continue
+		}
+		inJournal[c.Seq] = true
+		if c.Failed || c.Reclaimed && absentNow(c.Path, c.Dev, c.Ino, c.Digest) {
+			continue
+		}
+		ps.add(c.Path, SourceJournal)
+	}
+	return inJournal
+}
+
+// fromEntries adds git's admin entries locked by majlis for binding,
+// other than those of claims that verify (digests), and reports whether
+// there was one.
+func (l *locator) fromEntries(ps *places, binding string, digests map[string]bool) (unknownEntry bool) {
+	if l.entriesErr != nil {
+		return false
+	}
+	for _, e := range l.entries {
+		b, short, ok := lockedFor(e.Lock.Reason)
+		if !e.Lock.Locked || !ok || b != binding || (short != "" && digests[short]) || e.Path == "" {
+			continue
+		}
+		if e.PinErr != nil || e.Pin != "" && short != "" && shortDigest(e.Pin) != short {
+			continue // the lock and majlis's pin disagree: not majlis's exact lock
+		}
+		unknownEntry = true
+		ps.add(e.Path, SourceAdminEntry)
+	}
+	return unknownEntry
 }
 
 // damagedView renders a damaged binding for list.

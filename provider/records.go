@@ -6,24 +6,32 @@ import (
 
 // bindingRecords owns the durable records of the bindings: every claim
 // and the events published for it (claims/<binding>/), the journal of
-// claims (claims.journal), and the claims index derived from them
-// (claims.index). Its files are records_*.go; the rest of the package
-// calls only its exported methods, so that allocate, reclaim, restore,
-// gc and doctor read as the steps of their own jobs:
+// claims (claims.journal), the claims index derived from them
+// (claims.index), the request records (requests/) and the compacted
+// records (compacted/). Its files are records_*.go; the rest of the
+// package calls only its exported methods (records_owner_test.go), so
+// that allocate, reclaim, restore, gc and doctor read as the steps of
+// their own jobs:
 //
-//	Binding(b)       a binding's claims with their events, oldest first
-//	Current(op, b)   a binding's latest live, created claim, or ErrNotFound
-//	All, Each        every binding's claims (through the claims index)
-//	EachFromRecords  the same from the records alone, never the index
-//	Index, Prefetch  the claims index, now or read ahead on a goroutine;
-//	EachThrough      every binding's claims through a given index
-//	PublishClaim     write a new claim beside its journal line
-//	Publish, Prepare publish an event of a claim (no-clobber)
-//	Journal          the journal's claims, as the fast peer check reads them
-//	Dir, JournalPath where a binding's records and the journal live
+//	Binding(b), Current(op, b)  a binding's claims with their events, oldest
+//	                            first; its latest live created claim
+//	All, Each, EachFromRecords  every binding's claims, through the claims
+//	Index, Prefetch, EachThrough  index or from the records alone
+//	PublishClaim                a new claim, beside its journal line
+//	Publish, Prepare            an event of a claim (no-clobber)
+//	Journal, JournalOf,         the journal as the fast peer check reads it,
+//	RewriteJournal              as the claims imply it, rewritten whole
+//	Request, CheckRequest,      the request-id store; replay returns a
+//	RecordRequest, RequestClaim recorded result, RequestClaim the claim a
+//	                            request published (compacted or not)
+//	SwapOut, FinishCompaction,  compaction of a binding's old records
+//	UnfinishedCompactions
+//	Verifying                   what still verifies of a damaged binding
+//	Dir, JournalPath, RequestPath, StagingDir  where the files are
 //
-// It takes no lock itself: a claim is published under the publication
-// lease, which its caller holds (allocate_checks.go).
+// It takes no lock of its own: its callers hold the publication lease
+// (PublishClaim, RewriteJournal) or the binding's reclaim reservation
+// (SwapOut, FinishCompaction) as their job requires.
 type bindingRecords struct {
 	state string           // the state folder, <git-common-dir>/majlis
 	now   func() time.Time // the provider's clock
