@@ -185,19 +185,10 @@ func damageFinding(p *Provider, d *Damage) Finding {
 
 // checkRequests reads every request record.
 func (p *Provider) checkRequests(add func(Finding)) {
-	dir, _ := p.records.RequestPath("x")
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".request") {
-			continue
-		}
-		var r requestRecord
-		if _, err := readRecord(filepath.Join(dir, name), "request", formatRequest, &r); err != nil {
-			add(Finding{Code: FindingRequestDamaged, Severity: SeverityWarning, Path: filepath.Join(dir, name), Message: err.Error(),
-				Fix: "only a retry with that request id reads it, and refuses; use a new request id, or move the file out of the state folder"})
-		}
-	}
+	p.records.DamagedRequests(func(path string, err error) {
+		add(Finding{Code: FindingRequestDamaged, Severity: SeverityWarning, Path: path, Message: err.Error(),
+			Fix: "only a retry with that request id reads it, and refuses; use a new request id, or move the file out of the state folder"})
+	})
 }
 
 // checkCompactions reports the compactions a crashed gc left (records_compact.go):

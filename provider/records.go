@@ -15,6 +15,7 @@ import (
 //
 //	Binding(b), Current(op, b)  a binding's claims with their events, oldest
 //	                            first; its latest live created claim
+//	Bindings                    the bindings that have a claims folder
 //	All, Each, EachFromRecords  every binding's claims, through the claims
 //	Index, Prefetch, EachThrough  index or from the records alone
 //	PublishClaim                a new claim, beside its journal line
@@ -26,7 +27,8 @@ import (
 //	                            request published (compacted or not)
 //	SwapOut, FinishCompaction,  compaction of a binding's old records
 //	UnfinishedCompactions
-//	Verifying                   what still verifies of a damaged binding
+//	Verifying, Damaged,         what still verifies of a damaged binding,
+//	Quarantine, DamagedRequests what does not, moved aside by a repair
 //	Dir, JournalPath, RequestPath, StagingDir  where the files are
 //
 // It takes no lock of its own: its callers hold the publication lease

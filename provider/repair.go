@@ -10,10 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 
-	"github.com/majlis-dev/majlis/internal/durable"
 	"github.com/majlis-dev/majlis/reservation"
 )
 
@@ -232,7 +230,7 @@ func (p *Provider) planQuarantine(d *Damage) (RepairAction, bool) {
 	if !d.Located {
 		return RepairAction{}, false
 	}
-	files := damagedFiles(p.records.Dir(d.Binding))
+	files := p.records.Damaged(d.Binding)
 	if len(files) == 0 {
 		return RepairAction{}, false
 	}
@@ -265,50 +263,6 @@ func (p *Provider) planQuarantine(d *Damage) (RepairAction, bool) {
 func (p *Provider) standIn(binding, path string) *claimRecord {
 	return &claimRecord{Claim: Claim{Binding: binding, Path: path, PhysicalPath: path, CommonDir: p.reg.CommonDir},
 		Digest: "damaged", Events: map[string]*Event{}}
-}
-
-// damagedFiles lists the files of a binding's folder that do not verify,
-// with every file of a claim that does not.
-func damagedFiles(dir string) []string {
-	entries, _ := os.ReadDir(dir)
-	claims := map[int]string{} // seq -> digest of a claim that verifies
-	var names []string
-	binding := filepath.Base(dir)
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp") {
-			continue
-		}
-		names = append(names, name)
-		seqStr, kind, _ := strings.Cut(name, ".")
-		seq, err := strconv.Atoi(seqStr)
-		if kind != "claim" || err != nil || len(seqStr) != 6 {
-			continue
-		}
-		var c Claim
-		if digest, err := readRecord(filepath.Join(dir, name), "claim", formatClaim, &c); err == nil && c.Binding == binding && c.Seq == seq {
-			claims[seq] = digest
-		}
-	}
-	var out []string
-	for _, name := range names {
-		seqStr, kind, ok := strings.Cut(name, ".")
-		seq, err := strconv.Atoi(seqStr)
-		digest, claimOK := claims[seq]
-		switch {
-		case !ok || err != nil || seq < 1 || len(seqStr) != 6 || !claimOK:
-			out = append(out, filepath.Join(dir, name))
-		case kind == "claim":
-		default:
-			var ev Event
-			if _, err := readRecord(filepath.Join(dir, name), "event", formatEvent, &ev); err != nil ||
-				ev.Kind != kind || ev.Seq != seq || ev.Binding != binding || ev.ClaimDigest != digest {
-				out = append(out, filepath.Join(dir, name))
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 func filesFingerprint(files, dirs []string) (string, error) {
@@ -387,22 +341,8 @@ func (p *Provider) runRepair(ctx context.Context, a RepairAction) (*RepairDone, 
 		if fp, err := filesFingerprint(a.Files, a.Salvage); err != nil || fp != a.Fingerprint {
 			return nil, stale("the damaged records changed")
 		}
-		aside := filepath.Join(p.stateDir, "damaged", a.Binding+"."+p.now().UTC().Format("20060102T150405.000000000Z"))
-		if err := os.MkdirAll(filepath.Dir(aside), 0o755); err != nil {
-			return nil, err
-		}
-		if err := durable.MkdirAll(aside, 0o755); err != nil {
-			return nil, err
-		}
-		for _, f := range a.Files {
-			if err := os.Rename(f, filepath.Join(aside, filepath.Base(f))); err != nil {
-				return nil, &Error{Op: "repair", Binding: a.Binding, Path: f, Err: err}
-			}
-		}
-		if err := durable.SyncDir(aside); err != nil {
-			return nil, err
-		}
-		if err := durable.SyncDir(filepath.Dir(a.Files[0])); err != nil {
+		aside, err := p.records.Quarantine(a.Binding, a.Files, p.now())
+		if err != nil {
 			return nil, err
 		}
 		done.MovedTo = aside
