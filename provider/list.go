@@ -135,7 +135,9 @@ func (p *Provider) look(ws []*Workspace, claims map[*Workspace]*claimRecord, rea
 	foreign := foreignLocks(ws, claims)
 	found := <-procs
 	for _, w := range ws {
-		if w.State == StateReclaimed {
+		if w.State == StateReclaimed || w.State == StatePooled {
+			// Neither is a workspace a reclaim takes: a pooled worktree
+			// goes with 'majlis pool drain' (reclaimable stays unset).
 			continue
 		}
 		blocked := []Blocker{}

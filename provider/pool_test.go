@@ -84,6 +84,15 @@ func TestPoolFillListDrain(t *testing.T) {
 	if err != nil || len(list) != 2 || list[0].State != StatePooled {
 		t.Errorf("list --all: %v, %v", list, err)
 	}
+	looked, err := p.List(t.Context(), ListOptions{All: true, Look: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range looked {
+		if w.Reclaimable != nil {
+			t.Errorf("list --all says pooled worktree %s is reclaimable (%v): reclaim does not take it", w.Binding, *w.Reclaimable)
+		}
+	}
 	if list, _ := p.List(t.Context(), ListOptions{}); len(list) != 0 {
 		t.Errorf("list shows pooled worktrees: %v", list)
 	}
