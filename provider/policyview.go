@@ -18,6 +18,10 @@ type PolicyView struct {
 	TrashMaxBytes string `json:"trash.max_bytes"`
 	TrashMinFree  string `json:"trash.min_free"`
 	PoolSize      string `json:"pool.size"`
+	PoolMaxBytes  string `json:"pool.max_bytes"`
+	// PoolKeepIgnored lists pool.keep_ignored's paths (always present,
+	// empty when off).
+	PoolKeepIgnored []string `json:"pool.keep_ignored"`
 	// Sources says where each key's value comes from: SourceDefault or
 	// SourceRepository (set with majlis policy set).
 	Sources map[string]string `json:"-"`
@@ -63,11 +67,9 @@ func (p *Provider) Policy(ctx context.Context) (*PolicyView, error) {
 	for k, src := range tp.Sources {
 		v.Sources[k] = src
 	}
-	size, src, err := p.PoolSize()
-	if err != nil {
+	if err := p.poolPolicyView(v); err != nil {
 		return nil, err
 	}
-	v.PoolSize, v.Sources[PolicyPoolSize] = strconv.Itoa(size), src
 	v.Clones = []admission.SharedClone{}
 	if svc.Shared() != nil {
 		rep, err := svc.PolicyReport(ctx)
@@ -84,6 +86,23 @@ func (p *Provider) Policy(ctx context.Context) (*PolicyView, error) {
 	return v, nil
 }
 
+// poolPolicyView fills in the pool's keys and their sources.
+func (p *Provider) poolPolicyView(v *PolicyView) error {
+	size, src, err := p.PoolSize()
+	if err != nil {
+		return err
+	}
+	v.PoolSize, v.Sources[PolicyPoolSize] = strconv.Itoa(size), src
+	if _, v.PoolMaxBytes, v.Sources[PolicyPoolMaxBytes], err = p.PoolMaxBytes(); err != nil {
+		return err
+	}
+	if v.PoolKeepIgnored, err = p.PoolKeepIgnored(); err != nil {
+		return err
+	}
+	_, v.Sources[PolicyPoolKeepIgnored], err = p.poolPolicyValue(PolicyPoolKeepIgnored)
+	return err
+}
+
 // Setting returns the value of any key as text ("" for an unknown key).
 func (v *PolicyView) Setting(key string) string {
 	switch key {
@@ -95,6 +114,10 @@ func (v *PolicyView) Setting(key string) string {
 		return v.TrashMinFree
 	case PolicyPoolSize:
 		return v.PoolSize
+	case PolicyPoolMaxBytes:
+		return v.PoolMaxBytes
+	case PolicyPoolKeepIgnored:
+		return strings.Join(v.PoolKeepIgnored, ",")
 	}
 	return v.PolicySet.Setting(key)
 }

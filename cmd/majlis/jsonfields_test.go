@@ -82,7 +82,7 @@ var jsonPinned = map[string]struct {
 	"conflict": {admission.Conflict{}, []string{"lease", "policy", "reason", "recoverable", "resource"}},
 	"check": {provider.CheckResult{}, []string{"changed", "checkout", "decided_by", "gaps", "holder", "holder_source",
 		"policy", "skipped", "warnings"}},
-	"policy": {provider.PolicyView{}, []string{"coordination", "cross_worktree_overlap", "enforcement_gap", "pool.size", "port_range", "same_checkout_conflict",
+	"policy": {provider.PolicyView{}, []string{"coordination", "cross_worktree_overlap", "enforcement_gap", "pool.keep_ignored", "pool.max_bytes", "pool.size", "port_range", "same_checkout_conflict",
 		"trash.keep", "trash.max_bytes", "trash.min_free"}},
 	"hook": {githook.Result{}, []string{"backup", "changed", "hooks_dir", "majlis", "path"}},
 	"begin": {provider.BeginResult{}, []string{"checkout", "decided_by", "leases", "ports", "replayed", "request_id", "task",

@@ -33,12 +33,19 @@ folder, never in a worktree, where a task could edit it. Keys:
                           the disk such as 10%; default 10%)
   pool.size               how many ready pooled worktrees the repository's server
                           keeps in the background ('majlis pool'; default 0: none)
+  pool.max_bytes          the most all pooled worktrees may take together; a fill
+                          stops before passing it (a size; default 10GiB)
+  pool.keep_ignored       ignored caches a pooled worktree may keep warm between
+                          tasks: exact paths from the worktree's root, separated
+                          by commas, such as node_modules,target (default: none;
+                          read the risks in 'majlis pool --help' first)
 
 Host singletons (host:NAME) are always exclusive, whatever the policy. 'policy
 show' says where each value comes from: default (never set) or repository.`,
 		Example: `  majlis policy show
   majlis policy set cross_worktree_overlap block
-  majlis policy set trash.keep 0`,
+  majlis policy set trash.keep 0
+  majlis policy set pool.keep_ignored node_modules,web/node_modules`,
 	}
 	cmd.AddCommand(newPolicyShowCmd(g), newPolicySetCmd(g))
 	return cmd
@@ -48,7 +55,11 @@ show' says where each value comes from: default (never set) or repository.`,
 func renderPolicy(w io.Writer, p *provider.PolicyView) {
 	tw := table(w)
 	for _, k := range provider.PolicyKeys() {
-		fmt.Fprintf(tw, "%s\t%s\t(%s)\n", k, p.Setting(k), p.Sources[k])
+		v := p.Setting(k)
+		if v == "" {
+			v = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t(%s)\n", k, v, p.Sources[k])
 	}
 	tw.Flush()
 	if p.Shared != "" {

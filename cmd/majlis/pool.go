@@ -18,7 +18,15 @@ allocate' takes one when there is one, checks it is still clean and still the
 worktree majlis made, switches it to the requested base (touching only the
 files that differ) and renames it into place, instead of checking out every
 file again. 'pool fill' makes them, 'pool list' shows them, 'pool drain'
-deletes them (only those still clean and majlis's own).`,
+deletes them (only those still clean and majlis's own).
+
+The policy's pool.keep_ignored names caches (node_modules, target) a pooled
+worktree may keep although git ignores them, so that the next task starts
+with them warm; nothing else ignored is ever handed out. Its risks: a cache
+that records absolute paths (a virtualenv, a CMake build folder) breaks when
+the worktree moves to the workspace's path, and a cache carries what the
+task before left in it (its secrets, or build output it poisoned) into the
+next task. Keep only caches you would share between your own tasks.`,
 		Example: `  majlis pool fill --size 2
   majlis pool list
   majlis pool drain`,

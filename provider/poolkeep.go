@@ -1,0 +1,94 @@
+package provider
+
+import (
+	"fmt"
+	"strings"
+)
+
+// pool.keep_ignored (pool.md, "Kept ignored paths"): the exact paths of
+// caches (node_modules, target) a pooled worktree may hold although git
+// ignores them, so that a recycled workspace starts with them warm. Only
+// exact paths: a pattern could keep what nobody named (an .env beside a
+// cache), a ".." or an absolute path would reach outside the worktree,
+// and git's own folder is never a cache.
+
+// maxKeepIgnored bounds how many paths the key names.
+const maxKeepIgnored = 32
+
+// parseKeepIgnored parses pool.keep_ignored's value: paths separated by
+// commas, each relative to the worktree's root with "/" between its
+// names ("" keeps nothing). Anything but an exact path refuses, naming
+// the path and why.
+func parseKeepIgnored(value string) ([]string, error) {
+	names := []string{}
+	if value == "" {
+		return names, nil
+	}
+	seen := map[string]bool{}
+	for _, name := range strings.Split(value, ",") {
+		if why := checkKeptPath(name); why != "" {
+			return nil, fmt.Errorf("%s takes exact paths relative to the worktree's root, separated by commas (such as node_modules,target): %q %s", PolicyPoolKeepIgnored, name, why)
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("%s names %q twice", PolicyPoolKeepIgnored, name)
+		}
+		seen[name] = true
+		names = append(names, name)
+	}
+	if len(names) > maxKeepIgnored {
+		return nil, fmt.Errorf("%s names %d paths: at most %d", PolicyPoolKeepIgnored, len(names), maxKeepIgnored)
+	}
+	return names, nil
+}
+
+// checkKeptPath says why name is not an exact relative path a pooled
+// worktree may keep ("" when it is).
+func checkKeptPath(name string) string {
+	switch {
+	case name == "":
+		return "is empty"
+	case strings.TrimSpace(name) != name:
+		return "starts or ends with a space"
+	case strings.HasPrefix(name, "/"):
+		return "is absolute"
+	case len(name) > 1024:
+		return "is too long"
+	case strings.ContainsAny(name, `*?[]{}\!:`):
+		return "is a pattern (only exact paths are kept)"
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f {
+			return "holds a control character"
+		}
+	}
+	for _, part := range strings.Split(name, "/") {
+		switch {
+		case part == "":
+			return "has an empty name in it (a leading, trailing or double slash)"
+		case part == "." || part == "..":
+			return "names . or .. (only paths inside the worktree)"
+		case strings.EqualFold(part, ".git"):
+			return "is or is inside git's own folder"
+		case isEnvName(part):
+			return "is or is inside an environment file (.env), which may hold secrets"
+		}
+	}
+	return ""
+}
+
+// isEnvName reports whether a file or folder name is an environment
+// file's (.env, .env.local, .envrc), which a pooled worktree never keeps.
+func isEnvName(name string) bool {
+	return strings.HasPrefix(strings.ToLower(name), ".env")
+}
+
+// inKeptPath reports whether rel (slash-separated, relative to the
+// worktree's root) is one of the kept paths or inside one.
+func inKeptPath(rel string, kept []string) bool {
+	for _, k := range kept {
+		if rel == k || (len(rel) > len(k) && rel[len(k)] == '/' && rel[:len(k)] == k) {
+			return true
+		}
+	}
+	return false
+}
