@@ -57,6 +57,9 @@ func (p *Provider) PoolFill(ctx context.Context, o PoolFillOptions) (*PoolResult
 		return nil, &Error{Op: "pool fill", Err: ErrUnknownBase, Reason: fmt.Sprintf("%q names no commit", o.Base),
 			Hint: "name a branch, tag or commit that exists"}
 	}
+	if err := p.refuseSubmoduleFill(ctx, reader, base, o.Base); err != nil {
+		return nil, err
+	}
 	res, err := p.PoolList()
 	if err != nil {
 		return nil, err

@@ -58,6 +58,12 @@ func (p *Provider) allocateFromPool(ctx context.Context, rec *claimRecord) (*Wor
 	if c.Detached || c.Restore != "" {
 		return nil, PoolUse{Reason: "restore"}, nil
 	}
+	switch has, err := p.baseHasSubmodules(ctx, nil, c.Base); {
+	case err != nil:
+		return nil, PoolUse{Reason: "unreadable"}, nil
+	case has:
+		return nil, PoolUse{Reason: "submodules"}, nil
+	}
 	recs, err := p.poolRecords()
 	if err != nil {
 		return nil, PoolUse{Reason: "unreadable"}, nil

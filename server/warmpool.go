@@ -18,7 +18,8 @@ const DefaultPoolInterval = 30 * time.Second
 func (s *srv) poolLoop(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
-	for s.poolOnce(ctx, every) {
+	var last string // the last failure logged: a refusal that stands (a base with submodules) is logged once
+	for s.poolOnce(ctx, every, &last) {
 		select {
 		case <-ctx.Done():
 			return
@@ -31,8 +32,10 @@ func (s *srv) poolLoop(ctx context.Context, every time.Duration) {
 // admitted only while the server is not stopping and counted in flight,
 // so that a stop cancels it (a fill stops between worktrees) and waits for
 // it before it releases the server lease. It returns false once the
-// server is stopping.
-func (s *srv) poolOnce(bctx context.Context, every time.Duration) bool {
+// server is stopping. A failure is logged unless it is the one logged
+// last (*last): a fill refused for good (the base has submodules) says
+// so once, not every interval.
+func (s *srv) poolOnce(bctx context.Context, every time.Duration, last *string) bool {
 	if !s.enter() {
 		return false
 	}
@@ -50,9 +53,15 @@ func (s *srv) poolOnce(bctx context.Context, every time.Duration) bool {
 	res, err := s.p.PoolFill(ctx, poolFillOptions(size))
 	switch {
 	case err != nil && ctx.Err() == nil:
-		s.o.Logf("filling the warm pool failed (retrying in %s): %v", every, err)
+		if msg := err.Error(); msg != *last {
+			*last = msg
+			s.o.Logf("filling the warm pool failed (retrying in %s): %v", every, err)
+		}
 	case err != nil:
 		s.o.Logf("the pool fill stopped with the server: %v", err)
+	}
+	if err == nil {
+		*last = ""
 	}
 	if res != nil {
 		for _, w := range res.Created {
