@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/majlis-dev/majlis/fixtures"
@@ -227,58 +225,6 @@ func hasFinding(rep *DoctorReport, code string) bool {
 		}
 	}
 	return false
-}
-
-// TestPoolAllocationRace: eight allocations race for three pooled
-// worktrees: each pooled worktree goes to exactly one, the others fall
-// back, and every workspace has its base, branch and files.
-func TestPoolAllocationRace(t *testing.T) {
-	t.Parallel()
-	for round := range fixtures.Rounds(2, 10) {
-		repo, p, _, b := poolScene(t, 3)
-		want := treeFiles(t, repo.Dir)
-		delete(want, "repo.workspaces/")
-		var wg sync.WaitGroup
-		ws := make([]*Workspace, 8)
-		errs := make([]error, 8)
-		for i := range ws {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				q, err := Open(t.Context(), repo.Dir, Options{})
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				defer q.Close()
-				ws[i], errs[i] = q.Allocate(t.Context(), AllocateOptions{Binding: fmt.Sprintf("T-%d", i), Base: b})
-			}()
-		}
-		wg.Wait()
-		var used []string
-		for i, w := range ws {
-			if errs[i] != nil {
-				t.Fatalf("round %d: allocate T-%d: %v", round, i, errs[i])
-			}
-			if w.Pool.Used {
-				used = append(used, w.Pool.Name)
-			}
-			st := strings.TrimSpace(gitOut(t, w.Path, "status", "--porcelain", "--ignored", "-uall"))
-			br := strings.TrimSpace(gitOut(t, w.Path, "symbolic-ref", "HEAD"))
-			if st != "" || br != "refs/heads/majlis/"+w.Binding || strings.TrimSpace(gitOut(t, w.Path, "rev-parse", "HEAD")) != b {
-				t.Errorf("round %d: %s: status %q, branch %s", round, w.Binding, st, br)
-			}
-			got := treeFiles(t, w.Path)
-			if len(got) != len(treeFiles(t, ws[0].Path)) {
-				t.Errorf("round %d: %s has %d files", round, w.Binding, len(got))
-			}
-		}
-		sort.Strings(used)
-		if len(used) != 3 || used[0] == used[1] || used[1] == used[2] {
-			t.Errorf("round %d: pooled worktrees used %v, want the three, once each", round, used)
-		}
-		_ = p
-	}
 }
 
 // TestPoolHooks: no hook runs when the pool is filled; post-checkout runs
