@@ -301,6 +301,9 @@ func (p *Provider) checkEntries(inv *inventory, live []*claimRecord, add func(Fi
 			continue // an allocation in progress, or interrupted: allocate resumes it
 		}
 		c := r.Claim
+		if r.isPool() && r.has(EventDraining) {
+			continue // a drain moved it: checkPool says where it is
+		}
 		if f, ok := p.interruptedReclaim(r); ok {
 			add(f)
 			continue

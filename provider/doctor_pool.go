@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/wire"
@@ -19,7 +20,17 @@ const (
 	// FindingPoolFillInterrupted: a fill died before its pooled worktree
 	// was ready.
 	FindingPoolFillInterrupted = "pool_fill_interrupted"
+	// FindingPoolDrainInterrupted: a drain took a pooled worktree (and
+	// maybe moved it aside, or deleted it) and stopped before it finished.
+	FindingPoolDrainInterrupted = "pool_drain_interrupted"
 )
+
+// poolAsideFix is what doctor says of a pooled worktree set aside: what a
+// drain does with it.
+const poolAsideFix = "look at what is in it; 'majlis pool drain' deletes it only once it is clean (no change, no untracked " +
+	"or ignored file) at its base, or at the base the allocation that took it had switched it to, and no process uses it; " +
+	"until then the drain leaves it where it is. If it holds nothing of anyone's, 'git worktree unlock' then " +
+	"'git worktree remove --force' deletes it as it is"
 
 // checkPool reports pooled worktrees that are neither ready nor in a
 // workspace.
@@ -35,22 +46,32 @@ func (p *Provider) checkPool(inv *inventory, add func(Finding)) {
 			if !r.isPool() {
 				continue
 			}
-			if f, ok := poolFinding(r, byBinding); ok {
+			if f, ok := p.poolFinding(r, byBinding); ok {
 				add(f)
 			}
 		}
 	}
 }
 
-func poolFinding(r *claimRecord, byBinding map[string][]*claimRecord) (Finding, bool) {
+func (p *Provider) poolFinding(r *claimRecord, byBinding map[string][]*claimRecord) (Finding, bool) {
 	c := r.Claim
 	f := Finding{Severity: SeverityWarning, Binding: c.Binding, Path: c.Path}
 	switch poolState(r) {
 	case wire.PoolAside:
 		f.Code = FindingPoolAside
 		f.Message = fmt.Sprintf("pooled worktree %s was set aside and is never handed out: %s", c.Path, r.Events[EventAside].Reason)
-		f.Fix = "look at what is in it; 'majlis pool drain' deletes it once it is clean again; if it holds nothing of anyone's, " +
-			"'git worktree unlock' then 'git worktree remove --force' deletes it as it is"
+		if at, aside := drainedWhere(r); aside {
+			f.Path = at
+			f.Message += fmt.Sprintf(" (it is at %s, where a drain moved it)", at)
+		}
+		f.Fix = poolAsideFix
+	case wire.PoolDraining:
+		if held, err := p.leases.Inspect(reclaimPrefix + c.Binding); err == nil && held.AuthorityDigest == r.Digest {
+			if live, _ := procid.Judge(held.Owner); live != procid.Dead {
+				return f, false // a drain under way
+			}
+		}
+		return drainFinding(r, f), true
 	case wire.PoolTaken:
 		ev := r.Events[EventTaken]
 		switch takenOutcome(r, byBinding[ev.Taker]) {
@@ -112,4 +133,30 @@ func takenOutcome(r *claimRecord, takerRecs []*claimRecord) string {
 		return takenUnfinished
 	}
 	return takenRunning // its claim is not there to judge: leave it
+}
+
+// drainFinding is doctor's finding of a pooled worktree a drain took and
+// did not finish: where it is, and that the next drain finishes it.
+func drainFinding(r *claimRecord, f Finding) Finding {
+	c := r.Claim
+	f.Code = FindingPoolDrainInterrupted
+	f.Fix = "majlis pool drain: it checks it again, deletes it only if it is clean and no process uses it, and otherwise " +
+		"puts it back at " + c.Path + " and sets it aside"
+	dr := r.Events[EventDraining]
+	at, aside := drainedWhere(r)
+	_, err := os.Lstat(c.Path)
+	switch {
+	case aside:
+		f.Path = at
+		f.Message = fmt.Sprintf("a drain moved pooled worktree %s aside to %s and stopped before it deleted it", c.Path, at)
+	case err == nil:
+		f.Message = fmt.Sprintf("a drain took pooled worktree %s and stopped before it deleted it; it is at its path", c.Path)
+	case dr != nil:
+		f.Message = fmt.Sprintf("a drain deleted pooled worktree %s and stopped before it removed git's entry of it and retired its claim", c.Path)
+		f.Fix = "majlis pool drain finishes it"
+	default:
+		f.Message = fmt.Sprintf("a drain took pooled worktree %s, whose folder is gone", c.Path)
+		f.Fix = "majlis pool drain retires its claim once git has no entry of it left; inspect git's worktree list"
+	}
+	return f
 }

@@ -40,7 +40,7 @@ var (
 	fpPoolClaimed = failpoint.New("pool/claimed") // a fill published the claim, no worktree yet
 	fpPoolAdded   = failpoint.New("pool/added")   // the worktree is made, not pinned nor recorded
 	fpPoolCreated = failpoint.New("pool/created") // the pooled worktree is ready
-	fpPoolDrain   = failpoint.New("pool/drain")   // a drain verified one, about to unlock and remove it
+	fpPoolDrain   = failpoint.New("pool/drain")   // a drain took one and recorded where it moves it, not yet moved
 )
 
 // isPoolBinding reports whether binding is reserved for a pooled worktree.
@@ -54,6 +54,8 @@ func poolState(r *claimRecord) string {
 		return ""
 	case r.has(EventAside): // set aside after it was taken, too
 		return wire.PoolAside
+	case r.has(EventDraining), drainTook(r):
+		return wire.PoolDraining
 	case r.has(EventTaken):
 		return wire.PoolTaken
 	case r.has(EventCreated):
@@ -66,8 +68,11 @@ func poolState(r *claimRecord) string {
 func poolView(r *claimRecord) PoolWorktree {
 	w := PoolWorktree{Name: r.Claim.Binding, Path: r.Claim.Path, Base: r.Claim.Base, State: poolState(r),
 		ClaimDigest: r.Digest, CreatedAt: r.Claim.CreatedAt}
-	if ev := r.Events[EventTaken]; ev != nil {
+	if ev := r.Events[EventTaken]; ev != nil && !drainTook(r) {
 		w.Taker = ev.Taker
+	}
+	if at, aside := drainedWhere(r); aside {
+		w.Path = at // a drain moved it aside and left it there
 	}
 	if ev := r.Events[EventAside]; ev != nil {
 		w.Reason = ev.Reason

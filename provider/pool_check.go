@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/majlis-dev/majlis/gitops"
 	"github.com/majlis-dev/majlis/pathid"
@@ -35,58 +38,119 @@ func poolCheckFailed(format string, a ...any) error {
 // identity of every file and folder in it, of its index and HEAD, as git
 // made them: pool_stamp.go) needs no git status.
 func (p *Provider) checkPooled(ctx context.Context, rec *claimRecord, needLock, fast bool) (string, error) {
+	entry, _, err := p.checkPooledAt(ctx, rec, poolCheck{dir: rec.Claim.Path, needLock: needLock, fast: fast})
+	return entry, err
+}
+
+// A poolCheck says where and how checkPooledAt looks at a pooled worktree.
+type poolCheck struct {
+	// dir is where the folder is: its pool path, or where a drain moved
+	// it aside (then entry is git's entry of it, whose back-pointer still
+	// names the pool path: a drain never repoints it).
+	dir, entry     string
+	needLock, fast bool
+	// heads are commits besides the base HEAD may be detached at: the
+	// base an allocation that took it had switched it to.
+	heads []string
+}
+
+// checkPooledAt is checkPooled at o.dir; it also returns the commit HEAD
+// is detached at (the base, or one of o.heads).
+func (p *Provider) checkPooledAt(ctx context.Context, rec *claimRecord, o poolCheck) (entry, head string, err error) {
 	c := rec.Claim
-	created := rec.Events[EventCreated]
-	id, err := pathid.Lstat(c.Path)
-	if err != nil {
-		return "", poolCheckFailed("its folder %s cannot be looked at: %v", c.Path, err)
+	if err := poolIdentityAt(rec, o.dir); err != nil {
+		return "", "", err
 	}
-	if created != nil && (id.Dev != created.Dev || id.Ino != created.Ino) {
-		return "", poolCheckFailed("its folder %s is not the one majlis made (another directory is there)", c.Path)
-	}
-	entry, err := verifyRepository("pool", rec)
-	if err != nil {
-		return "", poolCheckFailed("%v", err)
+	if entry, err = poolEntryAt(rec, o); err != nil {
+		return "", "", err
 	}
 	lock, err := gitops.ReadWorktreeLock(entry)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	switch {
 	case lock.Locked && !ownLock(rec, lock.Reason):
-		return "", poolCheckFailed("git's lock on it has the reason %q, not majlis's", lock.Reason)
-	case !lock.Locked && needLock:
-		return "", poolCheckFailed("majlis's lock on it was lifted")
+		return "", "", poolCheckFailed("git's lock on it has the reason %q, not majlis's", lock.Reason)
+	case !lock.Locked && o.needLock:
+		return "", "", poolCheckFailed("majlis's lock on it was lifted")
 	}
 	pin, err := gitops.ReadEntryPin(entry)
 	switch {
 	case err == nil && pin != rec.Digest:
-		return "", poolCheckFailed("git's entry of it is pinned by another claim (%s)", shortDigest(pin))
-	case errors.Is(err, os.ErrNotExist) && (created != nil || !lock.Locked):
-		return "", poolCheckFailed("git's entry of it has no majlis pin")
+		return "", "", poolCheckFailed("git's entry of it is pinned by another claim (%s)", shortDigest(pin))
+	case errors.Is(err, os.ErrNotExist) && (rec.has(EventCreated) || !lock.Locked):
+		return "", "", poolCheckFailed("git's entry of it has no majlis pin")
 	case err != nil && !errors.Is(err, os.ErrNotExist):
-		return "", poolCheckFailed("majlis's pin in git's entry of it: %v", err)
+		return "", "", poolCheckFailed("majlis's pin in git's entry of it: %v", err)
 	}
 	// git never makes a hard link in a checkout: a file with another
 	// name is shared with a path outside (someone's file), which the
 	// workspace's edits would change. git status cannot see it.
-	got, err := stampOf(rec, entry)
+	got, err := stampAt(rec, entry, o.dir)
 	var linked *errHardLinked
 	if errors.As(err, &linked) {
-		return "", poolCheckFailed("%s has another name outside it (a hard link): edits in a workspace would change that file too", linked.path)
+		return "", "", poolCheckFailed("%s has another name outside it (a hard link): edits in a workspace would change that file too", linked.path)
 	}
-	if fast && err == nil && p.stampHolds(rec, got) {
-		return entry, nil
+	if o.fast && err == nil && o.dir == c.Path && p.stampHolds(rec, got) {
+		return entry, c.Base, nil
 	}
-	st, err := gitops.ReadStatus(ctx, c.Path, gitops.StatusOptions{Ignored: true})
+	st, err := gitops.ReadStatus(ctx, o.dir, gitops.StatusOptions{Ignored: true})
 	if err != nil {
-		return "", poolCheckFailed("git status in it failed: %v", err)
+		return "", "", poolCheckFailed("git status in it failed: %v", err)
 	}
 	switch {
-	case !st.Detached || st.Head != c.Base:
-		return "", poolCheckFailed("its HEAD moved (%s, branch %q), it was detached at %s", shortDigest(st.Head), st.Branch, shortDigest(c.Base))
+	case !st.Detached || (st.Head != c.Base && !slices.Contains(o.heads, st.Head)):
+		return "", "", poolCheckFailed("its HEAD moved (%s, branch %q), it was detached at %s", shortDigest(st.Head), st.Branch, shortDigest(c.Base))
 	case len(st.Entries) > 0:
-		return "", poolCheckFailed("it is not clean: %s (%d path(s) changed, untracked or ignored)", st.Entries[0].Path, len(st.Entries))
+		return "", "", poolCheckFailed("it is not clean: %s (%d path(s) changed, untracked or ignored)", st.Entries[0].Path, len(st.Entries))
 	}
-	return entry, nil
+	return entry, st.Head, nil
+}
+
+// poolIdentityAt checks that the folder at dir is the pooled worktree's:
+// the identity its created event recorded, or, before it was made ready,
+// the one a drain recorded when it began.
+func poolIdentityAt(rec *claimRecord, dir string) error {
+	id, err := pathid.Lstat(dir)
+	if err != nil {
+		return poolCheckFailed("its folder %s cannot be looked at: %v", dir, err)
+	}
+	want := rec.Events[EventCreated]
+	if want == nil {
+		want = rec.Events[EventDraining]
+	}
+	if want != nil && (id.Dev != want.Dev || id.Ino != want.Ino) {
+		return poolCheckFailed("its folder %s is not the one majlis made (another directory is there)", dir)
+	}
+	return nil
+}
+
+// poolEntryAt returns git's entry of the pooled worktree at o.dir, once
+// it and the folder's .git file point at each other (at its pool path),
+// or the folder's .git file points at o.entry, whose back-pointer names
+// the pool path (moved aside by a drain).
+func poolEntryAt(rec *claimRecord, o poolCheck) (string, error) {
+	c := rec.Claim
+	if o.dir == c.Path {
+		entry, err := verifyRepository("pool", rec)
+		if err != nil {
+			return "", poolCheckFailed("%v", err)
+		}
+		return entry, nil
+	}
+	gitdir, err := dotGitLink(o.dir, filepath.Join(o.dir, ".git"))
+	if err != nil {
+		return "", poolCheckFailed("it has no .git link: %v", err)
+	}
+	if gitdir != filepath.Clean(o.entry) {
+		return "", poolCheckFailed("its .git file points to %s, not to git's entry of it %s", gitdir, o.entry)
+	}
+	back, err := os.ReadFile(filepath.Join(o.entry, "gitdir"))
+	if err != nil {
+		return "", poolCheckFailed("git's entry of it %s cannot be read: %v", o.entry, err)
+	}
+	if b := strings.TrimRight(string(back), "\n"); b != filepath.Join(c.Path, ".git") && b != filepath.Join(c.PhysicalPath, ".git") {
+		return "", poolCheckFailed("git's entry %s names %s, not the pooled worktree's path", o.entry, b)
+	}
+	return o.entry, nil
 }

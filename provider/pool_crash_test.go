@@ -19,7 +19,7 @@ var poolHandOutPoints = []string{"pool/taken", "pool/switched", "pool/handed", "
 func TestPoolCrashPointsDeclared(t *testing.T) {
 	t.Parallel()
 	names := failpoint.Names()
-	for _, n := range append(poolHandOutPoints, "pool/claimed", "pool/added", "pool/created", "pool/drain") {
+	for _, n := range append(append(poolHandOutPoints, "pool/claimed", "pool/added", "pool/created"), poolDrainPoints...) {
 		found := false
 		for _, m := range names {
 			found = found || m == n
@@ -29,7 +29,7 @@ func TestPoolCrashPointsDeclared(t *testing.T) {
 		}
 	}
 	for _, n := range names {
-		if strings.HasPrefix(n, "pool/") && !strings.Contains(strings.Join(poolHandOutPoints, " ")+" pool/claimed pool/added pool/created pool/drain", n) {
+		if strings.HasPrefix(n, "pool/") && !strings.Contains(strings.Join(append(poolHandOutPoints, poolDrainPoints...), " ")+" pool/claimed pool/added pool/created", n) {
 			t.Errorf("failpoint %s has no crash test", n)
 		}
 	}

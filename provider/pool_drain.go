@@ -17,12 +17,15 @@ type PoolDrainOptions struct {
 }
 
 // PoolDrain deletes pooled worktrees: the ready ones beyond Keep (oldest
-// first), those set aside, and those whose fill died before they were
-// ready. It deletes only a worktree verified clean (no change, no
-// untracked or ignored file) and still majlis's (its folder's identity,
-// git's entry and its pin, majlis's lock or none); any other is left and
-// reported with the reason (and a ready one that fails is set aside). A
-// pooled worktree an allocation took is never touched.
+// first), those set aside, those whose fill died before they were ready,
+// and those a drain began on. It deletes only a worktree moved out of
+// reach first and verified there: clean (no change, no untracked or
+// ignored file, no hard link), used by no process, and still majlis's
+// (its folder's identity, git's entry and its pin, majlis's lock or
+// none: pool_drain_aside.go). Any other is left and reported with the
+// reason (and set aside), and the drain goes on with the next. A pooled
+// worktree an allocation took is never touched: a drain and a hand-out
+// race for a ready one through the same event, and exactly one gets it.
 func (p *Provider) PoolDrain(ctx context.Context, o PoolDrainOptions) (*PoolResult, error) {
 	if o.Keep < 0 {
 		return nil, &Error{Op: "pool drain", Err: ErrInvalidArgument, Reason: fmt.Sprintf("keep %d is negative", o.Keep)}
@@ -41,16 +44,7 @@ func (p *Provider) PoolDrain(ctx context.Context, o PoolDrainOptions) (*PoolResu
 	for _, r := range recs { // oldest first
 		switch poolState(r) {
 		case wire.PoolTaken:
-			ev := r.Events[EventTaken]
-			takers, err := p.records.Binding(ev.Taker)
-			if err != nil {
-				continue
-			}
-			if out := takenOutcome(r, takers); out == takenInWorkspace {
-				// a hand-out that died before it retired the pooled claim
-				_, _ = p.records.Publish(r, Event{Kind: EventHanded, Taker: ev.Taker, RequestID: ev.RequestID})
-				continue
-			} else if out != takenAbandoned {
+			if !p.drainsTaken(r) {
 				continue
 			}
 		case wire.PoolReady:
@@ -67,10 +61,17 @@ func (p *Provider) PoolDrain(ctx context.Context, o PoolDrainOptions) (*PoolResu
 			return nil, err
 		}
 		v := poolView(r)
-		if why, err := p.drainOne(ctx, r); err != nil {
-			return nil, err
-		} else if why != "" {
-			v.Reason = why
+		if err := p.drainOne(ctx, r); err != nil {
+			if ctx.Err() != nil && !errors.As(err, new(*errDrainLeft)) {
+				return nil, err
+			}
+			if now, rerr := p.claimOf(r.Claim.Binding, r.Claim.Seq); rerr == nil {
+				v = poolView(now)
+				if ev := now.Events[EventHanded]; ev != nil {
+					v.State, v.Taker = wire.PoolTaken, ev.Taker // it is that workspace now
+				}
+			}
+			v.Reason = leftReason(err)
 			res.Left = append(res.Left, v)
 			continue
 		}
@@ -84,48 +85,34 @@ func (p *Provider) PoolDrain(ctx context.Context, o PoolDrainOptions) (*PoolResu
 	return res, nil
 }
 
-// drainOne deletes one pooled worktree once checkPooled holds, and
-// publishes its reclaimed event (reason "drained"). It returns why it
-// left the worktree, or "" when it is gone.
-func (p *Provider) drainOne(ctx context.Context, r *claimRecord) (string, error) {
-	c := r.Claim
-	if gone, err := p.poolGone(r); err != nil || gone {
-		return "", err
-	}
-	entry, err := p.checkPooled(ctx, r, false, false)
-	var pc *errPoolCheck
-	if errors.As(err, &pc) {
-		if poolState(r) != wire.PoolAside && poolState(r) != wire.PoolFilling {
-			if _, err := p.records.Publish(r, Event{Kind: EventAside, Reason: pc.why}); err != nil {
-				return "", err
-			}
-		}
-		return pc.why, nil
-	}
+// drainsTaken says whether a drain deletes the taken pooled worktree r:
+// only when the allocation that took it failed or made its workspace
+// otherwise. One whose allocation finished is retired here (handed).
+func (p *Provider) drainsTaken(r *claimRecord) bool {
+	ev := r.Events[EventTaken]
+	takers, err := p.records.Binding(ev.Taker)
 	if err != nil {
-		return "", err
+		return false
 	}
-	if err := fpPoolDrain.Inject(); err != nil {
-		return "", err
+	switch takenOutcome(r, takers) {
+	case takenInWorkspace:
+		// a hand-out that died before it retired the pooled claim
+		_, _ = p.records.Publish(r, Event{Kind: EventHanded, Taker: ev.Taker, RequestID: ev.RequestID})
+	case takenAbandoned:
+		return true
 	}
-	if err := gitops.UnlockWorktreeIf(entry, lockReason(r)); err != nil {
-		return "", err
-	}
-	// git removes a worktree only when it is clean (no change and no
-	// untracked file); ignored files were checked just before.
-	if err := gitops.RemoveWorktree(context.WithoutCancel(ctx), c.CommonDir, c.Path, false); err != nil {
-		_ = gitops.LockWorktree(context.WithoutCancel(ctx), c.CommonDir, c.Path, lockReason(r))
-		return "git did not remove it: " + err.Error(), nil
-	}
-	return "", p.drained(r)
+	return false
 }
 
 // poolGone finishes the drain of a pooled worktree that is gone already
-// (a drain or an undone fill interrupted after git removed it): no folder
-// and no entry of git's pinned with its claim.
+// (an undone fill, or a drain interrupted after it deleted the folder):
+// no folder at its path nor aside, and no entry of git's pinned with its
+// claim.
 func (p *Provider) poolGone(r *claimRecord) (bool, error) {
-	if _, err := os.Lstat(r.Claim.Path); !errors.Is(err, os.ErrNotExist) {
-		return false, nil
+	for _, at := range []string{r.Claim.Path, drainAsidePath(&r.Claim)} {
+		if _, err := os.Lstat(at); !errors.Is(err, os.ErrNotExist) {
+			return false, nil
+		}
 	}
 	pinned, err := gitops.EntriesPinnedWith(r.Claim.CommonDir, r.Digest)
 	if err != nil || len(pinned) > 0 {

@@ -29,10 +29,11 @@ func (p *Provider) takenBy(rec *claimRecord) (*claimRecord, error) {
 }
 
 // resumePoolTake resumes, for a retry with the same request id, an
-// allocation that died while handing a pooled worktree out. A pooled
-// worktree still in the pool's folder is set aside (the allocation then
-// makes its worktree with git, its path being free); one already renamed
-// to the workspace path is finished there. handled is false when the
+// allocation that died while handing a pooled worktree out. The hand-out
+// of a pooled worktree still in the pool's folder resumes (one that fails
+// its checks is set aside, and the allocation then makes its worktree
+// with git, its path being free); one already renamed to the workspace
+// path is finished there. handled is false when the
 // allocation had taken none.
 func (p *Provider) resumePoolTake(ctx context.Context, rec *claimRecord) (ws *Workspace, handled bool, err error) {
 	cand, err := p.takenBy(rec)
@@ -47,8 +48,19 @@ func (p *Provider) resumePoolTake(ctx context.Context, rec *claimRecord) (ws *Wo
 	}
 	switch {
 	case same(cand.Claim.Path):
-		p.setAside(rec, cand, "the allocation of "+c.Binding+" that took it was interrupted")
-		return nil, false, nil
+		// Still in the pool's folder: the request id that took it owns
+		// it, and the hand-out resumes (verify, switch, lock and pin,
+		// rename), from wherever the interrupted one stopped.
+		ws, err := p.resumeHandOut(ctx, rec, cand)
+		var pc *errPoolCheck
+		if errors.As(err, &pc) {
+			p.setAside(rec, cand, "the allocation of "+c.Binding+" that took it was interrupted, and its retry found: "+pc.why)
+			return nil, false, nil
+		}
+		if ws != nil {
+			ws.Pool = &PoolUse{Used: true, Name: cand.Claim.Binding}
+		}
+		return ws, true, err
 	case !same(c.Path):
 		return nil, true, &Error{Op: "allocate", Binding: c.Binding, Path: c.Path, Err: ErrInterrupted,
 			Reason: "the interrupted allocation took pooled worktree " + cand.Claim.Path + ", which is neither there nor at the workspace's path",
@@ -96,6 +108,8 @@ func (p *Provider) resumePoolTake(ctx context.Context, rec *claimRecord) (ws *Wo
 	if _, err := os.Lstat(c.Path); err != nil {
 		return nil, true, err
 	}
-	ws, err = p.publishHandedOut(ctx, rec, cand)
+	if ws, err = p.publishHandedOut(ctx, rec, cand); ws != nil {
+		ws.Pool = &PoolUse{Used: true, Name: cand.Claim.Binding}
+	}
 	return ws, true, err
 }

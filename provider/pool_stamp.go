@@ -51,6 +51,11 @@ func (p *Provider) poolStampPath(binding string) string {
 // stampOf computes the stamp of the pooled worktree of rec, whose git
 // entry is entry.
 func stampOf(rec *claimRecord, entry string) (*poolStamp, error) {
+	return stampAt(rec, entry, rec.Claim.Path)
+}
+
+// stampAt is stampOf of the folder at dir.
+func stampAt(rec *claimRecord, entry, dir string) (*poolStamp, error) {
 	head, err := os.ReadFile(filepath.Join(entry, "HEAD"))
 	if err != nil {
 		return nil, err
@@ -59,7 +64,7 @@ func stampOf(rec *claimRecord, entry string) (*poolStamp, error) {
 	if err != nil {
 		return nil, err
 	}
-	tree, n, err := treeStamp(rec.Claim.Path)
+	tree, n, err := treeStamp(dir)
 	if err != nil {
 		return nil, err
 	}

@@ -80,7 +80,7 @@ func (p *Provider) allocateFromPool(ctx context.Context, rec *claimRecord) (*Wor
 		if tries++; tries > maxPoolTries {
 			break
 		}
-		ev, err := p.records.Publish(cand, Event{Kind: EventTaken, Taker: c.Binding, RequestID: c.RequestID})
+		ev, err := p.records.Publish(cand, Event{Kind: EventTaken, Taker: c.Binding, RequestID: c.RequestID, Head: c.Base})
 		if err != nil {
 			return nil, PoolUse{}, p.undoAllocation(ctx, rec, err, made{})
 		}
@@ -144,19 +144,21 @@ func (p *Provider) setAside(rec, cand *claimRecord, why string) {
 // handOut verifies, switches and moves the taken pooled worktree cand
 // into rec's place, and finishes the workspace there. An *errPoolCheck
 // means cand was left in the pool's folder (to be set aside) and rec's
-// path is untouched.
-func (p *Provider) handOut(ctx context.Context, rec, cand *claimRecord) (*Workspace, error) {
+// path is untouched. heads are commits besides cand's base its HEAD may
+// be found at, clean: the base an interrupted hand-out of rec switched
+// it to (resumeHandOut).
+func (p *Provider) handOut(ctx context.Context, rec, cand *claimRecord, heads ...string) (*Workspace, error) {
 	c := rec.Claim
 	var tm poolTimings
 	start := time.Now()
-	entry, err := p.checkPooled(ctx, cand, true, true)
+	entry, head, err := p.checkPooledAt(ctx, cand, poolCheck{dir: cand.Claim.Path, needLock: true, fast: true, heads: heads})
 	if err != nil {
 		return nil, err
 	}
 	tm.verify = time.Since(start)
 	start = time.Now()
 	p.progress(Progress{Op: "allocate", Binding: c.Binding, Step: "switching a pooled worktree to " + shortDigest(c.Base)})
-	if err := gitops.SwitchPooled(ctx, cand.Claim.Path, cand.Claim.Base, c.Base); err != nil {
+	if err := gitops.SwitchPooled(ctx, cand.Claim.Path, head, c.Base); err != nil {
 		return nil, poolCheckFailed("switching it to %s failed: %v", shortDigest(c.Base), err)
 	}
 	tm.switching = time.Since(start)
@@ -229,4 +231,23 @@ func (p *Provider) publishHandedOut(ctx context.Context, rec, cand *claimRecord)
 		return nil, err
 	}
 	return p.view(ctx, rec, false)
+}
+
+// resumeHandOut resumes the hand-out of cand, still in the pool's folder,
+// to rec, whose allocation took it and died: cand's lock and pin, which
+// the interrupted hand-out may have given to rec already, go back to the
+// pool's (each replaced whole, only from rec's), and the hand-out runs
+// again, accepting HEAD at rec's base (the interrupted one switched it).
+func (p *Provider) resumeHandOut(ctx context.Context, rec, cand *claimRecord) (*Workspace, error) {
+	entry, err := verifyRepository("pool", cand)
+	if err != nil {
+		return nil, poolCheckFailed("%v", err)
+	}
+	if err := gitops.ReplaceLock(entry, lockReason(rec), lockReason(cand)); err != nil {
+		return nil, poolCheckFailed("its lock: %v", err)
+	}
+	if err := gitops.ReplaceEntryPin(entry, rec.Digest, cand.Digest); err != nil {
+		return nil, poolCheckFailed("its pin: %v", err)
+	}
+	return p.handOut(ctx, rec, cand, rec.Claim.Base)
 }

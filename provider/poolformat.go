@@ -42,6 +42,13 @@ const (
 	// EventHanded: the hand-out that took it finished: the pooled
 	// worktree is now that workspace, whose claim stands for it (Taker).
 	EventHanded = "handed"
+	// EventDraining: a drain is deleting the pooled worktree. Published
+	// before it moves the folder anywhere: TrashPath is where the drain
+	// moves it aside (drainAsidePath), AdminEntry git's entry of it,
+	// Dev/Ino the folder's identity, RequestID the drain's id. A drain
+	// takes a ready one first with its own taken event (Taker: the pooled
+	// worktree's own binding), the one slot a hand-out takes it with.
+	EventDraining = "draining"
 )
 
 // claimFormatOf is the format a claim is sealed with.

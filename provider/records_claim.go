@@ -178,6 +178,10 @@ func (e *Event) check() error {
 		if ValidBinding(e.Taker) != nil || e.RequestID == "" {
 			return errors.New("taken event without its taker")
 		}
+	case EventDraining:
+		if !filepath.IsAbs(e.TrashPath) || !filepath.IsAbs(e.AdminEntry) || e.Ino == 0 {
+			return errors.New("draining event without its aside folder, admin entry and identity")
+		}
 	case EventFailed, EventReleased, EventReclaimed, EventSalvaged, EventChecked, EventPurging, EventPurged, EventAside, EventHanded:
 	default:
 		return fmt.Errorf("unknown event kind %q", e.Kind)

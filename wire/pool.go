@@ -8,6 +8,9 @@ const (
 	PoolFilling = "filling" // its claim is published, the worktree not yet made (or a fill was interrupted)
 	PoolTaken   = "taken"   // an allocation took it: it is, or is becoming, that workspace
 	PoolAside   = "aside"   // it failed a check: never handed out; doctor names it
+	// PoolDraining: a drain took it and is deleting it (or was
+	// interrupted doing so: the next drain finishes it).
+	PoolDraining = "draining"
 )
 
 // A PoolWorktree is one worktree of the warm pool, as pool list, fill and
