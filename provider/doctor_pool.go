@@ -41,12 +41,15 @@ func (p *Provider) checkPool(inv *inventory, add func(Finding)) {
 			byBinding[recs[0].Claim.Binding] = recs
 		}
 	}
+	recycled := recyclings(inv)
 	for _, recs := range inv.good {
 		for _, r := range recs {
 			if !r.isPool() {
 				continue
 			}
-			if f, ok := p.poolFinding(r, byBinding); ok {
+			if f, ok := recycleFinding(r, recycled[r.Claim.Binding]); ok {
+				add(f)
+			} else if f, ok := p.poolFinding(r, byBinding); ok {
 				add(f)
 			}
 		}

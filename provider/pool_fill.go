@@ -111,14 +111,27 @@ type pooledMade struct {
 
 // fillOne publishes a pooled worktree's claim and makes the worktree.
 func (p *Provider) fillOne(ctx context.Context, base, baseRef string) (*pooledMade, error) {
+	rec, err := p.publishPoolClaim(ctx, "pool fill", base, baseRef)
+	if err != nil {
+		return nil, err
+	}
+	if err := fpPoolClaimed.Inject(); err != nil {
+		return nil, p.undoAllocation(ctx, rec, err, made{})
+	}
+	return p.makePooled(ctx, rec)
+}
+
+// publishPoolClaim publishes the claim of a new pooled worktree, detached
+// at base, in a new folder of the workspace root: nothing is there yet.
+func (p *Provider) publishPoolClaim(ctx context.Context, op, base, baseRef string) (*claimRecord, error) {
 	id := newID()[:12]
 	binding, path := poolBindingPrefix+id, p.poolPath(id)
 	if err := os.MkdirAll(p.reg.WorkspaceRoot, 0o755); err != nil {
-		return nil, &Error{Op: "pool fill", Path: p.reg.WorkspaceRoot, Err: err}
+		return nil, &Error{Op: op, Path: p.reg.WorkspaceRoot, Err: err}
 	}
 	physical, err := pathid.Physical(path)
 	if err != nil {
-		return nil, &Error{Op: "pool fill", Path: path, Err: ErrInvalidArgument, Reason: err.Error()}
+		return nil, &Error{Op: op, Path: path, Err: ErrInvalidArgument, Reason: err.Error()}
 	}
 	claim := Claim{Format: formatClaim2, Kind: ClaimKindPool, Binding: binding, RequestID: autoRequestPrefix + newID()[:16],
 		Path: path, PhysicalPath: physical, CommonDir: p.reg.CommonDir, RepositoryID: p.reg.ID, Base: base,
@@ -130,14 +143,7 @@ func (p *Provider) fillOne(ctx context.Context, base, baseRef string) (*pooledMa
 	if err != nil {
 		return nil, err
 	}
-	rec, err := p.publishClaim(ctx, claim, requestArgs{Op: "pool fill", Binding: binding, Base: base, Path: path}, cleared, p.records.Prefetch())
-	if err != nil {
-		return nil, err
-	}
-	if err := fpPoolClaimed.Inject(); err != nil {
-		return nil, p.undoAllocation(ctx, rec, err, made{})
-	}
-	return p.makePooled(ctx, rec)
+	return p.publishClaim(ctx, claim, requestArgs{Op: op, Binding: binding, Base: base, Path: path}, cleared, p.records.Prefetch())
 }
 
 // makePooled makes the worktree of a published pooled claim, pins its

@@ -96,6 +96,10 @@ type PurgedTrash struct {
 	// SalvageRef is the salvage of what changed in the trash since the
 	// reclaim, when anything had; "" otherwise.
 	SalvageRef string `json:"salvage_ref"`
+	// Recycled names the pooled worktree the trash folder became (it was
+	// cleaned and given to the warm pool instead of being deleted: pool.md,
+	// "Recycling"); "" when it was deleted.
+	Recycled string `json:"recycled"`
 	// Reason is why it was left (PurgeResult.Left only).
 	Reason string `json:"reason,omitempty"`
 }
@@ -277,36 +281,14 @@ func (p *Provider) purgeKept(ctx context.Context, binding string, seq int, due s
 		return nil, errPurgeGone
 	}
 	pt := &PurgedTrash{Binding: binding, Seq: seq, Path: path, Due: due}
+	pool, fresh := "", false
 	if ev := r.Events[EventPurging]; ev != nil {
-		pt.Due, pt.SalvageRef, started = ev.Reason, ev.SalvageRef, true
+		pt.Due, pt.SalvageRef, pool, started = ev.Reason, ev.SalvageRef, ev.Taker, true
 	} else {
-		if entry {
-			pt.SalvageRef, err = p.purgeSalvageEntry(ctx, r, path)
-		} else {
-			pt.SalvageRef, err = p.purgeSalvage(ctx, r)
-		}
-		if err != nil {
+		if pool, err = p.purgeBegin(ctx, r, path, entry, pt, lease); err != nil {
 			return pt, err
 		}
-		if err := p.inject(ctx, fpPurgeSalvaged); err != nil {
-			return pt, err
-		}
-		if err := lease.Check(); err != nil {
-			return pt, err
-		}
-		if err := ctx.Err(); err != nil {
-			return pt, err // stopped (a server's stop, Ctrl-C): the last safe point before deleting
-		}
-		purging := Event{Kind: EventPurging, TrashPath: path, SalvageRef: pt.SalvageRef, Reason: due}
-		if id, err := pathid.Lstat(path); entry && err == nil {
-			// An entry half deleted may have lost its pin: the deletion
-			// that finishes it goes by this identity.
-			purging.Dev, purging.Ino = id.Dev, id.Ino
-		}
-		if _, err := p.records.Publish(r, purging); err != nil {
-			return pt, err
-		}
-		started = true
+		started, fresh = true, true
 	}
 	if err := p.inject(ctx, fpPurgeStarted); err != nil {
 		return pt, err
@@ -314,13 +296,18 @@ func (p *Provider) purgeKept(ctx context.Context, binding string, seq int, due s
 	if err := lease.Check(); err != nil {
 		return pt, err
 	}
-	if err := p.purgeDelete(ctx, r, path, entry); err != nil {
+	if pool != "" {
+		err = p.purgeRecycled(ctx, r, pool, pt, fresh, lease)
+	} else {
+		err = p.purgeDelete(ctx, r, path, entry)
+	}
+	if err != nil {
 		return pt, err
 	}
-	if _, err := p.records.Publish(r, Event{Kind: EventPurged, TrashPath: path, SalvageRef: pt.SalvageRef, Reason: pt.Due}); err != nil {
+	if _, err := p.records.Publish(r, Event{Kind: EventPurged, TrashPath: path, SalvageRef: pt.SalvageRef, Reason: pt.Due, Taker: pt.Recycled}); err != nil {
 		return pt, err
 	}
-	p.log.Info("kept trash purged", "binding", binding, "path", path, "due", pt.Due, "salvage_ref", pt.SalvageRef)
+	p.log.Info("kept trash purged", "binding", binding, "path", path, "due", pt.Due, "salvage_ref", pt.SalvageRef, "recycled", pt.Recycled)
 	return pt, lease.Release()
 }
 

@@ -48,6 +48,10 @@ func (s *srv) purgeOnce(bctx context.Context, every time.Duration) bool {
 	}
 	if res != nil {
 		for _, t := range res.Purged {
+			if t.Recycled != "" {
+				s.o.Logf("recycled the kept trash %s of %s into the warm pool as %s (%s)", t.Path, t.Binding, t.Recycled, t.Due)
+				continue
+			}
 			s.o.Logf("purged the kept trash %s of %s (%s)", t.Path, t.Binding, t.Due)
 		}
 		for _, t := range res.Left {

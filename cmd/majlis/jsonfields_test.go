@@ -62,7 +62,7 @@ var jsonPinned = map[string]struct {
 	"kept_trash": {provider.KeptTrash{}, []string{"age", "binding", "branch", "due", "entry", "half_purged", "kept_until", "missing", "path", "reclaimed_at",
 		"salvage_refs", "seq", "size_bytes"}},
 	"purge":         {provider.PurgeResult{}, []string{"left", "purged"}},
-	"purged_trash":  {provider.PurgedTrash{}, []string{"binding", "due", "path", "reason", "salvage_ref", "seq"}},
+	"purged_trash":  {provider.PurgedTrash{}, []string{"binding", "due", "path", "reason", "recycled", "salvage_ref", "seq"}},
 	"finding":       {provider.Finding{}, []string{"binding", "code", "fix", "message", "path", "repairable", "severity"}},
 	"repair":        {provider.RepairResult{}, []string{"actions", "digest", "done", "preview"}},
 	"repair_action": {provider.RepairAction{}, []string{"binding", "detail", "files", "fingerprint", "kind", "path", "salvage"}},

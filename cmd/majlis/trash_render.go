@@ -25,7 +25,11 @@ func runPurgeDue(cmd *cobra.Command, g *globalOptions, p *provider.Provider) err
 // renderPurge says what a purge of the due trash did.
 func renderPurge(w io.Writer, res *provider.PurgeResult) {
 	for _, t := range res.Purged {
-		fmt.Fprintf(w, "deleted the kept trash %s of %s (%s)", humanPath(t.Path), t.Binding, dueWords(t.Due))
+		if t.Recycled != "" {
+			fmt.Fprintf(w, "recycled the kept trash %s of %s into the warm pool as %s, cleaned (%s)", humanPath(t.Path), t.Binding, t.Recycled, dueWords(t.Due))
+		} else {
+			fmt.Fprintf(w, "deleted the kept trash %s of %s (%s)", humanPath(t.Path), t.Binding, dueWords(t.Due))
+		}
 		if t.SalvageRef != "" {
 			fmt.Fprintf(w, "; what changed in it since the reclaim is on %s", t.SalvageRef)
 		}

@@ -1,0 +1,81 @@
+package gitops
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/majlis-dev/majlis/fixtures"
+)
+
+// TestRecycleEntryAndClean: a used worktree whose git entry is dropped
+// gets a fresh one (detached at the base, locked, pinned, no reflog) and
+// is cleaned to the base: tracked files back, untracked and ignored ones
+// gone, but a kept path; what did not differ is not rewritten.
+func TestRecycleEntryAndClean(t *testing.T) {
+	t.Parallel()
+	repo := fixtures.NewRepo(t)
+	repo.WriteGitignore("node_modules/", "*.log")
+	repo.WriteFile("a/same.txt", "same\n")
+	repo.WriteFile("a/edited.txt", "base\n")
+	repo.WriteFile("b/deleted.txt", "base\n")
+	base := repo.Commit("base")
+	wt := filepath.Join(fixtures.TempDir(t), "used")
+	repo.Git("worktree", "add", "-q", "--detach", wt, base)
+	used := &fixtures.Repo{T: t, Dir: wt}
+	used.WriteFile("a/edited.txt", "the task's\n")
+	used.WriteFile("c/new.txt", "committed by the task\n")
+	used.Git("add", "-A")
+	used.Git("commit", "-q", "-m", "task")
+	used.Remove("b/deleted.txt")
+	used.WriteFile("untracked.txt", "u\n")
+	used.WriteFile("x.log", "ignored\n")
+	used.WriteFile("node_modules/dep/index.js", "kept\n")
+	used.WriteFile("node_modules2/y", "not kept\n")
+	same, _ := os.Stat(filepath.Join(wt, "a/same.txt"))
+	old := used.GitDir()
+	if err := os.RemoveAll(old); err != nil { // the provider drops it (salvaged)
+		t.Fatal(err)
+	}
+	pool := filepath.Join(filepath.Dir(wt), ".majlis-pool-x")
+	if err := os.Rename(wt, pool); err != nil {
+		t.Fatal(err)
+	}
+	stage := filepath.Join(fixtures.TempDir(t), "stage")
+	admin, err := FreshEntry(ctx, repo.CommonDir(), stage, pool, base, "majlis pool", "sha256:pin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(admin) != "-majlis-pool-x" {
+		t.Errorf("entry %s", admin)
+	}
+	if err := CleanToBase(ctx, pool, base, []string{"node_modules"}); err != nil {
+		t.Fatal(err)
+	}
+	p := &fixtures.Repo{T: t, Dir: pool}
+	if st := p.Git("status", "--porcelain", "--ignored", "-uall"); st != "!! node_modules/dep/index.js\n" {
+		t.Errorf("status after cleaning:\n%s", st)
+	}
+	if h := strings.TrimSpace(p.Git("rev-parse", "HEAD")); h != base {
+		t.Errorf("HEAD %s, want %s", h, base)
+	}
+	if pin, err := ReadEntryPin(admin); err != nil || pin != "sha256:pin" {
+		t.Errorf("pin %q, %v", pin, err)
+	}
+	if l, err := ReadWorktreeLock(admin); err != nil || !l.Locked || l.Reason != "majlis pool" {
+		t.Errorf("lock %+v, %v", l, err)
+	}
+	if _, err := os.Lstat(filepath.Join(admin, "logs")); !os.IsNotExist(err) {
+		t.Errorf("the fresh entry has a reflog: %v", err)
+	}
+	if now, _ := os.Stat(filepath.Join(pool, "a/same.txt")); !os.SameFile(same, now) || !now.ModTime().Equal(same.ModTime()) {
+		t.Errorf("a file that did not differ was rewritten")
+	}
+	if !strings.Contains(repo.Git("worktree", "list", "--porcelain"), "worktree "+pool+"\nHEAD "+base+"\ndetached\nlocked majlis pool") {
+		t.Errorf("git's view:\n%s", repo.Git("worktree", "list", "--porcelain"))
+	}
+	if _, err := FreshEntry(ctx, repo.CommonDir(), stage+"2", pool, base, "majlis pool", "sha256:pin"); err == nil {
+		t.Errorf("a second entry of the same name was made")
+	}
+}
