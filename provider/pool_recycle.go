@@ -57,7 +57,9 @@ var (
 )
 
 // recycleKeepIgnored lists the ignored paths a recycled worktree keeps
-// (pool.keep_ignored). None until that policy key exists.
+// (pool.keep_ignored, PoolKeepIgnored). None while the check of a pooled
+// worktree (checkPooled) accepts no ignored file: a worktree kept with
+// one would fail it and be deleted.
 func (p *Provider) recycleKeepIgnored() ([]string, error) { return nil, nil }
 
 // recycleClaim decides whether the kept trash of r (salvaged, due for
