@@ -14,7 +14,8 @@ import (
 // which policy key decides it, or "": its own size is over
 // trash.max_bytes (the oldest kept trash goes first, and it is the
 // newest), or the free space of its folder stays below trash.min_free
-// even once every older kept trash beside it is gone. A reclaim then
+// even once every older kept trash beside it, and every ready pooled
+// worktree on its disk, is gone. A reclaim then
 // does not promise a trash it will not keep: it deletes it itself, and
 // refuses to delete ignored files no confirmed preview named (reclaim.go,
 // end.go). Sizes of older trash not yet measured count as nothing, which
@@ -46,8 +47,11 @@ func (p *Provider) trashAtOnce(path string, size int64) (why, key string, err er
 			free += max(k.SizeBytes, 0)
 		}
 	}
+	if spaceKey(path) == spaceKey(p.poolDirKey()) {
+		free += p.poolReadyBytes(all) // the pool gives them back first (poolbudget.go)
+	}
 	if free < floor {
-		return fmt.Sprintf("the free space on its disk (%s, with all older kept trash gone) is below trash.min_free (%s, %s)",
+		return fmt.Sprintf("the free space on its disk (%s, with all older kept trash and the ready pooled worktrees gone) is below trash.min_free (%s, %s)",
 			ByteSize(free), tp.Values[PolicyTrashMinFree], ByteSize(floor)), PolicyTrashMinFree, nil
 	}
 	return "", "", nil

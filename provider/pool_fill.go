@@ -72,8 +72,17 @@ func (p *Provider) PoolFill(ctx context.Context, o PoolFillOptions) (*PoolResult
 	}
 	var made []*pooledMade
 	var ferr error
+	var budget *poolBudget // the space one more may take (poolbudget.go)
 	for ; ready < o.Size; ready++ {
 		if ferr = ctx.Err(); ferr != nil {
+			break
+		}
+		if budget == nil {
+			if budget, ferr = p.fillBudget(ctx, base); ferr != nil {
+				break
+			}
+		}
+		if res.Stopped = budget.stop(p.reg.WorkspaceRoot, budget.est); res.Stopped != nil {
 			break
 		}
 		p.progress(Progress{Op: "pool fill", Step: fmt.Sprintf("checking out %s into pooled worktree %d of %d", shortDigest(base), ready+1, o.Size)})
@@ -82,6 +91,7 @@ func (p *Provider) PoolFill(ctx context.Context, o PoolFillOptions) (*PoolResult
 			break
 		}
 		made = append(made, m)
+		budget.poolBytes += budget.est
 	}
 	// Those made are finished even when a later one failed.
 	if err := p.readyPooled(ctx, made, o.Settle); err != nil && ferr == nil {

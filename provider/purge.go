@@ -111,6 +111,9 @@ type PurgeResult struct {
 	// failed (then nothing of it was deleted), its binding was busy, it
 	// is not the workspace any more.
 	Left []PurgedTrash `json:"left"`
+	// PoolDrained lists the ready pooled worktrees given back for space
+	// before any kept trash went early (poolbudget.go).
+	PoolDrained []PoolWorktree `json:"pool_drained"`
 }
 
 // keptTrashOf returns the kept trash of r, if r has one that is not
@@ -212,7 +215,7 @@ func (p *Provider) keptTrashLeaving(all [][]*claimRecord, tp TrashPolicy, mode s
 	if mode == sizesNone {
 		return out
 	}
-	markDue(out, tp, stays)
+	markDue(out, tp, stays, p.poolSpaceOf(all, ts, mode), p.poolDirKey())
 	return out
 }
 

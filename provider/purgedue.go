@@ -22,13 +22,15 @@ func trashKey(binding string, seq int) string { return fmt.Sprintf("%s#%d", bind
 
 // markDue marks, in out (oldest first, their own Due set: expired or
 // interrupted), the oldest kept trash that goes early: for the budget,
-// until the rest fits trash.max_bytes; for the floor, on each file
-// system, until the free space (counting what goes already) is above
-// trash.min_free. A trash in stays (left by this purge) goes nowhere:
-// it is counted as staying, whatever its Due, and frees nothing.
-func markDue(out []KeptTrash, tp TrashPolicy, stays map[string]bool) {
+// until the rest, with the pooled worktrees the pool cannot give back at
+// once (ps.otherBytes), fits trash.max_bytes; for the floor, on each file
+// system, until the free space (counting what goes already, and the
+// ready pooled worktrees on it, which go first: poolbudget.go) is above
+// trash.min_free. A trash in stays (left by this purge) goes nowhere: it
+// is counted as staying, whatever its Due, and frees nothing.
+func markDue(out []KeptTrash, tp TrashPolicy, stays map[string]bool, ps poolSpace, poolDir string) {
 	stay := func(k *KeptTrash) bool { return stays[trashKey(k.Binding, k.Seq)] }
-	var total int64
+	total := ps.otherBytes
 	for i := range out {
 		if k := &out[i]; (k.Due == "" || stay(k)) && k.SizeBytes > 0 {
 			total += k.SizeBytes
@@ -45,17 +47,21 @@ func markDue(out []KeptTrash, tp TrashPolicy, stays map[string]bool) {
 	}
 	type fsys struct{ free, floor int64 }
 	seen := map[string]*fsys{}
+	keys := make([]string, len(out))
 	for i := range out {
 		k := &out[i]
-		parent := filepath.Dir(k.Path)
-		fs := seen[parent]
+		keys[i] = spaceKey(k.Path)
+		fs := seen[keys[i]]
 		if fs == nil {
-			free, total, err := gitops.FreeSpace(parent)
+			free, total, err := gitops.FreeSpace(filepath.Dir(k.Path))
 			if err != nil {
 				continue
 			}
 			fs = &fsys{free: free, floor: tp.floor(total)}
-			seen[parent] = fs
+			if keys[i] == spaceKey(poolDir) {
+				fs.free += ps.readyBytes
+			}
+			seen[keys[i]] = fs
 		}
 		if k.Due != "" && !stay(k) {
 			fs.free += max(k.SizeBytes, 0)
@@ -63,7 +69,7 @@ func markDue(out []KeptTrash, tp TrashPolicy, stays map[string]bool) {
 	}
 	for i := range out {
 		k := &out[i]
-		fs := seen[filepath.Dir(k.Path)]
+		fs := seen[keys[i]]
 		if fs == nil || k.Due != "" || stay(k) || fs.free >= fs.floor {
 			continue
 		}
@@ -86,7 +92,21 @@ func (p *Provider) PurgeDue(ctx context.Context) (*PurgeResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &PurgeResult{Purged: []PurgedTrash{}, Left: []PurgedTrash{}}
+	res := &PurgeResult{Purged: []PurgedTrash{}, Left: []PurgedTrash{}, PoolDrained: []PoolWorktree{}}
+	// Space short: the pool gives back first (a pooled worktree is cheap
+	// to make again; a kept trash is someone's undo). What it could not
+	// give back counts in the budget below.
+	if drained, err := p.givePoolBack(ctx, tp); err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return res, cerr
+		}
+		p.log.Warn("the warm pool could not give back space before the purge", "error", err)
+	} else if drained != nil {
+		res.PoolDrained = append(res.PoolDrained, drained.Drained...)
+		for _, l := range drained.Left {
+			p.log.Warn("a pooled worktree was not given back for space", "path", l.Path, "reason", l.Reason)
+		}
+	}
 	left, tried := map[string]bool{}, map[string]bool{}
 	for {
 		all, err := p.records.All()

@@ -102,7 +102,8 @@ func (p *Provider) cachedTrashSize(ts *trashSizes, binding string, seq int, path
 // PurgeMayBeDue tells, cheaply, whether a purge of the kept trash may
 // have anything to do now: a kept trash whose time is up or whose purge
 // was interrupted, the free space below the floor, the remembered sizes
-// past the budget, or a kept trash not measured yet. It reads the records,
+// past the budget, or a kept trash not measured yet; or ready pooled
+// worktrees the pool should give back for space. It reads the records,
 // the size cache and one statfs per folder of trash; it measures nothing.
 // A reclaim's caller uses it to decide whether to start a purge.
 func (p *Provider) PurgeMayBeDue() bool {
@@ -120,5 +121,5 @@ func (p *Provider) PurgeMayBeDue() bool {
 			return true
 		}
 	}
-	return false
+	return p.poolMayGiveBack(all, tp, kept)
 }

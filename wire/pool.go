@@ -37,6 +37,24 @@ type PoolResult struct {
 	Created []PoolWorktree `json:"created"`
 	Drained []PoolWorktree `json:"drained"`
 	Left    []PoolWorktree `json:"left"`
+	// Stopped says why a fill stopped before the pool held its size (the
+	// disk space the policy gives it), or null.
+	Stopped *PoolStop `json:"stopped"`
+}
+
+// Why a fill stopped early (PoolStop.Reason): the policy key whose bound
+// one more pooled worktree would have passed.
+const (
+	PoolStopMaxBytes   = "pool.max_bytes"  // the pooled worktrees together
+	PoolStopBudget     = "trash.max_bytes" // the kept trash and the pool together
+	PoolStopFreeSpace  = "trash.min_free"  // the disk's free space
+	PoolStopUnmeasured = "unmeasured"      // the space taken could not be measured
+)
+
+// A PoolStop says why a fill made fewer pooled worktrees than asked.
+type PoolStop struct {
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
 }
 
 // PoolUse says whether an allocation took a pooled worktree (Used) and,

@@ -133,6 +133,9 @@ func renderPool(w io.Writer, res *provider.PoolResult, verb string) {
 	for _, l := range res.Left {
 		fmt.Fprintf(w, "left %s: %s\n", humanPath(l.Path), l.Reason)
 	}
+	if res.Stopped != nil {
+		fmt.Fprintf(w, "stopped before the pool was full: %s\n", res.Stopped.Message)
+	}
 	if len(res.Pool) == 0 {
 		fmt.Fprintln(w, "the pool is empty")
 		return

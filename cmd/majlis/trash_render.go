@@ -42,7 +42,10 @@ func renderPurge(w io.Writer, res *provider.PurgeResult) {
 		}
 		fmt.Fprintln(w)
 	}
-	if len(res.Purged)+len(res.Left) == 0 {
+	for _, d := range res.PoolDrained {
+		fmt.Fprintf(w, "gave back the pooled worktree %s for space, before any kept trash\n", humanPath(d.Path))
+	}
+	if len(res.Purged)+len(res.Left)+len(res.PoolDrained) == 0 {
 		fmt.Fprintln(w, "no kept trash is due")
 	}
 }
