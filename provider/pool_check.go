@@ -28,12 +28,15 @@ func poolCheckFailed(format string, a ...any) error {
 // event recorded, its .git file and git's entry point at each other, the
 // entry carries the claim's pin and majlis's lock (needLock; otherwise no
 // lock or majlis's), HEAD is detached at the claim's base, and git sees
-// nothing but the checkout: no change, no untracked and no ignored file.
+// nothing but the checkout: no change, no untracked file, and no ignored
+// file but inside the kept paths (pool.keep_ignored: poolkeep.go).
 // It returns git's entry of it. A failure is an *errPoolCheck (the
 // worktree is not as majlis left it), or another error when it could not
 // be looked at.
 //
-// Every file in it must have one name (no hard link into or out of it).
+// Every file in it must have one name (no hard link into or out of it),
+// but files git ignores inside the kept paths (a pnpm store's links); a
+// kept path holds no .env and is no symbolic link.
 // With fast, a pooled worktree that still matches its stamp (the
 // identity of every file and folder in it, of its index and HEAD, as git
 // made them: pool_stamp.go) needs no git status.
@@ -86,10 +89,22 @@ func (p *Provider) checkPooledAt(ctx context.Context, rec *claimRecord, o poolCh
 	// git never makes a hard link in a checkout: a file with another
 	// name is shared with a path outside (someone's file), which the
 	// workspace's edits would change. git status cannot see it.
-	got, err := stampAt(rec, entry, o.dir)
+	kept, err := p.PoolKeepIgnored()
+	if err != nil {
+		return "", "", err
+	}
+	got, err := stampAt(rec, entry, o.dir, kept)
 	var linked *errHardLinked
-	if errors.As(err, &linked) {
+	var inKept *errKeptPath
+	switch {
+	case errors.As(err, &linked):
 		return "", "", poolCheckFailed("%s has another name outside it (a hard link): edits in a workspace would change that file too", linked.path)
+	case errors.As(err, &inKept):
+		return "", "", poolCheckFailed("%v", inKept)
+	case err != nil && len(kept) > 0:
+		// Without the walk, nothing says the kept paths hold no
+		// hard link into someone's files, no .env, no symbolic link.
+		return "", "", poolCheckFailed("its files cannot be looked at one by one: %v", err)
 	}
 	if o.fast && err == nil && o.dir == c.Path && p.stampHolds(rec, got) {
 		return entry, c.Base, nil
@@ -98,11 +113,11 @@ func (p *Provider) checkPooledAt(ctx context.Context, rec *claimRecord, o poolCh
 	if err != nil {
 		return "", "", poolCheckFailed("git status in it failed: %v", err)
 	}
-	switch {
-	case !st.Detached || (st.Head != c.Base && !slices.Contains(o.heads, st.Head)):
+	if !st.Detached || (st.Head != c.Base && !slices.Contains(o.heads, st.Head)) {
 		return "", "", poolCheckFailed("its HEAD moved (%s, branch %q), it was detached at %s", shortDigest(st.Head), st.Branch, shortDigest(c.Base))
-	case len(st.Entries) > 0:
-		return "", "", poolCheckFailed("it is not clean: %s (%d path(s) changed, untracked or ignored)", st.Entries[0].Path, len(st.Entries))
+	}
+	if why := unkept(st.Entries, kept, got.linkedFiles()); why != "" {
+		return "", "", poolCheckFailed("%s", why)
 	}
 	return entry, st.Head, nil
 }

@@ -117,6 +117,7 @@ type pooledMade struct {
 	rec   *claimRecord
 	entry string
 	stamp *poolStamp
+	kept  []string // pool.keep_ignored when the stamp was taken
 }
 
 // fillOne publishes a pooled worktree's claim and makes the worktree.
@@ -178,8 +179,12 @@ func (p *Provider) makePooled(ctx context.Context, rec *claimRecord) (*pooledMad
 	if err != nil {
 		return nil, p.undoAllocation(ctx, rec, err, all)
 	}
-	stamp, _ := stampOf(rec, entry) // none: its hand-out runs git status
-	return &pooledMade{rec: rec, entry: entry, stamp: stamp}, nil
+	kept, err := p.PoolKeepIgnored()
+	if err != nil {
+		return &pooledMade{rec: rec, entry: entry}, nil // no stamp: its hand-out runs git status
+	}
+	stamp, _ := stampOf(rec, entry, kept) // none: its hand-out runs git status
+	return &pooledMade{rec: rec, entry: entry, stamp: stamp, kept: kept}, nil
 }
 
 // madeClean reports whether git sees the pooled worktree of rec as git
@@ -229,7 +234,7 @@ func (p *Provider) readyPooled(ctx context.Context, ms []*pooledMade, settle boo
 		if settle && m.stamp != nil {
 			if clean, err := gitops.RefreshIndex(ctx, m.rec.Claim.Path); err != nil || !clean {
 				m.stamp = nil
-			} else if after, err := stampOf(m.rec, m.entry); err != nil || after.Tree != m.stamp.Tree || after.Head != m.stamp.Head {
+			} else if after, err := stampOf(m.rec, m.entry, m.kept); err != nil || after.Tree != m.stamp.Tree || after.Head != m.stamp.Head {
 				m.stamp = nil
 			} else {
 				m.stamp = after

@@ -35,6 +35,12 @@ type poolStamp struct {
 	Index       string `json:"index"` // git's index file: dev:ino:size:mtime:ctime
 	Tree        string `json:"tree"`  // SHA-256 of every entry's path, mode and identity
 	Entries     int    `json:"entries"`
+	// Kept lists pool.keep_ignored's paths the stamp was taken with (one
+	// a line): a stamp holds only under the same policy.
+	Kept string `json:"kept,omitempty"`
+	// linked lists the files inside kept paths that have another name
+	// (NUL-separated; not recorded: a stamp that holds has the same).
+	linked string
 }
 
 func (s *poolStamp) check() error {
@@ -49,13 +55,13 @@ func (p *Provider) poolStampPath(binding string) string {
 }
 
 // stampOf computes the stamp of the pooled worktree of rec, whose git
-// entry is entry.
-func stampOf(rec *claimRecord, entry string) (*poolStamp, error) {
-	return stampAt(rec, entry, rec.Claim.Path)
+// entry is entry, under pool.keep_ignored's paths kept.
+func stampOf(rec *claimRecord, entry string, kept []string) (*poolStamp, error) {
+	return stampAt(rec, entry, rec.Claim.Path, kept)
 }
 
 // stampAt is stampOf of the folder at dir.
-func stampAt(rec *claimRecord, entry, dir string) (*poolStamp, error) {
+func stampAt(rec *claimRecord, entry, dir string, kept []string) (*poolStamp, error) {
 	head, err := os.ReadFile(filepath.Join(entry, "HEAD"))
 	if err != nil {
 		return nil, err
@@ -64,12 +70,13 @@ func stampAt(rec *claimRecord, entry, dir string) (*poolStamp, error) {
 	if err != nil {
 		return nil, err
 	}
-	tree, n, err := treeStamp(dir)
+	tree, n, linked, err := treeStamp(dir, kept)
 	if err != nil {
 		return nil, err
 	}
 	return &poolStamp{Format: formatPoolStamp, Binding: rec.Claim.Binding, ClaimDigest: rec.Digest,
-		Head: strings.TrimSpace(string(head)), Index: index, Tree: tree, Entries: n}, nil
+		Head: strings.TrimSpace(string(head)), Index: index, Tree: tree, Entries: n,
+		Kept: strings.Join(kept, "\n"), linked: strings.Join(linked, "\x00")}, nil
 }
 
 func fileKey(path string) (string, error) {
@@ -113,7 +120,17 @@ func (p *Provider) stampHolds(rec *claimRecord, got *poolStamp) bool {
 	if want.Binding != rec.Claim.Binding || want.ClaimDigest != rec.Digest || want.Head != rec.Claim.Base {
 		return false
 	}
-	return *got == want
+	g := *got
+	g.linked = ""
+	return g == want
+}
+
+// linkedFiles lists the files inside kept paths with another name.
+func (s *poolStamp) linkedFiles() []string {
+	if s == nil || s.linked == "" {
+		return nil
+	}
+	return strings.Split(s.linked, "\x00")
 }
 
 // dropPoolStamp removes the stamp of a pooled worktree that is gone or

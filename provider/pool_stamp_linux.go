@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/majlis-dev/majlis/internal/workers"
@@ -20,18 +22,34 @@ import (
 // folders on two workers: a 20,000-file worktree in tens of
 // milliseconds. A file with another name (a hard link: git never makes
 // one in a checkout) gives an *errHardLinked: that file is shared with a
-// path outside majlis's view, and edits in the worktree would change it.
-func treeStamp(dir string) (string, int, error) {
-	var n atomic.Int64
-	sum, err := dirStamp(dir, &n, true)
+// path outside majlis's view, and edits in the worktree would change it;
+// but inside the kept paths (pool.keep_ignored: caches such as pnpm's
+// node_modules, made of hard links to its store) it is listed in linked
+// instead, for the caller to check that git ignores it. Inside a kept
+// path an environment file (.env*) gives an *errKeptPath, and so does a
+// kept path, or a folder above one, that is a symbolic link (the cache
+// would be outside the worktree).
+func treeStamp(dir string, kept []string) (sum string, n int, linked []string, err error) {
+	w := &stampWalk{kept: kept}
+	b, err := w.dirStamp(dir, "", true)
 	if err != nil {
-		return "", 0, err
+		return "", 0, nil, err
 	}
-	return hex.EncodeToString(sum), int(n.Load()), nil
+	slices.Sort(w.linked)
+	return hex.EncodeToString(b), int(w.n.Load()), w.linked, nil
 }
 
-// dirStamp hashes the folder dir and everything under it.
-func dirStamp(dir string, n *atomic.Int64, top bool) ([]byte, error) {
+// A stampWalk is one treeStamp.
+type stampWalk struct {
+	kept   []string
+	n      atomic.Int64
+	mu     sync.Mutex
+	linked []string
+}
+
+// dirStamp hashes the folder dir (rel from the worktree's root) and
+// everything under it.
+func (w *stampWalk) dirStamp(dir, rel string, top bool) ([]byte, error) {
 	f, err := os.Open(dir)
 	if err != nil {
 		return nil, err
@@ -53,17 +71,18 @@ func dirStamp(dir string, n *atomic.Int64, top bool) ([]byte, error) {
 		if err := unix.Fstatat(fd, name, &ents[i].st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return nil, &os.PathError{Op: "fstatat", Path: filepath.Join(dir, name), Err: err}
 		}
+		if err := w.entry(dir, path.Join(rel, name), &ents[i].st); err != nil {
+			return nil, err
+		}
 		if ents[i].st.Mode&unix.S_IFMT == unix.S_IFDIR {
 			subdirs = append(subdirs, i)
-		} else if ents[i].st.Nlink > 1 {
-			return nil, &errHardLinked{path: filepath.Join(dir, name)}
 		}
 	}
-	n.Add(int64(len(names)))
+	w.n.Add(int64(len(names)))
 	errs := make([]error, len(subdirs))
 	one := func(k int) {
 		i := subdirs[k]
-		ents[i].sub, errs[k] = dirStamp(filepath.Join(dir, names[i]), n, false)
+		ents[i].sub, errs[k] = w.dirStamp(filepath.Join(dir, names[i]), path.Join(rel, names[i]), false)
 	}
 	if top {
 		workers.Each(len(subdirs), 1, one)
@@ -90,4 +109,29 @@ func dirStamp(dir string, n *atomic.Int64, top bool) ([]byte, error) {
 	}
 	sum := sha256.Sum256(buf)
 	return sum[:], nil
+}
+
+// entry checks one entry (rel from the worktree's root) of a stamp walk.
+func (w *stampWalk) entry(dir, rel string, st *unix.Stat_t) error {
+	if len(w.kept) == 0 {
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Nlink > 1 {
+			return &errHardLinked{path: filepath.Join(dir, path.Base(rel))}
+		}
+		return nil
+	}
+	kept := inKeptPath(rel, w.kept)
+	switch {
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK && aboveKeptPath(rel, w.kept):
+		return &errKeptPath{path: filepath.Join(dir, path.Base(rel)), why: "is a symbolic link: the kept cache would be outside the worktree"}
+	case kept && isEnvName(path.Base(rel)):
+		return &errKeptPath{path: filepath.Join(dir, path.Base(rel)), why: "is an environment file (.env) inside a kept path"}
+	case st.Mode&unix.S_IFMT == unix.S_IFDIR || st.Nlink <= 1:
+		return nil
+	case !kept:
+		return &errHardLinked{path: filepath.Join(dir, path.Base(rel))}
+	}
+	w.mu.Lock()
+	w.linked = append(w.linked, rel)
+	w.mu.Unlock()
+	return nil
 }

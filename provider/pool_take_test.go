@@ -323,7 +323,7 @@ func TestPoolWrittenDuringFillNeverHandedOut(t *testing.T) {
 		keep := writeIn(t, m.rec.Claim.Path, write)
 		before, _ := os.ReadFile(keep)
 		// the write landed before the fill took the stamp
-		if m.stamp, err = stampOf(m.rec, m.entry); err != nil {
+		if m.stamp, err = stampOf(m.rec, m.entry, nil); err != nil {
 			t.Fatal(err)
 		}
 		if err := p.readyPooled(t.Context(), []*pooledMade{m}, false); err != nil {

@@ -1,8 +1,11 @@
 package provider
 
 import (
+	"context"
 	"fmt"
 	"strings"
+
+	"github.com/majlis-dev/majlis/gitops"
 )
 
 // pool.keep_ignored (pool.md, "Kept ignored paths"): the exact paths of
@@ -91,4 +94,76 @@ func inKeptPath(rel string, kept []string) bool {
 		}
 	}
 	return false
+}
+
+// aboveKeptPath reports whether rel is a kept path or a folder above one.
+func aboveKeptPath(rel string, kept []string) bool {
+	for _, k := range kept {
+		if rel == k || strings.HasPrefix(k, rel+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// errKeptPath names what a pooled worktree holds in or above a kept path
+// that it may not (treeStamp).
+type errKeptPath struct{ path, why string }
+
+func (e *errKeptPath) Error() string { return e.path + " " + e.why }
+
+// unkept says what in git's status of a pooled worktree is more than the
+// kept caches may hold ("" when nothing is): every entry must be a file
+// git ignores inside a kept path, and every file with another name
+// (linked, from the stamp) must be one of them: a hard link inside a
+// kept path that git tracks, or does not ignore, is refused as anywhere
+// else. Anything else (a change, an untracked file, an ignored file
+// outside the kept paths) is what it was before pool.keep_ignored.
+func unkept(entries []gitops.StatusEntry, kept, linked []string) string {
+	ignored := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		p := strings.TrimSuffix(e.Path, "/")
+		if e.Kind != gitops.Ignored || !inKeptPath(p, kept) {
+			return fmt.Sprintf("it is not clean: %s (%d path(s) changed, untracked or ignored%s)", e.Path, len(entries), keptNote(kept))
+		}
+		ignored[p] = true
+	}
+	for _, l := range linked {
+		if !ignored[l] {
+			return fmt.Sprintf("%s, in a kept path, has another name (a hard link) and git does not ignore it", l)
+		}
+	}
+	return ""
+}
+
+func keptNote(kept []string) string {
+	if len(kept) == 0 {
+		return ""
+	}
+	return "; only files git ignores inside " + strings.Join(kept, ", ") + " are kept"
+}
+
+// stampPooledClean takes the stamp of the pooled worktree of rec (git's
+// entry of it is entry) and records it when git status, run after it was
+// taken, finds the worktree clean but for the kept caches: HEAD detached
+// at the claim's base, nothing changed or untracked, ignored files only
+// inside pool.keep_ignored's paths, and every file there with another
+// name ignored by git. It reports whether it recorded one. Recycling
+// calls it once it has cleaned a worktree; without a stamp a hand-out
+// runs git status.
+func (p *Provider) stampPooledClean(ctx context.Context, rec *claimRecord, entry string) bool {
+	kept, err := p.PoolKeepIgnored()
+	if err != nil {
+		return false
+	}
+	s, err := stampOf(rec, entry, kept)
+	if err != nil {
+		return false
+	}
+	st, err := gitops.ReadStatus(ctx, rec.Claim.Path, gitops.StatusOptions{Ignored: true})
+	if err != nil || !st.Detached || st.Head != rec.Claim.Base || unkept(st.Entries, kept, s.linkedFiles()) != "" {
+		return false
+	}
+	p.writePoolStamp(s)
+	return true
 }
