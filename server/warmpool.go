@@ -34,7 +34,9 @@ func (s *srv) poolLoop(ctx context.Context, every time.Duration) {
 // it before it releases the server lease. It returns false once the
 // server is stopping. A failure is logged unless it is the one logged
 // last (*last): a fill refused for good (the base has submodules) says
-// so once, not every interval.
+// so once, not every interval; so does a fill stopped by the disk space
+// the policy gives the pool (pool.max_bytes, trash.max_bytes,
+// trash.min_free).
 func (s *srv) poolOnce(bctx context.Context, every time.Duration, last *string) bool {
 	if !s.enter() {
 		return false
@@ -60,7 +62,15 @@ func (s *srv) poolOnce(bctx context.Context, every time.Duration, last *string) 
 	case err != nil:
 		s.o.Logf("the pool fill stopped with the server: %v", err)
 	}
-	if err == nil {
+	switch {
+	case err == nil && res.Stopped != nil:
+		// The disk space the policy gives the pool is used up: said once,
+		// until the fill gets past it or stops for another bound.
+		if msg := "stopped: " + res.Stopped.Reason; msg != *last {
+			*last = msg
+			s.o.Logf("the warm pool stays below pool.size (%d): %s", size, res.Stopped.Message)
+		}
+	case err == nil:
 		*last = ""
 	}
 	if res != nil {
