@@ -91,7 +91,7 @@ func (p *Provider) checkPooledAt(ctx context.Context, rec *claimRecord, o poolCh
 	// workspace's edits would change. git status cannot see it.
 	kept, err := p.PoolKeepIgnored()
 	if err != nil {
-		return "", "", err
+		return "", "", poolCheckFailed("the policy's %s cannot be read: %v", PolicyPoolKeepIgnored, err)
 	}
 	got, err := stampAt(rec, entry, o.dir, kept)
 	var linked *errHardLinked

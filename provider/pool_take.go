@@ -68,6 +68,9 @@ func (p *Provider) allocateFromPool(ctx context.Context, rec *claimRecord) (*Wor
 	if err != nil {
 		return nil, PoolUse{Reason: "unreadable"}, nil
 	}
+	if _, err := p.PoolKeepIgnored(); err != nil {
+		return nil, PoolUse{Reason: "unreadable"}, nil // the check could not say what may stay in one
+	}
 	use := PoolUse{Reason: "empty"}
 	tries := 0
 	for _, cand := range recs {

@@ -237,3 +237,26 @@ func TestPoolKeptPathsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestPoolKeepIgnoredDamaged: a damaged pool.keep_ignored record (what
+// may stay in a pooled worktree cannot be known) makes allocation fall
+// back to git (reason unreadable) and leaves the pool as it was; reading
+// the policy names the file.
+func TestPoolKeepIgnoredDamaged(t *testing.T) {
+	t.Parallel()
+	_, p, pool, b := keptScene(t, "node_modules")
+	path := filepath.Join(p.policyDir(), PolicyPoolKeepIgnored+".json")
+	if err := os.WriteFile(path, []byte(`{"format":"majlis.policy/1","key":"pool.keep_ignored","value":"*"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1", Base: b})
+	if ws.Pool == nil || ws.Pool.Used || ws.Pool.Reason != "unreadable" {
+		t.Errorf("pool use %+v, want unreadable", ws.Pool)
+	}
+	if l, _ := p.PoolList(); len(l.Pool) != 1 || l.Pool[0].State != wire.PoolReady || l.Pool[0].Path != pool {
+		t.Errorf("pool after: %+v, want it ready as it was", l)
+	}
+	if _, err := p.PoolKeepIgnored(); err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("reading the damaged record: %v, want an error naming %s", err, path)
+	}
+}
