@@ -26,7 +26,7 @@ var jsonPinned = map[string]struct {
 	want []string
 }{
 	"repository":    {provider.Repository{}, []string{"common_dir", "id", "state_dir", "workspace_root"}},
-	"pool":          {provider.PoolResult{}, []string{"created", "drained", "left", "pool"}},
+	"pool":          {provider.PoolResult{}, []string{"created", "drained", "left", "pool", "stopped"}},
 	"pool_use":      {provider.PoolUse{}, []string{"name", "reason", "used"}},
 	"pool_worktree": {provider.PoolWorktree{}, []string{"base", "claim_digest", "created_at", "name", "path", "reason", "state", "taker"}},
 	"workspace": {provider.Workspace{}, []string{"base", "binding", "blocked_by", "branch", "changes", "claim_digest",
@@ -61,7 +61,7 @@ var jsonPinned = map[string]struct {
 	"doctor":     {provider.DoctorReport{}, []string{"checked", "common_dir", "findings", "ok", "state_dir", "trash"}},
 	"kept_trash": {provider.KeptTrash{}, []string{"age", "binding", "branch", "due", "entry", "half_purged", "kept_until", "missing", "path", "reclaimed_at",
 		"salvage_refs", "seq", "size_bytes"}},
-	"purge":         {provider.PurgeResult{}, []string{"left", "purged"}},
+	"purge":         {provider.PurgeResult{}, []string{"left", "pool_drained", "purged"}},
 	"purged_trash":  {provider.PurgedTrash{}, []string{"binding", "due", "path", "reason", "recycled", "salvage_ref", "seq"}},
 	"finding":       {provider.Finding{}, []string{"binding", "code", "fix", "message", "path", "repairable", "severity"}},
 	"repair":        {provider.RepairResult{}, []string{"actions", "digest", "done", "preview"}},
