@@ -261,7 +261,10 @@ func (p *Provider) recycle(ctx context.Context, r, pool *claimRecord, salvageRef
 // (without the stamp), stamps it, and publishes it ready.
 func (p *Provider) recycledReady(ctx context.Context, r, pool *claimRecord, entry string) error {
 	c := pool.Claim
-	stamp, _ := stampOf(pool, entry) // none: its hand-out runs git status
+	var stamp *poolStamp // none: its hand-out runs git status
+	if kept, err := p.PoolKeepIgnored(); err == nil {
+		stamp, _ = stampOf(pool, entry, kept) // under the policy the hand-out checks it with
+	}
 	if _, err := p.checkPooled(ctx, pool, true, false); err != nil {
 		return err // git status, run after the stamp was taken, found it clean
 	}
