@@ -57,10 +57,11 @@ var (
 )
 
 // recycleKeepIgnored lists the ignored paths a recycled worktree keeps
-// (pool.keep_ignored, PoolKeepIgnored). None while the check of a pooled
-// worktree (checkPooled) accepts no ignored file: a worktree kept with
-// one would fail it and be deleted.
-func (p *Provider) recycleKeepIgnored() ([]string, error) { return nil, nil }
+// (pool.keep_ignored, PoolKeepIgnored): the cleaning leaves them, and the
+// check of a pooled worktree (checkPooled) accepts in them only files git
+// ignores (poolkeep.go); anything else there fails it, and the trash is
+// purged as without a pool.
+func (p *Provider) recycleKeepIgnored() ([]string, error) { return p.PoolKeepIgnored() }
 
 // recycleClaim decides whether the kept trash of r (salvaged, due for
 // due) goes into the pool, and if so publishes the pooled claim it will

@@ -260,3 +260,35 @@ func TestPoolKeepIgnoredDamaged(t *testing.T) {
 		t.Errorf("reading the damaged record: %v, want an error naming %s", err, path)
 	}
 }
+
+// TestRecycleKeepsKeptPaths: with pool.keep_ignored naming build, the
+// recycling of a due trash keeps the task's build folder (ignored) and
+// deletes every other ignored file (its .env, its log); the workspace
+// allocated from it starts with that build folder and nothing else
+// ignored.
+func TestRecycleKeepsKeptPaths(t *testing.T) {
+	t.Parallel()
+	repo, p, trash, _ := recycleScene(t)
+	if err := p.setPoolPolicy(PolicyPoolKeepIgnored, "build"); err != nil {
+		t.Fatal(err)
+	}
+	built, err := os.ReadFile(filepath.Join(trash, "build/out.o"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.PurgeDue(t.Context())
+	if err != nil || len(res.Purged) != 1 || !isPoolBinding(res.Purged[0].Recycled) {
+		t.Fatalf("purge: %+v, %v; want T-1 recycled into the pool", res, err)
+	}
+	ws := mustAllocate(t, p, AllocateOptions{Binding: "T-2", Base: strings.TrimSpace(repo.Git("rev-parse", "HEAD"))})
+	if ws.Pool == nil || !ws.Pool.Used {
+		t.Fatalf("allocate did not use the recycled worktree: %+v", ws.Pool)
+	}
+	if got, err := os.ReadFile(filepath.Join(ws.Path, "build/out.o")); err != nil || string(got) != string(built) {
+		t.Errorf("the kept build output: %q, %v; want %q", got, err, built)
+	}
+	st := strings.TrimSpace(gitOut(t, ws.Path, "status", "--porcelain", "--ignored", "-uall"))
+	if st != "!! build/out.o" {
+		t.Errorf("the recycled workspace's status:\n%s\nwant only the kept build/out.o", st)
+	}
+}
