@@ -57,9 +57,21 @@ func SwitchPooled(ctx context.Context, worktree, from, to string) error {
 	if b, err := os.ReadFile(head); err != nil || strings.TrimSpace(string(b)) != from {
 		return fmt.Errorf("%w: HEAD of %s is not detached at %s", ErrRefChanged, worktree, from)
 	}
+	attrs, err := attributesDiffer(ctx, abs, o, from, to)
+	if err != nil {
+		return err
+	}
 	args := []string{"-c", "core.hooksPath=" + noHooksDir, "read-tree", "-m", "-u", "--end-of-options", from, to}
 	if _, err := Run(ctx, abs, o, args...); err != nil {
 		return err
+	}
+	// The switch writes only the files that differ: with other
+	// attributes at to, the others must be written again as a checkout
+	// at to would write them.
+	if attrs {
+		if err := checkOutAll(ctx, abs, o, to); err != nil {
+			return err
+		}
 	}
 	// HEAD is detached and the worktree the caller's alone: it is written
 	// whole, as git writes a detached HEAD (one process fewer than
@@ -99,21 +111,20 @@ func PutHeadOnBranch(ctx context.Context, worktree, branch, commit string, creat
 			return fmt.Errorf("%w: %s is not at %s", ErrRefChanged, branch, commit)
 		}
 	}
-	return err
-}
-
-// RunPostCheckout runs the post-checkout hook of the worktree whose top
-// level is worktree, if there is one, as `git worktree add` runs it for a
-// new worktree: in the worktree, with the null old HEAD, the new HEAD and
-// the flag 1 (a branch checkout). A hook that fails gives an error.
-func RunPostCheckout(ctx context.Context, worktree, head string) error {
-	abs, o, err := OpenTree(worktree)
 	if err != nil {
 		return err
 	}
-	null := strings.Repeat("0", len(head))
-	_, err = Run(ctx, abs, o, "hook", "run", "--ignore-missing", "post-checkout", "--", null, head, "1")
-	return err
+	return writeAddedHeadLog(o.GitDir, commit)
+}
+
+// RunPostCheckout runs the post-checkout hook of the worktree whose top
+// level is worktree, if there is one, as `git -C dir worktree add` runs
+// it for a new worktree (dir: the directory AddWorktree is given): the
+// hook git finds from dir, in the worktree, with the null old HEAD, the
+// new HEAD and the flag 1 (a branch checkout), and no GIT_DIR or
+// GIT_WORK_TREE (runPostCheckout). A hook that fails gives an error.
+func RunPostCheckout(ctx context.Context, dir, worktree, head string) error {
+	return runPostCheckout(ctx, worktree, head, lookUpPostCheckout(ctx, dir))
 }
 
 // RepointEntry points git's entry adminDir of a linked worktree at the
@@ -153,7 +164,7 @@ func ReplaceLock(adminDir, from, to string) error {
 	case cur.Locked && cur.Reason == to:
 		return nil
 	case cur.Locked && cur.Reason == from:
-		return durable.Replace(adminDir, "locked", []byte(to))
+		return durable.Replace(adminDir, "locked", []byte(to+"\n")) // as git writes it
 	}
 	if !cur.Locked {
 		return fmt.Errorf("gitops: worktree entry %s is not locked", adminDir)

@@ -86,6 +86,9 @@ func (p *Provider) checkPooledAt(ctx context.Context, rec *claimRecord, o poolCh
 	case err != nil && !errors.Is(err, os.ErrNotExist):
 		return "", "", poolCheckFailed("majlis's pin in git's entry of it: %v", err)
 	}
+	if err := checkPoolEntry(entry, c.Base); err != nil {
+		return "", "", err
+	}
 	// git never makes a hard link in a checkout: a file with another
 	// name is shared with a path outside (someone's file), which the
 	// workspace's edits would change. git status cannot see it.

@@ -112,6 +112,9 @@ func (p *Provider) allocateFromPool(ctx context.Context, rec *claimRecord) (*Wor
 // poolUnfit says why a pooled worktree cannot become the workspace at
 // path at all (nor any other of the pool): "" when it can.
 func (p *Provider) poolUnfit(cand *claimRecord, path string) string {
+	if why := p.poolSettingsUnfit(); why != "" {
+		return why
+	}
 	if _, err := os.Lstat(filepath.Join(cand.Claim.Path, ".gitmodules")); err == nil {
 		return "submodules"
 	}
@@ -154,6 +157,7 @@ func (p *Provider) handOut(ctx context.Context, rec, cand *claimRecord, heads ..
 	c := rec.Claim
 	var tm poolTimings
 	start := time.Now()
+	users := scanPoolUsers(cand.Claim.PhysicalPath)
 	entry, head, err := p.checkPooledAt(ctx, cand, poolCheck{dir: cand.Claim.Path, needLock: true, fast: true, heads: heads})
 	if err != nil {
 		return nil, err
@@ -167,6 +171,9 @@ func (p *Provider) handOut(ctx context.Context, rec, cand *claimRecord, heads ..
 	tm.switching = time.Since(start)
 	if err := fpPoolSwitched.Inject(); err != nil {
 		return nil, poolCheckFailed("the allocation stopped after switching it: %v", err)
+	}
+	if err := users(); err != nil {
+		return nil, err
 	}
 	start = time.Now()
 	if err := gitops.ReplaceLock(entry, lockReason(cand), lockReason(rec)); err != nil {
@@ -219,7 +226,7 @@ func (p *Provider) publishHandedOut(ctx context.Context, rec, cand *claimRecord)
 	if err != nil {
 		return nil, p.undoAllocation(ctx, rec, err, all)
 	}
-	if err := gitops.RunPostCheckout(ctx, c.Path, c.Base); err != nil {
+	if err := gitops.RunPostCheckout(ctx, c.CommonDir, c.Path, c.Base); err != nil {
 		return nil, p.undoAllocation(ctx, rec, err, all)
 	}
 	if _, err := p.records.Publish(rec, Event{Kind: EventCreated, Dev: id.Dev, Ino: id.Ino, Head: c.Base}); err != nil {

@@ -37,6 +37,9 @@ const (
 	UseFile = "file"
 )
 
+// Supported reports whether Scan can list the processes on this system.
+func Supported() bool { return supported }
+
 // Scan returns, for each of dirs (physical paths: symbolic links
 // resolved, as the kernel reports paths) that some process uses, those
 // processes in pid order. A path inside two of dirs (a folder inside

@@ -104,3 +104,6 @@ func readStat(pid int) (command string, ppid int, ok bool) {
 	}
 	return parseStat(b)
 }
+
+// supported: Linux's /proc lists every process's open files.
+const supported = true

@@ -3,3 +3,5 @@
 package openers
 
 func scanAll() ([]proc, error) { return nil, errUnsupported }
+
+const supported = false

@@ -1,0 +1,148 @@
+package gitops
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/majlis-dev/majlis/internal/durable"
+)
+
+// What makes a pooled worktree handed out the worktree `git worktree add`
+// would have made, beyond its files: nothing in git's entry that a new
+// worktree does not have, HEAD's reflog and ORIG_HEAD as that command
+// writes them, and files whose conversion (.gitattributes) changed
+// between the two commits written again.
+
+// poolEntryNames are the names git's entry of a pooled worktree holds as
+// `git worktree add --detach --lock` and majlis's pin leave it.
+var poolEntryNames = map[string]bool{
+	"HEAD": true, "ORIG_HEAD": true, "commondir": true, "gitdir": true,
+	"index": true, "locked": true, "logs": true, pinFile: true,
+}
+
+// PoolEntryExtra describes the first thing in git's entry adminDir of a
+// pooled worktree made detached at base that a worktree just made does
+// not hold (per-worktree config, a sparse-checkout file, refs, an
+// operation's state, git's lock of the index, HEAD's reflog of a move),
+// or returns "" when there is none. A workspace handed out would inherit
+// it (per-worktree config can aim git at another directory:
+// core.worktree), and removing the entry would lose it (a commit made
+// there and left, reachable from HEAD's reflog only).
+func PoolEntryExtra(adminDir, base string) (string, error) {
+	names, err := readNames(adminDir)
+	if err != nil {
+		return "", err
+	}
+	for _, n := range names {
+		// A split index keeps its shared part beside the index.
+		if !poolEntryNames[n] && !strings.HasPrefix(n, "sharedindex.") {
+			return strconv.Quote(n), nil
+		}
+	}
+	logs, err := readNames(filepath.Join(adminDir, "logs"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	for _, n := range logs {
+		if n != "HEAD" {
+			return strconv.Quote("logs/" + n), nil
+		}
+	}
+	// git worktree add --detach writes one entry: HEAD born at base.
+	b, err := os.ReadFile(filepath.Join(adminDir, "logs", "HEAD"))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	null := strings.Repeat("0", len(base))
+	if n := bytes.Count(b, []byte("\n")); n != 1 || !bytes.HasPrefix(b, []byte(null+" "+base+" ")) {
+		return fmt.Sprintf("a history of HEAD other than its making (%d entries)", n), nil
+	}
+	return "", nil
+}
+
+func readNames(dir string) ([]string, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.Readdirnames(-1)
+}
+
+// CopiesWorktreeSettings reports whether `git worktree add` run in the
+// repository whose common directory is commonDir copies settings of the
+// main worktree into each new worktree: its per-worktree config (with
+// extensions.worktreeConfig) or its sparse-checkout patterns. A pooled
+// worktree would carry those of the moment it was made, not the ones a
+// worktree made now gets.
+func CopiesWorktreeSettings(commonDir string) bool {
+	for _, name := range []string{"config.worktree", filepath.Join("info", "sparse-checkout")} {
+		if _, err := os.Lstat(filepath.Join(commonDir, name)); err == nil || !errors.Is(err, os.ErrNotExist) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeAddedHeadLog gives the worktree whose git directory is gitDir,
+// just put on its branch at commit, the HEAD reflog and ORIG_HEAD that
+// `git worktree add` writes: HEAD born at commit, then its `reset:
+// moving to HEAD`, with the identity and time of the entry git wrote
+// last (the switch to the branch). The pooled worktree's own history
+// (its fill's base, at the fill's time) is not the workspace's.
+func writeAddedHeadLog(gitDir, commit string) error {
+	if err := durable.Replace(gitDir, "ORIG_HEAD", []byte(commit+"\n")); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(filepath.Join(gitDir, "logs", "HEAD"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // core.logAllRefUpdates off: git wrote none
+	}
+	if err != nil {
+		return err
+	}
+	lines := bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
+	last := string(lines[len(lines)-1])
+	fields := strings.SplitN(last, " ", 3)
+	if len(fields) != 3 || !IsObjectID(fields[0]) || !IsObjectID(fields[1]) {
+		return Unexpected("HEAD's reflog", "want an entry, got %q", last)
+	}
+	who, _, _ := strings.Cut(fields[2], "\t")
+	null := strings.Repeat("0", len(commit))
+	log := fmt.Sprintf("%s %s %s\n%s %s %s\treset: moving to HEAD\n", null, commit, who, commit, commit, who)
+	return durable.Replace(filepath.Join(gitDir, "logs"), "HEAD", []byte(log))
+}
+
+// attributesDiffer reports whether a .gitattributes file differs between
+// commits from and to: then files the switch leaves alone may be written
+// otherwise by a checkout at to (end of line, filters, ident).
+func attributesDiffer(ctx context.Context, abs string, o Cmd, from, to string) (bool, error) {
+	o.ReadOnly = true
+	res, err := Run(ctx, abs, o, "diff-tree", "-r", "-z", "--name-only", "--no-renames", "--end-of-options", from, to,
+		"--", ":(glob).gitattributes", ":(glob)**/.gitattributes")
+	if err != nil {
+		return false, err
+	}
+	return len(res.Stdout) > 0, nil
+}
+
+// checkOutAll writes every file of commit again (the worktree is clean
+// at commit), through the attributes and filters in force now, and
+// records their stat data. The index is read from commit afresh first:
+// with its stat data git would take each file as written already.
+func checkOutAll(ctx context.Context, abs string, o Cmd, commit string) error {
+	if _, err := Run(ctx, abs, o, "read-tree", "--end-of-options", commit); err != nil {
+		return err
+	}
+	_, err := Run(ctx, abs, o, "-c", "core.hooksPath="+noHooksDir, "checkout-index", "--all", "--force", "--index")
+	return err
+}

@@ -1,0 +1,66 @@
+package provider
+
+import (
+	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/internal/openers"
+)
+
+// Checks that keep a hand-out what `git worktree add` would have made:
+// nothing in git's entry of the pooled worktree that a new worktree does
+// not have, no settings of the main worktree that git would copy into a
+// new one, and no process using the pooled folder (its working directory
+// or an open file would follow the rename into the task's workspace).
+
+// poolSettingsUnfit says why no pooled worktree can be handed out in
+// this repository now ("" when one can): git worktree add copies the
+// main worktree's per-worktree config and sparse-checkout patterns into
+// each new worktree, and a pooled one carries those of its fill; on a
+// system where the processes using a folder cannot be listed, none is
+// known to be unused.
+func (p *Provider) poolSettingsUnfit() string {
+	if gitops.CopiesWorktreeSettings(p.reg.CommonDir) {
+		return "worktree_settings"
+	}
+	if !openers.Supported() {
+		return "processes_unknown"
+	}
+	return ""
+}
+
+// checkPoolEntry fails when git's entry of a pooled worktree holds
+// anything a worktree just made does not: per-worktree config (which can
+// aim git at another directory), a sparse-checkout file, refs, an
+// operation's state, HEAD's reflog of commits made there.
+func checkPoolEntry(entry, base string) error {
+	extra, err := gitops.PoolEntryExtra(entry, base)
+	if err != nil {
+		return poolCheckFailed("git's records of it cannot be read: %v", err)
+	}
+	if extra != "" {
+		return poolCheckFailed("git's records of it hold %s, which a new worktree does not have (per-worktree settings, refs, an operation's state, commits): a workspace would inherit it, a drain would lose it", extra)
+	}
+	return nil
+}
+
+// scanPoolUsers starts listing the processes that use the pooled folder
+// at physical (a working directory, root, executable or open file in
+// it), beside the hand-out's checks and switch. The function it returns
+// waits for the answer: an *errPoolCheck when some process uses it, or
+// when they cannot be listed. Such a process would follow the rename:
+// a shell left in the pool's folder would write into the task's
+// workspace.
+func scanPoolUsers(physical string) func() error {
+	done := make(chan error, 1)
+	go func() {
+		found, err := openers.Scan([]string{physical})
+		switch {
+		case err != nil:
+			done <- poolCheckFailed("the processes that use it cannot be listed: %v", err)
+		case len(found[physical]) > 0:
+			done <- poolCheckFailed("a process uses it, and would follow it into the workspace: %s", describeProcesses(found[physical]))
+		default:
+			done <- nil
+		}
+	}()
+	return func() error { return <-done }
+}

@@ -1,0 +1,233 @@
+package provider
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/majlis-dev/majlis/fixtures"
+	"github.com/majlis-dev/majlis/wire"
+)
+
+// entryView is what git keeps of a worktree in its entry, with what
+// differs between any two workspaces (their names, claims, times) left
+// out: the names of its files, and HEAD, ORIG_HEAD, HEAD's reflog and the
+// lock as they read.
+func entryView(t *testing.T, ws *Workspace) string {
+	t.Helper()
+	gitDir := strings.TrimSpace(gitOut(t, ws.Path, "rev-parse", "--absolute-git-dir"))
+	var names []string
+	err := filepath.Walk(gitDir, func(path string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			rel, _ := filepath.Rel(gitDir, path)
+			names = append(names, rel)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(names)
+	read := func(name string) string {
+		b, _ := os.ReadFile(filepath.Join(gitDir, name))
+		return string(b)
+	}
+	stamp := regexp.MustCompile(`> [0-9]+ [-+][0-9]{4}`)
+	view := fmt.Sprintf("files %v\nHEAD %sORIG_HEAD %sreflog %s\nlocked %q", names, read("HEAD"), read("ORIG_HEAD"),
+		stamp.ReplaceAllString(read("logs/HEAD"), "> TIME"), read("locked"))
+	return strings.ReplaceAll(strings.ReplaceAll(view, ws.Binding, "BINDING"), shortDigest(ws.ClaimDigest), "CLAIM")
+}
+
+// modes lists every path under dir (but .git) with its type and mode.
+func modes(t *testing.T, dir string) string {
+	t.Helper()
+	var out []string
+	err := filepath.Walk(dir, func(path string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if rel, _ := filepath.Rel(dir, path); rel != ".git" && rel != "." {
+			out = append(out, rel+" "+fi.Mode().String())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestPoolHandOutIsWorktreeAdd: a workspace handed out from the pool is
+// what git worktree add makes, beyond its files: git's entry holds the
+// same files, HEAD's reflog and ORIG_HEAD are those of a worktree just
+// added (not the pooled worktree's base and time), files whose
+// attributes changed between the two bases are written as a checkout
+// writes them (end of line), modes and links are the same, and
+// post-checkout runs with git's environment (no GIT_DIR, GIT_WORK_TREE
+// or majlis's settings).
+func TestPoolHandOutIsWorktreeAdd(t *testing.T) {
+	t.Parallel()
+	repo, p := newProvider(t)
+	repo.WriteFile("t.txt", "a\nb\n")
+	repo.WriteFile("d/f", "f\n")
+	a := repo.Commit("A")
+	repo.WriteFile(".gitattributes", "*.txt text eol=crlf\n")
+	repo.Remove("d/f")
+	if err := os.Remove(repo.Path("d")); err != nil {
+		t.Fatal(err)
+	}
+	repo.WriteFile("d", "a file now\n")
+	repo.WriteExecutable("run.sh", "#!/bin/sh\n")
+	repo.Symlink("t.txt", "link")
+	b := repo.Commit("B")
+	if _, err := p.PoolFill(t.Context(), PoolFillOptions{Size: 1, Base: a}); err != nil {
+		t.Fatal(err)
+	}
+	logs := t.TempDir()
+	repo.WriteExecutable(".git/hooks/post-checkout",
+		"#!/bin/sh\nenv | grep -E '^GIT_(DIR|WORK_TREE|CONFIG_PARAMETERS|CEILING_DIRECTORIES)=' > "+logs+"/$(basename \"$PWD\") || :\n")
+	ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1", Base: b})
+	if !ws.Pool.Used {
+		t.Fatalf("not from the pool: %+v", ws.Pool)
+	}
+	fresh := mustAllocate(t, p, AllocateOptions{Binding: "T-2", Base: b, NoPool: true})
+	if got, want := fmt.Sprint(treeFiles(t, ws.Path)), fmt.Sprint(treeFiles(t, fresh.Path)); got != want {
+		t.Errorf("files differ:\npool  %s\nfresh %s", got, want)
+	}
+	if got, want := modes(t, ws.Path), modes(t, fresh.Path); got != want {
+		t.Errorf("modes differ:\npool\n%s\nfresh\n%s", got, want)
+	}
+	if got, want := entryView(t, ws), entryView(t, fresh); got != want {
+		t.Errorf("git's entry differs:\npool\n%s\nfresh\n%s", got, want)
+	}
+	for _, w := range []*Workspace{ws, fresh} {
+		if st := gitOut(t, w.Path, "status", "--porcelain", "--ignored", "-uall"); st != "" {
+			t.Errorf("%s: status %q", w.Binding, st)
+		}
+		if env, err := os.ReadFile(filepath.Join(logs, w.Binding)); err != nil || len(env) != 0 {
+			t.Errorf("%s: the hook ran with %q (%v)", w.Binding, env, err)
+		}
+	}
+}
+
+// TestPoolEntryTamperedNeverHandedOut: a pooled worktree whose git entry
+// holds what a new worktree does not (per-worktree config aiming git at
+// the main worktree, a per-worktree ref, a commit made there and left)
+// is never handed out, and a drain leaves it: the commit stays
+// reachable.
+func TestPoolEntryTamperedNeverHandedOut(t *testing.T) {
+	t.Parallel()
+	cases := map[string]func(pool *fixtures.Repo, main *fixtures.Repo) string{
+		"per-worktree config": func(pool, main *fixtures.Repo) string {
+			pool.SetWorktreeConfig("core.worktree", main.Dir)
+			return ""
+		},
+		"per-worktree ref": func(pool, _ *fixtures.Repo) string {
+			base := pool.Head()
+			c := pool.WorktreeRefCommit(base, "refs/worktree/keep", "kept.txt", "work\n")
+			pool.Git("checkout", "--quiet", "--detach", base)
+			return c
+		},
+		"commit left in the reflog": func(pool, _ *fixtures.Repo) string {
+			base := pool.Head()
+			c := pool.ReflogOnlyCommit(base, "kept.txt", "work\n")
+			pool.Git("checkout", "--quiet", "--detach", base)
+			return c
+		},
+	}
+	for name, tamper := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			repo, p, _, b := poolScene(t, 1)
+			l, err := p.PoolList()
+			if err != nil {
+				t.Fatal(err)
+			}
+			pool := &fixtures.Repo{T: t, Dir: l.Pool[0].Path}
+			commit := tamper(pool, repo)
+			if commit != "" {
+				// What git keeps of the commit's message is not what
+				// tells: the reflog (and the ref) are.
+				gitDir := strings.TrimSpace(gitOut(t, pool.Dir, "rev-parse", "--absolute-git-dir"))
+				if err := os.Remove(filepath.Join(gitDir, "COMMIT_EDITMSG")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1", Base: b})
+			if ws.Pool.Used || ws.Pool.Reason != "checks_failed" {
+				t.Errorf("pool use %+v, want checks_failed", ws.Pool)
+			}
+			if top := strings.TrimSpace(gitOut(t, ws.Path, "rev-parse", "--show-toplevel")); top != ws.Path {
+				t.Errorf("git in the workspace acts on %s", top)
+			}
+			res, err := p.PoolDrain(t.Context(), PoolDrainOptions{})
+			if err != nil || len(res.Drained) != 0 || len(res.Left) != 1 {
+				t.Errorf("drain: %+v, %v", res, err)
+			}
+			if commit != "" {
+				if out := gitOut(t, pool.Dir, "reflog", "--format=%H"); !strings.Contains(out, commit) {
+					t.Errorf("commit %s is no longer in the pooled worktree's reflog:\n%s", commit, out)
+				}
+			}
+			if l, _ := p.PoolList(); len(l.Pool) != 1 || l.Pool[0].State != wire.PoolAside {
+				t.Errorf("pool after: %+v", l.Pool)
+			}
+		})
+	}
+}
+
+// TestPoolInUseNeverHandedOut: a pooled worktree some process uses (a
+// shell left in it) is never handed out: that process would follow the
+// rename and write into the task's workspace. It is set aside, naming
+// the process, and the process stays where it was.
+func TestPoolInUseNeverHandedOut(t *testing.T) {
+	t.Parallel()
+	_, p, _, b := poolScene(t, 1)
+	l, err := p.PoolList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := l.Pool[0].Path
+	shell := exec.Command("sleep", "600")
+	shell.Dir = filepath.Join(pool, "d0")
+	if err := shell.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = shell.Process.Kill(); _ = shell.Wait() }()
+	ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1", Base: b})
+	if ws.Pool.Used || ws.Pool.Reason != "checks_failed" {
+		t.Errorf("pool use %+v, want checks_failed", ws.Pool)
+	}
+	if cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", shell.Process.Pid)); err != nil || cwd != filepath.Join(pool, "d0") {
+		t.Errorf("the shell's directory is %q (%v)", cwd, err)
+	}
+	if l, _ := p.PoolList(); len(l.Pool) != 1 || l.Pool[0].State != wire.PoolAside ||
+		!strings.Contains(l.Pool[0].Reason, fmt.Sprintf("pid %d", shell.Process.Pid)) {
+		t.Errorf("pool after: %+v", l.Pool)
+	}
+}
+
+// TestPoolWorktreeSettingsFallBack: git worktree add copies the main
+// worktree's own config into a new worktree; a pooled worktree would
+// carry the copy of its fill's time. The allocation falls back to git
+// worktree add (reason worktree_settings) and sets nothing aside.
+func TestPoolWorktreeSettingsFallBack(t *testing.T) {
+	t.Parallel()
+	repo, p, _, b := poolScene(t, 1)
+	repo.SetWorktreeConfig("user.name", "main's own")
+	ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1", Base: b})
+	if ws.Pool.Used || ws.Pool.Reason != "worktree_settings" {
+		t.Errorf("pool use %+v, want worktree_settings", ws.Pool)
+	}
+	if got := strings.TrimSpace(gitOut(t, ws.Path, "config", "--worktree", "user.name")); got != "main's own" {
+		t.Errorf("the workspace's own config: %q", got)
+	}
+	if l, _ := p.PoolList(); len(l.Pool) != 1 || l.Pool[0].State != wire.PoolReady {
+		t.Errorf("pool after: %+v", l.Pool)
+	}
+}
