@@ -59,7 +59,8 @@ type PoolStop struct {
 
 // PoolUse says whether an allocation took a pooled worktree (Used) and,
 // when it did not, why (Reason: "disabled", "empty", "submodules",
-// "another_file_system", "checks_failed", ...).
+// "another_file_system", "checks_failed", "worktree_settings",
+// "processes_unknown", ...: docs/pool.md lists them).
 type PoolUse struct {
 	Used   bool   `json:"used"`
 	Reason string `json:"reason,omitempty"`
