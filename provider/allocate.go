@@ -78,7 +78,11 @@ func (p *Provider) Allocate(ctx context.Context, o AllocateOptions) (*Workspace,
 		if err := p.records.CheckRequest(o.RequestID, a.args); err != nil {
 			return nil, err
 		}
-		return p.resumeAllocation(ctx, rec)
+		ws, err := p.resumeAllocation(ctx, rec)
+		if ws != nil && o.populate == nil {
+			ws.Pool = p.replayedPoolUse(rec)
+		}
+		return ws, err
 	}
 	if err := p.records.CheckRequest(o.RequestID, a.args); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err

@@ -231,3 +231,20 @@ func TestPoolWorktreeSettingsFallBack(t *testing.T) {
 		t.Errorf("pool after: %+v", l.Pool)
 	}
 }
+
+// TestPoolReplayNamesThePool: a retry with the request id of an
+// allocation answers as the first one did about the pool: the pooled
+// worktree it took, or (not recorded) reason "replayed".
+func TestPoolReplayNamesThePool(t *testing.T) {
+	t.Parallel()
+	_, p, _, b := poolScene(t, 1)
+	first := mustAllocate(t, p, AllocateOptions{Binding: "T-1", Base: b, RequestID: "job-1"})
+	again := mustAllocate(t, p, AllocateOptions{Binding: "T-1", Base: b, RequestID: "job-1"})
+	if !first.Pool.Used || again.Pool == nil || *again.Pool != *first.Pool {
+		t.Errorf("first %+v, retry %+v", first.Pool, again.Pool)
+	}
+	mustAllocate(t, p, AllocateOptions{Binding: "T-2", Base: b, RequestID: "job-2", NoPool: true})
+	if again := mustAllocate(t, p, AllocateOptions{Binding: "T-2", Base: b, RequestID: "job-2", NoPool: true}); again.Pool == nil || again.Pool.Used || again.Pool.Reason != "replayed" {
+		t.Errorf("retry of a plain allocation: %+v", again.Pool)
+	}
+}
