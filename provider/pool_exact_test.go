@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/majlis-dev/majlis/fixtures"
@@ -246,5 +247,42 @@ func TestPoolReplayNamesThePool(t *testing.T) {
 	mustAllocate(t, p, AllocateOptions{Binding: "T-2", Base: b, RequestID: "job-2", NoPool: true})
 	if again := mustAllocate(t, p, AllocateOptions{Binding: "T-2", Base: b, RequestID: "job-2", NoPool: true}); again.Pool == nil || again.Pool.Used || again.Pool.Reason != "replayed" {
 		t.Errorf("retry of a plain allocation: %+v", again.Pool)
+	}
+}
+
+// TestPoolFillsTogetherMakeTheSize: fills started together (the server's
+// and the command's, each its own process's provider) make the pool's
+// size, not a multiple of it.
+func TestPoolFillsTogetherMakeTheSize(t *testing.T) {
+	t.Parallel()
+	repo, _ := newProvider(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			q, err := Open(t.Context(), repo.Dir, Options{})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer q.Close()
+			_, errs[i] = q.PoolFill(t.Context(), PoolFillOptions{Size: 2})
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := Open(t.Context(), repo.Dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if l, err := p.PoolList(); err != nil || len(l.Pool) != 2 {
+		t.Errorf("pool after three fills of 2: %d, %v", len(l.Pool), err)
 	}
 }

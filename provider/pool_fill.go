@@ -60,6 +60,11 @@ func (p *Provider) PoolFill(ctx context.Context, o PoolFillOptions) (*PoolResult
 	if err := p.refuseSubmoduleFill(ctx, reader, base, o.Base); err != nil {
 		return nil, err
 	}
+	unlock, err := p.lockPoolFill(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	res, err := p.PoolList()
 	if err != nil {
 		return nil, err
