@@ -286,3 +286,25 @@ func TestPoolFillsTogetherMakeTheSize(t *testing.T) {
 		t.Errorf("pool after three fills of 2: %d, %v", len(l.Pool), err)
 	}
 }
+
+// TestPoolFolderGoneSetAside: a pooled worktree whose folder someone
+// deleted is set aside by the allocation that meets it, which goes on
+// with the next one: it does not turn the whole pool off for good.
+func TestPoolFolderGoneSetAside(t *testing.T) {
+	t.Parallel()
+	_, p, _, b := poolScene(t, 2)
+	l, err := p.PoolList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(l.Pool[0].Path); err != nil {
+		t.Fatal(err)
+	}
+	ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1", Base: b})
+	if !ws.Pool.Used || ws.Pool.Name != l.Pool[1].Name {
+		t.Errorf("pool use %+v, want %s", ws.Pool, l.Pool[1].Name)
+	}
+	if after, _ := p.PoolList(); len(after.Pool) != 1 || after.Pool[0].State != wire.PoolAside {
+		t.Errorf("pool after: %+v", after.Pool)
+	}
+}

@@ -122,8 +122,11 @@ func (p *Provider) poolUnfit(cand *claimRecord, path string) string {
 		return "unreachable"
 	}
 	var a, b syscall.Stat_t
-	if syscall.Lstat(cand.Claim.Path, &a) != nil || syscall.Stat(filepath.Dir(path), &b) != nil {
+	if syscall.Stat(filepath.Dir(path), &b) != nil {
 		return "unreachable"
+	}
+	if syscall.Lstat(cand.Claim.Path, &a) != nil {
+		return "" // gone or unreadable: its checks set it aside, and the next one is tried
 	}
 	if a.Dev != b.Dev {
 		return "another_file_system"
