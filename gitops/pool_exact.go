@@ -3,6 +3,8 @@ package gitops
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -145,4 +147,56 @@ func checkOutAll(ctx context.Context, abs string, o Cmd, commit string) error {
 	}
 	_, err := Run(ctx, abs, o, "-c", "core.hooksPath="+noHooksDir, "checkout-index", "--all", "--force", "--index")
 	return err
+}
+
+// checkoutKeys are the config keys that decide, beside the commit, the
+// files and index a checkout writes: end of line and encodings, filters,
+// links, the attributes file, sparse checkout, and the index's format.
+const checkoutKeys = `^(core\.(autocrlf|eol|symlinks|checkroundtripencoding|attributesfile|sparsecheckout|sparsecheckoutcone|precomposeunicode|protectntfs|protecthfs|splitindex|untrackedcache|ignorecase)|filter\..*|index\..*|feature\..*|extensions\..*)$`
+
+// CheckoutSettings returns what, beside the commit, decides the files
+// and the index `git -C commonDir worktree add` writes: the config that
+// converts, filters or lays them out (the repository's, the user's, the
+// environment's), and the attributes kept outside the tree (the
+// repository's info/attributes, the user's attributes file). Two equal
+// answers mean a checkout writes the same files; a pooled worktree made
+// under other settings is not what a worktree made now would be.
+func CheckoutSettings(ctx context.Context, commonDir string) (string, error) {
+	res, err := Run(ctx, commonDir, Cmd{ReadOnly: true, OKCodes: []int{1}}, "config", "-z", "--get-regexp", checkoutKeys)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	h.Write(res.Stdout)
+	attrs := ""
+	for _, kv := range bytes.Split(res.Stdout, []byte{0}) {
+		if k, v, ok := bytes.Cut(kv, []byte("\n")); ok && string(k) == "core.attributesfile" {
+			attrs = string(v)
+		}
+	}
+	for _, f := range []string{filepath.Join(commonDir, "info", "attributes"), userAttributesFile(attrs)} {
+		b, err := os.ReadFile(f)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		fmt.Fprintf(h, "\x00%s\x00%d\x00", f, len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// userAttributesFile is the attributes file git reads for the user:
+// core.attributesFile (a leading ~/ is the home folder), else
+// $XDG_CONFIG_HOME/git/attributes, else ~/.config/git/attributes.
+func userAttributesFile(configured string) string {
+	home, _ := os.UserHomeDir()
+	switch {
+	case strings.HasPrefix(configured, "~/"):
+		return filepath.Join(home, configured[2:])
+	case configured != "":
+		return configured
+	case os.Getenv("XDG_CONFIG_HOME") != "":
+		return filepath.Join(os.Getenv("XDG_CONFIG_HOME"), "git", "attributes")
+	}
+	return filepath.Join(home, ".config", "git", "attributes")
 }

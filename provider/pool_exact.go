@@ -1,7 +1,13 @@
 package provider
 
 import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+
 	"github.com/majlis-dev/majlis/gitops"
+	"github.com/majlis-dev/majlis/internal/durable"
 	"github.com/majlis-dev/majlis/internal/openers"
 )
 
@@ -58,6 +64,54 @@ func scanPoolUsers(physical string) func() error {
 			done <- poolCheckFailed("the processes that use it cannot be listed: %v", err)
 		case len(found[physical]) > 0:
 			done <- poolCheckFailed("a process uses it, and would follow it into the workspace: %s", describeProcesses(found[physical]))
+		default:
+			done <- nil
+		}
+	}()
+	return func() error { return <-done }
+}
+
+// poolSettingsPath is where a fill records the checkout settings a
+// pooled worktree was made under (gitops.CheckoutSettings).
+func (p *Provider) poolSettingsPath(binding string) string {
+	return filepath.Join(p.stateDir, "pool", binding+".settings")
+}
+
+// recordPoolSettings records, before git makes the pooled worktree of
+// rec, the checkout settings it is made under: settings changed while it
+// is made then differ from the record, and it is never handed out.
+func (p *Provider) recordPoolSettings(ctx context.Context, rec *claimRecord) error {
+	s, err := gitops.CheckoutSettings(ctx, rec.Claim.CommonDir)
+	if err != nil {
+		return err
+	}
+	path := p.poolSettingsPath(rec.Claim.Binding)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return durable.Replace(filepath.Dir(path), filepath.Base(path), []byte(s+"\n"))
+}
+
+// checkPoolSettings starts comparing the checkout settings in force now
+// with those the pooled worktree of rec was made under, beside the
+// hand-out's checks and switch; the function it returns waits for the
+// answer, an *errPoolCheck when they differ: the files git wrote then
+// (end of line, filters, attributes) or its index are not what a
+// worktree made now would have.
+func (p *Provider) checkPoolSettings(ctx context.Context, rec *claimRecord) func() error {
+	done := make(chan error, 1)
+	go func() {
+		made, err := os.ReadFile(p.poolSettingsPath(rec.Claim.Binding))
+		if err != nil {
+			done <- poolCheckFailed("the checkout settings it was made under are not known: %v", err)
+			return
+		}
+		now, err := gitops.CheckoutSettings(ctx, rec.Claim.CommonDir)
+		switch {
+		case err != nil:
+			done <- poolCheckFailed("the checkout settings in force cannot be read: %v", err)
+		case strings.TrimSpace(string(made)) != now:
+			done <- poolCheckFailed("it was made under other checkout settings (end of line, filters, attributes, index format) than a worktree made now gets")
 		default:
 			done <- nil
 		}

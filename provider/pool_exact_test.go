@@ -308,3 +308,35 @@ func TestPoolFolderGoneSetAside(t *testing.T) {
 		t.Errorf("pool after: %+v", after.Pool)
 	}
 }
+
+// TestPoolCheckoutSettingsChanged: a pooled worktree made under other
+// checkout settings than those in force at hand-out (end of line, the
+// repository's own attributes) is never handed out: its files are not
+// what git worktree add writes now.
+func TestPoolCheckoutSettingsChanged(t *testing.T) {
+	t.Parallel()
+	for name, change := range map[string]func(repo *fixtures.Repo){
+		"core.autocrlf":   func(repo *fixtures.Repo) { repo.Config("core.autocrlf", "true") },
+		"info/attributes": func(repo *fixtures.Repo) { repo.WriteFile(".git/info/attributes", "*.txt eol=crlf\n") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			repo, p, _, b := poolScene(t, 2)
+			ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1", Base: b})
+			if !ws.Pool.Used {
+				t.Fatalf("settings unchanged: %+v", ws.Pool)
+			}
+			if _, err := os.Stat(p.poolSettingsPath(ws.Pool.Name)); !os.IsNotExist(err) {
+				t.Errorf("the record of a pooled worktree handed out stays: %v", err)
+			}
+			change(repo)
+			ws = mustAllocate(t, p, AllocateOptions{Binding: "T-2", Base: b})
+			if ws.Pool.Used || ws.Pool.Reason != "checks_failed" {
+				t.Errorf("pool use %+v, want checks_failed", ws.Pool)
+			}
+			if l, _ := p.PoolList(); len(l.Pool) != 1 || !strings.Contains(l.Pool[0].Reason, "checkout settings") {
+				t.Errorf("pool after: %+v", l.Pool)
+			}
+		})
+	}
+}

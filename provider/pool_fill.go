@@ -166,6 +166,9 @@ func (p *Provider) publishPoolClaim(ctx context.Context, op, base, baseRef strin
 // entry and takes its stamp. Any failure undoes the worktree.
 func (p *Provider) makePooled(ctx context.Context, rec *claimRecord) (*pooledMade, error) {
 	c := rec.Claim
+	if err := p.recordPoolSettings(ctx, rec); err != nil {
+		return nil, p.undoAllocation(ctx, rec, err, made{})
+	}
 	if err := gitops.AddPoolWorktree(ctx, c.CommonDir, c.Path, c.Base, lockReason(rec)); err != nil {
 		m := made{worktree: true}
 		if errorsIsPathExists(err) {

@@ -135,4 +135,7 @@ func (s *poolStamp) linkedFiles() []string {
 
 // dropPoolStamp removes the stamp of a pooled worktree that is gone or
 // handed out.
-func (p *Provider) dropPoolStamp(binding string) { _ = os.Remove(p.poolStampPath(binding)) }
+func (p *Provider) dropPoolStamp(binding string) {
+	_ = os.Remove(p.poolStampPath(binding))
+	_ = os.Remove(p.poolSettingsPath(binding))
+}

@@ -160,7 +160,7 @@ func (p *Provider) handOut(ctx context.Context, rec, cand *claimRecord, heads ..
 	c := rec.Claim
 	var tm poolTimings
 	start := time.Now()
-	users := scanPoolUsers(cand.Claim.PhysicalPath)
+	users, settings := scanPoolUsers(cand.Claim.PhysicalPath), p.checkPoolSettings(ctx, cand)
 	entry, head, err := p.checkPooledAt(ctx, cand, poolCheck{dir: cand.Claim.Path, needLock: true, fast: true, heads: heads})
 	if err != nil {
 		return nil, err
@@ -175,7 +175,7 @@ func (p *Provider) handOut(ctx context.Context, rec, cand *claimRecord, heads ..
 	if err := fpPoolSwitched.Inject(); err != nil {
 		return nil, poolCheckFailed("the allocation stopped after switching it: %v", err)
 	}
-	if err := users(); err != nil {
+	if err := errors.Join(users(), settings()); err != nil {
 		return nil, err
 	}
 	start = time.Now()
