@@ -118,3 +118,13 @@ func (p *Provider) checkPoolSettings(ctx context.Context, rec *claimRecord) func
 	}()
 	return func() error { return <-done }
 }
+
+// entryPath is the path git's entry of the workspace of c records, as
+// git worktree add records it: the physical one (symbolic links in its
+// parents resolved), so that git lists it where worktree add would.
+func entryPath(c Claim) string {
+	if c.PhysicalPath != "" {
+		return c.PhysicalPath
+	}
+	return c.Path
+}

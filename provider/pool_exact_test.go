@@ -340,3 +340,37 @@ func TestPoolCheckoutSettingsChanged(t *testing.T) {
 		})
 	}
 }
+
+// TestPoolEntryPathIsPhysical: with the workspace root reached through a
+// symbolic link, git lists a workspace handed out from the pool where it
+// lists one git worktree add made: at its physical path.
+func TestPoolEntryPathIsPhysical(t *testing.T) {
+	t.Parallel()
+	repo := fixtures.NewRepo(t)
+	real, link := t.TempDir(), filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Init(t.Context(), repo.Dir, InitOptions{WorkspaceRoot: filepath.Join(link, "ws")}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Open(t.Context(), repo.Dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.PoolFill(t.Context(), PoolFillOptions{Size: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1"})
+	fresh := mustAllocate(t, p, AllocateOptions{Binding: "T-2", NoPool: true})
+	if !ws.Pool.Used {
+		t.Fatalf("not from the pool: %+v", ws.Pool)
+	}
+	wl := repo.Git("worktree", "list", "--porcelain")
+	for _, w := range []*Workspace{ws, fresh} {
+		if want := "worktree " + filepath.Join(real, "ws", w.Binding) + "\n"; !strings.Contains(wl, want) {
+			t.Errorf("git lists no %q:\n%s", want, wl)
+		}
+	}
+}

@@ -76,7 +76,7 @@ func (p *Provider) resumePoolTake(ctx context.Context, rec *claimRecord) (ws *Wo
 	if err := gitops.ReplaceEntryPin(entry, cand.Digest, rec.Digest); err != nil {
 		return nil, true, err
 	}
-	if err := gitops.RepointEntry(entry, c.Path); err != nil {
+	if err := gitops.RepointEntry(entry, entryPath(c)); err != nil {
 		return nil, true, err
 	}
 	head, err := gitops.ReadHead(ctx, c.Path)

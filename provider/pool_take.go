@@ -202,7 +202,7 @@ func (p *Provider) handOut(ctx context.Context, rec, cand *claimRecord, heads ..
 // published and post-checkout runs. A failure undoes the allocation.
 func (p *Provider) finishHandOut(ctx context.Context, rec, cand *claimRecord, entry string) (*Workspace, error) {
 	c := rec.Claim
-	if err := gitops.RepointEntry(entry, c.Path); err != nil {
+	if err := gitops.RepointEntry(entry, entryPath(c)); err != nil {
 		return nil, p.undoAllocation(ctx, rec, err, made{worktree: true})
 	}
 	if err := fpPoolMoved.Inject(); err != nil {
