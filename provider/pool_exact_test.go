@@ -374,3 +374,17 @@ func TestPoolEntryPathIsPhysical(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolFailedFillLeavesNoRecord: a fill that fails (here: git cannot
+// make the worktree, its commit missing) leaves no record of settings
+// behind; a server retrying it every half minute would pile them up.
+func TestPoolFailedFillLeavesNoRecord(t *testing.T) {
+	t.Parallel()
+	_, p := newProvider(t)
+	if _, err := p.fillOne(t.Context(), strings.Repeat("1", 40), "HEAD"); err == nil {
+		t.Fatal("made a pooled worktree of a missing commit")
+	}
+	if left, _ := filepath.Glob(p.poolSettingsPath("*")); len(left) != 0 {
+		t.Errorf("the failed fill's settings stay: %v", left)
+	}
+}

@@ -164,11 +164,16 @@ func (p *Provider) publishPoolClaim(ctx context.Context, op, base, baseRef strin
 
 // makePooled makes the worktree of a published pooled claim, pins its
 // entry and takes its stamp. Any failure undoes the worktree.
-func (p *Provider) makePooled(ctx context.Context, rec *claimRecord) (*pooledMade, error) {
+func (p *Provider) makePooled(ctx context.Context, rec *claimRecord) (_ *pooledMade, err error) {
 	c := rec.Claim
 	if err := p.recordPoolSettings(ctx, rec); err != nil {
 		return nil, p.undoAllocation(ctx, rec, err, made{})
 	}
+	defer func() {
+		if err != nil {
+			p.dropPoolStamp(c.Binding) // its settings: nothing was made
+		}
+	}()
 	if err := gitops.AddPoolWorktree(ctx, c.CommonDir, c.Path, c.Base, lockReason(rec)); err != nil {
 		m := made{worktree: true}
 		if errorsIsPathExists(err) {
