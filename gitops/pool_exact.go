@@ -179,7 +179,9 @@ func CheckoutSettings(ctx context.Context, commonDir string) (string, error) {
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return "", err
 		}
-		fmt.Fprintf(h, "\x00%s\x00%d\x00", f, len(b))
+		// The content counts, not where it is (another HOME with
+		// the same attributes, or none, checks out the same).
+		fmt.Fprintf(h, "\x00%d\x00", len(b))
 		h.Write(b)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
