@@ -56,9 +56,10 @@ func PoolEntryExtra(adminDir, base string) (string, error) {
 			return strconv.Quote("logs/" + n), nil
 		}
 	}
-	// git worktree add --detach writes one entry: HEAD born at base.
+	// git worktree add --detach writes one entry: HEAD born at base;
+	// git gc's reflog expiry may have emptied it since (nothing in it).
 	b, err := os.ReadFile(filepath.Join(adminDir, "logs", "HEAD"))
-	if errors.Is(err, os.ErrNotExist) {
+	if errors.Is(err, os.ErrNotExist) || err == nil && len(b) == 0 {
 		return "", nil
 	}
 	if err != nil {

@@ -80,6 +80,8 @@ func TestPoolEntryExtra(t *testing.T) {
 		}
 	}
 	check(false)
+	repo.Git("reflog", "expire", "--expire=now", "--all") // as git gc does, in time
+	check(false)
 	w.Git("commit", "--quiet", "--allow-empty", "-m", "made there")
 	w.Git("checkout", "--quiet", "--detach", base)
 	if err := os.Remove(filepath.Join(entry, "COMMIT_EDITMSG")); err != nil {
