@@ -203,3 +203,42 @@ func userAttributesFile(configured string) string {
 	}
 	return filepath.Join(home, ".config", "git", "attributes")
 }
+
+// HiddenIndexEntry returns the first path in the index of the worktree
+// whose top level is worktree (git directory gitDir, object ids of
+// hashLen bytes) that a new worktree's index does not have and that git
+// status may not show: marked assume-unchanged or skip-worktree (its
+// file may differ without a word), intent-to-add, or in conflict; ""
+// when there is none.
+func HiddenIndexEntry(ctx context.Context, worktree, gitDir string, hashLen int) (string, error) {
+	data, err := os.ReadFile(filepath.Join(gitDir, "index"))
+	if err != nil {
+		return "", err
+	}
+	found := ""
+	err = ScanIndex(data, hashLen, func(e IndexEntry) {
+		if found == "" && (e.AssumeUnchanged || e.SkipWorktree || e.IntentToAdd || e.Stage != 0) {
+			found = e.Path
+		}
+	})
+	if !errors.Is(err, ErrSplitIndex) {
+		return found, err
+	}
+	// A split index: git reads both parts. ls-files -v tags an entry H
+	// when it is none of those.
+	abs, o, err := OpenTree(worktree)
+	if err != nil {
+		return "", err
+	}
+	o.ReadOnly = true
+	res, err := Run(ctx, abs, o, "ls-files", "-v", "-z")
+	if err != nil {
+		return "", err
+	}
+	for _, rec := range bytes.Split(res.Stdout, []byte{0}) {
+		if len(rec) > 2 && rec[0] != 'H' {
+			return string(rec[2:]), nil
+		}
+	}
+	return "", nil
+}

@@ -112,6 +112,9 @@ func (p *Provider) checkPooledAt(ctx context.Context, rec *claimRecord, o poolCh
 	if o.fast && err == nil && o.dir == c.Path && p.stampHolds(rec, got) {
 		return entry, c.Base, nil
 	}
+	if err := checkPoolIndex(ctx, rec, entry, o.dir); err != nil {
+		return "", "", err
+	}
 	st, err := gitops.ReadStatus(ctx, o.dir, gitops.StatusOptions{Ignored: true})
 	if err != nil {
 		return "", "", poolCheckFailed("git status in it failed: %v", err)

@@ -128,3 +128,20 @@ func entryPath(c Claim) string {
 	}
 	return c.Path
 }
+
+// checkPoolIndex fails when the index of the pooled worktree of rec at
+// dir (git's entry entry) marks an entry assume-unchanged or
+// skip-worktree, intent-to-add, or holds a conflict: git status does not
+// show a file so marked that differs (an edit hidden there would be
+// handed out, or deleted by a drain), and a new worktree's index has no
+// such entry.
+func checkPoolIndex(ctx context.Context, rec *claimRecord, entry, dir string) error {
+	path, err := gitops.HiddenIndexEntry(ctx, dir, entry, len(rec.Claim.Base)/2)
+	if err != nil {
+		return poolCheckFailed("its index cannot be read: %v", err)
+	}
+	if path != "" {
+		return poolCheckFailed("its index marks %s (assume-unchanged, skip-worktree, intent-to-add or a conflict): its file may differ without git showing it", path)
+	}
+	return nil
+}

@@ -388,3 +388,53 @@ func TestPoolFailedFillLeavesNoRecord(t *testing.T) {
 		t.Errorf("the failed fill's settings stay: %v", left)
 	}
 }
+
+// TestPoolHiddenEditNeverHandedOut: an edit hidden in a pooled worktree
+// behind an index mark (assume-unchanged, skip-worktree), which git
+// status does not show, is never handed out nor deleted by a drain:
+// marked after the fill, or while the fill was making it.
+func TestPoolHiddenEditNeverHandedOut(t *testing.T) {
+	t.Parallel()
+	for _, mark := range []string{"--assume-unchanged", "--skip-worktree"} {
+		for _, during := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s during fill %v", mark, during), func(t *testing.T) {
+				t.Parallel()
+				repo, p, _, b := poolScene(t, 1)
+				var pool string
+				if during {
+					mustAllocate(t, p, AllocateOptions{Binding: "T-0", Base: b}) // takes the clean one
+					m, err := p.fillOne(t.Context(), repo.RevParse("HEAD~1"), "HEAD~1")
+					if err != nil {
+						t.Fatal(err)
+					}
+					pool = m.rec.Claim.Path
+					gitIn(t, pool, "update-index", mark, "d0/f12.txt")
+					if m.stamp, err = stampOf(m.rec, m.entry); err != nil {
+						t.Fatal(err)
+					}
+					if err := p.readyPooled(t.Context(), []*pooledMade{m}, false); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					l, err := p.PoolList()
+					if err != nil {
+						t.Fatal(err)
+					}
+					pool = l.Pool[0].Path
+					gitIn(t, pool, "update-index", mark, "d0/f12.txt")
+				}
+				hidden := writeIn(t, pool, "d0/f12.txt")
+				ws := mustAllocate(t, p, AllocateOptions{Binding: "T-1", Base: b})
+				if ws.Pool.Used || ws.Pool.Reason != "checks_failed" {
+					t.Errorf("pool use %+v, want checks_failed", ws.Pool)
+				}
+				if res, err := p.PoolDrain(t.Context(), PoolDrainOptions{}); err != nil || len(res.Drained) != 0 {
+					t.Errorf("drain: %+v, %v", res, err)
+				}
+				if b, err := os.ReadFile(hidden); err != nil || string(b) != "someone's work\n" {
+					t.Errorf("the hidden edit: %q, %v", b, err)
+				}
+			})
+		}
+	}
+}

@@ -205,7 +205,10 @@ func (p *Provider) makePooled(ctx context.Context, rec *claimRecord) (_ *pooledM
 // file), after its stamp was taken: only then may the stamp stand for a
 // clean worktree. Anything written into it while git was making it (or
 // before the stamp) would otherwise be stamped as clean and handed out.
-func (p *Provider) madeClean(ctx context.Context, rec *claimRecord) bool {
+func (p *Provider) madeClean(ctx context.Context, rec *claimRecord, entry string) bool {
+	if checkPoolIndex(ctx, rec, entry, rec.Claim.Path) != nil {
+		return false // a mark git status does not see past: no stamp
+	}
 	st, err := gitops.ReadStatus(ctx, rec.Claim.Path, gitops.StatusOptions{Ignored: true})
 	return err == nil && st.Detached && st.Head == rec.Claim.Base && len(st.Entries) == 0
 }
@@ -253,7 +256,7 @@ func (p *Provider) readyPooled(ctx context.Context, ms []*pooledMade, settle boo
 				m.stamp = after
 			}
 		}
-		if m.stamp != nil && p.madeClean(ctx, m.rec) {
+		if m.stamp != nil && p.madeClean(ctx, m.rec, m.entry) {
 			p.writePoolStamp(m.stamp)
 		}
 		id, err := pathid.Lstat(m.rec.Claim.Path)
