@@ -245,6 +245,9 @@ func (p *Provider) recycle(ctx context.Context, r, pool *claimRecord, salvageRef
 	if err != nil {
 		return err
 	}
+	if err := p.recordPoolSettings(ctx, pool); err != nil { // those it is cleaned under
+		return err
+	}
 	if err := gitops.CleanToBase(ctx, c.Path, c.Base, keep); err != nil {
 		return err
 	}
