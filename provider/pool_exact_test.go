@@ -409,7 +409,7 @@ func TestPoolHiddenEditNeverHandedOut(t *testing.T) {
 					}
 					pool = m.rec.Claim.Path
 					gitIn(t, pool, "update-index", mark, "d0/f12.txt")
-					if m.stamp, err = stampOf(m.rec, m.entry); err != nil {
+					if m.stamp, err = stampOf(m.rec, m.entry, nil); err != nil {
 						t.Fatal(err)
 					}
 					if err := p.readyPooled(t.Context(), []*pooledMade{m}, false); err != nil {
