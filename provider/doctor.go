@@ -301,14 +301,17 @@ func (p *Provider) checkEntries(inv *inventory, live []*claimRecord, add func(Fi
 			continue // an allocation in progress, or interrupted: allocate resumes it
 		}
 		c := r.Claim
-		if r.isPool() && r.has(EventDraining) {
+		if r.isPool() && (r.has(EventDraining) || drainTook(r)) {
 			continue // a drain moved it: checkPool says where it is
 		}
 		if f, ok := p.interruptedReclaim(r); ok {
 			add(f)
 			continue
 		}
-		if err := p.verifyIdentity("doctor", r); errors.Is(err, ErrMissing) {
+		if err := p.verifyIdentity("doctor", r); errors.Is(err, ErrMissing) && r.isPool() {
+			add(poolMissingFinding(r))
+			continue
+		} else if errors.Is(err, ErrMissing) {
 			add(Finding{Code: FindingWorkspaceMissing, Severity: SeverityWarning, Binding: c.Binding, Path: c.Path,
 				Message: "the directory of workspace " + c.Binding + " is gone", Fix: "majlis workspace reclaim " + c.Binding + " retires its claim"})
 			continue

@@ -23,7 +23,19 @@ const (
 	// FindingPoolDrainInterrupted: a drain took a pooled worktree (and
 	// maybe moved it aside, or deleted it) and stopped before it finished.
 	FindingPoolDrainInterrupted = "pool_drain_interrupted"
+	// FindingPoolMissing: the folder of a pooled worktree is gone.
+	FindingPoolMissing = "pool_missing"
 )
+
+// poolMissingFinding is doctor's finding of a pooled worktree whose
+// folder is gone (deleted by hand): git's entry of it may remain, locked.
+func poolMissingFinding(r *claimRecord) Finding {
+	c := r.Claim
+	return Finding{Code: FindingPoolMissing, Severity: SeverityWarning, Binding: c.Binding, Path: c.Path,
+		Message: "the folder of pooled worktree " + c.Path + " is gone",
+		Fix: "majlis pool drain retires it: it deletes git's entry of it (pinned by its claim, its folder gone) " +
+			"unless someone else locked it or it names a folder that exists, then retires its claim"}
+}
 
 // poolAsideFix is what doctor says of a pooled worktree set aside: what a
 // drain does with it.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/majlis-dev/majlis/gitops"
 	"github.com/majlis-dev/majlis/internal/procid"
 	"github.com/majlis-dev/majlis/wire"
 )
@@ -104,18 +103,20 @@ func (p *Provider) drainsTaken(r *claimRecord) bool {
 	return false
 }
 
-// poolGone finishes the drain of a pooled worktree that is gone already
-// (an undone fill, or a drain interrupted after it deleted the folder):
-// no folder at its path nor aside, and no entry of git's pinned with its
-// claim.
+// poolGone finishes the drain of a pooled worktree whose folder is gone
+// (an undone fill, a folder deleted by hand, or a drain interrupted after
+// it deleted the folder): no folder at its path nor aside; git's entries
+// pinned with its claim are dropped (dropPooledEntry), then its claim
+// retires.
 func (p *Provider) poolGone(r *claimRecord) (bool, error) {
 	for _, at := range []string{r.Claim.Path, drainAsidePath(&r.Claim)} {
 		if _, err := os.Lstat(at); !errors.Is(err, os.ErrNotExist) {
 			return false, nil
 		}
 	}
-	pinned, err := gitops.EntriesPinnedWith(r.Claim.CommonDir, r.Digest)
-	if err != nil || len(pinned) > 0 {
+	// Its folder deleted by hand: git's entry of it, locked by majlis,
+	// holds nothing of anyone's once the folder is gone.
+	if err := p.dropPooledEntry(r, r.Events[EventDraining]); err != nil {
 		return false, err
 	}
 	return true, p.drained(r)

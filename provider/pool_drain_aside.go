@@ -308,7 +308,7 @@ func (p *Provider) dropPooledEntry(r *claimRecord, dr *Event) error {
 	if err != nil {
 		return err
 	}
-	if len(pinned) == 0 && unpinnedOwn(r, dr.AdminEntry) {
+	if len(pinned) == 0 && dr != nil && unpinnedOwn(r, dr.AdminEntry) {
 		// a fill that died before it pinned the entry
 		pinned = append(pinned, gitops.PinnedEntry{Dir: dr.AdminEntry})
 	}

@@ -317,3 +317,35 @@ func TestPoolHandOutCrashThenDrain(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolDrainFolderDeletedByHand: a pooled worktree whose folder was
+// deleted by hand is named by doctor, and a drain drops git's entry of
+// it (pinned by its claim, locked by majlis) and retires its claim; one
+// whose entry names a folder that exists is left.
+func TestPoolDrainFolderDeletedByHand(t *testing.T) {
+	t.Parallel()
+	repo, p, _, _ := poolScene(t, 2)
+	l, _ := p.PoolList()
+	if err := os.RemoveAll(l.Pool[0].Path); err != nil {
+		t.Fatal(err)
+	}
+	// The other one moved by hand (unlocked, then git worktree move): its
+	// entry names a folder that exists.
+	moved := filepath.Join(t.TempDir(), "moved")
+	repo.Git("worktree", "unlock", l.Pool[1].Path)
+	repo.Git("worktree", "move", l.Pool[1].Path, moved)
+	rep, _ := p.Doctor(t.Context())
+	if !hasFinding(rep, FindingPoolMissing) || hasFinding(rep, FindingWorkspaceMissing) {
+		t.Errorf("doctor: %+v", rep.Findings)
+	}
+	res, err := p.PoolDrain(t.Context(), PoolDrainOptions{})
+	if err != nil || len(res.Drained) != 1 || res.Drained[0].Name != l.Pool[0].Name || len(res.Left) != 1 {
+		t.Fatalf("drain: %+v, %v", res, err)
+	}
+	if _, err := os.Stat(filepath.Join(moved, "d0")); err != nil {
+		t.Errorf("the folder moved by hand: %v", err)
+	}
+	if n := worktreeCount(t, repo); n != 2 {
+		t.Errorf("%d worktrees:\n%s", n, repo.Git("worktree", "list", "--porcelain"))
+	}
+}
