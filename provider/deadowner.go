@@ -110,6 +110,8 @@ func describeProcesses(ps []Process) string {
 		switch pr.Use {
 		case openers.UseFile:
 			how = "it has " + pr.Path + " open"
+		case openers.UseMap:
+			how = "it has " + pr.Path + " mapped in memory"
 		case openers.UseExe:
 			how = "it runs " + pr.Path
 		case openers.UseRoot:

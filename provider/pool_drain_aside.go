@@ -29,8 +29,8 @@ import (
 //     git's entry and the folder's identity, before anything moves;
 //  3. the folder is renamed there, never replacing anything (a writer by
 //     path finds it gone);
-//  4. no process may have it open (a working directory or a file inside:
-//     internal/openers);
+//  4. no process may use it (a working directory, an open or mapped file
+//     inside: internal/openers);
 //  5. there, it must be the worktree majlis made, clean, with no
 //     untracked nor ignored file and no hard link (checkPooledAt);
 //  6. it is deleted by identity (durable.DeleteTree), then git's entry
@@ -222,7 +222,7 @@ func (p *Provider) drainAside(ctx context.Context, r *claimRecord, dr *Event) er
 		return p.putBack(r, dr, "majlis cannot tell which processes use it: "+err.Error())
 	}
 	if procs := users[physical]; len(procs) > 0 {
-		return p.putBack(r, dr, fmt.Sprintf("process %d (%s) uses it (%s %s)", procs[0].PID, procs[0].Command, procs[0].Use, procs[0].Path))
+		return p.putBack(r, dr, "a process uses it: "+describeProcesses(procs))
 	}
 	_, _, err = p.checkPooledAt(ctx, r, poolCheck{dir: dr.TrashPath, entry: dr.AdminEntry, heads: p.switchedTo(r)})
 	var pc *errPoolCheck

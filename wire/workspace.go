@@ -115,7 +115,8 @@ type Process struct {
 	PID     int    `json:"pid"`
 	Command string `json:"command"` // its name, as the kernel keeps it (at most 15 bytes)
 	// Use is how it uses the folder: "cwd" (its working directory),
-	// "root", "exe" (its program file) or "file" (an open file).
+	// "root", "exe" (its program file), "file" (an open file) or "map"
+	// (a file mapped in its memory, which it can write with no file open).
 	Use  string `json:"use"`
 	Path string `json:"path"` // the path inside the folder
 }

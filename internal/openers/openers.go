@@ -1,5 +1,6 @@
 // Package openers finds the processes that use a folder: those whose
-// working directory, root, executable or an open file lies inside it. A
+// working directory, root, executable, an open file or a file mapped in
+// memory lies inside it. A
 // process that outlived the agent that started it (a dev server, a
 // watcher, a shell someone left there) still writes in its workspace, and
 // a dead owner proves nothing about it; reclaim shows these processes and
@@ -35,6 +36,9 @@ const (
 	UseRoot = "root"
 	UseExe  = "exe"
 	UseFile = "file"
+	// UseMap: a file inside is mapped into the process's memory (mmap),
+	// which lets it write the file with no descriptor open.
+	UseMap = "map"
 )
 
 // Supported reports whether Scan can list the processes on this system.
@@ -91,7 +95,7 @@ type use struct{ use, path string }
 type proc struct {
 	pid     int
 	command string
-	uses    []use // cwd, root, exe first, then the open files
+	uses    []use // cwd, root, exe first, then the open files, then the mapped ones
 }
 
 // parseStat reads a process's command name and parent pid from the text

@@ -52,6 +52,7 @@ func scanAll() ([]proc, error) {
 				}
 			}
 		}
+		p.uses = append(p.uses, mapped(base+"maps")...)
 		if len(p.uses) > 0 {
 			procs = append(procs, p)
 		}
@@ -90,6 +91,29 @@ func runByCaller(pid, self int, parent map[int]int, command map[int]string) bool
 
 // cleanTarget strips what the kernel appends to the link of a deleted
 // file.
+// mapped returns the files a process has mapped into its memory, from
+// its maps file (one line a mapping; the path, when there is one, is the
+// rest of the line from its first '/'), each once.
+func mapped(maps string) []use {
+	b, err := os.ReadFile(maps)
+	if err != nil {
+		return nil
+	}
+	var out []use
+	seen := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		i := strings.IndexByte(line, '/')
+		if i < 0 {
+			continue
+		}
+		if path := cleanTarget(line[i:]); !seen[path] {
+			seen[path] = true
+			out = append(out, use{UseMap, path})
+		}
+	}
+	return out
+}
+
 func cleanTarget(t string) string {
 	return strings.TrimSuffix(t, " (deleted)")
 }

@@ -1,6 +1,7 @@
 package openers
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -176,4 +177,62 @@ func BenchmarkScan(b *testing.B) {
 	b.ReportMetric(float64(ours)/n, "majlis-ns/op")
 	b.ReportMetric(float64(floor)/n, "bare-ns/op")
 	b.ReportMetric(float64(ours)/float64(floor), "x-bare")
+}
+
+// TestScanMapped: a process that mapped a file inside and closed it
+// (it can still write it through the mapping) is named, use "map".
+func TestScanMapped(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux only")
+	}
+	if path := os.Getenv("OPENERS_MAP_HELPER"); path != "" {
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := syscall.Mmap(int(f.Fd()), 0, 4, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Stdout.WriteString("mapped\n")
+		var b [1]byte
+		os.Stdin.Read(b[:]) // until the test closes it
+		m[0] = b[0]
+		return
+	}
+	t.Parallel()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "data")
+	if err := os.WriteFile(file, []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	helper := exec.Command(os.Args[0], "-test.run=^TestScanMapped$")
+	helper.Env = append(os.Environ(), "OPENERS_MAP_HELPER="+file)
+	stdin, err := helper.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); helper.Process.Kill(); helper.Wait() }()
+	var b [7]byte
+	if _, err := io.ReadFull(out, b[:]); err != nil || string(b[:]) != "mapped\n" {
+		t.Fatalf("helper: %q, %v", b, err)
+	}
+	got, err := Scan([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !has(got[dir], helper.Process.Pid, UseMap) {
+		t.Errorf("the process with %s mapped is not named: %+v", file, got)
+	}
 }
