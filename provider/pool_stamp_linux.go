@@ -123,6 +123,8 @@ func (w *stampWalk) entry(dir, rel string, st *unix.Stat_t) error {
 	switch {
 	case st.Mode&unix.S_IFMT == unix.S_IFLNK && aboveKeptPath(rel, w.kept):
 		return &errKeptPath{path: filepath.Join(dir, path.Base(rel)), why: "is a symbolic link: the kept cache would be outside the worktree"}
+	case kept && st.Mode&unix.S_IFMT == unix.S_IFLNK && linksOut(filepath.Join(dir, path.Base(rel)), rel):
+		return &errKeptPath{path: filepath.Join(dir, path.Base(rel)), why: "is a symbolic link out of the worktree (or into git's folder) inside a kept path: writes through it would change files there"}
 	case kept && isEnvName(path.Base(rel)):
 		return &errKeptPath{path: filepath.Join(dir, path.Base(rel)), why: "is an environment file (.env) inside a kept path"}
 	case st.Mode&unix.S_IFMT == unix.S_IFDIR || st.Nlink <= 1:

@@ -3,6 +3,9 @@ package provider
 import (
 	"context"
 	"fmt"
+	"os"
+	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/majlis-dev/majlis/gitops"
@@ -104,6 +107,20 @@ func aboveKeptPath(rel string, kept []string) bool {
 		}
 	}
 	return false
+}
+
+// linksOut reports whether the symbolic link at file (rel from the
+// worktree's root) points out of the worktree or into its .git: an
+// absolute target, one that climbs above the root, or one that cannot be
+// read. pnpm's links inside node_modules are relative and stay inside.
+func linksOut(file, rel string) bool {
+	target, err := os.Readlink(file)
+	if err != nil || target == "" || filepath.IsAbs(target) {
+		return true
+	}
+	to := path.Clean(path.Join(path.Dir(rel), filepath.ToSlash(target)))
+	first, _, _ := strings.Cut(to, "/")
+	return to == ".." || strings.HasPrefix(to, "../") || strings.EqualFold(first, ".git")
 }
 
 // errKeptPath names what a pooled worktree holds in or above a kept path

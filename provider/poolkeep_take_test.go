@@ -74,6 +74,11 @@ func TestPoolKeptPathsHandedOut(t *testing.T) {
 				t.Fatal(err)
 			}
 			cache["node_modules/linked.js"] = "from the store\n"
+			if err := os.Symlink(".pnpm/left-pad@1/node_modules/left-pad", filepath.Join(pool, "node_modules/left-pad-link")); err != nil {
+				t.Fatal(err)
+			}
+			cache["node_modules/.pnpm/left-pad@1/node_modules/left-pad/index.js"] = "pnpm\n"
+			writeTree(t, pool, map[string]string{"node_modules/.pnpm/left-pad@1/node_modules/left-pad/index.js": "pnpm\n"})
 			if stamped {
 				recs, err := p.poolRecords()
 				if err != nil || len(recs) != 1 {
@@ -196,6 +201,33 @@ func TestPoolKeptPathsRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			return filepath.Join(outside, "someone.js")
+		},
+		"symbolic link out of the worktree in a kept path": func(t *testing.T, _ *Provider, pool string) string {
+			outside := t.TempDir()
+			writeTree(t, outside, map[string]string{"someone.js": "someone's\n"})
+			writeTree(t, pool, map[string]string{"node_modules/ok/index.js": "ok\n"})
+			if err := os.Symlink(outside, filepath.Join(pool, "node_modules/escape")); err != nil {
+				t.Fatal(err)
+			}
+			return filepath.Join(outside, "someone.js")
+		},
+		"relative symbolic link climbing out of a kept path": func(t *testing.T, _ *Provider, pool string) string {
+			if err := os.MkdirAll(filepath.Join(pool, "node_modules"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("../../..", filepath.Join(pool, "node_modules/up")); err != nil {
+				t.Fatal(err)
+			}
+			return filepath.Join(pool, "d0/f0.txt")
+		},
+		"symbolic link into git's folder in a kept path": func(t *testing.T, _ *Provider, pool string) string {
+			if err := os.MkdirAll(filepath.Join(pool, "node_modules"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("../.git", filepath.Join(pool, "node_modules/g")); err != nil {
+				t.Fatal(err)
+			}
+			return filepath.Join(pool, "d0/f0.txt")
 		},
 		"stamped, then the policy turned off": func(t *testing.T, p *Provider, pool string) string {
 			writeTree(t, pool, map[string]string{"node_modules/cached.js": "cached\n"})
