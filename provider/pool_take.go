@@ -160,11 +160,16 @@ func (p *Provider) handOut(ctx context.Context, rec, cand *claimRecord, heads ..
 	c := rec.Claim
 	var tm poolTimings
 	start := time.Now()
-	users, settings := scanPoolUsers(cand.Claim.PhysicalPath), p.checkPoolSettings(ctx, cand)
+	// The process scan lists /proc before this process forks git into
+	// the pooled folder (a fork has this process's name, and the stamp's
+	// open folders, until it runs git); the settings' git starts once the
+	// stamp let go of them.
+	users := scanPoolUsers(cand.Claim.PhysicalPath)
 	entry, head, err := p.checkPooledAt(ctx, cand, poolCheck{dir: cand.Claim.Path, needLock: true, fast: true, heads: heads})
 	if err != nil {
 		return nil, err
 	}
+	settings := p.checkPoolSettings(ctx, cand)
 	tm.verify = time.Since(start)
 	start = time.Now()
 	p.progress(Progress{Op: "allocate", Binding: c.Binding, Step: "switching a pooled worktree to " + shortDigest(c.Base)})
