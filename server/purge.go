@@ -57,6 +57,9 @@ func (s *srv) purgeOnce(bctx context.Context, every time.Duration) bool {
 		for _, t := range res.Left {
 			s.o.Logf("left the kept trash %s of %s, due (%s): %s", t.Path, t.Binding, t.Due, t.Reason)
 		}
+		for _, w := range res.PoolDrained {
+			s.o.Logf("gave back the pooled worktree %s for space, before any kept trash", w.Path)
+		}
 	}
 	return true
 }
