@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/majlis-dev/majlis/internal/durable"
 )
 
 // What makes a pooled worktree handed out the worktree `git worktree add`
@@ -103,7 +101,7 @@ func CopiesWorktreeSettings(commonDir string) bool {
 // last (the switch to the branch). The pooled worktree's own history
 // (its fill's base, at the fill's time) is not the workspace's.
 func writeAddedHeadLog(gitDir, commit string) error {
-	if err := durable.Replace(gitDir, "ORIG_HEAD", []byte(commit+"\n")); err != nil {
+	if err := replaceUnsynced(gitDir, "ORIG_HEAD", []byte(commit+"\n")); err != nil {
 		return err
 	}
 	b, err := os.ReadFile(filepath.Join(gitDir, "logs", "HEAD"))
@@ -122,7 +120,32 @@ func writeAddedHeadLog(gitDir, commit string) error {
 	who, _, _ := strings.Cut(fields[2], "\t")
 	null := strings.Repeat("0", len(commit))
 	log := fmt.Sprintf("%s %s %s\n%s %s %s\treset: moving to HEAD\n", null, commit, who, commit, commit, who)
-	return durable.Replace(filepath.Join(gitDir, "logs"), "HEAD", []byte(log))
+	return replaceUnsynced(filepath.Join(gitDir, "logs"), "HEAD", []byte(log))
+}
+
+// replaceUnsynced replaces dir/name whole with data (a temporary file
+// renamed over it: a reader sees the old or the new), without the
+// fsyncs of durable.Replace: git does not sync ORIG_HEAD or a reflog
+// either, and after a crash the old ones are as good.
+func replaceUnsynced(dir, name string, data []byte) error {
+	f, err := os.CreateTemp(dir, "."+name+".majlis-*")
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(f.Name(), 0o644)
+	}
+	if werr == nil {
+		werr = os.Rename(f.Name(), filepath.Join(dir, name))
+	}
+	if werr != nil {
+		_ = os.Remove(f.Name())
+	}
+	return werr
 }
 
 // attributesDiffer reports whether a .gitattributes file differs between
