@@ -95,26 +95,39 @@ func PutHeadOnBranch(ctx context.Context, worktree, branch, commit string, creat
 	if b, err := os.ReadFile(filepath.Join(o.GitDir, "HEAD")); err != nil || strings.TrimSpace(string(b)) != commit {
 		return fmt.Errorf("%w: HEAD of %s is not detached at %s", ErrRefChanged, worktree, commit)
 	}
-	// `git switch` from the same commit touches no file: it creates the
-	// branch (-c refuses one that exists) or checks out the existing one
-	// (refused when another worktree has it), and moves HEAD. No hook.
-	args := []string{"-c", "core.hooksPath=" + noHooksDir, "switch", "--quiet", "--no-guess"}
 	if create {
-		args = append(args, "--create", branch, "--end-of-options", commit)
+		err = createHeadBranch(ctx, abs, o, branch, commit)
 	} else {
-		args = append(args, "--end-of-options", branch)
-	}
-	_, err = Run(ctx, abs, o, args...)
-	err = classify(err, ErrRefExists, "fatal: a branch named ")
-	if err == nil && !create {
-		if h, herr := ReadHead(ctx, worktree); herr != nil || h.Commit != commit {
-			return fmt.Errorf("%w: %s is not at %s", ErrRefChanged, branch, commit)
+		// `git switch` from the same commit touches no file: it checks
+		// out the existing branch (refused when another worktree has
+		// it) and moves HEAD. No hook.
+		_, err = Run(ctx, abs, o, "-c", "core.hooksPath="+noHooksDir, "switch", "--quiet", "--no-guess", "--end-of-options", branch)
+		if err == nil {
+			if h, herr := ReadHead(ctx, worktree); herr != nil || h.Commit != commit {
+				return fmt.Errorf("%w: %s is not at %s", ErrRefChanged, branch, commit)
+			}
 		}
 	}
 	if err != nil {
 		return err
 	}
 	return writeAddedHeadLog(o.GitDir, commit)
+}
+
+// createHeadBranch creates branch at commit (`git branch`, which
+// refuses one that exists: ErrRefExists) and points the detached HEAD of
+// the worktree at abs, at commit already, at it (`git symbolic-ref`, with
+// the reflog entry a switch writes). Files and index are commit's: unlike
+// `git switch --create`, nothing compares the index with the files again,
+// which after a two-tree switch re-reads every file it wrote in the
+// index's second (racily clean).
+func createHeadBranch(ctx context.Context, abs string, o Cmd, branch, commit string) error {
+	_, err := Run(ctx, abs, o, "-c", "core.hooksPath="+noHooksDir, "branch", "--no-track", "--end-of-options", branch, commit)
+	if err != nil {
+		return classify(err, ErrRefExists, "fatal: a branch named ")
+	}
+	_, err = Run(ctx, abs, o, "symbolic-ref", "-m", "checkout: moving from "+commit+" to "+branch, "HEAD", "refs/heads/"+branch)
+	return err
 }
 
 // RunPostCheckout runs the post-checkout hook of the worktree whose top
