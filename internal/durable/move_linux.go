@@ -15,7 +15,7 @@ import (
 // move fails with an error satisfying errors.Is(err, fs.ErrExist), and a
 // move across file systems (or of a mount point) fails with
 // ErrCrossDevice. Both parent
-// directories are fsynced afterwards, so the move is durable when MoveDir
+// directories (one, when they are the same) are fsynced afterwards, so the move is durable when MoveDir
 // returns. Nothing is created: to's parent must exist.
 func MoveDir(from, to string) error {
 	err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
@@ -27,7 +27,11 @@ func MoveDir(from, to string) error {
 	case err != nil:
 		return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
 	}
-	for _, dir := range []string{filepath.Dir(from), filepath.Dir(to)} {
+	dirs := []string{filepath.Dir(from), filepath.Dir(to)}
+	if dirs[0] == dirs[1] {
+		dirs = dirs[:1] // a rename within one directory: one fsync of it
+	}
+	for _, dir := range dirs {
 		if err := SyncDir(dir); err != nil {
 			return err
 		}
