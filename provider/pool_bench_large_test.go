@@ -20,7 +20,7 @@ import (
 // (each writes 100,000 files), and how many pooled worktrees one fill
 // makes (one settling wait for all of them).
 var (
-	poolLargeAllocs = flag.Int("pool.large.allocs", 20, "BenchmarkPoolAllocateLarge: hand-outs timed")
+	poolLargeAllocs = flag.Int("pool.large.allocs", 12, "BenchmarkPoolAllocateLarge: hand-outs timed")
 	poolLargeFloors = flag.Int("pool.large.floors", 3, "BenchmarkPoolAllocateLarge: git worktree add runs timed")
 )
 
