@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -314,5 +315,55 @@ func TestRecycleSymlinkedFolder(t *testing.T) {
 		if st := strings.TrimSpace(gitOut(t, l.Pool[0].Path, "status", "--porcelain", "--ignored", "-uall")); st != "" {
 			t.Errorf("the pooled worktree is not clean:\n%s", st)
 		}
+	}
+}
+
+// TestRecycleFollowedIsPurged: a process that enters the trash folder
+// after the purge looked (here: right after the rename, in the pool's
+// folder, as a process inside would have followed it) stops the
+// recycling: the folder is deleted (it is salvaged), never published to
+// the pool.
+func TestRecycleFollowedIsPurged(t *testing.T) {
+	t.Parallel()
+	_, p, trash, _ := recycleScene(t)
+	var cmd *exec.Cmd
+	p.hook = func(_ context.Context, point string) {
+		if point != "pool/recycle-moved" {
+			return
+		}
+		l, _ := p.PoolList()
+		if len(l.Pool) != 1 {
+			t.Errorf("pool while recycling: %+v", l.Pool)
+			return
+		}
+		cmd = exec.Command("sleep", "300")
+		cmd.Dir = l.Pool[0].Path
+		if err := cmd.Start(); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() {
+		if cmd != nil && cmd.Process != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	res, err := p.PurgeDue(t.Context())
+	p.hook = nil
+	if err != nil || cmd == nil {
+		t.Fatalf("purge: %+v, %v (the hook ran: %v)", res, err, cmd != nil)
+	}
+	if len(res.Purged) != 1 || res.Purged[0].Recycled != "" {
+		t.Fatalf("purge: %+v, want T-1 deleted, not recycled", res)
+	}
+	if _, err := os.Lstat(trash); !os.IsNotExist(err) {
+		t.Errorf("the trash folder is still there: %v", err)
+	}
+	l, _ := p.PoolList()
+	if len(l.Pool) != 0 {
+		t.Errorf("pool: %+v", l.Pool)
+	}
+	if rep, err := p.Doctor(t.Context()); err != nil || !rep.OK {
+		t.Errorf("doctor: %+v, %v", rep.Findings, err)
 	}
 }

@@ -26,7 +26,7 @@ func runPurgeDue(cmd *cobra.Command, g *globalOptions, p *provider.Provider) err
 func renderPurge(w io.Writer, res *provider.PurgeResult) {
 	for _, t := range res.Purged {
 		if t.Recycled != "" {
-			fmt.Fprintf(w, "recycled the kept trash %s of %s into the warm pool as %s, cleaned (%s)", humanPath(t.Path), t.Binding, t.Recycled, dueWords(t.Due))
+			fmt.Fprintf(w, "recycled the kept trash %s of %s into the warm pool as %s (%s)", humanPath(t.Path), t.Binding, t.Recycled, dueWords(t.Due))
 		} else {
 			fmt.Fprintf(w, "deleted the kept trash %s of %s (%s)", humanPath(t.Path), t.Binding, dueWords(t.Due))
 		}
