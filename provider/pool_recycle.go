@@ -127,6 +127,9 @@ func (p *Provider) recycleRefusal(ctx context.Context, r *claimRecord, due strin
 	if base, err = reader.ResolveCommit(ctx, "HEAD"); err != nil {
 		return "HEAD names no commit", ""
 	}
+	if has, err := reader.HasGitmodules(ctx, base); err != nil || has {
+		return "the pool's base has submodules (or cannot be read)", "" // never handed out
+	}
 	return "", base
 }
 

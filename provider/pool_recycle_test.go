@@ -229,6 +229,13 @@ func TestRecycleRefused(t *testing.T) {
 			clk.Add(DefaultTrashKeep + 1)
 			return DueExpired
 		},
+		"base with submodules": func(t *testing.T, p *Provider, _ string, clk *testClock) string {
+			main := &fixtures.Repo{T: t, Dir: p.main}
+			main.WriteFile(".gitmodules", "[submodule \"lib\"]\n\tpath = lib\n\turl = ../lib\n")
+			main.Commit("a submodule is declared")
+			clk.Add(DefaultTrashKeep + 1)
+			return DueExpired
+		},
 		"hard link": func(t *testing.T, p *Provider, trash string, clk *testClock) string {
 			outside := filepath.Join(t.TempDir(), "someone's file")
 			if err := os.Link(filepath.Join(trash, "pkg", "a", "f3.txt"), outside); err != nil {
