@@ -97,7 +97,9 @@ func FreshEntry(ctx context.Context, commonDir, stage, worktree, commit, reason,
 // way), and every untracked and ignored file and folder is deleted (`git
 // clean -d -x`, which leaves a folder holding another repository), but the
 // paths of keep (exact paths relative to the top level) when they are
-// there. No hook runs. The caller checks the result (git status).
+// there and no part of them is a symbolic link (one that is is deleted: a
+// kept cache never leads out of the worktree). No hook runs. The caller
+// checks the result (git status).
 func CleanToBase(ctx context.Context, worktree, commit string, keep []string) error {
 	if !IsObjectID(commit) {
 		return fmt.Errorf("gitops: clean to %q: not a commit id", commit)
@@ -119,10 +121,31 @@ func CleanToBase(ctx context.Context, worktree, commit string, keep []string) er
 	}
 	args := []string{"clean", "-f", "-d", "-x", "-q"}
 	for _, k := range keep {
+		if !linkFree(abs, k) {
+			continue // a symbolic link reaches elsewhere: cleaned (the link, never what it names)
+		}
 		args = append(args, "-e", "/"+escapeIgnore(k))
 	}
 	_, err = Run(ctx, abs, o, args...)
 	return err
+}
+
+// linkFree reports whether no part of the relative path rel under top
+// (slash-separated) is a symbolic link: a kept path must be the
+// worktree's own folder or file, not a way out of it.
+func linkFree(top, rel string) bool {
+	at := top
+	for _, part := range strings.Split(rel, "/") {
+		at = filepath.Join(at, part)
+		fi, err := os.Lstat(at)
+		if errors.Is(err, os.ErrNotExist) {
+			return true
+		}
+		if err != nil || fi.Mode()&os.ModeSymlink != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // escapeIgnore makes an exact path a gitignore pattern that matches it

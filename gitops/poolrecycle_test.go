@@ -33,6 +33,13 @@ func TestRecycleEntryAndClean(t *testing.T) {
 	used.WriteFile("x.log", "ignored\n")
 	used.WriteFile("node_modules/dep/index.js", "kept\n")
 	used.WriteFile("node_modules2/y", "not kept\n")
+	elsewhere := fixtures.TempDir(t)
+	if err := os.WriteFile(filepath.Join(elsewhere, "someone's"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(wt, "cache")); err != nil { // kept by name, but a link out
+		t.Fatal(err)
+	}
 	same, _ := os.Stat(filepath.Join(wt, "a/same.txt"))
 	old := used.GitDir()
 	if err := os.RemoveAll(old); err != nil { // the provider drops it (salvaged)
@@ -50,12 +57,15 @@ func TestRecycleEntryAndClean(t *testing.T) {
 	if filepath.Base(admin) != "-majlis-pool-x" {
 		t.Errorf("entry %s", admin)
 	}
-	if err := CleanToBase(ctx, pool, base, []string{"node_modules"}); err != nil {
+	if err := CleanToBase(ctx, pool, base, []string{"node_modules", "cache"}); err != nil {
 		t.Fatal(err)
 	}
 	p := &fixtures.Repo{T: t, Dir: pool}
 	if st := p.Git("status", "--porcelain", "--ignored", "-uall"); st != "!! node_modules/dep/index.js\n" {
 		t.Errorf("status after cleaning:\n%s", st)
+	}
+	if b, err := os.ReadFile(filepath.Join(elsewhere, "someone's")); err != nil || string(b) != "x\n" {
+		t.Errorf("the folder a link named was touched: %q, %v", b, err)
 	}
 	if h := strings.TrimSpace(p.Git("rev-parse", "HEAD")); h != base {
 		t.Errorf("HEAD %s, want %s", h, base)
