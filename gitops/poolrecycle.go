@@ -92,7 +92,9 @@ func FreshEntry(ctx context.Context, commonDir, stage, worktree, commit, reason,
 // detached at commit, its index commit's tree, FreshEntry) to exactly
 // commit's files, touching only what differs: the index learns the stat
 // data of every file whose content is commit's (`git update-index
-// --refresh` reads each file once), every other tracked file is written
+// --refresh` reads each file once; forgetConverted takes back those whose
+// bytes only compare equal through git's conversions), every other tracked
+// file is written
 // from commit (`git read-tree --reset -u`, which replaces what is in its
 // way), and every untracked and ignored file and folder is deleted (`git
 // clean -d -x`, which leaves a folder holding another repository), but the
@@ -114,6 +116,9 @@ func CleanToBase(ctx context.Context, worktree, commit string, keep []string) er
 	refresh := o
 	refresh.OKCodes = []int{1}
 	if _, err := Run(ctx, abs, refresh, "update-index", "-q", "--refresh"); err != nil {
+		return err
+	}
+	if err := forgetConverted(ctx, abs, o); err != nil {
 		return err
 	}
 	if _, err := Run(ctx, abs, o, "-c", "core.hooksPath="+noHooksDir, "read-tree", "--reset", "-u", "--end-of-options", commit); err != nil {

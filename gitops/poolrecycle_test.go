@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/majlis-dev/majlis/fixtures"
 )
@@ -87,5 +88,86 @@ func TestRecycleEntryAndClean(t *testing.T) {
 	}
 	if _, err := FreshEntry(ctx, repo.CommonDir(), stage+"2", pool, base, "majlis pool", "sha256:pin"); err == nil {
 		t.Errorf("a second entry of the same name was made")
+	}
+}
+
+// TestRecycleConvertedFiles: a file git converts (an eol or text
+// attribute, ident, core.autocrlf) whose bytes the task changed in a way
+// git's comparison calls unchanged (line endings, an expanded keyword) is
+// written again: a recycled worktree holds the bytes a fresh checkout of
+// the base writes, not the task's. A converted file the task left alone is
+// not rewritten.
+func TestRecycleConvertedFiles(t *testing.T) {
+	t.Parallel()
+	for _, autocrlf := range []string{"", "input", "true"} {
+		t.Run("autocrlf="+autocrlf, func(t *testing.T) {
+			t.Parallel()
+			repo := fixtures.NewRepo(t)
+			if autocrlf != "" {
+				repo.Git("config", "core.autocrlf", autocrlf)
+			}
+			repo.WriteFile(".gitattributes", "*.txt text\n*.win eol=crlf\n*.id ident\n*.bin -text\n")
+			files := []struct{ name, base, task string }{
+				{"a.txt", "a\nb\n", "a\r\nb\r\n"}, // CRLF where git writes LF
+				{"b.win", "x\ny\n", "x\ny\n"},     // LF where git writes CRLF
+				{"c.id", "$Id$\n", "$Id$\n"},      // the keyword as git stores it, not as it writes it
+				{"auto", "plain\n", "plain\r\n"},  // converted only under core.autocrlf
+				{"d.bin", "raw\n", "raw\r\n"},     // never converted: changed
+				{"kept.txt", "left\nalone\n", ""}, // not touched by the task
+			}
+			for _, f := range files {
+				repo.WriteFile(f.name, f.base)
+			}
+			base := repo.Commit("base")
+			fresh := filepath.Join(fixtures.TempDir(t), "fresh")
+			repo.Git("worktree", "add", "-q", "--detach", fresh, base)
+			wt := filepath.Join(fixtures.TempDir(t), "used")
+			repo.Git("worktree", "add", "-q", "--detach", wt, base)
+			kept, _ := os.Stat(filepath.Join(wt, "kept.txt"))
+			old := time.Now().Add(-time.Hour) // not racily clean: git trusts the stat data it records
+			for _, f := range files {
+				if f.task == "" {
+					continue
+				}
+				if err := os.WriteFile(filepath.Join(wt, f.name), []byte(f.task), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chtimes(filepath.Join(wt, f.name), old, old); err != nil {
+					t.Fatal(err)
+				}
+			}
+			recycle(t, repo, wt, base)
+			for _, f := range files {
+				want, _ := os.ReadFile(filepath.Join(fresh, f.name))
+				got, _ := os.ReadFile(filepath.Join(wt+".pool", f.name))
+				if string(got) != string(want) {
+					t.Errorf("%s: recycled %q, a fresh checkout %q", f.name, got, want)
+				}
+			}
+			if autocrlf != "true" {
+				if now, _ := os.Stat(filepath.Join(wt+".pool", "kept.txt")); !os.SameFile(kept, now) {
+					t.Errorf("a converted file the task left alone was rewritten")
+				}
+			}
+		})
+	}
+}
+
+// recycle drops the git entry of the worktree wt, moves it to wt+".pool",
+// gives it a fresh entry at base and cleans it.
+func recycle(t *testing.T, repo *fixtures.Repo, wt, base string) {
+	t.Helper()
+	if err := os.RemoveAll((&fixtures.Repo{T: t, Dir: wt}).GitDir()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(wt, wt+".pool"); err != nil {
+		t.Fatal(err)
+	}
+	stage := filepath.Join(fixtures.TempDir(t), "stage")
+	if _, err := FreshEntry(ctx, repo.CommonDir(), stage, wt+".pool", base, "majlis pool", "sha256:pin"); err != nil {
+		t.Fatal(err)
+	}
+	if err := CleanToBase(ctx, wt+".pool", base, nil); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/majlis-dev/majlis/fixtures"
@@ -34,6 +35,7 @@ func recycleSceneAt(t *testing.T) (repo *fixtures.Repo, p *Provider, trash strin
 	for i := range 12 {
 		repo.WriteFile(filepath.Join("pkg", string(rune('a'+i%3)), "f"+string(rune('0'+i))+".txt"), "v1\n")
 	}
+	repo.WriteFile(".gitattributes", "*.txt text\n")
 	repo.Commit("more files")
 	if err := p.setPoolPolicy(PolicyPoolSize, "1"); err != nil {
 		t.Fatal(err)
@@ -56,7 +58,8 @@ func recycleSceneAt(t *testing.T) (repo *fixtures.Repo, p *Provider, trash strin
 // usedWorkspace leaves in the workspace at dir what a task leaves: a
 // commit, a stopped merge, staged and unstaged edits, untracked and
 // ignored files, per-worktree config, a bisect ref, reflog entries, a
-// sparse-checkout file and a skip-worktree flag.
+// sparse-checkout file, a skip-worktree flag, and a text file rewritten
+// with CRLF line endings, which git's comparison calls unchanged.
 func usedWorkspace(t *testing.T, repo *fixtures.Repo, dir string) *fixtures.Repo {
 	t.Helper()
 	repo.Git("branch", "other")
@@ -75,6 +78,8 @@ func usedWorkspace(t *testing.T, repo *fixtures.Repo, dir string) *fixtures.Repo
 	ws.WriteFile("pkg/a/f0.txt", "staged by the task\n")
 	ws.Git("add", "pkg/a/f0.txt")
 	ws.WriteFile("pkg/b/f1.txt", "edited, not staged\n")
+	ws.WriteFile("pkg/c/f5.txt", "v1\r\n")           // git calls it unchanged (text: CRLF comes back as LF)
+	anHourAgo(t, filepath.Join(dir, "pkg/c/f5.txt")) // not racily clean: git trusts its stat data
 	ws.WriteFile("notes/todo.txt", "untracked\n")
 	ws.WriteFile("build/out.o", "ignored build output\n")
 	ws.WriteFile("run.log", "ignored log\n")
@@ -91,6 +96,17 @@ func usedWorkspace(t *testing.T, repo *fixtures.Repo, dir string) *fixtures.Repo
 		t.Fatal(err)
 	}
 	return ws
+}
+
+// anHourAgo sets the modification time of the file at path an hour
+// back: git then trusts the stat data it records for it (a file changed
+// in the second its index is written is compared by content again).
+func anHourAgo(t *testing.T, path string) {
+	t.Helper()
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // perWorktreeState lists what of a task's git state a worktree has: its
