@@ -39,10 +39,10 @@ func poolMissingFinding(r *claimRecord) Finding {
 
 // poolAsideFix is what doctor says of a pooled worktree set aside: what a
 // drain does with it.
-const poolAsideFix = "look at what is in it; 'majlis pool drain' deletes it only once it is clean (no change, no untracked " +
-	"or ignored file) at its base, or at the base the allocation that took it had switched it to, and no process uses it; " +
-	"until then the drain leaves it where it is. If it holds nothing of anyone's, 'git worktree unlock' then " +
-	"'git worktree remove --force' deletes it as it is"
+const poolAsideFix = "look at what is in it and copy out what you want; 'majlis pool drain' deletes it only once it is clean " +
+	"(no change, no untracked or ignored file) at its base, or at the base the allocation that took it had switched it to, " +
+	"and no process uses it; until then the drain leaves it where it is. If it holds nothing of anyone's, delete from it " +
+	"what was added and put back what was changed (a workspace nested inside it is someone's: reclaim it first), then drain again"
 
 // checkPool reports pooled worktrees that are neither ready nor in a
 // workspace.
