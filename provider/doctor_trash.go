@@ -26,6 +26,10 @@ func (p *Provider) checkTrash(inv *inventory, add func(Finding)) []KeptTrash {
 			where = fmt.Sprintf("its work is on %s", k.SalvageRefs[n-1])
 		}
 		msg := fmt.Sprintf("a purge of the kept trash folder %s of %s began and did not finish: the folder may be half deleted, and restore --from-trash refuses it", k.Path, k.Binding)
+		if k.recycling != "" {
+			msg = fmt.Sprintf("a purge of the kept trash folder %s of %s began recycling it into the pool (%s) and did not finish: "+
+				"the folder is at its trash path or in the pool's folder, whole or cleaned, and restore --from-trash refuses it", k.Path, k.Binding, k.recycling)
+		}
 		if k.Entry {
 			msg = fmt.Sprintf("a purge of git's record of %s kept in the trash (%s; its folder was gone) began and did not finish: it may be half deleted", k.Binding, k.Path)
 		}

@@ -89,6 +89,11 @@ func recycleCrashAt(t *testing.T, bin, fp string) {
 	if inPool && !ready && !hasFinding(rep, FindingPoolRecycleInterrupted) {
 		t.Errorf("doctor names no interrupted recycling: %+v", rep.Findings)
 	}
+	for _, f := range rep.Findings {
+		if f.Code == FindingTrashHalfPurged && !strings.Contains(f.Message, "recycling it into the pool") {
+			t.Errorf("doctor says of a trash being recycled: %s", f.Message)
+		}
+	}
 
 	// A drain first, as a user told by doctor of a pooled worktree might:
 	// it leaves what is not clean and majlis's, deletes what is.

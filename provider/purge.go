@@ -85,6 +85,9 @@ type KeptTrash struct {
 	// SalvageRefs are the reclaim's (and an interrupted purge's)
 	// salvages of it.
 	SalvageRefs []string `json:"salvage_refs"`
+	// recycling is the pooled worktree the interrupted purge was
+	// recycling the folder into ("" when it was deleting it).
+	recycling string
 }
 
 // A PurgedTrash is a kept trash folder a purge deleted, or left.
@@ -200,7 +203,7 @@ func (p *Provider) keptTrashLeaving(all [][]*claimRecord, tp TrashPolicy, mode s
 			}
 			switch {
 			case r.has(EventPurging):
-				k.Due, k.HalfPurged = DueInterrupted, true
+				k.Due, k.HalfPurged, k.recycling = DueInterrupted, true, r.Events[EventPurging].Taker
 			case !now.Before(k.KeptUntil):
 				k.Due = DueExpired
 			}
