@@ -25,9 +25,6 @@ import (
 // its size is not the blob's: that conversion only removes carriage
 // returns, so a file of the blob's size that compares equal is the blob.
 
-// convAttrs are the attributes that make git convert a file.
-var convAttrs = []string{"text", "eol", "filter", "ident", "working-tree-encoding"}
-
 // A baseFile is a regular file of the base's tree.
 type baseFile struct {
 	mode, id, path string
@@ -174,35 +171,15 @@ func conversionConfig(ctx context.Context, abs string, o Cmd) (convConfig, error
 	return c, nil
 }
 
-// fileAttrs reads convAttrs of every file, as git check-attr reports them
-// ("set", "unset", "unspecified" or a value); a file missing from the
-// answer has all unspecified.
+// fileAttrs reads ConversionAttributes of every file.
 func fileAttrs(ctx context.Context, abs string, o Cmd, files []baseFile) (map[string]map[string]string, error) {
-	var in bytes.Buffer
-	for _, f := range files {
-		in.WriteString(f.path)
-		in.WriteByte(0)
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = f.path
 	}
 	ro := o
 	ro.ReadOnly = true
-	ro.Stdin = in.Bytes()
-	res, err := Run(ctx, abs, ro, append([]string{"check-attr", "-z", "--stdin"}, convAttrs...)...)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]map[string]string{}
-	parts := bytes.Split(res.Stdout, []byte{0})
-	for i := 0; i+2 < len(parts); i += 3 {
-		name, attr, val := string(parts[i]), string(parts[i+1]), string(parts[i+2])
-		if val == "unspecified" {
-			continue
-		}
-		if out[name] == nil {
-			out[name] = map[string]string{}
-		}
-		out[name][attr] = val
-	}
-	return out, nil
+	return CheckAttrs(ctx, abs, ro, paths, ConversionAttributes)
 }
 
 // How git converts a file between its blob and the worktree.
@@ -212,13 +189,35 @@ const (
 	convOut         // on the way out too: the checkout is not the blob
 )
 
-// conversion says how git converts a file with the attributes a (only
-// the specified ones) under c.
+// conversion says how git converts a file with the attributes a (`git
+// check-attr` values) under c. The legacy crlf attribute stands for text
+// when text is unspecified, as in git: crlf is text, -crlf is -text,
+// crlf=input is text with LF endings.
 func (c convConfig) conversion(a map[string]string) int {
-	if a["filter"] != "" || a["ident"] == "set" || a["working-tree-encoding"] != "" {
+	get := func(k string) string {
+		if v := a[k]; v != "unspecified" {
+			return v
+		}
+		return ""
+	}
+	if v := get("filter"); v != "" && v != "unset" || get("ident") == "set" || get("working-tree-encoding") != "" {
 		return convOut
 	}
-	text, eol := a["text"], a["eol"]
+	text, eol := get("text"), get("eol")
+	if text == "" {
+		switch get("crlf") {
+		case "":
+		case "unset":
+			text = "unset"
+		case "input":
+			text = "set"
+			if eol == "" {
+				eol = "lf"
+			}
+		default:
+			text = "set"
+		}
+	}
 	switch {
 	case text == "unset":
 		return convNone

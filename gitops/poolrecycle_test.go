@@ -106,7 +106,7 @@ func TestRecycleConvertedFiles(t *testing.T) {
 			if autocrlf != "" {
 				repo.Git("config", "core.autocrlf", autocrlf)
 			}
-			repo.WriteFile(".gitattributes", "*.txt text\n*.win eol=crlf\n*.id ident\n*.bin -text\n")
+			repo.WriteFile(".gitattributes", "*.txt text\n*.win eol=crlf\n*.id ident\n*.bin -text\n*.old crlf\n")
 			files := []struct{ name, base, task string }{
 				{"a.txt", "a\nb\n", "a\r\nb\r\n"}, // CRLF where git writes LF
 				{"b.win", "x\ny\n", "x\ny\n"},     // LF where git writes CRLF
@@ -114,6 +114,7 @@ func TestRecycleConvertedFiles(t *testing.T) {
 				{"auto", "plain\n", "plain\r\n"},  // converted only under core.autocrlf
 				{"d.bin", "raw\n", "raw\r\n"},     // never converted: changed
 				{"kept.txt", "left\nalone\n", ""}, // not touched by the task
+				{"e.old", "o\n", "o\r\n"},         // text's older name
 			}
 			for _, f := range files {
 				repo.WriteFile(f.name, f.base)

@@ -167,11 +167,6 @@ func indexHasAttributes(index string, hashLen int) bool {
 	return found
 }
 
-// conversionAttributes are the attributes under which git may store a
-// file's bytes other than they are on disk, or check them out otherwise
-// (crlf is text's older name).
-var conversionAttributes = []string{"text", "eol", "crlf", "filter", "ident", "working-tree-encoding"}
-
 // findConverted lists the files of the private index file index (just
 // filled by git add) whose bytes on disk a checkout of their blob would
 // not give back (for s.converted). It asks git: `git check-attr` names the
@@ -188,26 +183,14 @@ func (s *Survey) findConverted(ctx context.Context, dir, ceiling, index string) 
 	if err != nil || len(entries) == 0 {
 		return nil, err
 	}
-	o := gitops.Cmd{ReadOnly: true, IndexFile: index, Ceiling: ceiling, LiteralPathspecs: true}
-	var in strings.Builder
-	for _, e := range entries {
-		in.WriteString(e.Path + "\x00")
+	paths := make([]string, len(entries))
+	for i, e := range entries {
+		paths[i] = e.Path
 	}
-	o.Stdin = []byte(in.String())
-	res, err := gitops.Run(ctx, dir, o, append([]string{"check-attr", "-z", "--stdin"}, conversionAttributes...)...)
+	o := gitops.Cmd{ReadOnly: true, IndexFile: index, Ceiling: ceiling, LiteralPathspecs: true}
+	attrs, err := gitops.CheckAttrs(ctx, dir, o, paths, gitops.ConversionAttributes)
 	if err != nil {
 		return nil, err
-	}
-	attrs := map[string]map[string]string{}
-	f := strings.Split(strings.TrimSuffix(string(res.Stdout), "\x00"), "\x00")
-	if len(f)%3 != 0 {
-		return nil, gitops.Unexpected("git check-attr", "%d fields", len(f))
-	}
-	for i := 0; i+2 < len(f); i += 3 {
-		if attrs[f[i]] == nil {
-			attrs[f[i]] = map[string]string{}
-		}
-		attrs[f[i]][f[i+1]] = f[i+2]
 	}
 	// The bytes a checkout of each blob writes, through the same
 	// attributes and settings, compared with the file's. A file not on
